@@ -1,0 +1,72 @@
+"""The check catalogue: ids, titles, causal order and the report columns they feed.
+
+Ids marked `catalogue=True` come from the failure catalogue (docs/checks.md lists them with
+their error texts); the others are fleetcheck's own checks around them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CheckInfo:
+    id: str
+    title: str
+    column: str
+    catalogue: bool = True
+
+
+#: Every check the probe emits, in causal order: the first failing one is the root cause.
+CHECKS: tuple[CheckInfo, ...] = (
+    CheckInfo("gpu_present", "NVIDIA GPU present", "gpus", catalogue=False),
+    CheckInfo("dev_nodes_missing", "/dev/nvidia* nodes usable", "gpus"),
+    CheckInfo("driver_userspace_mismatch", "driver libraries match kernel module", "driver"),
+    CheckInfo("zero_active_drivers", "CUDA driver initialises", "driver"),
+    CheckInfo("driver_too_old", "driver new enough for torch's CUDA", "driver"),
+    CheckInfo("torch_cuda", "PyTorch sees the GPUs", "torch", catalogue=False),
+    CheckInfo("torch_lacks_arch", "PyTorch built for this GPU", "torch"),
+    CheckInfo("triton_installed", "Triton installed (one distribution)", "triton", False),
+    CheckInfo("triton_2x", "Triton 3.x", "triton"),
+    CheckInfo("cc_env_invalid", "$CC points at a compiler", "compiler"),
+    CheckInfo("no_c_compiler", "C compiler (CC, gcc or clang)", "compiler"),
+    CheckInfo("no_linker", "linker (ld)", "compiler"),
+    CheckInfo("libc_headers_missing", "libc headers", "headers"),
+    CheckInfo("python_headers_missing", "Python.h for the interpreter", "headers"),
+    CheckInfo("ldconfig_binary_missing", "/sbin/ldconfig present", "libcuda"),
+    CheckInfo("libcuda_not_in_ldcache", "libcuda.so.1 found as Triton finds it", "libcuda"),
+    CheckInfo("libcuda_unversioned_missing", "libcuda.so for Triton < 3.6", "libcuda"),
+    CheckInfo("cache_dir_unwritable", "Triton cache writable", "cache"),
+    CheckInfo("cache_dir_noexec", "Triton cache on an exec mount", "cache"),
+    CheckInfo("ptxas_missing", "bundled ptxas", "triton"),
+    CheckInfo("ptxas_override_unparsed", "TRITON_PTXAS_PATH usable", "triton"),
+    CheckInfo("triton_too_old_for_gpu", "Triton's ptxas knows this GPU", "triton"),
+    CheckInfo("triton_target", "get_current_target() in a fresh cache", "verdict", False),
+    CheckInfo("stale_cache_masks_compiler", "works without relying on a warm cache", "cache"),
+    CheckInfo("triton_kernel", "JIT kernel runs on every GPU (--deep)", "verdict", False),
+    CheckInfo("blackwell_no_allocator", "FLA registers an allocator on Blackwell", "fla"),
+    CheckInfo("fla_fallback_hidden", "flash-linear-attention on the GPU", "fla"),
+)
+
+CHECKS_BY_ID: dict[str, CheckInfo] = {info.id: info for info in CHECKS}
+
+#: Report columns in display order, with their headings.
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("gpus", "GPUs"),
+    ("driver", "Driver"),
+    ("torch", "CUDA/torch"),
+    ("triton", "Triton"),
+    ("compiler", "Compiler"),
+    ("headers", "Headers"),
+    ("libcuda", "libcuda"),
+    ("cache", "Cache"),
+    ("fla", "FLA"),
+)
+
+
+def causal_rank(check_id: str) -> int:
+    """Position in causal order; unknown ids sort last."""
+    for index, info in enumerate(CHECKS):
+        if info.id == check_id:
+            return index
+    return len(CHECKS)

@@ -1,0 +1,103 @@
+"""The data that flows between stages: checks, verdicts, node results and the audit report."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+AUDIT_SCHEMA = "fleetcheck.audit/1"
+PROBE_SCHEMA = "fleetcheck.probe/1"
+
+#: Node statuses, worst last; the order is used to pick the worst of several.
+NODE_STATUSES = ("ok", "skipped", "warn", "unreachable", "error", "fail")
+#: Check statuses.
+CHECK_STATUSES = ("pass", "warn", "fail", "skip", "error")
+#: Triton verdicts.
+VERDICTS = ("gpu", "cpu-fallback", "no-gpu", "not-installed", "unknown")
+
+#: Node statuses that mean "could not be verified" (exit code 3 when nothing failed).
+UNVERIFIED_STATUSES = frozenset({"error", "unreachable"})
+
+
+@dataclass(frozen=True)
+class Check:
+    """One finding of the probe (or of the fleet consistency rules)."""
+
+    id: str
+    status: str
+    summary: str
+    fix: str = ""
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TritonVerdict:
+    """Will Triton run on the GPU here, and if not, the one root cause and its fix."""
+
+    verdict: str = "unknown"
+    backend: str | None = None
+    cause: str | None = None
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    """Everything known about one node after an audit: a result, never an exception."""
+
+    id: str
+    host: str
+    vmid: int | None
+    name: str
+    status: str
+    reason: str
+    triton: TritonVerdict = field(default_factory=TritonVerdict)
+    checks: tuple[Check, ...] = ()
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    duration_s: float = 0.0
+    labels: tuple[str, ...] = ()
+
+    def check(self, check_id: str) -> Check | None:
+        """The check with this id, or None."""
+        for item in self.checks:
+            if item.id == check_id:
+                return item
+        return None
+
+
+@dataclass(frozen=True)
+class Report:
+    """One audit run: the nodes, and the findings that span several nodes."""
+
+    started_at: str
+    finished_at: str
+    nodes: tuple[NodeResult, ...]
+    inventory: str | None = None
+    playbook: str | None = None
+    fleet_checks: tuple[Check, ...] = ()
+    interrupted: bool = False
+    schema: str = AUDIT_SCHEMA
+
+    @property
+    def summary(self) -> dict[str, int]:
+        """Count of nodes per status, every status present (zeros included)."""
+        counts = Counter(node.status for node in self.nodes)
+        return {status: counts.get(status, 0) for status in NODE_STATUSES}
+
+
+def worst_status(statuses: list[str] | tuple[str, ...]) -> str:
+    """The worst node status in the list ('ok' for an empty list)."""
+    rank = {status: index for index, status in enumerate(NODE_STATUSES)}
+    return max(statuses, key=lambda status: rank.get(status, 0), default="ok")
+
+
+def exit_code_for(report: Report) -> int:
+    """The documented exit code: 0 passed, 1 a node failed, 3 some nodes unverified."""
+    statuses = {node.status for node in report.nodes}
+    failed = "fail" in statuses or any(c.status == "fail" for c in report.fleet_checks)
+    if failed:
+        return 1
+    if statuses & UNVERIFIED_STATUSES or report.interrupted:
+        return 3
+    return 0

@@ -1,0 +1,172 @@
+"""Audit JSON in and out: the `fleetcheck.audit/1` contract, atomic file writes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fleetcheck.model import AUDIT_SCHEMA, Check, NodeResult, Report, TritonVerdict
+
+
+class ReportFileError(Exception):
+    """A saved report could not be read: names the file and what is wrong."""
+
+
+def check_to_dict(check: Check) -> dict[str, Any]:
+    return {
+        "id": check.id,
+        "status": check.status,
+        "summary": check.summary,
+        "fix": check.fix,
+        "evidence": dict(check.evidence),
+    }
+
+
+def node_to_dict(node: NodeResult) -> dict[str, Any]:
+    return {
+        "id": node.id,
+        "host": node.host,
+        "vmid": node.vmid,
+        "name": node.name,
+        "status": node.status,
+        "reason": node.reason,
+        "triton": {
+            "verdict": node.triton.verdict,
+            "backend": node.triton.backend,
+            "cause": node.triton.cause,
+            "fix": node.triton.fix,
+        },
+        "checks": [check_to_dict(check) for check in node.checks],
+        "facts": dict(node.facts),
+        "duration_s": round(node.duration_s, 3),
+        "labels": list(node.labels),
+    }
+
+
+def report_to_dict(report: Report) -> dict[str, Any]:
+    return {
+        "schema": report.schema,
+        "started_at": report.started_at,
+        "finished_at": report.finished_at,
+        "inventory": report.inventory,
+        "playbook": report.playbook,
+        "interrupted": report.interrupted,
+        "summary": report.summary,
+        "fleet_checks": [check_to_dict(check) for check in report.fleet_checks],
+        "nodes": [node_to_dict(node) for node in report.nodes],
+    }
+
+
+def _str(value: Any, default: str = "") -> str:
+    return value if isinstance(value, str) else default
+
+
+def check_from_dict(data: Mapping[str, Any]) -> Check:
+    evidence = data.get("evidence")
+    return Check(
+        id=_str(data.get("id"), "unknown"),
+        status=_str(data.get("status"), "error"),
+        summary=_str(data.get("summary")),
+        fix=_str(data.get("fix")),
+        evidence=evidence if isinstance(evidence, dict) else {},
+    )
+
+
+def node_from_dict(data: Mapping[str, Any]) -> NodeResult:
+    triton = data.get("triton") if isinstance(data.get("triton"), dict) else {}
+    assert isinstance(triton, dict)
+    vmid = data.get("vmid")
+    checks = data.get("checks") if isinstance(data.get("checks"), list) else []
+    assert isinstance(checks, list)
+    facts = data.get("facts")
+    labels = data.get("labels")
+    duration = data.get("duration_s")
+    return NodeResult(
+        id=_str(data.get("id"), "?"),
+        host=_str(data.get("host"), "?"),
+        vmid=vmid if isinstance(vmid, int) and not isinstance(vmid, bool) else None,
+        name=_str(data.get("name")),
+        status=_str(data.get("status"), "error"),
+        reason=_str(data.get("reason")),
+        triton=TritonVerdict(
+            verdict=_str(triton.get("verdict"), "unknown"),
+            backend=triton.get("backend") if isinstance(triton.get("backend"), str) else None,
+            cause=triton.get("cause") if isinstance(triton.get("cause"), str) else None,
+            fix=_str(triton.get("fix")),
+        ),
+        checks=tuple(check_from_dict(c) for c in checks if isinstance(c, dict)),
+        facts=facts if isinstance(facts, dict) else {},
+        duration_s=float(duration) if isinstance(duration, (int, float)) else 0.0,
+        labels=tuple(x for x in labels if isinstance(x, str)) if isinstance(labels, list) else (),
+    )
+
+
+def report_from_dict(data: Mapping[str, Any], source: str = "<report>") -> Report:
+    if not isinstance(data, Mapping) or data.get("schema") != AUDIT_SCHEMA:
+        raise ReportFileError(f"{source}: not a fleetcheck audit report (schema {AUDIT_SCHEMA!r})")
+    nodes = data.get("nodes")
+    if not isinstance(nodes, list):
+        raise ReportFileError(f"{source}: key 'nodes' must be a list")
+    fleet = data.get("fleet_checks") if isinstance(data.get("fleet_checks"), list) else []
+    assert isinstance(fleet, list)
+    return Report(
+        started_at=_str(data.get("started_at")),
+        finished_at=_str(data.get("finished_at")),
+        nodes=tuple(node_from_dict(n) for n in nodes if isinstance(n, dict)),
+        inventory=data.get("inventory") if isinstance(data.get("inventory"), str) else None,
+        playbook=data.get("playbook") if isinstance(data.get("playbook"), str) else None,
+        fleet_checks=tuple(check_from_dict(c) for c in fleet if isinstance(c, dict)),
+        interrupted=bool(data.get("interrupted", False)),
+    )
+
+
+def dumps_report(report: Report) -> str:
+    """The audit JSON document, indented, ending in a newline."""
+    return json.dumps(report_to_dict(report), indent=2, ensure_ascii=False) + "\n"
+
+
+def load_report(path: str | os.PathLike[str]) -> Report:
+    """Read a saved audit JSON file (plain or .gz)."""
+    source = str(path)
+    try:
+        raw = Path(path).read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        data = json.loads(raw.decode("utf-8"))
+    except FileNotFoundError:
+        raise ReportFileError(f"{source}: no such file") from None
+    except (OSError, EOFError) as exc:
+        raise ReportFileError(f"{source}: cannot read: {exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportFileError(f"{source}: not valid JSON: {exc}") from None
+    return report_from_dict(data, source)
+
+
+def write_atomic(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o644) -> None:
+    """Write a file so that readers see the old content or the whole new one, never a part.
+
+    The data goes to a temporary file in the same folder, is flushed to disk, then renamed
+    over the target. On any error the temporary file is removed and the target is untouched.
+    """
+    target = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    directory = target.parent if str(target.parent) else Path(".")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp_name, mode)
+        os.replace(tmp_name, target)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,47 @@
+"""What every transport offers: run one argv on a node, with input and a timeout."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+
+class TransportError(Exception):
+    """A node could not be reached or a command could not be run on it.
+
+    `kind` sorts the failure for the report: "unreachable" (DNS, refused, auth, host key,
+    connection lost before the command ran) or "error" (anything after that).
+    """
+
+    def __init__(self, message: str, kind: str = "unreachable") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a remote command left: exit status, output and whether it ran out of time."""
+
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool = False
+    #: True when stdout was cut at the transport's output cap.
+    truncated: bool = False
+
+
+class Transport(abc.ABC):
+    """Runs commands on one node (or, for SSH, on one host and its containers)."""
+
+    @abc.abstractmethod
+    async def run(
+        self, argv: list[str], *, input: bytes | None = None, timeout: float
+    ) -> CommandResult:
+        """Run `argv` (never a shell string), feed it `input`, wait at most `timeout` seconds.
+
+        Raises TransportError when the node cannot be reached; a command that fails or
+        times out is a CommandResult, not an exception.
+        """
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections; safe to call more than once."""
