@@ -86,6 +86,16 @@ class Report:
         return {status: counts.get(status, 0) for status in NODE_STATUSES}
 
 
+@dataclass(frozen=True)
+class RunSummary:
+    """One past run, as the history keeps it for trends: when, and how many nodes per status."""
+
+    started_at: str
+    summary: Mapping[str, int]
+    cpu_fallback: int
+    path: str = ""
+
+
 def worst_status(statuses: list[str] | tuple[str, ...]) -> str:
     """The worst node status in the list ('ok' for an empty list)."""
     rank = {status: index for index, status in enumerate(NODE_STATUSES)}
