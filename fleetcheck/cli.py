@@ -1,0 +1,398 @@
+"""Command line: parse arguments, call one library function, render, exit with the exit code."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fleetcheck import __version__
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_UNVERIFIED = 3
+
+FORMATS = ("table", "html", "json", "junit", "prometheus")
+
+EPILOG = """\
+exit codes (audit, gate, probe):
+  0  every selected node passed (warnings allowed)
+  1  at least one node failed (for example: Triton falls back to CPU)
+  2  usage, inventory or playbook error: nothing was probed
+  3  nothing failed, but some nodes could not be verified (unreachable, timed out, probe error)
+"""
+
+
+class UsageError(Exception):
+    """A problem with what the user asked for; printed as one line, exit code 2."""
+
+
+def _add_output(parser: argparse.ArgumentParser, default_format: str = "table") -> None:
+    parser.add_argument(
+        "--format", "-f", choices=FORMATS, default=None,
+        help=f"output format (default: {default_format}; inferred from -o's extension "
+        ".html/.json/.xml/.prom when given)",
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", default=None,
+        help="write the report to FILE (atomically) instead of stdout; '-' is stdout",
+    )
+
+
+def _add_selection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--limit", "-l", action="append", default=[], metavar="PATTERN",
+        help="only these nodes: HOST, HOST/VMID, globs (pve*, pve1/*), label:NAME or @GROUP, "
+        "!PATTERN to exclude; comma-separated or repeated",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fleetcheck",
+        description="Audit GPU nodes (Proxmox VE hosts and their LXC containers, over SSH) and "
+        "tell, per node, whether Triton really runs on the GPU or silently falls back to CPU, "
+        "and why.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"fleetcheck {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    audit = sub.add_parser(
+        "audit", help="probe every node of an inventory and report",
+        description="Probe every node of the inventory at once and report per node.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    audit.add_argument(
+        "inventory", nargs="?", default=None,
+        help="inventory YAML (default: the built-in one, which probes this machine only)",
+    )
+    _add_selection(audit)
+    _add_output(audit)
+    audit.add_argument("--deep", action="store_true",
+                       help="also JIT-compile and launch a Triton kernel on every GPU")
+    audit.add_argument("--playbook", "-p", metavar="FILE|NAME",
+                       help="what counts as failing (default: the built-in default playbook)")
+    audit.add_argument("--timeout", type=float, metavar="SECONDS",
+                       help="deadline for the whole audit (default: the inventory's, or none)")
+    audit.add_argument("--history", metavar="DIR",
+                       help="keep this run in DIR and report what changed since the last one")
+    audit.add_argument("--keep", type=int, default=90, metavar="N",
+                       help="with --history: runs to keep (default: 90)")
+    audit.add_argument("--on-change", metavar="CMD",
+                       help="with --history: run CMD (no shell) with the changes on stdin "
+                       "when something changed")
+    audit.add_argument("--no-progress", action="store_true",
+                       help="no progress bar (it is only drawn on a terminal anyway)")
+
+    gate = sub.add_parser(
+        "gate", help="pre-job gate: one exit code, blocking nodes on stderr",
+        description="Probe the selected nodes and exit 0 only if all of them may run the job. "
+        "Blocking nodes are printed on stderr, one line each: node, cause, fix.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    gate.add_argument("inventory", help="inventory YAML")
+    _add_selection(gate)
+    gate.add_argument("--playbook", "-p", metavar="FILE|NAME", default="pre-training",
+                      help="requirements (default: the built-in pre-training playbook)")
+    gate.add_argument("--json", action="store_true", help="print a JSON verdict on stdout")
+    gate.add_argument("--timeout", type=float, metavar="SECONDS",
+                      help="deadline for the whole gate")
+
+    probe = sub.add_parser(
+        "probe", help="probe this machine (also how a node gates itself, e.g. a Slurm prolog)",
+        description="Run the probe on this machine and report. With --script, print the "
+        "probe's source instead, to read it or run it by hand: "
+        "fleetcheck probe --script | ssh node python3 -",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    probe.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    probe.add_argument("--python", metavar="PATH",
+                       help="the workload's interpreter to examine (default: python3 on PATH)")
+    probe.add_argument("--deep", action="store_true",
+                       help="also JIT-compile and launch a Triton kernel on every GPU")
+    probe.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                       help="deadline for the whole probe (default: 60; 180 with --deep)")
+    probe.add_argument("--playbook", "-p", metavar="FILE|NAME",
+                       help="what counts as failing (default: the built-in default playbook)")
+    probe.add_argument("--script", action="store_true", help="print the probe's source and exit")
+
+    inventory = sub.add_parser(
+        "inventory", help="show the resolved targets without connecting",
+        description="Load and validate an inventory and print its hosts and containers as a "
+        "tree, without connecting to anything.",
+    )
+    inventory.add_argument("inventory", help="inventory YAML")
+    inventory.add_argument("--json", action="store_true", help="JSON instead of a tree")
+
+    report = sub.add_parser(
+        "report", help="re-render a saved audit JSON without probing again",
+        description="Re-render a saved audit (JSON, or .json.gz from --history) in any format.",
+    )
+    report.add_argument("results", help="audit JSON written by `fleetcheck audit --format json`")
+    _add_output(report)
+    report.add_argument("--history", metavar="DIR",
+                        help="add the trend and 'failing since' from this history directory")
+
+    diff = sub.add_parser(
+        "diff", help="what changed between two saved audits",
+        description="Compare two saved audits. Exit 0: no change, 1: changes, 2: trouble.",
+    )
+    diff.add_argument("old")
+    diff.add_argument("new")
+    diff.add_argument("--json", action="store_true", help="JSON instead of text")
+    return parser
+
+
+def _output_format(args: argparse.Namespace) -> str:
+    if args.format:
+        return str(args.format)
+    suffixes = {".html": "html", ".htm": "html", ".json": "json", ".xml": "junit",
+                ".prom": "prometheus"}
+    if args.output and args.output != "-":
+        return suffixes.get(Path(args.output).suffix.lower(), "table")
+    return "table"
+
+
+def _emit(text: str, output: str | None) -> None:
+    """Print to stdout, or write FILE atomically (readable, never group/world-writable)."""
+    if output is None or output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    from fleetcheck.reportio import write_atomic
+
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        write_atomic(output, text, mode=0o644 & ~umask)
+    except OSError as exc:
+        raise UsageError(f"{output}: cannot write report: {exc.strerror or exc}") from None
+
+
+def _load_policy(name: str | None) -> Any:
+    from fleetcheck.playbook import load_playbook
+
+    return load_playbook(name)
+
+
+def _default_inventory() -> Any:
+    """The embedded default: this machine only, through the local transport."""
+    from fleetcheck.inventory.model import HostSpec, Inventory
+
+    return Inventory(path="<built-in: this machine>",
+                     hosts=(HostSpec(name="localhost", address=None, transport="local"),))
+
+
+def _run_audit(inventory: Any, limit: list[str], deep: bool, policy: Any, timeout: float | None,
+               progress: bool) -> Any:
+    """Run the audit with a progress bar on a TTY; Ctrl-C returns what was gathered."""
+    from fleetcheck.audit import AuditRun
+    from fleetcheck.render.progress import progress_observer
+
+    with progress_observer(sys.stderr, enabled=progress) as observer:
+        run = AuditRun(inventory, limit=limit or None, deep=deep, policy=policy,
+                       observer=observer, audit_timeout=timeout)
+        try:
+            return asyncio.run(run.run())
+        except KeyboardInterrupt:
+            print("fleetcheck: interrupted: writing what was gathered", file=sys.stderr)
+            return run.partial_report()
+
+
+def _with_fleet_checks(report: Any, policy: Any) -> Any:
+    import dataclasses
+
+    from fleetcheck.consistency import fleet_checks
+
+    return dataclasses.replace(report, fleet_checks=fleet_checks(report.nodes, policy))
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from fleetcheck.model import exit_code_for
+    from fleetcheck.render import render
+
+    fmt = _output_format(args)
+    inventory = _load_inventory(args.inventory) if args.inventory else _default_inventory()
+    policy = _load_policy(args.playbook)
+    report = _run_audit(inventory, args.limit, args.deep or policy.deep, policy, args.timeout,
+                        progress=not args.no_progress)
+    report = _with_fleet_checks(report, policy)
+    history: Any = ()
+    failing_since: Any = {}
+    changes: list[str] = []
+    if args.history:
+        from fleetcheck import history as hist
+
+        previous = hist.previous_run(args.history, None)
+        hist.save_run(args.history, report, keep=args.keep)
+        if previous is not None:
+            diff = hist.diff_reports(previous, report)
+            changes = diff.lines()
+            if diff.changed and args.on_change:
+                problem = hist.run_on_change(args.on_change, "\n".join(changes) + "\n")
+                if problem:
+                    print(f"fleetcheck: --on-change: {problem}", file=sys.stderr)
+        history = hist.history_summaries(args.history)
+        failing_since = hist.failing_since(args.history, report)
+    elif args.on_change:
+        raise UsageError("--on-change needs --history DIR (changes are found against the last run)")
+    text = render(report, fmt, history=history, failing_since=failing_since, changes=changes)
+    _emit(text, args.output)
+    return int(exit_code_for(report))
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    import json
+
+    from fleetcheck.gate import gate_exit_code, gate_json, gate_lines
+
+    inventory = _load_inventory(args.inventory)
+    policy = _load_policy(args.playbook)
+    report = _run_audit(inventory, args.limit, policy.deep, policy, args.timeout, progress=False)
+    report = _with_fleet_checks(report, policy)
+    for line in gate_lines(report):
+        print(line, file=sys.stderr)
+    if args.json:
+        print(json.dumps(gate_json(report), indent=2))
+    return int(gate_exit_code(report))
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from fleetcheck.model import Report, exit_code_for
+
+    if args.script:
+        from fleetcheck.probe import probe_source
+
+        sys.stdout.write(probe_source())
+        return EXIT_OK
+    from datetime import datetime, timezone
+
+    from fleetcheck.audit import local_node_result
+    from fleetcheck.reportio import node_to_dict
+
+    policy = _load_policy(args.playbook)
+    deep = args.deep or policy.deep
+    timeout = args.timeout if args.timeout != 60.0 or not deep else 180.0
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    node = local_node_result(python=args.python, deep=deep, timeout=timeout, policy=policy)
+    finished = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    report = Report(started_at=started, finished_at=finished, nodes=(node,),
+                    inventory=None, playbook=policy.name)
+    if args.format == "json":
+        import json
+
+        print(json.dumps(node_to_dict(node), indent=2, ensure_ascii=False))
+    else:
+        from fleetcheck.render import render
+
+        sys.stdout.write(render(report, "table"))
+    return int(exit_code_for(report))
+
+
+def cmd_inventory(args: argparse.Namespace) -> int:
+    from fleetcheck.inventory import inventory_to_json, render_inventory_graph
+
+    inventory = _load_inventory(args.inventory)
+    if args.json:
+        import json
+
+        print(json.dumps(inventory_to_json(inventory), indent=2))
+    else:
+        sys.stdout.write(render_inventory_graph(inventory))
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from fleetcheck.render import render
+    from fleetcheck.reportio import load_report
+
+    report = load_report(args.results)
+    history: Any = ()
+    failing_since: Any = {}
+    if args.history:
+        from fleetcheck import history as hist
+
+        history = hist.history_summaries(args.history)
+        failing_since = hist.failing_since(args.history, report)
+    _emit(render(report, _output_format(args), history=history, failing_since=failing_since),
+          args.output)
+    return EXIT_OK
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    import json
+
+    from fleetcheck.history import diff_reports
+    from fleetcheck.reportio import load_report
+
+    diff = diff_reports(load_report(args.old), load_report(args.new))
+    if args.json:
+        print(json.dumps(diff.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        for line in diff.lines():
+            print(line)
+    return EXIT_FAILED if diff.changed else EXIT_OK
+
+
+def _load_inventory(path: str) -> Any:
+    from fleetcheck.inventory import load_inventory
+
+    return load_inventory(path)
+
+
+COMMANDS = {
+    "audit": cmd_audit,
+    "gate": cmd_gate,
+    "probe": cmd_probe,
+    "inventory": cmd_inventory,
+    "report": cmd_report,
+    "diff": cmd_diff,
+}
+
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    """Every stage's base exception: printed as one line with exit code 2."""
+    errors: list[type[BaseException]] = [UsageError]
+    for module, name in (
+        ("fleetcheck.inventory", "InventoryError"),
+        ("fleetcheck.inventory", "DiscoveryError"),
+        ("fleetcheck.playbook", "PlaybookError"),
+        ("fleetcheck.reportio", "ReportFileError"),
+        ("fleetcheck.history", "HistoryError"),
+        ("fleetcheck.render", "RenderError"),
+    ):
+        try:
+            imported = __import__(module, fromlist=[name])
+        except ImportError:
+            continue
+        error = getattr(imported, name, None)
+        if isinstance(error, type) and issubclass(error, BaseException):
+            errors.append(error)
+    return tuple(errors)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print("fleetcheck: interrupted", file=sys.stderr)
+        return 130
+    except _known_errors() as exc:
+        print(f"fleetcheck: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        # `fleetcheck ... | head` closed the pipe: not an error of ours.
+        sys.stderr.close()
+        return EXIT_OK
