@@ -1,0 +1,112 @@
+"""The exit-code contract and the audit JSON round trip."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from fleetcheck.model import Check, NodeResult, Report, TritonVerdict, exit_code_for
+from fleetcheck.reportio import (
+    ReportFileError,
+    dumps_report,
+    load_report,
+    report_from_dict,
+    write_atomic,
+)
+
+
+def node(node_id: str, status: str) -> NodeResult:
+    host, _, vmid = node_id.partition("/")
+    return NodeResult(id=node_id, host=host, vmid=int(vmid) if vmid else None, name=node_id,
+                      status=status, reason=status)
+
+
+def report(*statuses: str, interrupted: bool = False) -> Report:
+    nodes = tuple(node(f"pve1/{100 + i}", s) for i, s in enumerate(statuses))
+    return Report("2026-12-01T00:00:00Z", "2026-12-01T00:00:05Z", nodes, interrupted=interrupted)
+
+
+@pytest.mark.parametrize(
+    ("statuses", "code"),
+    [
+        ((), 0),
+        (("ok", "warn", "skipped"), 0),
+        (("ok", "fail"), 1),
+        (("fail", "unreachable", "error"), 1),
+        (("ok", "unreachable"), 3),
+        (("warn", "error"), 3),
+    ],
+)
+def test_exit_codes_follow_the_design(statuses: tuple[str, ...], code: int) -> None:
+    assert exit_code_for(report(*statuses)) == code
+
+
+def test_interrupted_audit_is_unverified_unless_something_failed() -> None:
+    assert exit_code_for(report("ok", interrupted=True)) == 3
+    assert exit_code_for(report("fail", interrupted=True)) == 1
+
+
+def test_failing_fleet_check_fails_the_audit() -> None:
+    base = report("ok", "ok")
+    failing = Report(base.started_at, base.finished_at, base.nodes,
+                     fleet_checks=(Check("fleet_driver_mismatch", "fail", "drivers differ"),))
+    assert exit_code_for(failing) == 1
+
+
+def test_audit_json_round_trips_and_keeps_the_contract_keys(tmp_path) -> None:
+    original = Report(
+        "2026-12-01T00:00:00Z", "2026-12-01T00:00:05Z",
+        (NodeResult(
+            id="pve1/101", host="pve1", vmid=101, name="gpu-worker-1", status="fail",
+            reason="Triton cpu-fallback: no C compiler",
+            triton=TritonVerdict("cpu-fallback", None, "no_c_compiler", "apt-get install gcc"),
+            checks=(Check("no_c_compiler", "fail", "no C compiler", "install gcc",
+                          {"error": "RuntimeError: Failed to find C compiler."}),),
+            facts={"gpu_count": 8}, duration_s=1.25, labels=("gpu",)),),
+        inventory="fleet.yaml",
+    )
+    text = dumps_report(original)
+    data = json.loads(text)
+    assert data["schema"] == "fleetcheck.audit/1"
+    assert data["summary"]["fail"] == 1
+    assert set(data["nodes"][0]) >= {"id", "host", "vmid", "name", "status", "reason", "triton",
+                                     "checks", "facts", "duration_s"}
+    assert set(data["nodes"][0]["triton"]) >= {"verdict", "backend", "cause"}
+    assert report_from_dict(data) == original
+    path = tmp_path / "run.json"
+    write_atomic(path, text)
+    assert load_report(path) == original
+
+
+def test_load_report_names_the_file_on_bad_input(tmp_path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ReportFileError, match=r"bad\.json: not valid JSON"):
+        load_report(bad)
+    other = tmp_path / "other.json"
+    other.write_text('{"schema": "something/else"}')
+    with pytest.raises(ReportFileError, match="not a fleetcheck audit report"):
+        load_report(other)
+
+
+def test_write_atomic_leaves_the_old_file_whole_when_the_disk_fills(tmp_path, monkeypatch) -> None:
+    target = tmp_path / "report.json"
+    target.write_text("old")
+
+    def disk_full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        write_atomic(target, "new" * 1000)
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
+
+
+def test_write_atomic_sets_the_mode(tmp_path) -> None:
+    target = tmp_path / "history.json.gz"
+    write_atomic(target, b"x", mode=0o600)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
