@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from fleetcheck.checks import causal_rank
 from fleetcheck.model import Check, TritonVerdict
+
+#: Facts that fleet consistency can compare across nodes (see fleetcheck.consistency).
+CONSISTENCY_KEYS = (
+    "driver", "cuda_driver", "cuda", "torch", "triton", "python", "fla", "gpu_model", "gpu_count",
+)
+
+#: The check that runs a JIT kernel on every GPU; a deep policy requires it on a gpu verdict.
+DEEP_CHECK = "triton_kernel"
 
 
 @dataclass(frozen=True)
@@ -24,14 +33,25 @@ class Policy:
     min_gpus: int = 0
     #: Run the probe with --deep (JIT kernel on every GPU).
     deep: bool = False
-    #: Facts that must be equal across the selection (fleet consistency).
+    #: Facts that must be equal across the selection (fleet consistency): a mismatch fails.
     consistent: tuple[str, ...] = ()
     #: Treat warnings as failures.
     strict_warnings: bool = False
     extra: dict[str, object] = field(default_factory=dict)
+    #: Facts that should be equal across the selection: a mismatch only warns.
+    consistent_warn: tuple[str, ...] = ()
+    #: One line saying what the playbook is for.
+    description: str = ""
+    #: Where the policy came from: a file path, "builtin:NAME", or "" for DEFAULT_POLICY.
+    source: str = ""
 
 
-DEFAULT_POLICY = Policy(consistent=("driver", "cuda", "torch", "triton", "python", "fla"))
+#: What an audit applies when no playbook is given; fleetcheck/playbooks/default.yaml says
+#: the same in YAML (a test keeps the two equal).
+DEFAULT_POLICY = Policy(
+    description="Report everything; version differences across nodes only warn.",
+    consistent_warn=("driver", "cuda", "torch", "triton", "python", "fla"),
+)
 
 
 def effective_checks(checks: Iterable[Check], policy: Policy) -> list[Check]:
@@ -53,12 +73,26 @@ def _first(checks: list[Check], status: str) -> Check | None:
     return min(hits, key=lambda check: causal_rank(check.id)) if hits else None
 
 
+def _gpu_count(facts: Mapping[str, Any] | None) -> int | None:
+    value = facts.get("gpu_count") if isinstance(facts, Mapping) else None
+    # bool is an int in Python; a hostile node's `true` is not a GPU count.
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
 def evaluate_node(
     checks: Iterable[Check], triton: TritonVerdict, policy: Policy = DEFAULT_POLICY,
-    gpu_count: int | None = None,
+    gpu_count: int | None = None, facts: Mapping[str, Any] | None = None,
 ) -> tuple[str, str]:
-    """(status, reason) for a probed node: fail, warn or ok, with the root cause first."""
+    """(status, reason) for a probed node: fail, warn, error or ok, with the root cause first.
+
+    `gpu_count` may be left out when `facts` (the probe's facts) are given: it is read from
+    facts["gpu_count"]. A node whose GPU count is unknown cannot satisfy `min_gpus`: error.
+    """
     seen = effective_checks(checks, policy)
+    if gpu_count is None:
+        gpu_count = _gpu_count(facts)
     if triton.verdict in policy.failing_verdicts:
         cause = next((c for c in seen if c.id == triton.cause and c.status != "pass"), None)
         text = cause.summary if cause else (triton.cause or "unknown cause")
@@ -66,13 +100,20 @@ def evaluate_node(
     failed = _first(seen, "fail")
     if failed is not None:
         return "fail", failed.summary
-    if policy.min_gpus and (gpu_count or 0) < policy.min_gpus:
-        return "fail", f"{gpu_count or 0} GPU(s), playbook {policy.name} requires {policy.min_gpus}"
+    if policy.min_gpus and gpu_count is not None and gpu_count < policy.min_gpus:
+        return "fail", f"{gpu_count} GPU(s), playbook {policy.name} requires {policy.min_gpus}"
     errored = _first(seen, "error")
     if triton.verdict == "unknown" or errored is not None:
         if errored is not None:
             return "error", errored.summary
         return "error", f"Triton verdict unknown: {triton.cause or 'probe incomplete'}"
+    if policy.min_gpus and gpu_count is None:
+        return "error", f"GPU count unknown, playbook {policy.name} requires {policy.min_gpus}"
+    if policy.deep and triton.verdict == "gpu" and DEEP_CHECK not in policy.ignore:
+        deep = next((c for c in seen if c.id == DEEP_CHECK), None)
+        # A gpu verdict without the kernel run is only the shallow answer the playbook refused.
+        if deep is None or deep.status == "skip":
+            return "error", f"deep kernel check did not run (playbook {policy.name} requires it)"
     warned = _first(seen, "warn")
     if warned is not None:
         return "warn", warned.summary
