@@ -1,0 +1,41 @@
+"""The inventory stage: load and validate inventory.yaml, select nodes, discover containers."""
+
+from __future__ import annotations
+
+from fleetcheck.inventory.discovery import parse_pct_list, pct_list_argv, targets_for_host
+from fleetcheck.inventory.errors import DiscoveryError, InventoryError
+from fleetcheck.inventory.limit import check_limit, matches_limit, unmatched_patterns
+from fleetcheck.inventory.load import load_inventory, parse_inventory
+from fleetcheck.inventory.model import (
+    ALL_CONTAINERS,
+    ApiOptions,
+    ContainerSpec,
+    DiscoveredContainer,
+    HostSpec,
+    Inventory,
+    SkippedTarget,
+    SshOptions,
+    Target,
+)
+
+__all__ = [
+    "ALL_CONTAINERS",
+    "ApiOptions",
+    "ContainerSpec",
+    "DiscoveredContainer",
+    "DiscoveryError",
+    "HostSpec",
+    "Inventory",
+    "InventoryError",
+    "SkippedTarget",
+    "SshOptions",
+    "Target",
+    "check_limit",
+    "load_inventory",
+    "matches_limit",
+    "parse_inventory",
+    "parse_pct_list",
+    "pct_list_argv",
+    "targets_for_host",
+    "unmatched_patterns",
+]

@@ -1,0 +1,23 @@
+"""The inventory stage's exceptions: one for the file and --limit, one for discovery."""
+
+from __future__ import annotations
+
+
+class InventoryError(Exception):
+    """The inventory file or a --limit pattern is wrong; the message is one line.
+
+    For a mistake in the file it reads "FILE:LINE: KEY: problem", e.g.
+    ``inv.yaml:7: hosts.pve1.containers[2].vmid: must be an integer, got 'abc'``.
+    The CLI prints it as is and exits 2.
+    """
+
+
+class DiscoveryError(Exception):
+    """Listing a host's containers failed (Proxmox API or `pct list` output).
+
+    The message is one line, names the host and never contains a secret.
+    """
+
+    def __init__(self, message: str, host: str = "") -> None:
+        super().__init__(message)
+        self.host = host

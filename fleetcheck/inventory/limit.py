@@ -1,0 +1,195 @@
+"""--limit patterns: which nodes an audit selects (host, host/vmid, globs, labels, groups, !, &)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from fnmatch import fnmatchcase
+
+from fleetcheck.inventory.errors import InventoryError
+from fleetcheck.inventory.model import ALL_CONTAINERS, HostSpec, Inventory
+
+_VMID_PATTERN = re.compile(r"^[0-9*?\[\]!-]+$")
+_LABEL_PREFIXES = ("label:", "@")
+
+
+def split_patterns(patterns: Sequence[str]) -> list[str]:
+    """["pve1,pve2", "!pve3"] -> ["pve1", "pve2", "!pve3"] (each --limit may hold a list)."""
+    return [atom.strip() for pattern in patterns for atom in pattern.split(",")]
+
+
+def matches_limit(
+    node_id: str,
+    labels: Sequence[str],
+    patterns: Sequence[str],
+    groups: Mapping[str, Sequence[str]] | None = None,
+) -> bool:
+    """Whether the node `node_id` ("HOST" or "HOST/VMID") is selected by `patterns`.
+
+    As in Ansible: the plain patterns are a union (everything when there are none), each
+    `&pattern` must also match, and a `!pattern` match removes the node. Pass
+    `groups=inventory.groups` so that group names resolve.
+    """
+    atoms = [a for a in split_patterns(patterns) if a]
+    plain = [a for a in atoms if a[0] not in "!&"] or ["all"]
+    groups = groups or {}
+    if not any(_matches(node_id, labels, atom, groups) for atom in plain):
+        return False
+    for atom in atoms:
+        if atom[0] == "&" and not _matches(node_id, labels, atom[1:], groups):
+            return False
+        if atom[0] == "!" and _matches(node_id, labels, atom[1:], groups):
+            return False
+    return True
+
+
+def _matches(
+    node_id: str,
+    labels: Sequence[str],
+    atom: str,
+    groups: Mapping[str, Sequence[str]],
+    seen: frozenset[str] = frozenset(),
+) -> bool:
+    host, _, vmid = node_id.partition("/")
+    if atom in ("all", "*"):
+        return True
+    label = _label_of(atom)
+    if label is not None:
+        return any(fnmatchcase(value, label) for value in labels)
+    if "/" in atom:
+        host_glob, _, vmid_glob = atom.partition("/")
+        return bool(vmid) and fnmatchcase(host, host_glob) and fnmatchcase(vmid, vmid_glob)
+    if atom in groups and atom not in seen:
+        return any(
+            _matches(node_id, labels, member, groups, seen | {atom}) for member in groups[atom]
+        )
+    # A host pattern selects the host and everything on it.
+    return fnmatchcase(host, atom)
+
+
+def _label_of(atom: str) -> str | None:
+    for prefix in _LABEL_PREFIXES:
+        if atom.startswith(prefix):
+            return atom[len(prefix) :]
+    return None
+
+
+def check_limit(inventory: Inventory, patterns: Sequence[str]) -> list[str]:
+    """Refuse patterns that can match nothing; returns the patterns split on commas.
+
+    A `HOST/VMID` pattern for a host with `containers: all` (and a label only discovery can
+    bring) is accepted here; whether it matched is known only after discovery, see
+    `unmatched_patterns`.
+    """
+    atoms = split_patterns(patterns)
+    for atom in atoms:
+        problem = pattern_problem(inventory, atom, inventory.groups, allow_prefix=True)
+        if problem:
+            raise InventoryError(f"--limit {atom!r}: {problem}")
+    return atoms
+
+
+def unmatched_patterns(
+    patterns: Sequence[str],
+    nodes: Iterable[tuple[str, Sequence[str]]],
+    groups: Mapping[str, Sequence[str]] | None = None,
+) -> list[str]:
+    """The plain (not `!`/`&`) patterns that matched none of `nodes` (id, labels).
+
+    Called after discovery, it catches `--limit pve1/1011` (a typo) that would otherwise
+    select nothing and let a gate pass.
+    """
+    known = list(nodes)
+    groups = groups or {}
+    return [
+        atom
+        for atom in split_patterns(patterns)
+        if atom
+        and atom[0] not in "!&"
+        and not any(_matches(node_id, labels, atom, groups) for node_id, labels in known)
+    ]
+
+
+def pattern_problem(
+    inventory: Inventory,
+    pattern: str,
+    groups: Mapping[str, Sequence[str]],
+    allow_prefix: bool = False,
+    seen: tuple[str, ...] = (),
+) -> str | None:
+    """Why `pattern` can match nothing in `inventory`, or None when it may match."""
+    atom = pattern.strip()
+    if atom[:1] in ("!", "&"):
+        if not allow_prefix:
+            return "groups hold plain patterns; use '!' and '&' in --limit"
+        atom = atom[1:].strip()
+    if not atom:
+        return "empty pattern"
+    if atom in ("all", "*"):
+        return None
+    label = _label_of(atom)
+    if label is not None:
+        return _label_problem(inventory, label)
+    if "/" in atom:
+        return _container_problem(inventory, atom)
+    if atom in groups:
+        if atom in seen:
+            return "groups include each other: " + " -> ".join((*seen, atom))
+        for member in groups[atom]:
+            problem = pattern_problem(inventory, member, groups, seen=(*seen, atom))
+            if problem:
+                return f"in group {atom!r}: {member!r}: {problem}"
+        return None
+    if _hosts_matching(inventory.hosts, atom):
+        return None
+    disabled = _hosts_matching(inventory.disabled_hosts, atom)
+    if disabled:
+        names = ", ".join(h.name for h in disabled)
+        return f"matches only hosts disabled in the inventory (enabled: false): {names}"
+    candidates = [h.name for h in inventory.hosts] + list(groups)
+    close = difflib.get_close_matches(atom, candidates, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"no host or group matches{hint}"
+
+
+def _hosts_matching(hosts: Iterable[HostSpec], glob: str) -> list[HostSpec]:
+    return [h for h in hosts if fnmatchcase(h.name, glob)]
+
+
+def _label_problem(inventory: Inventory, label: str) -> str | None:
+    if not label:
+        return "empty label"
+    known: set[str] = set()
+    for host in inventory.hosts:
+        known.update(host.labels)
+        if isinstance(host.containers, tuple):
+            for container in host.containers:
+                known.update(container.labels)
+    if any(fnmatchcase(value, label) for value in known):
+        return None
+    # Proxmox tags become labels when the API lists the containers; only then is it known.
+    if any(h.containers == ALL_CONTAINERS and h.api is not None for h in inventory.hosts):
+        return None
+    listed = ", ".join(sorted(known)) or "none"
+    return f"no node has this label (labels in the inventory: {listed})"
+
+
+def _container_problem(inventory: Inventory, atom: str) -> str | None:
+    host_glob, _, vmid_glob = atom.partition("/")
+    if not vmid_glob or not _VMID_PATTERN.match(vmid_glob):
+        return "expected HOST/VMID with a numeric VMID or a glob such as pve1/1*"
+    hosts = _hosts_matching(inventory.hosts, host_glob)
+    if not hosts:
+        return pattern_problem(inventory, host_glob, {})
+    listed: list[str] = []
+    for host in hosts:
+        if host.containers == ALL_CONTAINERS:
+            return None  # known after `pct list` / the API
+        for container in host.containers:
+            if isinstance(container, str):
+                continue
+            if fnmatchcase(str(container.vmid), vmid_glob):
+                return None
+            listed.append(f"{host.name}/{container.vmid}")
+    return f"no such container in the inventory (containers: {', '.join(listed) or 'none'})"

@@ -1,0 +1,480 @@
+"""inventory.yaml -> Inventory: every key checked, every mistake one line with file and line."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from fleetcheck.inventory.errors import InventoryError
+from fleetcheck.inventory.model import (
+    ALL_CONTAINERS,
+    ApiOptions,
+    ContainerSpec,
+    HostSpec,
+    Inventory,
+    SshOptions,
+)
+from fleetcheck.inventory.yamlsrc import KeyPath, YamlDocument, load_yaml
+
+TOP_KEYS = ("defaults", "hosts", "groups")
+SSH_KEYS = (
+    "user",
+    "port",
+    "identity_file",
+    "known_hosts",
+    "proxy_jump",
+    "host_key_policy",
+    "config_file",
+    "max_sessions",
+    "connect_timeout",
+)
+API_KEYS = ("url", "user", "token_name", "token_env", "token_file", "verify_tls", "node", "timeout")
+DEFAULTS_KEYS = (
+    "ssh",
+    "api",
+    "python",
+    "env",
+    "labels",
+    "timeout",
+    "sudo",
+    "concurrency",
+    "audit_timeout",
+)
+HOST_KEYS = (
+    "address",
+    "transport",
+    "enabled",
+    "ssh",
+    "api",
+    "probe_host",
+    "containers",
+    "python",
+    "env",
+    "labels",
+    "sudo",
+    "timeout",
+)
+CONTAINER_KEYS = ("vmid", "name", "python", "env", "labels", "timeout")
+TRANSPORTS = ("ssh", "local")
+HOST_KEY_POLICIES = ("strict", "accept-new")
+
+#: Keys that would put a secret in the file; refused with a pointer to the safe way.
+_SECRET_KEYS = {
+    "api": ("token_value", "token", "secret", "password"),
+    "ssh": ("password", "passphrase"),
+}
+_SECRET_HINT = {
+    "api": "use token_env (an environment variable) or token_file (a file) instead",
+    "ssh": "use an identity_file or ssh-agent instead",
+}
+
+#: Host and group names appear in node ids (`HOST/VMID`) and in --limit patterns, so none of
+#: the pattern characters (`/ , ! & @ : * ? [`) may appear in them.
+NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+#: The Proxmox tag syntax (pve-common), so API tags and inventory labels mix.
+LABEL_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_+.-]*$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: pve-common's pve-vmid format.
+VMID_MIN, VMID_MAX = 100, 999_999_999
+
+
+def schema_keys() -> tuple[str, ...]:
+    """Every key the loader accepts, as paths: "hosts.*.containers[].vmid" and the like."""
+    keys = [*TOP_KEYS, "groups.*"]
+    for prefix, names in (("defaults", DEFAULTS_KEYS), ("hosts.*", HOST_KEYS)):
+        keys += [f"{prefix}.{k}" for k in names]
+        keys += [f"{prefix}.ssh.{k}" for k in SSH_KEYS]
+        keys += [f"{prefix}.api.{k}" for k in API_KEYS]
+    keys += [f"hosts.*.containers[].{k}" for k in CONTAINER_KEYS]
+    return tuple(keys)
+
+
+def load_inventory(path: str) -> Inventory:
+    """Read and validate the inventory at `path`; raise InventoryError (one line) if wrong."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise InventoryError(f"{path}: inventory file not found") from None
+    except UnicodeDecodeError:
+        raise InventoryError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:
+        raise InventoryError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return parse_inventory(text, path)
+
+
+def parse_inventory(text: str, path: str) -> Inventory:
+    """Validate inventory YAML `text`; `path` is used in messages and for relative paths."""
+    doc = load_yaml(text, path)
+    if doc.data is None:
+        raise InventoryError(f"{path}: empty inventory (expected a mapping with a 'hosts' key)")
+    return _Builder(doc).build()
+
+
+def _show(value: Any) -> str:
+    """A value as the user wrote it, for "got ..." in messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return str(value)
+
+
+class _Builder:
+    """Turns the parsed YAML into frozen dataclasses, raising at the first mistake."""
+
+    def __init__(self, doc: YamlDocument) -> None:
+        self.doc = doc
+        self.base_dir = os.path.dirname(os.path.abspath(doc.path))
+
+    def fail(self, path: KeyPath, problem: str) -> InventoryError:
+        return self.doc.error(path, problem)
+
+    def optional(
+        self,
+        raw: Mapping[str, Any],
+        path: KeyPath,
+        key: str,
+        convert: Callable[[Any, KeyPath], Any],
+        default: Any,
+    ) -> Any:
+        """`raw[key]` checked by `convert`, or `default` when the key is absent."""
+        return convert(raw[key], (*path, key)) if key in raw else default
+
+    # -- shapes ---------------------------------------------------------------------------
+
+    def mapping(self, value: Any, path: KeyPath, allowed: tuple[str, ...]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(path, f"must be a mapping, got {_show(value)}")
+        section = path[-1] if path and isinstance(path[-1], str) else ""
+        for key in value:
+            if key in _SECRET_KEYS.get(str(section), ()):
+                raise self.fail(
+                    (*path, key),
+                    f"secrets are not allowed in the inventory; {_SECRET_HINT[str(section)]}",
+                )
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+                hint = f"did you mean {close[0]!r}?" if close else "valid: " + ", ".join(allowed)
+                raise self.fail((*path, key), f"unknown key ({hint})")
+        return value
+
+    def string(self, value: Any, path: KeyPath) -> str:
+        if not isinstance(value, str):
+            raise self.fail(path, f"must be a string, got {_show(value)}")
+        if not value.strip():
+            raise self.fail(path, "must not be empty")
+        return value
+
+    def boolean(self, value: Any, path: KeyPath) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(path, f"must be true or false, got {_show(value)}")
+        return value
+
+    def integer(self, value: Any, path: KeyPath, low: int, high: int | None = None) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(path, f"must be an integer, got {_show(value)}")
+        if value < low or (high is not None and value > high):
+            bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+            raise self.fail(path, f"must be {bounds}, got {value}")
+        return value
+
+    def seconds(self, value: Any, path: KeyPath) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(path, f"must be a number of seconds, got {_show(value)}")
+        if not value > 0:
+            raise self.fail(path, f"must be more than 0 seconds, got {value}")
+        return float(value)
+
+    def choice(self, value: Any, path: KeyPath, choices: tuple[str, ...]) -> str:
+        if value not in choices:
+            raise self.fail(path, f"must be one of {', '.join(choices)}, got {_show(value)}")
+        return str(value)
+
+    def local_path(self, value: Any, path: KeyPath) -> str:
+        """A file on this machine: `~` expanded, relative to the inventory's directory."""
+        text = os.path.expanduser(self.string(value, path))
+        return text if os.path.isabs(text) else os.path.join(self.base_dir, text)
+
+    def python(self, value: Any, path: KeyPath) -> str:
+        text = self.string(value, path)
+        if text.startswith("~"):
+            # The interpreter is looked up on the node, where `~` is not expanded (no shell).
+            raise self.fail(path, f"'~' is not expanded on the node; give an absolute path: {text}")
+        return text
+
+    def env(self, value: Any, path: KeyPath) -> dict[str, str]:
+        if not isinstance(value, dict):
+            raise self.fail(path, f"must be a mapping of NAME: value, got {_show(value)}")
+        for name, item in value.items():
+            if not ENV_NAME_RE.match(name):
+                raise self.fail((*path, name), "not a valid environment variable name")
+            if not isinstance(item, str):
+                raise self.fail(
+                    (*path, name), f"must be a string, got {_show(item)} (quote it: '{item}')"
+                )
+        return dict(value)
+
+    def labels(self, value: Any, path: KeyPath) -> tuple[str, ...]:
+        if not isinstance(value, list):
+            raise self.fail(path, f"must be a list of labels, e.g. [gpu], got {_show(value)}")
+        out: list[str] = []
+        for index, item in enumerate(value):
+            if not isinstance(item, str) or not LABEL_RE.match(item):
+                raise self.fail(
+                    (*path, index),
+                    f"must be a label (letters, digits, _ + . -), got {_show(item)}",
+                )
+            if item not in out:
+                out.append(item)
+        return tuple(out)
+
+    # -- sections -------------------------------------------------------------------------
+
+    def build(self) -> Inventory:
+        top = self.mapping(self.doc.data, (), TOP_KEYS)
+        defaults = self.mapping(top.get("defaults") or {}, ("defaults",), DEFAULTS_KEYS)
+        if "hosts" not in top:
+            raise self.fail((), "missing key 'hosts'")
+        hosts_raw = top["hosts"]
+        if not isinstance(hosts_raw, dict) or not hosts_raw:
+            raise self.fail(("hosts",), f"must be a mapping of host names, got {_show(hosts_raw)}")
+        context = self.defaults(defaults)
+        enabled: list[HostSpec] = []
+        disabled: list[HostSpec] = []
+        for name, raw in hosts_raw.items():
+            host, is_enabled = self.host(name, raw, context)
+            (enabled if is_enabled else disabled).append(host)
+        concurrency = 64
+        if "concurrency" in defaults:
+            concurrency = self.integer(defaults["concurrency"], ("defaults", "concurrency"), 1)
+        audit_timeout = None
+        if defaults.get("audit_timeout") is not None:
+            audit_timeout = self.seconds(defaults["audit_timeout"], ("defaults", "audit_timeout"))
+        inventory = Inventory(
+            path=self.doc.path,
+            hosts=tuple(enabled),
+            audit_timeout=audit_timeout,
+            concurrency=concurrency,
+            disabled_hosts=tuple(disabled),
+        )
+        groups = self.groups(top.get("groups"), inventory)
+        return Inventory(
+            path=inventory.path,
+            hosts=inventory.hosts,
+            audit_timeout=audit_timeout,
+            concurrency=concurrency,
+            groups=groups,
+            disabled_hosts=inventory.disabled_hosts,
+        )
+
+    def defaults(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """The values every host starts from (before its own keys)."""
+        path: KeyPath = ("defaults",)
+        ssh = self.mapping(raw.get("ssh") or {}, (*path, "ssh"), SSH_KEYS)
+        api = self.mapping(raw.get("api") or {}, (*path, "api"), API_KEYS)
+        return {
+            "ssh": {k: (v, (*path, "ssh", k)) for k, v in ssh.items()},
+            "api": {k: (v, (*path, "api", k)) for k, v in api.items()},
+            "python": self.optional(raw, path, "python", self.python, "python3"),
+            "env": self.optional(raw, path, "env", self.env, {}),
+            "labels": self.optional(raw, path, "labels", self.labels, ()),
+            "timeout": self.optional(raw, path, "timeout", self.seconds, 60.0),
+            "sudo": self.optional(raw, path, "sudo", self.boolean, False),
+        }
+
+    def host(self, name: str, raw: Any, ctx: dict[str, Any]) -> tuple[HostSpec, bool]:
+        path: KeyPath = ("hosts", name)
+        if not NAME_RE.match(name):
+            raise self.fail(path, "host name may hold only letters, digits, '_', '.' and '-'")
+        if raw is None:
+            raise self.fail(path, "empty host (needs at least 'address')")
+        raw = self.mapping(raw, path, HOST_KEYS)
+        transport = self.choice(raw.get("transport", "ssh"), (*path, "transport"), TRANSPORTS)
+        enabled = self.boolean(raw.get("enabled", True), (*path, "enabled"))
+        address = None
+        if "address" in raw:
+            address = self.string(raw["address"], (*path, "address"))
+        elif transport == "ssh":
+            raise self.fail((*path, "address"), "missing (required unless transport: local)")
+        probe_host = self.boolean(
+            raw.get("probe_host", transport == "local"), (*path, "probe_host")
+        )
+        containers = self.containers(raw.get("containers"), (*path, "containers"))
+        if not probe_host and not containers:
+            raise self.fail(path, "nothing to probe: set containers or probe_host: true")
+        ssh_raw = self.mapping(raw.get("ssh") or {}, (*path, "ssh"), SSH_KEYS)
+        ssh_items = {**ctx["ssh"], **{k: (v, (*path, "ssh", k)) for k, v in ssh_raw.items()}}
+        api_raw = self.mapping(raw.get("api") or {}, (*path, "api"), API_KEYS)
+        api_items = {**ctx["api"], **{k: (v, (*path, "api", k)) for k, v in api_raw.items()}}
+        labels = ctx["labels"]
+        if "labels" in raw:
+            labels = tuple(dict.fromkeys((*labels, *self.labels(raw["labels"], (*path, "labels")))))
+        env = {**ctx["env"], **(self.env(raw["env"], (*path, "env")) if "env" in raw else {})}
+        spec = HostSpec(
+            name=name,
+            address=address,
+            transport=transport,
+            ssh=self.ssh(ssh_items),
+            probe_host=probe_host,
+            containers=containers,
+            python=self.optional(raw, path, "python", self.python, ctx["python"]),
+            env=env,
+            labels=labels,
+            sudo=self.optional(raw, path, "sudo", self.boolean, ctx["sudo"]),
+            timeout=self.optional(raw, path, "timeout", self.seconds, ctx["timeout"]),
+            api=self.api(api_items, path, name) if api_items else None,
+            origin=f"{self.doc.path}:{self.doc.line(path)}",
+        )
+        return spec, enabled
+
+    def containers(self, raw: Any, path: KeyPath) -> str | tuple[ContainerSpec, ...]:
+        if raw is None:
+            return ()
+        if raw == ALL_CONTAINERS:
+            return ALL_CONTAINERS
+        if not isinstance(raw, list):
+            raise self.fail(path, f"must be 'all' or a list of VMIDs, got {_show(raw)}")
+        specs: list[ContainerSpec] = []
+        seen: dict[int, int] = {}
+        for index, item in enumerate(raw):
+            item_path = (*path, index)
+            spec = self.container(item, item_path)
+            if spec.vmid in seen:
+                raise self.fail(
+                    item_path, f"VMID {spec.vmid} listed twice (first at line {seen[spec.vmid]})"
+                )
+            seen[spec.vmid] = self.doc.line(item_path)
+            specs.append(spec)
+        return tuple(specs)
+
+    def container(self, raw: Any, path: KeyPath) -> ContainerSpec:
+        if not isinstance(raw, dict):
+            return ContainerSpec(vmid=self.vmid(raw, path))
+        raw = self.mapping(raw, path, CONTAINER_KEYS)
+        if "vmid" not in raw:
+            raise self.fail((*path, "vmid"), "missing")
+        return ContainerSpec(
+            vmid=self.vmid(raw["vmid"], (*path, "vmid")),
+            python=self.optional(raw, path, "python", self.python, None),
+            env=self.optional(raw, path, "env", self.env, {}),
+            labels=self.optional(raw, path, "labels", self.labels, ()),
+            name=self.optional(raw, path, "name", self.string, None),
+            timeout=self.optional(raw, path, "timeout", self.seconds, None),
+        )
+
+    def vmid(self, value: Any, path: KeyPath) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(path, f"must be an integer, got {_show(value)}")
+        return self.integer(value, path, VMID_MIN, VMID_MAX)
+
+    def ssh(self, items: Mapping[str, tuple[Any, KeyPath]]) -> SshOptions:
+        """SshOptions from defaults.ssh + hosts.X.ssh; unset keys stay None for ssh_config."""
+        kw: dict[str, Any] = {}
+        for key, (value, path) in items.items():
+            if value is None:
+                continue
+            if key in ("user", "proxy_jump"):
+                kw[key] = self.string(value, path)
+            elif key == "port":
+                kw[key] = self.integer(value, path, 1, 65535)
+            elif key in ("identity_file", "known_hosts"):
+                kw[key] = self.local_path(value, path)
+            elif key == "config_file":
+                # "none" as in `ssh -F none`: read no ssh_config at all.
+                kw[key] = "" if value in ("", "none") else self.local_path(value, path)
+            elif key == "host_key_policy":
+                kw[key] = self.choice(value, path, HOST_KEY_POLICIES)
+            elif key == "max_sessions":
+                kw[key] = self.integer(value, path, 1)
+            elif key == "connect_timeout":
+                kw[key] = self.seconds(value, path)
+        return SshOptions(**kw)
+
+    def api(self, items: Mapping[str, tuple[Any, KeyPath]], host: KeyPath, name: str) -> ApiOptions:
+        """ApiOptions from defaults.api + hosts.X.api; the secret itself is never read here."""
+        for key in ("url", "user", "token_name"):
+            if key not in items:
+                raise self.fail((*host, "api", key), "missing (needed for API discovery)")
+        url_value, url_path = items["url"]
+        url = self.string(url_value, url_path)
+        parts = urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname:
+            raise self.fail(url_path, f"must be an https:// URL, got {_show(url)}")
+        user_value, user_path = items["user"]
+        user = self.string(user_value, user_path)
+        if "@" not in user or "!" in user:
+            raise self.fail(user_path, f"must be USER@REALM (e.g. fleet@pve), got {_show(user)}")
+        token_name = self.string(*items["token_name"])
+        has_env, has_file = "token_env" in items, "token_file" in items
+        if has_env == has_file:
+            where = (*host, "api")
+            problem = "set exactly one of token_env, token_file" + (
+                "" if not has_env else " (both are set)"
+            )
+            raise self.fail(where, problem)
+        token_env = token_file = None
+        if has_env:
+            env_value, env_path = items["token_env"]
+            token_env = self.string(env_value, env_path)
+            if not ENV_NAME_RE.match(token_env):
+                raise self.fail(env_path, "must be the NAME of an environment variable")
+        else:
+            token_file = self.local_path(*items["token_file"])
+        verify: bool | str = True
+        if "verify_tls" in items:
+            value, path = items["verify_tls"]
+            verify = value if isinstance(value, bool) else self.local_path(value, path)
+        node = name
+        if "node" in items:
+            node = self.string(*items["node"])
+        timeout = self.seconds(*items["timeout"]) if "timeout" in items else 10.0
+        return ApiOptions(
+            url=url,
+            user=user,
+            token_name=token_name,
+            token_env=token_env,
+            token_file=token_file,
+            verify_tls=verify,
+            node=node,
+            timeout=timeout,
+        )
+
+    def groups(self, raw: Any, inventory: Inventory) -> dict[str, tuple[str, ...]]:
+        from fleetcheck.inventory.limit import pattern_problem  # limit imports nothing of ours
+
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            raise self.fail(("groups",), f"must be a mapping of group names, got {_show(raw)}")
+        host_names = {h.name for h in (*inventory.hosts, *inventory.disabled_hosts)}
+        groups: dict[str, tuple[str, ...]] = {}
+        for name, members in raw.items():
+            path: KeyPath = ("groups", name)
+            if not NAME_RE.match(name):
+                raise self.fail(path, "group name may hold only letters, digits, '_', '.' and '-'")
+            if name in host_names:
+                raise self.fail(path, f"{name!r} is already a host name")
+            if not isinstance(members, list) or not members:
+                raise self.fail(
+                    path, f"must be a list of host names or patterns, got {_show(members)}"
+                )
+            for index, member in enumerate(members):
+                self.string(member, (*path, index))
+            groups[name] = tuple(members)
+        for name, members in groups.items():
+            for index, member in enumerate(members):
+                problem = pattern_problem(inventory, member, groups)
+                if problem:
+                    raise self.fail(("groups", name, index), problem)
+        return groups
