@@ -52,6 +52,8 @@ class ContainerSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     labels: tuple[str, ...] = ()
     name: str | None = None
+    #: Seconds for this container's probe; None: the host's timeout.
+    timeout: float | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,10 @@ class Inventory:
     audit_timeout: float | None = None
     #: Global bound on nodes probed at once.
     concurrency: int = 64
+    #: `groups:` of the file: name -> --limit patterns (host names, globs, labels, groups).
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Hosts declared with `enabled: false`: shown by `fleetcheck inventory`, never audited.
+    disabled_hosts: tuple[HostSpec, ...] = ()
 
 
 @dataclass(frozen=True)
