@@ -1,4 +1,4 @@
-"""Run history: each audit kept as gzipped JSON with bounded retention; what changed between runs."""
+"""Run history: audits kept as gzipped JSON with bounded retention; what changed between runs."""
 
 from __future__ import annotations
 
