@@ -210,7 +210,9 @@ class _Builder:
         text = self.string(value, path)
         if text.startswith("~"):
             # The interpreter is looked up on the node, where `~` is not expanded (no shell).
-            raise self.fail(path, f"'~' is not expanded on the node; give an absolute path: {text}")
+            raise self.fail(
+                path, f"'~' is not expanded on the node; give an absolute path: {text!r}"
+            )
         return text
 
     def env(self, value: Any, path: KeyPath) -> dict[str, str]:
@@ -220,9 +222,8 @@ class _Builder:
             if not ENV_NAME_RE.match(name):
                 raise self.fail((*path, name), "not a valid environment variable name")
             if not isinstance(item, str):
-                raise self.fail(
-                    (*path, name), f"must be a string, got {_show(item)} (quote it: '{item}')"
-                )
+                quote = " (quote it)" if isinstance(item, (bool, int, float)) else ""
+                raise self.fail((*path, name), f"must be a string, got {_show(item)}{quote}")
         return dict(value)
 
     def labels(self, value: Any, path: KeyPath) -> tuple[str, ...]:

@@ -32,7 +32,7 @@ def format_path(path: KeyPath) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            out += f".{safe_key(part)}" if out else safe_key(part)
     return out
 
 
@@ -61,23 +61,45 @@ class YamlDocument:
 
 def load_yaml(text: str, path: str) -> YamlDocument:
     """Parse `text` (read from `path`) or raise InventoryError with line and column."""
-    loader = _LineLoader(text)
+    node = None
+    converter: _Converter | None = None
     try:
-        node = loader.get_single_node()
-        converter = _Converter(loader, path)
-        data = None if node is None else converter.convert(node, ())
+        # Building the loader already reads the text and refuses non-printable characters.
+        loader = _LineLoader(text)
+        try:
+            node = loader.get_single_node()
+            converter = _Converter(loader, path)
+            data = None if node is None else converter.convert(node, ())
+        finally:
+            loader.dispose()
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        raise InventoryError(
+            f"{path}:{line}: character {exc.character!r} is not allowed in YAML"
+        ) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
         problem = exc.problem or exc.context or "invalid YAML"
-        raise InventoryError(f"{where}: YAML syntax error: {problem}") from None
+        raise InventoryError(f"{where}: YAML syntax error: {_one_line(problem)}") from None
     except yaml.YAMLError as exc:
-        raise InventoryError(f"{path}: YAML error: {exc}") from None
-    finally:
-        loader.dispose()
+        raise InventoryError(f"{path}: YAML error: {_one_line(str(exc))}") from None
+    except RecursionError:
+        # PyYAML composes nested collections recursively; an inventory is never this deep.
+        raise InventoryError(f"{path}: YAML nested too deeply") from None
+    lines = converter.lines if converter else {}
     if node is not None:
-        converter.lines.setdefault((), node.start_mark.line + 1)
-    return YamlDocument(path, data, converter.lines)
+        lines.setdefault((), node.start_mark.line + 1)
+    return YamlDocument(path, data, lines)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def safe_key(key: str) -> str:
+    """A key fit for a one-line message: newlines and escape sequences shown escaped."""
+    return key if key.isprintable() else key.encode("unicode_escape").decode("ascii")
 
 
 #: Aliases can make a small file expand into a huge tree ("billion laughs"); an inventory
@@ -145,7 +167,7 @@ class _Converter:
                 where = format_path((*path, key))
                 raise InventoryError(
                     f"{self.file}:{line}: {where}: duplicate {what} "
-                    f"{key!r} (first defined at line {seen[key]})"
+                    f"{safe_key(key)!r} (first defined at line {seen[key]})"
                 )
             seen[key] = line
         self.loader.flatten_mapping(node)
