@@ -1,0 +1,143 @@
+"""Playbook loading: built-ins, the default, and one exact message per kind of mistake."""
+
+from __future__ import annotations
+
+import dataclasses
+import filecmp
+from pathlib import Path
+
+import pytest
+
+from fleetcheck.playbook import PlaybookError, builtin_playbooks, load_playbook
+from fleetcheck.verdict import DEFAULT_POLICY
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write(tmp_path: Path, text: str, name: str = "pb.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def error_of(tmp_path: Path, text: str) -> str:
+    path = write(tmp_path, text)
+    with pytest.raises(PlaybookError) as caught:
+        load_playbook(path)
+    return str(caught.value).replace(path, "FILE")
+
+
+def test_top_level_playbooks_are_the_packaged_builtins() -> None:
+    packaged = REPO / "fleetcheck" / "playbooks"
+    user_facing = REPO / "playbooks"
+    names = sorted(p.name for p in packaged.glob("*.yaml"))
+    assert names == sorted(p.name for p in user_facing.glob("*.yaml"))
+    assert names == [f"{name}.yaml" for name in builtin_playbooks()]
+    match, mismatch, errors = filecmp.cmpfiles(packaged, user_facing, names, shallow=False)
+    assert (match, mismatch, errors) == (names, [], [])
+
+
+def test_no_playbook_is_the_default_policy_and_default_yaml_says_the_same() -> None:
+    assert load_playbook(None) is DEFAULT_POLICY
+    assert dataclasses.replace(load_playbook("default"), source="") == DEFAULT_POLICY
+
+
+def test_pre_training_requires_gpu_deep_and_equal_versions() -> None:
+    policy = load_playbook("pre-training")
+    assert policy.name == "pre-training"
+    assert policy.source == "builtin:pre-training"
+    assert policy.deep is True
+    assert policy.min_gpus == 1
+    assert policy.failing_verdicts == {"cpu-fallback", "no-gpu", "not-installed"}
+    assert policy.consistent == ("driver", "cuda", "torch", "triton", "python")
+    assert policy.consistent_warn == ("fla", "gpu_model")
+
+
+def test_nightly_runs_everything_and_only_warns_on_differences() -> None:
+    policy = load_playbook("nightly")
+    assert (policy.deep, policy.consistent, policy.failing_verdicts) == (
+        True, (), frozenset({"cpu-fallback"}))
+    assert "driver" in policy.consistent_warn
+
+
+def test_a_file_path_wins_and_its_stem_names_the_policy(tmp_path: Path) -> None:
+    path = write(tmp_path, "min_gpus: 8\nchecks:\n  warn_only: [fla_fallback_hidden]\n",
+                 "eight.yaml")
+    policy = load_playbook(path)
+    assert (policy.name, policy.min_gpus, policy.warn_only, policy.source) == (
+        "eight", 8, frozenset({"fla_fallback_hidden"}), path)
+    assert policy.failing_verdicts == frozenset({"cpu-fallback"})
+
+
+def test_name_key_overrides_the_stem(tmp_path: Path) -> None:
+    assert load_playbook(write(tmp_path, "name: big-run\n")).name == "big-run"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("deep: true\nmingpus: 8\n",
+         "FILE:2: mingpus: unknown key (did you mean 'min_gpus'?)"),
+        ("min_gpus: eight\n", "FILE:1: min_gpus: must be a non-negative integer, not 'eight'"),
+        ("min_gpus: -1\n", "FILE:1: min_gpus: must be a non-negative integer, not -1"),
+        ("min_gpus: true\n", "FILE:1: min_gpus: must be a non-negative integer, not True"),
+        ("deep: yes please\n", "FILE:1: deep: must be true or false, not a string"),
+        ("checks:\n  warn_only:\n    - fla_fallback_hidden\n    - no_c_compilr\n",
+         "FILE:4: checks.warn_only[1]: unknown check id 'no_c_compilr' "
+         "(did you mean 'no_c_compiler'?)"),
+        ("checks:\n  ignore: no_linker\n",
+         "FILE:2: checks.ignore: must be a list of check ids, not a string"),
+        ("checks:\n  warn-only: []\n",
+         "FILE:2: checks.warn-only: unknown key (did you mean 'warn_only'?)"),
+        ("consistency:\n  fail: [driver, torhc]\n",
+         "FILE:2: consistency.fail[1]: unknown fact 'torhc' (did you mean 'torch'?)"),
+        ("consistency:\n  fail: [driver]\n  warn: [driver]\n",
+         "FILE:3: consistency.warn: 'driver' is also listed under consistency.fail"),
+        ("consistency: [driver]\n",
+         "FILE:1: consistency: must be a mapping, not a list"),
+        ("triton: [gpu, cpu-fallback]\n",
+         "FILE:1: triton[1]: cpu-fallback cannot be accepted: "
+         "it is the failure fleetcheck exists to catch"),
+        ("triton: [gpu, unknown]\n",
+         "FILE:1: triton[1]: unknown Triton verdict 'unknown'"),
+        ("triton: [GPU]\n",
+         "FILE:1: triton[0]: unknown Triton verdict 'GPU' (did you mean 'gpu'?)"),
+        ("deep: true\ndeep: false\n", "FILE:2: deep: duplicate key"),
+        ("deep: [true\n", "FILE:2: invalid YAML: expected ',' or ']', but got '<stream end>'"),
+        ("- deep\n", "FILE:1: (top level): must be a mapping, not a list"),
+        ("", "FILE:1: (top level): the playbook is empty"),
+        ("description: ''\n", "FILE:1: description: must not be empty"),
+        ("name: 3\n", "FILE:1: name: must be a string, not an integer"),
+    ],
+)
+def test_mistakes_name_file_line_and_key(tmp_path: Path, text: str, message: str) -> None:
+    assert error_of(tmp_path, text) == message
+
+
+def test_unknown_bare_name_lists_the_builtins() -> None:
+    with pytest.raises(PlaybookError) as caught:
+        load_playbook("pre-trainig")
+    assert str(caught.value) == (
+        "pre-trainig: no such playbook file, nor a built-in playbook of that name "
+        "(did you mean 'pre-training'?) (built-ins: default, nightly, pre-training, quick)"
+    )
+
+
+def test_missing_file_path(tmp_path: Path) -> None:
+    missing = str(tmp_path / "nope.yaml")
+    with pytest.raises(PlaybookError) as caught:
+        load_playbook(missing)
+    assert str(caught.value) == f"{missing}: no such playbook file"
+
+
+def test_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "bin.yaml"
+    path.write_bytes(b"deep: \xff\n")
+    with pytest.raises(PlaybookError) as caught:
+        load_playbook(str(path))
+    assert str(caught.value) == f"{path}:1: not UTF-8 text"
+
+
+def test_python_tags_are_refused_not_run(tmp_path: Path) -> None:
+    message = error_of(tmp_path, "name: !!python/object/apply:os.system ['true']\n")
+    assert message.startswith("FILE:1: invalid YAML: could not determine a constructor")
