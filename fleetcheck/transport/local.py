@@ -1,0 +1,94 @@
+"""Local transport: the machine fleetcheck runs on, the probe as a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+
+from fleetcheck.transport.interface import CommandResult, Transport, TransportError
+from fleetcheck.transport.ssh import KILL_AFTER, OUTPUT_CAP, STDERR_CAP
+
+
+async def _read_capped(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, bool]:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = await stream.read(65536)
+        if not chunk:
+            return b"".join(chunks), False
+        if size + len(chunk) > cap:
+            chunks.append(chunk[: cap - size])
+            return b"".join(chunks), True
+        chunks.append(chunk)
+        size += len(chunk)
+
+
+def _kill_group(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+class LocalTransport(Transport):
+    """Runs argv here, in its own process group, so a timeout kills the probe and its children."""
+
+    def __init__(self, *, output_cap: int = OUTPUT_CAP) -> None:
+        self.output_cap = output_cap
+
+    async def run(
+        self, argv: list[str], *, input: bytes | None = None, timeout: float
+    ) -> CommandResult:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            return CommandResult(127, b"", f"{argv[0]}: not found\n".encode())
+        except OSError as exc:
+            raise TransportError(f"cannot run {argv[0]}: {exc}", kind="error") from None
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        try:
+            if input:
+                proc.stdin.write(input)
+            proc.stdin.close()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # exited before reading its input; its output says why
+        out_task = asyncio.ensure_future(_read_capped(proc.stdout, self.output_cap))
+        err_task = asyncio.ensure_future(_read_capped(proc.stderr, STDERR_CAP))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        timed_out = False
+        try:
+            _, truncated = await asyncio.wait_for(asyncio.shield(out_task), timeout)
+            if truncated:
+                _kill_group(proc.pid, signal.SIGKILL)
+            await asyncio.wait_for(proc.wait(), max(0.1, deadline - loop.time()))
+        except asyncio.TimeoutError:
+            timed_out = True
+            _kill_group(proc.pid, signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), KILL_AFTER)
+            except asyncio.TimeoutError:
+                pass
+        finally:
+            # Children that outlive the probe would keep running and hold its pipes open.
+            _kill_group(proc.pid, signal.SIGKILL)
+            if proc.returncode is None:
+                await proc.wait()
+        stdout, truncated = await _drain(out_task)
+        stderr, _ = await _drain(err_task)
+        return CommandResult(proc.returncode, stdout, stderr, timed_out=timed_out,
+                             truncated=truncated)
+
+
+async def _drain(task: asyncio.Future[tuple[bytes, bool]]) -> tuple[bytes, bool]:
+    """A reader's result; a pipe held open by an escaped grandchild is given up after 1 s."""
+    try:
+        return await asyncio.wait_for(task, 1.0)
+    except asyncio.TimeoutError:
+        return b"", False

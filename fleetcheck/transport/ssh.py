@@ -1,0 +1,314 @@
+"""SSH transport: one asyncssh connection per host, a bounded number of channels on it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import shlex
+import socket
+import threading
+import time
+from typing import Any
+
+import asyncssh
+
+from fleetcheck.inventory.model import HostSpec, SshOptions
+from fleetcheck.transport.interface import CommandResult, Transport, TransportError
+
+#: Connection attempts in flight at once, fleet-wide: below sshd's MaxStartups (10:30:100),
+#: which starts dropping unauthenticated connections at random beyond 10.
+DEFAULT_CONNECT_ATTEMPTS = 8
+#: Most stdout bytes kept per command; a node printing more is cut off and marked truncated.
+OUTPUT_CAP = 8 * 1024 * 1024
+STDERR_CAP = 256 * 1024
+#: Seconds between the remote `timeout`'s TERM and its KILL.
+KILL_AFTER = 5
+#: Extra seconds the client waits beyond the remote kill, for the exit status to arrive.
+CLIENT_GRACE = 2.0
+DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
+
+# The known_hosts file is appended to by every accept-new connection; one writer at a time.
+_KNOWN_HOSTS_LOCK = threading.Lock()
+
+
+def remote_command(argv: list[str], timeout: float) -> str:
+    """The one place argv becomes a remote command line: quoted, under the host's `timeout`.
+
+    A client-side timeout does not stop a remote process (it is reparented to init and keeps
+    running), so the host's coreutils `timeout` bounds it: TERM at `timeout`, KILL 5 s later.
+    """
+    return shlex.join(["timeout", "-k", str(KILL_AFTER), f"{max(timeout, 1.0):g}", *argv])
+
+
+class _CappedSession(asyncssh.SSHClientSession[bytes]):
+    """Collects stdout and stderr up to a cap; closes the channel when stdout overflows."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.stdout: list[bytes] = []
+        self.stderr: list[bytes] = []
+        self.stdout_size = 0
+        self.stderr_size = 0
+        self.truncated = False
+        self.returncode: int | None = None
+        self.signal: str | None = None
+        self.chan: asyncssh.SSHClientChannel[bytes] | None = None
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, chan: asyncssh.SSHClientChannel[bytes]) -> None:
+        self.chan = chan
+
+    def data_received(self, data: bytes, datatype: asyncssh.DataType) -> None:
+        if datatype == asyncssh.EXTENDED_DATA_STDERR:
+            if self.stderr_size < STDERR_CAP:
+                self.stderr.append(data[: STDERR_CAP - self.stderr_size])
+                self.stderr_size += len(data)
+            return
+        room = self.cap - self.stdout_size
+        if len(data) > room:
+            self.stdout.append(data[:room])
+            self.stdout_size = self.cap
+            self.truncated = True
+            if self.chan is not None:
+                self.chan.close()
+            return
+        self.stdout.append(data)
+        self.stdout_size += len(data)
+
+    def exit_status_received(self, status: int) -> None:
+        self.returncode = status
+
+    def exit_signal_received(
+        self, signal: str, core_dumped: bool, msg: str, lang: str
+    ) -> None:
+        self.signal = signal
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+def _known_hosts_path(options: SshOptions) -> str:
+    return os.path.expanduser(options.known_hosts or DEFAULT_KNOWN_HOSTS)
+
+
+def _has_known_key(path: str, host: str, port: int | None) -> bool:
+    """Does known_hosts hold any key (or CA) for this host? Decides "unknown" vs "changed"."""
+    try:
+        known = asyncssh.read_known_hosts(path)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError) as exc:
+        raise TransportError(f"cannot read known_hosts {path}: {exc}") from None
+    matched = known.match(host, "", port if port not in (None, 22) else None)
+    return any(matched[:4])
+
+
+def _known_hosts_line(host: str, port: int | None, key: asyncssh.SSHKey) -> str:
+    pattern = host if port in (None, 22) else f"[{host}]:{port}"
+    alg, blob = key.export_public_key("openssh").decode().split()[:2]
+    return f"{pattern} {alg} {blob}\n"
+
+
+class SshTransport(Transport):
+    """Commands on one host over one shared SSH connection, at most `max_sessions` at once."""
+
+    def __init__(
+        self,
+        host: HostSpec,
+        *,
+        connect_limiter: asyncio.Semaphore | None = None,
+        output_cap: int = OUTPUT_CAP,
+    ) -> None:
+        self.host = host
+        self.options = host.ssh
+        self.address = host.address or host.name
+        self.output_cap = output_cap
+        self._connect_limiter = connect_limiter or asyncio.Semaphore(DEFAULT_CONNECT_ATTEMPTS)
+        self._channels = asyncio.Semaphore(max(1, self.options.max_sessions))
+        self._lock = asyncio.Lock()
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._failure: TransportError | None = None
+        self._closed = False
+
+    @property
+    def where(self) -> str:
+        port = self.options.port or 22
+        return f"{self.address}:{port}"
+
+    def _connect_kwargs(self, known_hosts: Any) -> dict[str, Any]:
+        options = self.options
+        kwargs: dict[str, Any] = {
+            "known_hosts": known_hosts,
+            "connect_timeout": options.connect_timeout,
+            # Dead hosts are noticed by keepalives rather than by hanging until the node timeout.
+            "keepalive_interval": 15,
+        }
+        if options.user:
+            kwargs["username"] = options.user
+        if options.port:
+            kwargs["port"] = options.port
+        if options.identity_file:
+            kwargs["client_keys"] = [os.path.expanduser(options.identity_file)]
+        if options.proxy_jump:
+            kwargs["tunnel"] = options.proxy_jump
+        if options.config_file == "":
+            kwargs["config"] = None
+        elif options.config_file is not None:
+            kwargs["config"] = [os.path.expanduser(options.config_file)]
+        return kwargs
+
+    async def connect(self) -> asyncssh.SSHClientConnection:
+        """The host's connection, opened on first use; a failure is remembered and re-raised."""
+        async with self._lock:
+            if self._failure is not None:
+                raise self._failure
+            if self._conn is not None and not self._conn.is_closed():
+                return self._conn
+            if self._closed:
+                raise TransportError(f"connection to {self.host.name} closed", kind="error")
+            try:
+                self._conn = await self._open()
+            except TransportError as exc:
+                self._failure = exc
+                raise
+            return self._conn
+
+    async def _open(self) -> asyncssh.SSHClientConnection:
+        path = _known_hosts_path(self.options)
+        known = _has_known_key(path, self.address, self.options.port)
+        trust_new = not known and self.options.host_key_policy == "accept-new"
+        kwargs = self._connect_kwargs(None if trust_new else path)
+        for attempt in (1, 2):
+            try:
+                async with self._connect_limiter:
+                    conn = await asyncio.wait_for(
+                        asyncssh.connect(self.address, **kwargs),
+                        self.options.connect_timeout + 1.0,
+                    )
+                break
+            except (ConnectionResetError, asyncssh.ConnectionLost) as exc:
+                # sshd's MaxStartups drops connections during key exchange; one retry.
+                if attempt == 2:
+                    raise self._unreachable(exc, path, known) from None
+                await asyncio.sleep(0.2 + random.random() * 0.5)
+            except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError) as exc:
+                raise self._unreachable(exc, path, known) from None
+        if trust_new:
+            key = conn.get_server_host_key()
+            if key is not None:
+                await self._append_known_host(path, key)
+        return conn
+
+    async def _append_known_host(self, path: str, key: asyncssh.SSHKey) -> None:
+        line = _known_hosts_line(self.address, self.options.port, key)
+        with _KNOWN_HOSTS_LOCK:
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            with open(path, "a", encoding="ascii") as handle:
+                handle.write(line)
+
+    def _unreachable(self, exc: BaseException, path: str, known: bool) -> TransportError:
+        name = self.host.name
+        if isinstance(exc, asyncssh.HostKeyNotVerifiable):
+            if known:
+                text = (f"host key for {name} does not match known_hosts"
+                        " — possible man-in-the-middle")
+            else:
+                text = f"host key for {name} ({self.where}) is not in {path}"
+        elif isinstance(exc, asyncssh.PermissionDenied):
+            user = self.options.user or "the configured user"
+            text = f"authentication failed for {user} on {name} ({self.where})"
+        elif isinstance(exc, socket.gaierror):
+            text = f"cannot resolve {self.address} for {name}: {exc.strerror}"
+        elif isinstance(exc, ConnectionRefusedError):
+            text = f"connection refused by {name} ({self.where})"
+        elif isinstance(exc, asyncio.TimeoutError):
+            text = f"connecting to {name} ({self.where}) timed out"
+        elif isinstance(exc, asyncssh.Error):
+            text = f"SSH to {name} ({self.where}) failed: {exc.reason}"
+        else:
+            text = f"cannot reach {name} ({self.where}): {exc}"
+        return TransportError(text, kind="unreachable")
+
+    async def run(
+        self, argv: list[str], *, input: bytes | None = None, timeout: float
+    ) -> CommandResult:
+        conn = await self.connect()
+        command = remote_command(argv, timeout)
+        async with self._channels:
+            return await self._run_channel(conn, command, input, timeout)
+
+    async def _run_channel(
+        self, conn: asyncssh.SSHClientConnection, command: str, input: bytes | None,
+        timeout: float,
+    ) -> CommandResult:
+        started = time.monotonic()
+        chan, session = await self._open_channel(conn, command)
+        try:
+            if input:
+                chan.write(input)
+            chan.write_eof()
+        except (BrokenPipeError, OSError, asyncssh.Error):
+            # The command exited before reading its input; its output still tells why.
+            pass
+        timed_out = False
+        try:
+            await asyncio.wait_for(
+                asyncio.shield(session.done), timeout + KILL_AFTER + CLIENT_GRACE
+            )
+        except asyncio.TimeoutError:
+            timed_out = True
+        finally:
+            if not session.done.done():
+                chan.close()
+        elapsed = time.monotonic() - started
+        code = session.returncode
+        if code == 124 or (code == 137 and elapsed >= timeout):
+            timed_out = True
+        if code is None and not timed_out and not session.truncated and session.signal is None:
+            if conn.is_closed():
+                raise TransportError(
+                    f"connection to {self.host.name} lost while the command ran", kind="error"
+                )
+        return CommandResult(
+            returncode=code,
+            stdout=b"".join(session.stdout),
+            stderr=b"".join(session.stderr),
+            timed_out=timed_out,
+            truncated=session.truncated,
+        )
+
+    async def _open_channel(
+        self, conn: asyncssh.SSHClientConnection, command: str
+    ) -> tuple[asyncssh.SSHClientChannel[bytes], _CappedSession]:
+        # A session whose process just exited may hold its slot for a moment ("delay detach"),
+        # so an open refused at MaxSessions is retried a few times before giving up.
+        for attempt in range(4):
+            try:
+                chan, session = await conn.create_session(
+                    lambda: _CappedSession(self.output_cap), command, encoding=None
+                )
+                assert isinstance(session, _CappedSession)
+                return chan, session
+            except asyncssh.ChannelOpenError as exc:
+                if attempt == 3:
+                    raise TransportError(
+                        f"{self.host.name} refused a new SSH session: {exc.reason}", kind="error"
+                    ) from None
+                await asyncio.sleep(0.1 * (attempt + 1))
+            except (OSError, asyncssh.Error) as exc:
+                raise TransportError(
+                    f"connection to {self.host.name} lost: {exc}", kind="error"
+                ) from None
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        self._closed = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+            try:
+                await asyncio.wait_for(conn.wait_closed(), 5)
+            except (asyncio.TimeoutError, OSError, asyncssh.Error):
+                pass
