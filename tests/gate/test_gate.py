@@ -1,0 +1,109 @@
+"""Gate exit codes, stderr lines and JSON on constructed reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fleetcheck.gate import gate_exit_code, gate_json, gate_lines
+from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
+
+NO_CC = Check("no_c_compiler", "fail", "no C compiler: CC unset, no gcc or clang on PATH",
+              "apt-get install gcc libc6-dev python3.12-dev")
+
+
+def node(node_id: str, status: str, reason: str = "", **kwargs: Any) -> NodeResult:
+    host, _, vmid = node_id.partition("/")
+    return NodeResult(node_id, host, int(vmid) if vmid else None, node_id, status,
+                      reason or status, **kwargs)
+
+
+def report(*nodes: NodeResult, fleet: tuple[Check, ...] = (), interrupted: bool = False) -> Report:
+    return Report("2026-12-01T02:15:00Z", "2026-12-01T02:15:09Z", nodes, playbook="pre-training",
+                  fleet_checks=fleet, interrupted=interrupted)
+
+
+FAILED = node("pve1/101", "fail", "Triton cpu-fallback: no C compiler",
+              triton=TritonVerdict("cpu-fallback", None, "no_c_compiler", NO_CC.fix),
+              checks=(NO_CC,))
+HEALTHY = node("pve1", "ok", "Triton gpu (cuda)")
+WARNED = node("pve2/200", "warn", "FLA older than 0.5")
+DOWN = node("pve3", "unreachable", "ssh: connection refused")
+STOPPED = node("pve2/201", "skipped", "container stopped")
+BROKEN = node("pve2/202", "error", "probe crashed",
+              checks=(Check("triton_target", "error", "probe crashed", "see the probe log"),))
+DRIFT = Check("fleet_driver_mismatch", "fail", "NVIDIA driver differs", "same driver everywhere",
+              {"550.54": ["pve1"], "535.1": ["pve2"]})
+
+
+@pytest.mark.parametrize(
+    ("nodes", "fleet", "interrupted", "code"),
+    [
+        ((HEALTHY, WARNED), (), False, 0),
+        ((HEALTHY, FAILED), (), False, 1),
+        ((HEALTHY, DOWN), (), False, 3),
+        ((HEALTHY, STOPPED), (), False, 3),
+        ((HEALTHY, BROKEN), (), False, 3),
+        ((FAILED, DOWN, STOPPED), (), False, 1),
+        ((HEALTHY, WARNED), (DRIFT,), False, 1),
+        ((HEALTHY,), (Check("fleet_fla_mismatch", "warn", "FLA differs"),), False, 0),
+        ((HEALTHY,), (), True, 3),
+        ((), (), False, 3),
+    ],
+)
+def test_exit_codes(nodes: tuple[NodeResult, ...], fleet: tuple[Check, ...], interrupted: bool,
+                    code: int) -> None:
+    assert gate_exit_code(report(*nodes, fleet=fleet, interrupted=interrupted)) == code
+
+
+def test_lines_name_each_blocking_node_with_cause_and_fix_failures_first() -> None:
+    lines = gate_lines(report(DOWN, HEALTHY, WARNED, FAILED, STOPPED, BROKEN, fleet=(DRIFT,)))
+    assert lines == [
+        "pve1/101: fail: Triton cpu-fallback: no C compiler "
+        "(fix: apt-get install gcc libc6-dev python3.12-dev)",
+        "fleet: fail: NVIDIA driver differs (fix: same driver everywhere)",
+        "pve3: unreachable: ssh: connection refused "
+        "(fix: check that the node is up and reachable over SSH, then run the gate again)",
+        "pve2/201: skipped: container stopped "
+        "(fix: start the container, or leave it out of the selection (--limit))",
+        "pve2/202: error: probe crashed (fix: see the probe log)",
+    ]
+
+
+def test_a_passing_gate_prints_nothing() -> None:
+    assert gate_lines(report(HEALTHY, WARNED)) == []
+
+
+def test_empty_selection_and_interruption_say_so() -> None:
+    assert gate_lines(report()) == ["no node selected: nothing was verified"]
+    assert gate_lines(report(HEALTHY, interrupted=True)) == [
+        "the gate was interrupted before every node was probed"]
+
+
+def test_hostile_reason_cannot_drive_the_terminal() -> None:
+    evil = node("pve9", "fail", "\x1b[2J\x1b]0;pwned\x07bad\nsecond line\r")
+    assert gate_lines(report(evil)) == ["pve9: fail: [2J ]0;pwned bad second line"]
+
+
+def test_json_for_schedulers() -> None:
+    data = gate_json(report(HEALTHY, FAILED, DOWN))
+    assert data == {
+        "schema": "fleetcheck.gate/1",
+        "result": "fail",
+        "exit_code": 1,
+        "playbook": "pre-training",
+        "started_at": "2026-12-01T02:15:00Z",
+        "finished_at": "2026-12-01T02:15:09Z",
+        "interrupted": False,
+        "summary": {"ok": 1, "skipped": 0, "warn": 0, "unreachable": 1, "error": 0, "fail": 1},
+        "blocking": [
+            {"node": "pve1/101", "status": "fail", "cause": "Triton cpu-fallback: no C compiler",
+             "fix": "apt-get install gcc libc6-dev python3.12-dev"},
+            {"node": "pve3", "status": "unreachable", "cause": "ssh: connection refused",
+             "fix": "check that the node is up and reachable over SSH, then run the gate again"},
+        ],
+        "passed": ["pve1"],
+    }
+    assert gate_json(report(HEALTHY))["result"] == "pass"
+    assert gate_json(report(DOWN))["result"] == "unverified"
