@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fleetcheck.inventory.discovery import parse_pct_list, pct_list_argv, targets_for_host
 from fleetcheck.inventory.errors import DiscoveryError, InventoryError
+from fleetcheck.inventory.graph import inventory_to_json, render_inventory_graph
 from fleetcheck.inventory.limit import check_limit, matches_limit, unmatched_patterns
 from fleetcheck.inventory.load import load_inventory, parse_inventory
 from fleetcheck.inventory.model import (
@@ -17,6 +18,7 @@ from fleetcheck.inventory.model import (
     SshOptions,
     Target,
 )
+from fleetcheck.inventory.pveapi import discover_via_api
 
 __all__ = [
     "ALL_CONTAINERS",
@@ -31,11 +33,14 @@ __all__ = [
     "SshOptions",
     "Target",
     "check_limit",
+    "discover_via_api",
+    "inventory_to_json",
     "load_inventory",
     "matches_limit",
     "parse_inventory",
     "parse_pct_list",
     "pct_list_argv",
+    "render_inventory_graph",
     "targets_for_host",
     "unmatched_patterns",
 ]

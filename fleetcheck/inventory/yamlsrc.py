@@ -74,8 +74,9 @@ def load_yaml(text: str, path: str) -> YamlDocument:
             loader.dispose()
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, exc.position) + 1
+        char = exc.character if isinstance(exc.character, int) else ord(exc.character)
         raise InventoryError(
-            f"{path}:{line}: character {exc.character!r} is not allowed in YAML"
+            f"{path}:{line}: character U+{char:04X} is not allowed in YAML"
         ) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark

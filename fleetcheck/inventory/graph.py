@@ -1,0 +1,168 @@
+"""`fleetcheck inventory`: the resolved hosts and nodes, as a tree or JSON, without connecting."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from fleetcheck.inventory.discovery import targets_for_host
+from fleetcheck.inventory.model import (
+    ALL_CONTAINERS,
+    ContainerSpec,
+    HostSpec,
+    Inventory,
+    SshOptions,
+    Target,
+)
+
+INVENTORY_SCHEMA = "fleetcheck.inventory/1"
+
+
+def discovery_method(host: HostSpec) -> str | None:
+    """How `containers: all` is listed for `host`: "api", "pct list", or None (listed)."""
+    if host.containers != ALL_CONTAINERS:
+        return None
+    return "api" if host.api is not None else "pct list"
+
+
+def static_targets(host: HostSpec) -> list[Target]:
+    """The nodes known without connecting: the host itself and the listed containers."""
+    if host.containers == ALL_CONTAINERS:
+        host = dataclasses.replace(host, containers=())
+    return [t for t in targets_for_host(host, None) if isinstance(t, Target)]
+
+
+def render_inventory_graph(inventory: Inventory) -> str:
+    """A tree, host -> nodes, with the effective settings of each (ends with a newline)."""
+    total = len(inventory.hosts) + len(inventory.disabled_hosts)
+    audit_timeout = (
+        f"{inventory.audit_timeout:g}s" if inventory.audit_timeout is not None else "none"
+    )
+    lines = [
+        f"{inventory.path}: {total} host{'s' if total != 1 else ''}"
+        f" ({len(inventory.disabled_hosts)} disabled), concurrency {inventory.concurrency},"
+        f" audit timeout {audit_timeout}"
+    ]
+    for host in inventory.hosts:
+        lines.append(_host_line(host))
+        rows = [_node_line(t) for t in static_targets(host)]
+        method = discovery_method(host)
+        if method == "api":
+            rows.append(f"{host.name}/*  all: discovered at audit time via the Proxmox API")
+        elif method:
+            rows.append(f"{host.name}/*  all: discovered at audit time via pct list")
+        lines += _tree(rows)
+    for host in inventory.disabled_hosts:
+        lines.append(f"{host.name}  disabled (enabled: false): not audited")
+    if inventory.groups:
+        lines.append("groups")
+        lines += _tree(
+            [f"{name}: {', '.join(members)}" for name, members in inventory.groups.items()]
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _tree(rows: list[str]) -> list[str]:
+    return [("└── " if i == len(rows) - 1 else "├── ") + row for i, row in enumerate(rows)]
+
+
+def _host_line(host: HostSpec) -> str:
+    parts = [host.name]
+    if host.transport == "local":
+        parts.append("local (this machine, no SSH)")
+    else:
+        parts.append(_ssh_summary(host.address or "", host.ssh))
+    if host.sudo:
+        parts.append("sudo -n pct")
+    if host.api is not None:
+        parts.append(f"api {host.api.url} node {host.api.node or host.name}")
+    return "  ".join(parts)
+
+
+def _ssh_summary(address: str, ssh: SshOptions) -> str:
+    user = f"{ssh.user}@" if ssh.user else ""
+    port = f":{ssh.port}" if ssh.port is not None else ""
+    text = f"ssh {user}{address}{port}"
+    unset = [name for name, value in (("user", ssh.user), ("port", ssh.port)) if value is None]
+    if unset:
+        text += f" ({', '.join(unset)} from ssh_config)"
+    if ssh.proxy_jump:
+        text += f" via {ssh.proxy_jump}"
+    if ssh.host_key_policy != "strict":
+        text += f" host keys {ssh.host_key_policy}"
+    return text
+
+
+def _node_line(target: Target) -> str:
+    parts = [target.id, f"python={target.python}", f"timeout={target.timeout:g}s"]
+    if target.env:
+        parts.append("env=" + ",".join(sorted(target.env)))
+    if target.labels:
+        parts.append("labels=" + ",".join(target.labels))
+    if target.vmid is None:
+        parts.insert(1, "(the host itself)")
+    elif target.name != target.id:
+        parts.insert(1, f"name={target.name}")
+    return "  ".join(parts)
+
+
+def inventory_to_json(inventory: Inventory) -> dict[str, Any]:
+    """The resolved inventory as JSON-ready data (no secret: only where the token is read)."""
+    return {
+        "schema": INVENTORY_SCHEMA,
+        "path": inventory.path,
+        "concurrency": inventory.concurrency,
+        "audit_timeout": inventory.audit_timeout,
+        "groups": {name: list(members) for name, members in inventory.groups.items()},
+        "hosts": [_host_json(h, True) for h in inventory.hosts]
+        + [_host_json(h, False) for h in inventory.disabled_hosts],
+    }
+
+
+def _host_json(host: HostSpec, enabled: bool) -> dict[str, Any]:
+    containers: Any = (
+        ALL_CONTAINERS
+        if host.containers == ALL_CONTAINERS
+        else [_container_json(c) for c in host.containers if isinstance(c, ContainerSpec)]
+    )
+    return {
+        "name": host.name,
+        "enabled": enabled,
+        "origin": host.origin,
+        "transport": host.transport,
+        "address": host.address,
+        "ssh": dataclasses.asdict(host.ssh),
+        "sudo": host.sudo,
+        "probe_host": host.probe_host,
+        "python": host.python,
+        "env": dict(host.env),
+        "labels": list(host.labels),
+        "timeout": host.timeout,
+        "api": dataclasses.asdict(host.api) if host.api is not None else None,
+        "containers": containers,
+        "discovery": discovery_method(host),
+        "nodes": [_target_json(t) for t in static_targets(host)],
+    }
+
+
+def _container_json(spec: ContainerSpec) -> dict[str, Any]:
+    return {
+        "vmid": spec.vmid,
+        "name": spec.name,
+        "python": spec.python,
+        "env": dict(spec.env),
+        "labels": list(spec.labels),
+        "timeout": spec.timeout,
+    }
+
+
+def _target_json(target: Target) -> dict[str, Any]:
+    return {
+        "id": target.id,
+        "vmid": target.vmid,
+        "name": target.name,
+        "python": target.python,
+        "env": dict(target.env),
+        "labels": list(target.labels),
+        "timeout": target.timeout,
+    }

@@ -1,0 +1,192 @@
+"""Container discovery through the Proxmox API (proxmoxer, in a worker thread, token auth)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from fleetcheck.inventory.errors import DiscoveryError
+from fleetcheck.inventory.model import ApiOptions, DiscoveredContainer, HostSpec
+
+#: pve-common split_list: tags are separated by `,`, `;` or whitespace.
+_TAG_SEPARATORS = re.compile(r"[,;\s]+")
+_VERIFY_FAILED = re.compile(r"certificate verify failed: ([^(')\"]+)")
+_ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
+
+
+async def discover_via_api(host: HostSpec) -> list[DiscoveredContainer]:
+    """The containers on `host`'s Proxmox node, from GET /cluster/resources?type=vm.
+
+    Raises DiscoveryError (one line, naming the host, never the token) when the token is
+    missing, the API refuses it, TLS verification fails, the node is unknown or offline, or
+    the API does not answer within `api.timeout` seconds.
+    """
+    api = host.api
+    if api is None:
+        raise DiscoveryError(f"{host.name}: no api: section in the inventory", host=host.name)
+    secret = read_token_secret(api, host.name)
+    node = api.node or host.name
+    # proxmoxer is built on requests and blocks; the timeout given to requests bounds each
+    # socket operation, this one bounds the whole exchange.
+    deadline = 2 * api.timeout + 1
+    try:
+        nodes, resources = await asyncio.wait_for(
+            asyncio.to_thread(_fetch, api, secret, host.name), timeout=deadline
+        )
+    except asyncio.TimeoutError:
+        raise DiscoveryError(
+            f"{host.name}: Proxmox API {api.url} did not answer within {deadline:g} s",
+            host=host.name,
+        ) from None
+    _check_node(nodes, node, host.name, api)
+    return containers_from_resources(resources, node, host.name)
+
+
+def read_token_secret(api: ApiOptions, host: str) -> str:
+    """The API token secret from `token_env` or `token_file`."""
+    if api.token_env:
+        secret = os.environ.get(api.token_env, "").strip()
+        if not secret:
+            raise DiscoveryError(
+                f"{host}: api.token_env: environment variable {api.token_env} is not set",
+                host=host,
+            )
+        return secret
+    if api.token_file:
+        try:
+            with open(api.token_file, encoding="utf-8") as handle:
+                secret = handle.read().strip()
+        except OSError as exc:
+            raise DiscoveryError(
+                f"{host}: api.token_file: cannot read {api.token_file}: {exc.strerror or exc}",
+                host=host,
+            ) from None
+        if not secret:
+            raise DiscoveryError(f"{host}: api.token_file: {api.token_file} is empty", host=host)
+        return secret
+    raise DiscoveryError(f"{host}: api: neither token_env nor token_file is set", host=host)
+
+
+def split_tags(tags: object) -> tuple[str, ...]:
+    """ "gpu;prod" -> ("gpu", "prod"), as PVE reads its tag lists."""
+    if not isinstance(tags, str):
+        return ()
+    return tuple(dict.fromkeys(t for t in _TAG_SEPARATORS.split(tags) if t))
+
+
+def containers_from_resources(
+    rows: Iterable[Any], node: str, host: str = ""
+) -> list[DiscoveredContainer]:
+    """LXC rows of /cluster/resources (which also lists qemu VMs) for one node."""
+    found: list[DiscoveredContainer] = []
+    for row in rows:
+        if not isinstance(row, dict):
+            raise DiscoveryError(f"{host}: unexpected Proxmox API answer (not a list of objects)")
+        if row.get("type") != "lxc" or row.get("node") != node:
+            continue
+        try:
+            # Hosts before pve-container 5.0.10 send the vmid as a string.
+            vmid = int(row["vmid"])
+            template = bool(int(row.get("template") or 0))
+        except (KeyError, TypeError, ValueError):
+            raise DiscoveryError(
+                f"{host}: unexpected Proxmox API row for {row.get('id', '?')}", host=host
+            ) from None
+        found.append(
+            DiscoveredContainer(
+                vmid=vmid,
+                status=str(row.get("status") or "unknown"),
+                name=str(row.get("name") or f"CT{vmid}"),
+                lock=str(row.get("lock") or ""),
+                template=template,
+                tags=split_tags(row.get("tags")),
+            )
+        )
+    return sorted(found, key=lambda c: c.vmid)
+
+
+def _check_node(nodes: Any, node: str, host: str, api: ApiOptions) -> None:
+    # A node name that is not the host's (hosts.X named differently from the PVE node)
+    # would otherwise list no containers at all and let an audit pass on nothing.
+    if not isinstance(nodes, list):
+        raise DiscoveryError(f"{host}: unexpected Proxmox API answer for /nodes", host=host)
+    status = {str(n.get("node")): str(n.get("status", "")) for n in nodes if isinstance(n, dict)}
+    if node not in status:
+        known = ", ".join(sorted(status)) or "none"
+        raise DiscoveryError(
+            f"{host}: Proxmox API {api.url}: no node {node!r} in the cluster (nodes: {known}); "
+            "set api.node",
+            host=host,
+        )
+    if status[node] != "online":
+        raise DiscoveryError(
+            f"{host}: Proxmox API {api.url}: node {node!r} is {status[node] or 'not online'}",
+            host=host,
+        )
+
+
+def _fetch(api: ApiOptions, secret: str, host: str) -> tuple[Any, Any]:
+    """GET /nodes and /cluster/resources?type=vm; every library error becomes DiscoveryError."""
+    # Imported here: proxmoxer's https backend silences urllib3 warnings process-wide on
+    # import, which only API discovery should pay for.
+    import requests
+    from proxmoxer import ProxmoxAPI, ResourceException
+
+    parts = urlsplit(api.url)
+    prefix = parts.path.strip("/")
+    if prefix.endswith("api2/json"):
+        prefix = prefix[: -len("api2/json")].strip("/")
+    try:
+        client = ProxmoxAPI(
+            parts.hostname,
+            port=parts.port or 8006,
+            path_prefix=prefix or None,
+            user=api.user,
+            token_name=api.token_name,
+            token_value=secret,
+            verify_ssl=api.verify_tls,
+            timeout=api.timeout,
+        )
+        return client.nodes.get(), client.cluster.resources.get(type="vm")
+    except ResourceException as exc:
+        message = _resource_message(exc, api)
+    except requests.exceptions.SSLError as exc:
+        reason = _VERIFY_FAILED.search(str(exc))
+        detail = reason.group(1).strip() if reason else "TLS handshake failed"
+        message = (
+            f"TLS certificate not trusted ({detail}); set api.verify_tls to the cluster's CA "
+            "file (/etc/pve/pve-root-ca.pem on any node)"
+        )
+    except requests.exceptions.Timeout:
+        message = f"no answer within {api.timeout:g} s"
+    except requests.exceptions.ConnectionError as exc:
+        reason = _ERRNO.search(str(exc))
+        message = f"cannot connect: {reason.group(1).strip() if reason else 'connection failed'}"
+    except requests.exceptions.RequestException as exc:
+        message = f"request failed: {type(exc).__name__}"
+    except OSError as exc:
+        # requests raises a plain OSError for a CA bundle path that does not exist.
+        message = f"api.verify_tls: {exc}"
+    text = f"{host}: Proxmox API {api.url}: {message}"
+    raise DiscoveryError(text.replace(secret, "***"), host=host)
+
+
+def _resource_message(exc: Any, api: ApiOptions) -> str:
+    status = getattr(exc, "status_code", None)
+    reason = str(getattr(exc, "content", "") or getattr(exc, "status_message", "")).strip()
+    if status == 401:
+        where = f"${api.token_env}" if api.token_env else api.token_file
+        return (
+            f"401 {reason or 'unauthorized'}: token {api.user}!{api.token_name} refused "
+            f"(check the secret in {where})"
+        )
+    if status == 403:
+        return (
+            f"403 {reason or 'forbidden'}: token {api.user}!{api.token_name} lacks permission "
+            "(it needs the PVEAuditor role on /vms and /nodes)"
+        )
+    return f"{status} {reason}".strip()

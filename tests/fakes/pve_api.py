@@ -1,0 +1,201 @@
+"""A Proxmox VE API stand-in: real HTTPS on 127.0.0.1, token check, the shared JSON fixtures.
+
+It answers as pve-http-server does: `{"data": ...}` bodies, the error text as the HTTP reason
+phrase (and, as since PVE 8.4, in `message`), 401 "invalid token value!" after a delay for a
+wrong token (3 s on a real host; a parameter here so tests stay fast), 500 "Configuration file
+'nodes/N/lxc/V.conf' does not exist" for an unknown container, 400 "Parameter verification
+failed." for a bad `type`, 501 for an unknown path.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import json
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+#: CI lays shared/ beside the checkout: <repo>/../shared/fixtures/proxmox.
+FIXTURES_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "proxmox"
+
+_FIXTURE_ROUTES = {
+    "/nodes": "nodes.json",
+    "/cluster/resources?type=vm": "cluster_resources_vm.json",
+    "/nodes/pve1/lxc": "nodes_pve1_lxc.json",
+    "/nodes/pve1/lxc/101/status/current": "lxc_101_status_current.json",
+    "/nodes/pve1/lxc/101/config": "lxc_101_config.json",
+}
+_RESOURCE_TYPES = ("vm", "storage", "node", "sdn")
+
+
+def write_self_signed_cert(directory: Path, common_name: str = "127.0.0.1") -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and localhost (its own CA); (cert, key)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    public = key.public_key()
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(public)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(public), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    cert_path = directory / "pve-ssl.pem"
+    key_path = directory / "pve-ssl.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+@dataclass
+class FakePveApi:
+    """The fake's state: who may call it, what it serves, what it was asked."""
+
+    fixtures_dir: Path
+    user: str = "fleet@pve"
+    token_name: str = "audit"
+    secret: str = "5f0d7c1e-8a4b-4d2e-9c3f-7b6a5e4d3c2b"
+    #: PVE waits 3 s before answering an unauthorized request.
+    unauthorized_delay: float = 0.0
+    #: Replacement `data` per route ("/cluster/resources?type=vm" -> [...]).
+    overrides: dict[str, Any] = field(default_factory=dict)
+    #: (method, path with query, Authorization header present) of every request.
+    requests: list[tuple[str, str, bool]] = field(default_factory=list)
+    url: str = ""
+    ca_path: Path | None = None
+
+    def data_for(self, route: str) -> Any:
+        if route in self.overrides:
+            return self.overrides[route]
+        fixture = _FIXTURE_ROUTES.get(route)
+        if fixture is None:
+            return None
+        return json.loads((self.fixtures_dir / fixture).read_text())["data"]
+
+
+def _handler(api: FakePveApi) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "pve-api-daemon/3.0"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            auth = self.headers.get("Authorization")
+            api.requests.append(("GET", self.path, auth is not None))
+            expected = f"PVEAPIToken={api.user}!{api.token_name}={api.secret}"
+            if auth != expected:
+                time.sleep(api.unauthorized_delay)
+                self._answer(401, "invalid token value!", {"data": None})
+                return
+            parts = urlsplit(self.path)
+            if not parts.path.startswith("/api2/json/"):
+                self._answer(501, f"Method 'GET {parts.path}' not implemented", {"data": None})
+                return
+            path = parts.path[len("/api2/json") :].rstrip("/")
+            query = parse_qs(parts.query)
+            route = path
+            if path == "/cluster/resources":
+                kind = query.get("type", [None])[0]
+                if kind is not None and kind not in _RESOURCE_TYPES:
+                    errors = {
+                        "type": f"value '{kind}' does not have a value in the enumeration "
+                        "'vm, storage, node, sdn'"
+                    }
+                    self._answer(
+                        400, "Parameter verification failed.", {"data": None, "errors": errors}
+                    )
+                    return
+                route = f"{path}?type={kind}" if kind else path
+            data = api.data_for(route)
+            if data is not None:
+                self._answer(200, "OK", {"data": data})
+                return
+            segments = path.strip("/").split("/")
+            if len(segments) >= 4 and segments[0] == "nodes" and segments[2] == "lxc":
+                message = (
+                    f"Configuration file 'nodes/{segments[1]}/lxc/{segments[3]}.conf' "
+                    "does not exist"
+                )
+                self._answer(500, message, {"data": None, "message": message + "\n"})
+                return
+            self._answer(501, f"Method 'GET {parts.path}' not implemented", {"data": None})
+
+        def _answer(self, status: int, reason: str, body: dict[str, Any]) -> None:
+            payload = json.dumps(body).encode()
+            self.send_response(status, reason)
+            self.send_header("Content-Type", "application/json;charset=UTF-8")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    return Handler
+
+
+@contextmanager
+def serve_pve_api(api: FakePveApi, cert_dir: Path) -> Iterator[FakePveApi]:
+    """Serve `api` over HTTPS on 127.0.0.1:<free port> in a thread; sets url and ca_path."""
+    cert_path, key_path = write_self_signed_cert(cert_dir)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_path, key_path)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(api))
+    server.daemon_threads = True
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, name="fake-pve-api", daemon=True)
+    thread.start()
+    api.url = f"https://127.0.0.1:{server.server_address[1]}"
+    api.ca_path = cert_path
+    try:
+        yield api
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
