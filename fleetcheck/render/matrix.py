@@ -1,0 +1,246 @@
+"""The report matrix every human-facing renderer shares: rows grouped by host, cells per column."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fleetcheck.checks import CHECKS_BY_ID, COLUMNS, causal_rank
+from fleetcheck.model import Check, NodeResult, Report
+
+#: Cell states, best first; a cell shows the worst state of its checks.
+CELL_STATES = ("none", "pass", "skip", "warn", "error", "fail")
+_CELL_RANK = {state: index for index, state in enumerate(CELL_STATES)}
+
+#: Node statuses whose rows carry no checks: their reason spans the row.
+SPANNING_STATUSES = frozenset({"unreachable", "error", "skipped"})
+#: Node statuses listed below the matrix, most urgent first.
+PROBLEM_ORDER = ("fail", "error", "unreachable", "warn")
+#: Statuses the "failing only" views keep.
+FAILING_STATUSES = frozenset({"fail", "error", "unreachable"})
+
+_VERDICT_STATE = {
+    "gpu": "pass",
+    "cpu-fallback": "fail",
+    "no-gpu": "skip",
+    "not-installed": "skip",
+    "unknown": "error",
+}
+
+#: Short cell text for a check that did not pass, so a narrow column still says what is wrong.
+SHORT_LABELS = {
+    "gpu_present": "none",
+    "dev_nodes_missing": "no /dev",
+    "driver_userspace_mismatch": "mismatch",
+    "zero_active_drivers": "no driver",
+    "driver_too_old": "too old",
+    "torch_cuda": "no CUDA",
+    "torch_lacks_arch": "no arch",
+    "cc_env_invalid": "bad $CC",
+    "no_c_compiler": "missing",
+    "no_linker": "no ld",
+    "libc_headers_missing": "no libc",
+    "python_headers_missing": "no Python.h",
+    "ldconfig_binary_missing": "no ldconfig",
+    "libcuda_not_in_ldcache": "not cached",
+    "libcuda_unversioned_missing": "no .so",
+    "cache_dir_unwritable": "read-only",
+    "cache_dir_noexec": "noexec",
+    "stale_cache_masks_compiler": "stale",
+    "blackwell_no_allocator": "no alloc",
+    "fla_fallback_hidden": "cpu",
+}
+_STATE_WORDS = {"pass": "ok", "skip": "skip", "warn": "warn", "error": "error", "fail": "fail"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One column of one node: its worst state, a short text and the checks behind it."""
+
+    column: str
+    state: str
+    text: str
+    checks: tuple[Check, ...] = ()
+
+
+@dataclass(frozen=True)
+class Row:
+    """One node as the matrix shows it; `cells` is empty when its reason spans the row."""
+
+    node: NodeResult
+    cells: tuple[Cell, ...]
+
+    @property
+    def spans(self) -> bool:
+        return not self.cells
+
+    @property
+    def fallback(self) -> bool:
+        return self.node.triton.verdict == "cpu-fallback"
+
+
+def fact(facts: Any, *path: str) -> Any:
+    """The fact at this key path, or None when any step is missing or not a mapping."""
+    value = facts
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _scalar(value: Any) -> str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (str, int, float)):
+        text = str(value).strip()
+        return text or None
+    return None
+
+
+def _gpu_name(name: str) -> str:
+    for prefix in ("NVIDIA ", "GeForce "):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+    return name
+
+
+def gpus_text(facts: Mapping[str, Any]) -> str | None:
+    """'8× H200' from gpu_count and gpus[].name; None when the probe said nothing."""
+    gpus = facts.get("gpus")
+    names = []
+    if isinstance(gpus, list):
+        names = [_gpu_name(n) for g in gpus if (n := _scalar(fact(g, "name")))]
+    count = facts.get("gpu_count")
+    if not isinstance(count, int) or isinstance(count, bool):
+        count = len(gpus) if isinstance(gpus, list) else None
+    if count is None:
+        return None
+    if count == 0:
+        return "0"
+    common = Counter(names).most_common()
+    if not common:
+        return f"{count}×"
+    return f"{count}× {common[0][0]}" if len(common) == 1 else f"{count}× mixed"
+
+
+def torch_text(facts: Mapping[str, Any]) -> str | None:
+    """'2.11.0/13.0': torch's version without the local part, then the CUDA it was built for."""
+    if "torch" not in facts:
+        return None
+    version = _scalar(fact(facts, "torch", "version"))
+    if version is None:
+        return "no torch"
+    cuda = _scalar(fact(facts, "torch", "cuda")) or "cpu"
+    return f"{version.split('+')[0]}/{cuda}"
+
+
+def _fact_text(column: str, node: NodeResult) -> str | None:
+    facts = node.facts if isinstance(node.facts, Mapping) else {}
+    if column == "gpus":
+        return gpus_text(facts)
+    if column == "driver":
+        return _scalar(fact(facts, "driver", "userspace")) or _scalar(
+            fact(facts, "driver", "kernel_module")
+        )
+    if column == "torch":
+        return torch_text(facts)
+    if column == "triton":
+        return node.triton.verdict
+    if column == "compiler":
+        if "compiler" in facts and facts.get("compiler") is None:
+            return "missing"
+        path = _scalar(fact(facts, "compiler", "path"))
+        return path.rsplit("/", 1)[-1] if path else None
+    if column == "fla":
+        return _scalar(fact(facts, "fla", "version"))
+    return None
+
+
+def worst_state(states: list[str]) -> str:
+    return max(states, key=lambda state: _CELL_RANK.get(state, 0), default="none")
+
+
+def column_of(check_id: str) -> str | None:
+    """The report column a check feeds; the end-to-end checks feed the Triton column."""
+    info = CHECKS_BY_ID.get(check_id)
+    if info is None:
+        return None
+    return "triton" if info.column == "verdict" else info.column
+
+
+def build_cell(node: NodeResult, column: str) -> Cell:
+    checks = sorted(
+        (c for c in node.checks if column_of(c.id) == column), key=lambda c: causal_rank(c.id)
+    )
+    states = [c.status if c.status in _CELL_RANK else "error" for c in checks]
+    if column == "triton":
+        states.append(_VERDICT_STATE.get(node.triton.verdict, "error"))
+    state = worst_state(states)
+    text = _fact_text(column, node)
+    if column != "triton" and state in ("warn", "error", "fail"):
+        culprit = next((c for c, s in zip(checks, states, strict=True) if s == state), None)
+        label = _STATE_WORDS[state]
+        text = SHORT_LABELS.get(culprit.id, label) if culprit is not None else label
+    if text is None:
+        text = _STATE_WORDS.get(state, "—")
+    return Cell(column, state, text, tuple(checks))
+
+
+def build_row(node: NodeResult) -> Row:
+    if node.status in SPANNING_STATUSES and not node.checks:
+        return Row(node, ())
+    return Row(node, tuple(build_cell(node, column) for column, _ in COLUMNS))
+
+
+def grouped_nodes(report: Report) -> list[NodeResult]:
+    """Nodes grouped by host in first-seen order: the host itself first, then containers by VMID."""
+    hosts: dict[str, list[NodeResult]] = {}
+    for node in report.nodes:
+        hosts.setdefault(node.host, []).append(node)
+    ordered: list[NodeResult] = []
+    for members in hosts.values():
+        ordered.extend(sorted(members, key=lambda n: (n.vmid is not None, n.vmid or 0)))
+    return ordered
+
+
+def build_rows(report: Report) -> list[Row]:
+    return [build_row(node) for node in grouped_nodes(report)]
+
+
+def root_cause(node: NodeResult) -> Check | None:
+    """The check that explains the node's status: Triton's cause, else the first non-pass one."""
+    if node.triton.cause:
+        match = node.check(node.triton.cause)
+        if match is not None and match.status != "pass":
+            return match
+    for status in ("fail", "error", "warn"):
+        hits = [c for c in node.checks if c.status == status]
+        if hits:
+            return min(hits, key=lambda c: causal_rank(c.id))
+    return None
+
+
+def node_fix(node: NodeResult) -> str:
+    cause = root_cause(node)
+    if node.triton.verdict == "cpu-fallback" and node.triton.fix:
+        return node.triton.fix
+    return cause.fix if cause is not None else ""
+
+
+def problem_nodes(report: Report) -> list[NodeResult]:
+    """Nodes that need a look, most urgent status first, cpu-fallback ones leading."""
+    rank = {status: index for index, status in enumerate(PROBLEM_ORDER)}
+    nodes = [n for n in grouped_nodes(report) if n.status in rank]
+    return sorted(nodes, key=lambda n: (rank[n.status], n.triton.verdict != "cpu-fallback"))
+
+
+def fallback_nodes(report: Report) -> list[NodeResult]:
+    return [n for n in grouped_nodes(report) if n.triton.verdict == "cpu-fallback"]
+
+
+def display_name(node: NodeResult) -> str:
+    """Node id, then its name when it adds something."""
+    return node.id if not node.name or node.name == node.id else f"{node.id} {node.name}"

@@ -1,0 +1,102 @@
+"""Prometheus text exposition for node_exporter's textfile collector (docs/reports.md maps it)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from fleetcheck.model import CHECK_STATUSES, NODE_STATUSES, VERDICTS, Report
+from fleetcheck.render.matrix import fact
+from fleetcheck.render.sanitize import prometheus_label
+
+_HELP = {
+    "fleetcheck_audit_timestamp_seconds": "When the audit finished, as a Unix time.",
+    "fleetcheck_audit_duration_seconds": "How long the audit took, first probe to last result.",
+    "fleetcheck_audit_interrupted": "1 when the audit was interrupted and the report is partial.",
+    "fleetcheck_nodes": "Nodes per status in the audit.",
+    "fleetcheck_node_info": "Always 1; carries the node's host and display name.",
+    "fleetcheck_node_status": "1 for the node's status, 0 for the other statuses.",
+    "fleetcheck_node_gpus": "GPUs the probe found on the node.",
+    "fleetcheck_node_probe_duration_seconds": "How long probing the node took.",
+    "fleetcheck_triton_verdict": "1 for the node's Triton verdict, 0 for the other verdicts.",
+    "fleetcheck_triton_fallback": "1 when Triton falls back to CPU on the node (cause labelled).",
+    "fleetcheck_check_status": "1 for each check of each node, labelled with its status.",
+    "fleetcheck_fleet_check_status": "1 for each fleet-wide check, labelled with its status.",
+}
+
+
+def parse_timestamp(text: str) -> float | None:
+    """Unix time of an ISO 8601 timestamp ('Z' accepted); None when it does not parse."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+class _Exposition:
+    """Collects samples per metric so each family is written once with its HELP and TYPE."""
+
+    def __init__(self) -> None:
+        self.families: dict[str, list[str]] = {}
+
+    def add(self, metric: str, value: float, **labels: object) -> None:
+        pairs = ",".join(f'{key}="{prometheus_label(val)}"' for key, val in labels.items())
+        sample = f"{metric}{{{pairs}}}" if pairs else metric
+        self.families.setdefault(metric, []).append(f"{sample} {_number(value)}")
+
+    def text(self) -> str:
+        lines: list[str] = []
+        for metric, samples in self.families.items():
+            lines.append(f"# HELP {metric} {_HELP[metric]}")
+            lines.append(f"# TYPE {metric} gauge")
+            lines.extend(samples)
+        return "\n".join(lines) + "\n"
+
+
+def render_prometheus(report: Report) -> str:
+    """Gauges for the textfile collector; every family is present even when it has no node."""
+    out = _Exposition()
+    finished = parse_timestamp(report.finished_at)
+    started = parse_timestamp(report.started_at)
+    if finished is not None:
+        out.add("fleetcheck_audit_timestamp_seconds", finished)
+    if finished is not None and started is not None:
+        out.add("fleetcheck_audit_duration_seconds", max(0.0, finished - started))
+    out.add("fleetcheck_audit_interrupted", int(report.interrupted))
+    for status, count in report.summary.items():
+        out.add("fleetcheck_nodes", count, status=status)
+    for node in report.nodes:
+        out.add("fleetcheck_node_info", 1, node=node.id, host=node.host, name=node.name)
+    for node in report.nodes:
+        for status in NODE_STATUSES:
+            out.add("fleetcheck_node_status", int(node.status == status), node=node.id,
+                    host=node.host, status=status)
+    for node in report.nodes:
+        count = fact(node.facts, "gpu_count")
+        if isinstance(count, int) and not isinstance(count, bool):
+            out.add("fleetcheck_node_gpus", count, node=node.id)
+    for node in report.nodes:
+        out.add("fleetcheck_node_probe_duration_seconds", node.duration_s, node=node.id)
+    probed = [node for node in report.nodes if node.checks]
+    for node in probed:
+        for verdict in VERDICTS:
+            out.add("fleetcheck_triton_verdict", int(node.triton.verdict == verdict),
+                    node=node.id, verdict=verdict)
+    for node in probed:
+        fallback = node.triton.verdict == "cpu-fallback"
+        cause = (node.triton.cause or "unknown") if fallback else ""
+        out.add("fleetcheck_triton_fallback", int(fallback), node=node.id, cause=cause)
+    for node in probed:
+        for check in node.checks:
+            status = check.status if check.status in CHECK_STATUSES else "error"
+            out.add("fleetcheck_check_status", 1, node=node.id, check=check.id, status=status)
+    for check in report.fleet_checks:
+        status = check.status if check.status in CHECK_STATUSES else "error"
+        out.add("fleetcheck_fleet_check_status", 1, check=check.id, status=status)
+    return out.text()
