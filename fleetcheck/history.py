@@ -8,6 +8,7 @@ import re
 import shlex
 import subprocess
 import sys
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -113,9 +114,15 @@ def _runs_newest_first(
         files = files[:cut]
     for path in reversed(files):
         try:
-            yield path, load_report(path)
+            report = load_report(path)
         except ReportFileError as exc:
             warn(f"skipping history file: {exc}")
+            continue
+        except zlib.error as exc:
+            # A damaged deflate stream raises zlib.error, which load_report lets through.
+            warn(f"skipping history file: {path}: cannot read: {exc}")
+            continue
+        yield path, report
 
 
 def previous_run(
@@ -131,7 +138,7 @@ def history_summaries(
     directory: str | os.PathLike[str], limit: int = 30, warn: Warn = _stderr_warning,
 ) -> list[RunSummary]:
     """The last `limit` readable runs as trend points, oldest first."""
-    points = []
+    points: list[RunSummary] = []
     for path, report in _runs_newest_first(directory, warn):
         if len(points) >= limit:
             break
