@@ -43,17 +43,17 @@ def render_inventory_graph(inventory: Inventory) -> str:
         f" ({len(inventory.disabled_hosts)} disabled), concurrency {inventory.concurrency},"
         f" audit timeout {audit_timeout}"
     ]
-    for host in inventory.hosts:
-        lines.append(_host_line(host))
+    for host, enabled in [(h, True) for h in inventory.hosts] + [
+        (h, False) for h in inventory.disabled_hosts
+    ]:
+        lines.append(_host_line(host) + ("" if enabled else "  [disabled: not audited]"))
         rows = [_node_line(t) for t in static_targets(host)]
         method = discovery_method(host)
-        if method == "api":
-            rows.append(f"{host.name}/*  all: discovered at audit time via the Proxmox API")
-        elif method:
-            rows.append(f"{host.name}/*  all: discovered at audit time via pct list")
+        if method:
+            via = "the Proxmox API" if method == "api" else "pct list"
+            labels = f"  labels={','.join(host.labels)}" if host.labels else ""
+            rows.append(f"{host.name}/*  all: discovered at audit time via {via}{labels}")
         lines += _tree(rows)
-    for host in inventory.disabled_hosts:
-        lines.append(f"{host.name}  disabled (enabled: false): not audited")
     if inventory.groups:
         lines.append("groups")
         lines += _tree(

@@ -136,11 +136,18 @@ def pattern_problem(
     if atom in groups:
         if atom in seen:
             return "groups include each other: " + " -> ".join((*seen, atom))
+        # A group selects something when any member does (some may be disabled hosts);
+        # every member is still visited so that a cycle is always found.
+        problems = []
         for member in groups[atom]:
             problem = pattern_problem(inventory, member, groups, seen=(*seen, atom))
-            if problem:
-                return f"in group {atom!r}: {member!r}: {problem}"
-        return None
+            if problem is not None and problem.startswith("groups include each other"):
+                return problem
+            if problem is not None:
+                problems.append(f"{member!r}: {problem}")
+        if len(problems) < len(groups[atom]):
+            return None
+        return f"group {atom!r} selects nothing ({problems[0]})"
     if _hosts_matching(inventory.hosts, atom):
         return None
     disabled = _hosts_matching(inventory.disabled_hosts, atom)

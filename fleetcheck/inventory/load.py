@@ -334,7 +334,9 @@ class _Builder:
             labels=labels,
             sudo=self.optional(raw, path, "sudo", self.boolean, ctx["sudo"]),
             timeout=self.optional(raw, path, "timeout", self.seconds, ctx["timeout"]),
-            api=self.api(api_items, path, name) if api_items else None,
+            # defaults.api may hold only shared settings (user, token...): a host uses the
+            # API when it ends up with a url, or when it has an api: section of its own.
+            api=self.api(api_items, path, name) if api_raw or "url" in api_items else None,
             origin=f"{self.doc.path}:{self.doc.line(path)}",
         )
         return spec, enabled
@@ -473,9 +475,13 @@ class _Builder:
             for index, member in enumerate(members):
                 self.string(member, (*path, index))
             groups[name] = tuple(members)
+        # A group may name disabled hosts: disabling a host must not break the groups it is in.
+        everything = Inventory(
+            path=inventory.path, hosts=(*inventory.hosts, *inventory.disabled_hosts)
+        )
         for name, members in groups.items():
             for index, member in enumerate(members):
-                problem = pattern_problem(inventory, member, groups)
+                problem = pattern_problem(everything, member, groups)
                 if problem:
                     raise self.fail(("groups", name, index), problem)
         return groups
