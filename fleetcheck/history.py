@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import zlib
@@ -312,25 +314,32 @@ def run_on_change(cmd: str, diff_text: str, timeout: float = 60) -> str | None:
         return "empty command"
     program = argv[0]
     try:
-        done = subprocess.run(
-            argv, input=diff_text.encode("utf-8"), capture_output=True, timeout=timeout,
-            check=False,
+        # Its own session, so a timeout kills what it started too; its stdout is not ours
+        # (ours may be the report itself).
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            start_new_session=True,
         )
     except FileNotFoundError:
         return f"{program}: command not found"
     except PermissionError:
         return f"{program}: permission denied"
-    except subprocess.TimeoutExpired:
-        return f"{program}: timed out after {timeout:g} s"
     except OSError as exc:
         return f"{program}: cannot run: {exc.strerror or exc}"
-    if done.returncode != 0:
-        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    try:
+        _, stderr = proc.communicate(diff_text.encode("utf-8"), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return f"{program}: timed out after {timeout:g} s"
+    if proc.returncode != 0:
+        said = stderr.decode("utf-8", "replace").strip().splitlines()
         last = said[-1] if said else ""
         for secret in argv[1:]:
             if len(secret) >= 4:
                 last = last.replace(secret, "…")
-        status = (f"killed by signal {-done.returncode}" if done.returncode < 0
-                  else f"exited with status {done.returncode}")
+        status = (f"killed by signal {-proc.returncode}" if proc.returncode < 0
+                  else f"exited with status {proc.returncode}")
         return f"{program}: {status}" + (f": {sanitise(last, 200)}" if last else "")
     return None
