@@ -23,10 +23,13 @@ from fleetcheck.render.matrix import (
 )
 from fleetcheck.render.sanitize import terminal_block, terminal_line
 
-#: Columns dropped first when the terminal is narrow; Node, Status and Triton always stay.
+#: Columns dropped first when the terminal is narrow, those showing a problem last;
+#: Node, Status and Triton always stay.
 DROP_ORDER = ("fla", "cache", "libcuda", "headers", "driver", "torch", "gpus", "compiler")
 _GAP = "  "
 _NODE_MIN = 12
+_NODE_NARROW = 22
+_PROBLEM_STATES = frozenset({"warn", "error", "fail"})
 _EVIDENCE_LINES = 6
 
 STATE_STYLES = {
@@ -79,6 +82,9 @@ class _Layout:
             cells = [c.text for row in rows for c in row.cells if c.column == key]
             texts = [heading] + [terminal_line(text) for text in cells]
             self.widths[key] = max(cell_len(text) for text in texts)
+        # Columns where some node has a problem are the last to go: they explain the failures.
+        troubled = {c.column for row in rows for c in row.cells if c.state in _PROBLEM_STATES}
+        self.drop_order = sorted(DROP_ORDER, key=lambda key: key in troubled)
         self.dropped: list[str] = []
         if width is not None:
             self._fit_to(width)
@@ -87,16 +93,26 @@ class _Layout:
         keys = ["node", "status"] + [key for key, _ in self.columns]
         return sum(self.widths[key] for key in keys) + len(_GAP) * (len(keys) - 1)
 
+    def _shrink_node(self, width: int, floor: int) -> None:
+        overflow = self.total() - width
+        if overflow > 0:
+            current = self.widths["node"]
+            self.widths["node"] = max(min(floor, current), current - overflow)
+
     def _fit_to(self, width: int) -> None:
-        for key in DROP_ORDER:
+        natural = self.widths["node"]
+        # Long names give way first (down to a readable width), then whole columns.
+        self._shrink_node(width, _NODE_NARROW)
+        for key in self.drop_order:
             if self.total() <= width:
-                return
+                break
             heading = dict(self.columns)[key]
             self.columns = [(k, h) for k, h in self.columns if k != key]
             self.dropped.append(heading)
-        overflow = self.total() - width
-        if overflow > 0:
-            self.widths["node"] = max(_NODE_MIN, self.widths["node"] - overflow)
+        self._shrink_node(width, _NODE_MIN)
+        spare = width - self.total()
+        if spare > 0:
+            self.widths["node"] = min(natural, self.widths["node"] + spare)
 
     def span_width(self) -> int:
         return sum(self.widths[key] for key, _ in self.columns) + len(_GAP) * (
