@@ -248,8 +248,10 @@ class _Builder:
         if "hosts" not in top:
             raise self.fail((), "missing key 'hosts'")
         hosts_raw = top["hosts"]
-        if not isinstance(hosts_raw, dict) or not hosts_raw:
+        if not isinstance(hosts_raw, dict):
             raise self.fail(("hosts",), f"must be a mapping of host names, got {_show(hosts_raw)}")
+        if not hosts_raw:
+            raise self.fail(("hosts",), "no hosts defined")
         context = self.defaults(defaults)
         enabled: list[HostSpec] = []
         disabled: list[HostSpec] = []
@@ -481,7 +483,7 @@ class _Builder:
         )
         for name, members in groups.items():
             for index, member in enumerate(members):
-                problem = pattern_problem(everything, member, groups)
+                problem = pattern_problem(everything, member, groups, seen=(name,))
                 if problem:
                     raise self.fail(("groups", name, index), problem)
         return groups
