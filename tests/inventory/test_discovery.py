@@ -1,0 +1,194 @@
+"""`pct list` parsing and the expansion of a host into targets and skipped nodes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fleetcheck.inventory import (
+    DiscoveredContainer,
+    DiscoveryError,
+    InventoryError,
+    SkippedTarget,
+    Target,
+    parse_inventory,
+    parse_pct_list,
+    pct_list_argv,
+    targets_for_host,
+)
+
+
+def pct_row(vmid: str, status: str, lock: str, name: str) -> str:
+    """One line exactly as pct prints it (src/PVE/CLI/pct.pm)."""
+    # pct's own printf format, kept verbatim.
+    return "%-10s %-10s %-12s %-20s\n" % (vmid, status, lock, name)  # noqa: UP031
+
+
+HEADER = pct_row("VMID", "Status", "Lock", "Name")
+
+
+def test_the_fixture_parses(fixtures_dir: Path) -> None:
+    text = (fixtures_dir / "pct_list.txt").read_text()
+    assert parse_pct_list(text) == [
+        DiscoveredContainer(vmid=101, status="running", name="gpu-worker-1"),
+        DiscoveredContainer(vmid=102, status="running", name="gpu-worker-2"),
+        DiscoveredContainer(vmid=103, status="stopped", name="ci-runner", lock="backup"),
+        DiscoveredContainer(vmid=9000, status="stopped", name="debian-13-tmpl"),
+    ]
+
+
+@pytest.mark.parametrize("text", ["", "\n", "   \n"], ids=["nothing", "newline", "blank"])
+def test_no_containers_prints_nothing_at_all(text: str) -> None:
+    assert parse_pct_list(text) == []
+
+
+def test_a_header_alone_is_no_containers() -> None:
+    assert parse_pct_list(HEADER) == []
+
+
+def test_locks_and_names_longer_than_their_columns() -> None:
+    long_name = "a-very-long-hostname-that-overflows-the-column.example.internal"
+    text = (
+        HEADER
+        + pct_row("104", "running", "snapshot-delete", "gpu-3")
+        + pct_row("105", "running", "", long_name)
+        + pct_row("999999999", "stopped", "migrate", "CT999999999")
+    )
+    assert parse_pct_list(text) == [
+        DiscoveredContainer(vmid=104, status="running", name="gpu-3", lock="snapshot-delete"),
+        DiscoveredContainer(vmid=105, status="running", name=long_name),
+        DiscoveredContainer(vmid=999999999, status="stopped", name="CT999999999", lock="migrate"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("please run as root\n", "unexpected `pct list` output: please run as root"),
+        (
+            HEADER + "101        running\n",
+            "unexpected `pct list` line: 101 running",
+        ),
+        (
+            HEADER + pct_row("abc", "running", "", "x"),
+            "unexpected `pct list` line (VMID 'abc'): abc        running                 x",
+        ),
+    ],
+    ids=["not-root", "short-line", "bad-vmid"],
+)
+def test_output_that_is_not_pct_list_is_a_discovery_error(text: str, message: str) -> None:
+    with pytest.raises(DiscoveryError) as info:
+        parse_pct_list(text)
+    assert str(info.value) == message
+
+
+INVENTORY = parse_inventory(
+    """\
+defaults:
+  env: {LANG: C.UTF-8}
+  labels: [fleet]
+  timeout: 60
+hosts:
+  pve1:
+    address: 10.1.2.6
+    probe_host: true
+    python: /usr/bin/python3
+    env: {CUDA_HOME: /usr/local/cuda}
+    labels: [gpu]
+    containers: all
+  pve2:
+    address: 10.1.2.7
+    sudo: true
+    timeout: 90
+    containers:
+      - 200
+      - {vmid: 201, name: trainer, python: /root/venv/bin/python3,
+         env: {LANG: en_US.UTF-8, CC: gcc-12}, labels: [training, gpu], timeout: 120}
+  here:
+    transport: local
+""",
+    "inv.yaml",
+)
+PVE1, PVE2, HERE = INVENTORY.hosts
+
+
+def test_all_containers_from_discovery(fixtures_dir: Path) -> None:
+    discovered = parse_pct_list((fixtures_dir / "pct_list.txt").read_text())
+    nodes = targets_for_host(PVE1, discovered)
+    env = {"LANG": "C.UTF-8", "CUDA_HOME": "/usr/local/cuda"}
+    assert nodes == [
+        Target(PVE1, None, "pve1", "/usr/bin/python3", env, ("fleet", "gpu"), 60.0),
+        Target(PVE1, 101, "gpu-worker-1", "/usr/bin/python3", env, ("fleet", "gpu"), 60.0),
+        Target(PVE1, 102, "gpu-worker-2", "/usr/bin/python3", env, ("fleet", "gpu"), 60.0),
+        SkippedTarget(
+            PVE1, 103, "ci-runner", "container stopped, locked: backup", ("fleet", "gpu")
+        ),
+        SkippedTarget(PVE1, 9000, "debian-13-tmpl", "container stopped", ("fleet", "gpu")),
+    ]
+    assert [n.id for n in nodes] == ["pve1", "pve1/101", "pve1/102", "pve1/103", "pve1/9000"]
+
+
+def test_api_discovery_results_skip_templates_and_add_tags_as_labels() -> None:
+    discovered = [
+        DiscoveredContainer(9000, "stopped", "tmpl", template=True),
+        DiscoveredContainer(101, "running", "gpu-worker-1", lock="backup", tags=("gpu", "prod")),
+        DiscoveredContainer(104, "unknown", "offline-ct"),
+    ]
+    nodes = targets_for_host(PVE1, discovered)
+    assert [(n.id, type(n).__name__, n.labels) for n in nodes] == [
+        ("pve1", "Target", ("fleet", "gpu")),
+        ("pve1/101", "Target", ("fleet", "gpu", "prod")),
+        ("pve1/104", "SkippedTarget", ("fleet", "gpu")),
+        ("pve1/9000", "SkippedTarget", ("fleet", "gpu")),
+    ]
+    assert [n.reason for n in nodes if isinstance(n, SkippedTarget)] == [
+        "container unknown",
+        "template",
+    ]
+
+
+def test_a_host_with_containers_all_needs_discovery() -> None:
+    with pytest.raises(InventoryError) as info:
+        targets_for_host(PVE1, None)
+    assert str(info.value) == "inv.yaml:6: containers: all needs discovery before targets"
+
+
+def test_listed_containers_inherit_defaults_then_host_then_container() -> None:
+    nodes = targets_for_host(PVE2, None)
+    assert nodes == [
+        Target(PVE2, 200, "pve2/200", "python3", {"LANG": "C.UTF-8"}, ("fleet",), 90.0),
+        Target(
+            PVE2,
+            201,
+            "trainer",
+            "/root/venv/bin/python3",
+            {"LANG": "en_US.UTF-8", "CC": "gcc-12"},
+            ("fleet", "training", "gpu"),
+            120.0,
+        ),
+    ]
+
+
+def test_listed_containers_take_names_and_tags_from_discovery_but_are_never_skipped() -> None:
+    discovered = [
+        DiscoveredContainer(200, "stopped", "db", tags=("prod",)),
+        DiscoveredContainer(201, "running", "gpu-box"),
+        DiscoveredContainer(202, "running", "not-listed"),
+    ]
+    nodes = targets_for_host(PVE2, discovered)
+    assert [(n.id, n.name, n.labels, type(n).__name__) for n in nodes] == [
+        ("pve2/200", "db", ("fleet", "prod"), "Target"),
+        ("pve2/201", "trainer", ("fleet", "training", "gpu"), "Target"),
+    ]
+
+
+def test_the_local_machine_is_one_target() -> None:
+    assert targets_for_host(HERE, None) == [
+        Target(HERE, None, "here", "python3", {"LANG": "C.UTF-8"}, ("fleet",), 60.0)
+    ]
+
+
+def test_pct_list_needs_sudo_for_non_root_logins() -> None:
+    assert pct_list_argv(PVE1) == ["pct", "list"]
+    assert pct_list_argv(PVE2) == ["sudo", "-n", "pct", "list"]
