@@ -80,8 +80,9 @@ _LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 
 
 def _suggest(word: object, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    by_lower = {choice.lower(): choice for choice in choices}
+    close = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1, cutoff=0.6)
+    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
 
 
 def _type_name(value: object) -> str:
@@ -115,8 +116,10 @@ class _Reader:
         return value
 
     def string(self, value: object, line: int, key: str) -> str:
-        if not isinstance(value, str) or not value.strip():
-            raise self.error(line, key, f"must be a non-empty string, not {_type_name(value)}")
+        if not isinstance(value, str):
+            raise self.error(line, key, f"must be a string, not {_type_name(value)}")
+        if not value.strip():
+            raise self.error(line, key, "must not be empty")
         return value.strip()
 
     def count(self, value: object, line: int, key: str) -> int:
