@@ -1,0 +1,70 @@
+"""The HTML report as text: exact golden output, escaping, the CSP and self-containment."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html as html_lib
+import re
+
+from fleetcheck.model import NodeResult, Report
+from fleetcheck.render import render
+
+from .golden import assert_golden
+from .sample import (
+    SAMPLE_CHANGES,
+    SAMPLE_FAILING_SINCE,
+    sample_history,
+    sample_report,
+)
+
+
+def _html() -> str:
+    return render(sample_report(), "html", history=sample_history(),
+                  failing_since=SAMPLE_FAILING_SINCE, changes=SAMPLE_CHANGES)
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+def test_html_matches_golden() -> None:
+    assert_golden("report.html", _html())
+
+
+def test_csp_allows_exactly_the_inline_style_and_script_and_no_network() -> None:
+    html = _html()
+    csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html)
+    assert csp is not None
+    style = re.search(r"<style>(.*?)</style>", html, re.S)
+    script = re.search(r"<script>(.*?)</script>", html, re.S)
+    assert style is not None and script is not None
+    assert html_lib.unescape(csp.group(1)) == (
+        "default-src 'none'; img-src data:; base-uri 'none'; form-action 'none'; "
+        f"style-src {_sha256(style.group(1))}; script-src {_sha256(script.group(1))}"
+    )
+    assert html.count("<script") == 1 and html.count("<style") == 1
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
+
+
+def test_node_strings_are_escaped_and_escape_sequences_made_visible() -> None:
+    html = _html()
+    assert "<img" not in html
+    assert "pve3/301 &lt;img src=x onerror=alert(1)&gt;" in html
+    assert "\x1b" not in html
+    assert "pve3/302 \\x1b[31mred[bold]x" in html
+
+
+def test_a_script_end_tag_in_a_name_cannot_break_out() -> None:
+    node = NodeResult("h/1", "h", 1, "</script><script>alert(1)</script>", "ok", "</style>")
+    html = render(Report("t0", "t1", (node,)), "html")
+    assert html.count("<script") == 1 and html.count("</script>") == 1
+    assert html.count("</style>") == 1
+    assert "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_without_history_there_is_no_trend_and_without_fallback_a_clear_banner() -> None:
+    node = NodeResult("h", "h", None, "h", "ok", "Triton gpu")
+    html = render(Report("t0", "t1", (node,)), "html")
+    assert 'id="trend"' not in html and 'id="changes"' not in html
+    assert "Triton runs on the GPU on every node that answered" in html
