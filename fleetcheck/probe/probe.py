@@ -1,0 +1,1941 @@
+"""fleetcheck probe: run on a node as `python3 - [--deep] [--deadline S] [--python PATH]`.
+
+Standard library only, CPython >= 3.8. Sent over stdin; leaves nothing behind; needs no network
+and no root. FLEETCHECK_SYSROOT (default "/") prefixes the reads of /dev, /proc, /sys, /run,
+/etc/os-release and the /sbin/ldconfig that Triton runs, so that tests can build a fake node.
+Exit code: 0 ok or warn, 1 fail, 3 error or unknown.
+"""
+
+import ctypes  # noqa: F401 - imported early so a broken ctypes shows as a probe error
+import errno
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+PROBE_SCHEMA = "fleetcheck.probe/1"
+PROBE_VERSION = "1"
+MAX_TEXT = 4096
+RESERVE_S = 0.4  # kept back from the deadline to assemble and print the JSON
+MARK = "@@fleetcheck@@ "
+
+#: Every check id, in causal order (the same as fleetcheck/checks.py; a test compares them).
+CHECK_IDS = (
+    "gpu_present", "dev_nodes_missing", "driver_userspace_mismatch", "zero_active_drivers",
+    "driver_too_old", "torch_cuda", "torch_lacks_arch", "triton_installed", "triton_2x",
+    "cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
+    "python_headers_missing", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
+    "libcuda_unversioned_missing", "cache_dir_unwritable", "cache_dir_noexec", "ptxas_missing",
+    "ptxas_override_unparsed", "triton_too_old_for_gpu", "triton_target",
+    "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator", "fla_fallback_hidden",
+)
+
+#: Short names of root causes, used in the verdict's fix ("no C compiler: apt-get ...").
+CAUSE_LABELS = {
+    "dev_nodes_missing": "GPU device nodes unusable",
+    "driver_userspace_mismatch": "driver library/kernel module mismatch",
+    "zero_active_drivers": "CUDA driver does not initialise",
+    "driver_too_old": "driver too old for torch's CUDA",
+    "torch_cuda": "PyTorch does not see the GPU",
+    "torch_lacks_arch": "PyTorch not built for this GPU",
+    "triton_installed": "Triton installation",
+    "triton_2x": "Triton 2.x",
+    "cc_env_invalid": "invalid $CC",
+    "no_c_compiler": "no C compiler",
+    "no_linker": "no linker",
+    "libc_headers_missing": "no libc headers",
+    "python_headers_missing": "no Python headers",
+    "ldconfig_binary_missing": "no /sbin/ldconfig",
+    "libcuda_not_in_ldcache": "libcuda.so.1 not in the linker cache",
+    "libcuda_unversioned_missing": "no unversioned libcuda.so",
+    "cache_dir_unwritable": "Triton cache not writable",
+    "cache_dir_noexec": "Triton cache on a noexec mount",
+    "ptxas_missing": "bundled ptxas missing",
+    "ptxas_override_unparsed": "TRITON_PTXAS_PATH unusable",
+    "triton_too_old_for_gpu": "Triton too old for this GPU",
+    "triton_target": "get_current_target() fails",
+    "stale_cache_masks_compiler": "works only thanks to a warm cache",
+    "triton_kernel": "Triton kernel does not run",
+    "blackwell_no_allocator": "FLA registers no allocator on Blackwell",
+    "fla_fallback_hidden": "flash-linear-attention falls back to CPU",
+}
+
+#: Error texts of Triton and its tools -> the catalogue row they belong to.
+ERROR_PATTERNS = (
+    ("Failed to find C compiler", "no_c_compiler"),
+    ("cannot find 'ld'", "no_linker"),
+    ("error trying to exec 'as'", "no_linker"),
+    ("Python.h", "python_headers_missing"),
+    ("stdio.h", "libc_headers_missing"),
+    ("dlfcn.h", "libc_headers_missing"),
+    ("libcuda.so cannot found", "libcuda_not_in_ldcache"),
+    ("/sbin/ldconfig", "ldconfig_binary_missing"),
+    ("cannot find -lcuda", "libcuda_unversioned_missing"),
+    ("failed to map segment", "cache_dir_noexec"),
+    ("active drivers", "zero_active_drivers"),
+    ("Cannot find ptxas", "ptxas_missing"),
+    ("Triton only support CUDA", "ptxas_override_unparsed"),
+    ("for option 'gpu-name'", "triton_too_old_for_gpu"),
+    ("is not a recognized processor", "triton_too_old_for_gpu"),
+    ("no attribute 'active'", "triton_2x"),
+    ("no allocator was set", "blackwell_no_allocator"),
+    ("Permission denied", "cache_dir_unwritable"),
+)
+
+CUDA_ERRORS = {
+    0: "CUDA_SUCCESS", 1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY",
+    3: "CUDA_ERROR_NOT_INITIALIZED", 35: "CUDA_ERROR_INSUFFICIENT_DRIVER",
+    100: "CUDA_ERROR_NO_DEVICE", 101: "CUDA_ERROR_INVALID_DEVICE",
+    304: "CUDA_ERROR_OPERATING_SYSTEM", 803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+    804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", 999: "CUDA_ERROR_UNKNOWN",
+}
+
+#: Oldest ptxas (CUDA release) that assembles for a compute capability.
+PTXAS_MIN_FOR_CC = {
+    (7, 0): (9, 0), (7, 5): (10, 0), (8, 0): (11, 0), (8, 6): (11, 1), (8, 7): (11, 4),
+    (8, 9): (11, 8), (9, 0): (11, 8), (10, 0): (12, 8), (10, 1): (12, 8), (10, 3): (12, 8),
+    (11, 0): (13, 0), (12, 0): (12, 8), (12, 1): (12, 9),
+}
+
+SYSROOT = os.environ.get("FLEETCHECK_SYSROOT") or "/"
+
+
+def host_path(path):
+    """A node path (/dev/..., /proc/...) under FLEETCHECK_SYSROOT."""
+    if SYSROOT in ("", "/"):
+        return path
+    return SYSROOT.rstrip("/") + path
+
+
+def clip(text, limit=MAX_TEXT):
+    """Bound a text for the JSON (keeps the end of long compiler output, where errors are)."""
+    if text is None:
+        return None
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return "…" + text[-(limit - 1):]
+
+
+def bounded(value, depth=0):
+    """A JSON-safe copy of `value` with every string clipped and nesting limited."""
+    if depth > 8:
+        return None
+    if isinstance(value, str):
+        return clip(value)
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return round(value, 3) if value == value else None
+    if isinstance(value, dict):
+        return {str(k)[:200]: bounded(v, depth + 1) for k, v in list(value.items())[:200]}
+    if isinstance(value, (list, tuple)):
+        return [bounded(v, depth + 1) for v in list(value)[:200]]
+    return clip(repr(value))
+
+
+def error_text(exc):
+    """Exception text as Triton users see it: type name, then str() (repr drops OSError paths)."""
+    return clip(type(exc).__name__ + ": " + str(exc))
+
+
+def read_text(path, limit=1 << 20):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def first_line(text):
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def version_tuple(text):
+    """(3, 6, 0) from '3.6.0+git...'; () when there is no leading number."""
+    parts = []
+    for piece in re.split(r"[.+\-]", str(text or "")):
+        match = re.match(r"\d+", piece)
+        if not match:
+            break
+        parts.append(int(match.group()))
+        if len(parts) == 3:
+            break
+    return tuple(parts)
+
+
+def classify_error(text):
+    """The catalogue id a Triton error text belongs to, or None."""
+    for needle, check_id in ERROR_PATTERNS:
+        if needle in (text or ""):
+            return check_id
+    return None
+
+
+class Deadline:
+    """One deadline for the whole probe; every subprocess timeout is taken from it."""
+
+    def __init__(self, seconds):
+        self.start = time.monotonic()
+        self.end = self.start + max(1.0, float(seconds))
+
+    def remaining(self):
+        return self.end - time.monotonic() - RESERVE_S
+
+    def timeout(self, cap=None):
+        left = max(0.05, self.remaining())
+        return left if cap is None else min(cap, left)
+
+    def elapsed(self):
+        return time.monotonic() - self.start
+
+
+class Spawned:
+    """A subprocess started now and collected later, killed (with its group) at its timeout."""
+
+    def __init__(self, argv, timeout, env=None, cwd=None, max_out=1 << 20):
+        self.argv = list(argv)
+        self.timeout = timeout
+        self.started = time.monotonic()
+        self.out = []
+        self.err = []
+        self.max_out = max_out
+        self.error = None
+        self.proc = None
+        self.threads = []
+        self._result = None
+        try:
+            self.proc = subprocess.Popen(
+                self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True)
+        except OSError as exc:
+            self.error = error_text(exc)
+            return
+        for stream, sink in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
+            thread = threading.Thread(target=self._drain, args=(stream, sink), daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def _drain(self, stream, sink):
+        size = 0
+        try:
+            while True:
+                chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size <= self.max_out:
+                    sink.append(chunk)
+        except (OSError, ValueError):
+            pass
+
+    def kill(self):
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            try:
+                self.proc.kill()
+            except OSError:
+                pass
+
+    def result(self):
+        """{rc, stdout, stderr, timed_out, error, seconds}; waits at most until the timeout."""
+        if self._result is not None:
+            return self._result
+        timed_out = False
+        rc = None
+        if self.proc is not None:
+            left = max(0.05, self.timeout - (time.monotonic() - self.started))
+            try:
+                rc = self.proc.wait(timeout=left)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                self.kill()
+                try:
+                    self.proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    pass
+            for thread in self.threads:
+                thread.join(timeout=1)
+        self._result = {
+            "rc": rc,
+            "stdout": b"".join(self.out).decode("utf-8", "replace"),
+            "stderr": b"".join(self.err).decode("utf-8", "replace"),
+            "timed_out": timed_out,
+            "error": self.error,
+            "seconds": round(time.monotonic() - self.started, 3),
+        }
+        return self._result
+
+
+def stage_lines(stdout):
+    """The JSON lines a helper script printed behind MARK, by stage."""
+    stages = {}
+    for line in stdout.splitlines():
+        if not line.startswith(MARK):
+            continue
+        try:
+            data = json.loads(line[len(MARK):])
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("stage"), str):
+            stages[data["stage"]] = data
+    return stages
+
+
+# --- scripts run in subprocesses ------------------------------------------------------------
+
+#: The workload's Python stack, in ONE process of the workload interpreter (import torch is the
+#: slow part, so torch facts, Triton's target and FLA share it). argv: fresh cache dir, then the
+#: user's TRITON_CACHE_DIR as JSON (null when unset). Python >= 3.8, stdlib + what it inspects.
+STACK_SCRIPT = r'''
+import json, os, re, subprocess, sys, time, warnings
+MARK = "@@fleetcheck@@ "
+def emit(stage, data):
+    data["stage"] = stage
+    sys.stdout.write(MARK + json.dumps(data, default=str) + "\n")
+    sys.stdout.flush()
+def err(e):
+    return (type(e).__name__ + ": " + str(e))[-4000:]
+fresh = sys.argv[1]
+user_cache = json.loads(sys.argv[2])
+import importlib.util, sysconfig
+def spec_dir(name):
+    try:
+        spec = importlib.util.find_spec(name)
+    except Exception:
+        return None
+    if spec is None:
+        return None
+    locs = list(spec.submodule_search_locations or [])
+    return locs[0] if locs else (os.path.dirname(spec.origin) if spec.origin else None)
+def py_include():
+    if hasattr(sysconfig, "get_default_scheme"):
+        scheme = sysconfig.get_default_scheme()
+    else:
+        scheme = sysconfig._get_default_scheme()
+    if scheme == "posix_local":
+        scheme = "posix_prefix"
+    return sysconfig.get_paths(scheme=scheme)["include"]
+def dist_meta(path):
+    text = ""
+    for name in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(path, name), encoding="utf-8", errors="replace") as f:
+                text = f.read(8192)
+            break
+        except OSError:
+            pass
+    found = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key in ("Name", "Version") and key not in found:
+            found[key] = value.strip()
+        if not line.strip():
+            break
+    return found
+def provides(path, package):
+    try:
+        with open(os.path.join(path, "RECORD"), encoding="utf-8", errors="replace") as f:
+            return any(line.startswith(package + "/__init__.py") for line in f)
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(path, "top_level.txt"), encoding="utf-8") as f:
+            return package in f.read().split()
+    except OSError:
+        return True
+def distributions(package, prefixes):
+    found, seen = [], set()
+    for entry in sys.path:
+        try:
+            real = os.path.realpath(entry or ".")
+            names = os.listdir(real)
+        except OSError:
+            continue
+        if real in seen:
+            continue
+        seen.add(real)
+        for name in names:
+            low = name.lower().replace("-", "_")
+            if not (low.endswith(".dist-info") or low.endswith(".egg-info")):
+                continue
+            if not any(low.startswith(p) for p in prefixes):
+                continue
+            path = os.path.join(real, name)
+            if not provides(path, package):
+                continue
+            meta = dist_meta(path)
+            found.append({"name": meta.get("Name", name.split("-")[0]),
+                          "version": meta.get("Version"), "path": path})
+    return found
+def ptxas(path):
+    info = {"path": path, "exists": os.path.exists(path), "executable": os.access(path, os.X_OK)}
+    if info["executable"]:
+        try:
+            out = subprocess.run([path, "--version"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, timeout=10).stdout
+            out = out.decode("utf-8", "replace")
+            m = re.search(r"release (\d+)\.(\d+)", out)
+            info["version"] = m.group(1) + "." + m.group(2) if m else None
+            info["output"] = out[-400:]
+        except Exception as e:
+            info["error"] = err(e)
+    return info
+meta = {"python": {"executable": sys.executable, "include": None,
+                   "version": "%d.%d.%d" % sys.version_info[:3]}}
+try:
+    meta["python"]["include"] = py_include()
+except Exception as e:
+    meta["python"]["include_error"] = err(e)
+meta["triton_dir"] = spec_dir("triton")
+meta["triton_dists"] = distributions("triton", ("triton", "pytorch_triton"))
+meta["torch_dir"] = spec_dir("torch")
+meta["fla_dir"] = spec_dir("fla")
+if meta["torch_dir"]:
+    try:
+        with open(os.path.join(meta["torch_dir"], "version.py"), encoding="utf-8") as f:
+            text = f.read(8192)
+        m = re.search(r"^__version__\s*(?::[^=]*)?=\s*['\"]([^'\"]+)", text, re.M)
+        c = re.search(r"^cuda\s*(?::[^=]*)?=\s*(?:['\"]([^'\"]+)['\"]|None)", text, re.M)
+        meta["torch_version"] = m.group(1) if m else None
+        meta["torch_cuda"] = c.group(1) if c else None
+    except OSError as e:
+        meta["torch_version_error"] = err(e)
+if meta["fla_dir"]:
+    dists = distributions("fla", ("flash_linear_attention", "fla_core", "fla"))
+    meta["fla_version"] = dists[0]["version"] if dists else None
+if meta["triton_dir"]:
+    base = meta["triton_dir"]
+    tools = {}
+    for name, rel in (("ptxas", "backends/nvidia/bin/ptxas"),
+                      ("ptxas-blackwell", "backends/nvidia/bin/ptxas-blackwell"),
+                      ("ptxas-2x", "third_party/cuda/bin/ptxas")):
+        p = os.path.join(base, rel)
+        if os.path.exists(p) or name == "ptxas":
+            tools[name] = ptxas(p)
+    for var in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
+        if os.environ.get(var):
+            tools[var] = ptxas(os.environ[var])
+    meta["ptxas"] = tools
+emit("meta", meta)
+if len(sys.argv) > 3 and sys.argv[3] == "meta":
+    emit("done", {})
+    sys.exit(0)
+
+torch = None
+if meta["torch_dir"]:
+    data = {"installed": True}
+    t0 = time.time()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            import torch
+            data["import_s"] = round(time.time() - t0, 3)
+            data["version"] = str(torch.__version__)
+            data["cuda"] = torch.version.cuda
+            data["cuda_available"] = bool(torch.cuda.is_available())
+            data["device_count"] = int(torch.cuda.device_count()) if data["cuda_available"] else 0
+            data["arch_list"] = list(torch.cuda.get_arch_list()) if data["cuda_available"] else []
+        except BaseException as e:
+            data["error"] = err(e)
+    data["warnings"] = [str(w.message)[:1000] for w in caught][:10]
+    emit("torch", data)
+else:
+    emit("torch", {"installed": False})
+
+def target_of(t):
+    if isinstance(t, tuple):
+        return {"backend": t[0], "arch": t[1] if len(t) > 1 else None, "warp_size": None}
+    return {"backend": getattr(t, "backend", None), "arch": getattr(t, "arch", None),
+            "warp_size": getattr(t, "warp_size", None)}
+triton = None
+if meta["triton_dir"]:
+    os.environ["TRITON_CACHE_DIR"] = fresh
+    data = {}
+    t0 = time.time()
+    try:
+        import triton
+        data["version"] = getattr(triton, "__version__", None)
+        data["location"] = os.path.dirname(triton.__file__)
+        data["target"] = target_of(triton.runtime.driver.active.get_current_target())
+        data["ok"] = True
+    except BaseException as e:
+        data["ok"] = False
+        data["error"] = err(e)
+    data["seconds"] = round(time.time() - t0, 3)
+    emit("target", data)
+    if not data["ok"] and triton is not None:
+        warm = {"cache_dir": None}
+        if user_cache is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+            home = os.environ.get("TRITON_HOME") or os.path.expanduser("~/")
+            cache = os.path.join(home, ".triton", "cache")
+        else:
+            os.environ["TRITON_CACHE_DIR"] = user_cache
+            cache = user_cache
+        warm["cache_dir"] = cache
+        if os.path.isdir(cache):
+            before = set(os.listdir(cache))
+            try:
+                warm["target"] = target_of(triton.runtime.driver.active.get_current_target())
+                warm["ok"] = True
+            except BaseException as e:
+                warm["ok"] = False
+                warm["error"] = err(e)
+            # Leave the user's cache as it was: drop what this attempt added.
+            import shutil
+            try:
+                for name in set(os.listdir(cache)) - before:
+                    path = os.path.join(cache, name)
+                    if os.path.isdir(path) and not os.path.islink(path):
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        os.unlink(path)
+            except OSError:
+                pass
+        else:
+            warm["ok"] = None
+        os.environ["TRITON_CACHE_DIR"] = fresh
+        emit("warm", warm)
+
+if meta["fla_dir"]:
+    data = {}
+    t0 = time.time()
+    os.environ["TRITON_CACHE_DIR"] = fresh
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            if "fla" not in sys.modules:
+                # Import fla.utils without fla/__init__.py (which imports every layer and model):
+                # the device detection lives in fla.utils alone.
+                import types
+                pkg = types.ModuleType("fla")
+                pkg.__path__ = [meta["fla_dir"]]
+                sys.modules["fla"] = pkg
+            import importlib
+            utils = importlib.import_module("fla.utils")
+            data["device_platform"] = getattr(utils, "device_platform", None)
+            data["is_blackwell"] = getattr(utils, "IS_NVIDIA_BLACKWELL", None)
+        except BaseException as e:
+            data["error"] = err(e)
+    data["warnings"] = [str(w.message)[:500] for w in caught
+                        if "roll back to CPU" in str(w.message)][:5]
+    data["seconds"] = round(time.time() - t0, 3)
+    emit("fla", data)
+emit("done", {})
+'''
+
+#: The driver layer through ctypes, run with `-I` in a subprocess: a hanging cuInit is then
+#: bounded by a timeout, and the probe itself never initialises CUDA before forking.
+CUDA_SCRIPT = r'''
+import ctypes, json, sys
+out = {"loaded": None}
+try:
+    lib = ctypes.CDLL("libcuda.so.1")
+except OSError as e:
+    out["load_error"] = str(e)[:1000]
+    print(json.dumps(out)); sys.exit(0)
+try:
+    with open("/proc/self/maps") as f:
+        for line in f:
+            if "libcuda.so" in line:
+                out["loaded"] = line.split()[-1]
+                break
+except OSError:
+    pass
+out["loaded"] = out["loaded"] or "libcuda.so.1"
+def name(rc):
+    p = ctypes.c_char_p()
+    try:
+        if lib.cuGetErrorName(rc, ctypes.byref(p)) == 0 and p.value:
+            return p.value.decode()
+    except Exception:
+        pass
+    return None
+v = ctypes.c_int(0)
+try:
+    out["version_rc"] = lib.cuDriverGetVersion(ctypes.byref(v))
+    out["version"] = v.value
+except Exception as e:
+    out["version_error"] = str(e)
+rc = lib.cuInit(0)
+out["init"] = rc
+out["init_name"] = name(rc)
+if rc == 0:
+    n = ctypes.c_int(0)
+    rc = lib.cuDeviceGetCount(ctypes.byref(n))
+    out["count_rc"] = rc
+    out["count"] = n.value
+    devices = []
+    for i in range(n.value if rc == 0 else 0):
+        d = ctypes.c_int(0)
+        info = {"index": i}
+        if lib.cuDeviceGet(ctypes.byref(d), i) == 0:
+            buf = ctypes.create_string_buffer(256)
+            if lib.cuDeviceGetName(buf, 256, d) == 0:
+                info["name"] = buf.value.decode("utf-8", "replace")
+            major, minor = ctypes.c_int(0), ctypes.c_int(0)
+            if (lib.cuDeviceGetAttribute(ctypes.byref(major), 75, d) == 0
+                    and lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, d) == 0):
+                info["compute_capability"] = "%d.%d" % (major.value, minor.value)
+            mem = ctypes.c_size_t(0)
+            try:
+                if lib.cuDeviceTotalMem_v2(ctypes.byref(mem), d) == 0:
+                    info["memory_mib"] = mem.value // (1 << 20)
+            except AttributeError:
+                pass
+        devices.append(info)
+    out["devices"] = devices
+print(json.dumps(out))
+'''
+
+PYINFO_SCRIPT = r'''
+import json, sys, sysconfig
+if hasattr(sysconfig, "get_default_scheme"):
+    scheme = sysconfig.get_default_scheme()
+else:
+    scheme = sysconfig._get_default_scheme()
+if scheme == "posix_local":
+    scheme = "posix_prefix"
+print(json.dumps({"executable": sys.executable, "version": "%d.%d.%d" % sys.version_info[:3],
+                  "include": sysconfig.get_paths(scheme=scheme)["include"]}))
+'''
+
+#: The definitive end-to-end check (--deep): a real .py file, since @triton.jit reads the source.
+DEEP_SCRIPT = r'''
+import json, sys, time
+MARK = "@@fleetcheck@@ "
+def emit(stage, data):
+    data["stage"] = stage
+    sys.stdout.write(MARK + json.dumps(data, default=str) + "\n")
+    sys.stdout.flush()
+def err(e):
+    return (type(e).__name__ + ": " + str(e))[-4000:]
+try:
+    import torch
+    import triton
+    import triton.language as tl
+    target = triton.runtime.driver.active.get_current_target()
+    emit("target", {"ok": True, "target": str(target)})
+
+    @triton.jit
+    def fleetcheck_add_one(X, Y, N, B: tl.constexpr):
+        offsets = tl.arange(0, B)
+        mask = offsets < N
+        tl.store(Y + offsets, tl.load(X + offsets, mask=mask) + 1, mask=mask)
+
+    count = torch.cuda.device_count()
+    emit("count", {"count": count})
+    for index in range(count):
+        t0 = time.time()
+        info = {"index": index}
+        try:
+            info["name"] = torch.cuda.get_device_name(index)
+            x = torch.arange(64, device="cuda:%d" % index, dtype=torch.float32)
+            y = torch.empty_like(x)
+            with torch.cuda.device(index):
+                fleetcheck_add_one[(1,)](x, y, 64, B=64)
+            torch.cuda.synchronize(index)
+            # Arithmetic, not a fill: a zero-fill may be a memset that proves nothing.
+            info["ok"] = bool((y == x + 1).all())
+            if not info["ok"]:
+                info["error"] = "wrong result: y != x + 1"
+        except BaseException as e:
+            info["ok"] = False
+            info["error"] = err(e)
+        info["seconds"] = round(time.time() - t0, 3)
+        emit("device%d" % index, info)
+except BaseException as e:
+    emit("error", {"error": err(e)})
+emit("done", {})
+'''
+
+COMPILE_SOURCE = """\
+#include <stdio.h>
+#include <dlfcn.h>
+#include <Python.h>
+/* What Triton's cuda_utils.c needs: libc (stdio, dlfcn) and the interpreter's Python.h. */
+int fleetcheck_probe(void) { return (int)sizeof(PyObject) + (dlsym != 0) + (printf != 0); }
+"""
+
+
+# --- node facts --------------------------------------------------------------------------------
+
+def os_release():
+    text = read_text(host_path("/etc/os-release")) or read_text(host_path("/usr/lib/os-release"))
+    values = {}
+    for line in (text or "").splitlines():
+        if "=" in line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            values[key.strip()] = value.strip().strip("\"'")
+    return {"id": values.get("ID"), "version_id": values.get("VERSION_ID"),
+            "pretty_name": values.get("PRETTY_NAME")}
+
+
+def container_kind():
+    """'lxc' when this node is an LXC container, else None (lxcfs mounts are the surest sign)."""
+    run = (read_text(host_path("/run/systemd/container")) or "").strip()
+    if run:
+        return run
+    environ = read_text(host_path("/proc/1/environ")) or ""
+    for item in environ.split("\0"):
+        if item.startswith("container="):
+            return item.split("=", 1)[1] or None
+    if "lxcfs" in (read_text(host_path("/proc/self/mountinfo")) or ""):
+        return "lxc"
+    return None
+
+
+def memory_bytes():
+    match = re.search(r"^MemTotal:\s+(\d+)\s*kB", read_text(host_path("/proc/meminfo")) or "",
+                      re.M)
+    return int(match.group(1)) * 1024 if match else None
+
+
+def cpu_count():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
+
+
+def proc_nvidia():
+    """/proc/driver/nvidia: the kernel module's version and the GPUs it drives."""
+    version_text = read_text(host_path("/proc/driver/nvidia/version"))
+    module = None
+    if version_text:
+        match = re.search(r"Kernel Module(?: for \S+)?\s+([\d.]+)", version_text)
+        module = match.group(1) if match else None
+    gpus = []
+    base = host_path("/proc/driver/nvidia/gpus")
+    try:
+        buses = sorted(os.listdir(base))
+    except OSError:
+        buses = []
+    for bus in buses:
+        info = read_text(os.path.join(base, bus, "information")) or ""
+        fields = {}
+        for line in info.splitlines():
+            key, sep, value = line.partition(":")
+            if sep:
+                fields[key.strip()] = value.strip()
+        minor = fields.get("Device Minor")
+        gpus.append({"bus": bus, "model": fields.get("Model"), "uuid": fields.get("GPU UUID"),
+                     "minor": int(minor) if minor and minor.isdigit() else None})
+    return {"version_text": first_line(version_text), "kernel_module": module, "gpus": gpus}
+
+
+def dev_nodes():
+    """The /dev/nvidia* names present (numbered GPUs, nvidiactl, nvidia-uvm, ...)."""
+    try:
+        return sorted(name for name in os.listdir(host_path("/dev")) if name.startswith("nvidia"))
+    except OSError:
+        return []
+
+
+def open_result(path):
+    """'ok', or the errno name of opening `path` read-write (ENOENT, EPERM and EACCES differ)."""
+    try:
+        fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
+    os.close(fd)
+    return "ok"
+
+
+def parse_smi(result):
+    """GPUs from `nvidia-smi --query-gpu=... --format=csv,noheader,nounits`, or its error."""
+    out = {"rc": result["rc"], "timed_out": result["timed_out"]}
+    if result["error"]:
+        out["error"] = result["error"]
+        return out
+    if result["timed_out"]:
+        out["error"] = "nvidia-smi timed out"
+        return out
+    if result["rc"] != 0:
+        out["error"] = first_line(result["stdout"]) or first_line(result["stderr"])
+        return out
+    gpus = []
+    for line in result["stdout"].splitlines():
+        cells = [cell.strip() for cell in line.split(",")]
+        if len(cells) < 6 or not cells[0].isdigit():
+            continue
+        memory = cells[3]
+        gpus.append({"index": int(cells[0]), "name": cells[1], "uuid": cells[2],
+                     "memory_mib": int(memory) if memory.isdigit() else None,
+                     "compute_capability": cells[4] if re.match(r"^\d+\.\d+$", cells[4]) else None,
+                     "driver": cells[5]})
+    out["gpus"] = gpus
+    return out
+
+
+def parse_ldconfig(text):
+    """(name, path) pairs from `ldconfig -p`."""
+    entries = []
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if "=>" not in line:
+            continue
+        left, _, right = line.partition("=>")
+        entries.append((left.split()[0] if left.split() else "", right.strip()))
+    return entries
+
+
+def mount_of(path, mountinfo):
+    """(mount point, options) of the mount that holds `path`, from /proc/self/mountinfo."""
+    best = None
+    for line in (mountinfo or "").splitlines():
+        fields = line.split()
+        if len(fields) < 6:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best[0])):
+            best = (point, fields[5])
+    return best
+
+
+def existing_ancestor(path):
+    while path and not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path
+
+
+def triton_cache_dir(env):
+    """The cache dir as Triton computes it: TRITON_CACHE_DIR, TRITON_HOME/.triton/cache, ~."""
+    if env.get("TRITON_CACHE_DIR"):
+        return env["TRITON_CACHE_DIR"]
+    home = env.get("TRITON_HOME") or os.path.expanduser("~/")
+    return os.path.join(home, ".triton", "cache")
+
+
+def install_hint(os_id, python_version, what):
+    """Package install line for the node's distribution (apt by default)."""
+    xy = ".".join(str(python_version or "3").split(".")[:2])
+    rhel = (os_id or "") in ("rhel", "centos", "rocky", "almalinux", "fedora", "ol", "amzn")
+    names = {
+        "compiler": ("gcc libc6-dev python%s-dev" % xy, "gcc glibc-devel python%s-devel" % xy),
+        "linker": ("binutils", "binutils"),
+        "libc": ("libc6-dev", "glibc-devel"),
+        "python": ("python%s-dev" % xy, "python%s-devel" % xy),
+    }[what]
+    if rhel:
+        return "dnf install -y " + names[1]
+    return "apt-get install -y " + names[0]
+
+
+# --- the probe ---------------------------------------------------------------------------------
+
+class Probe:
+    """Gathers facts concurrently, then evaluates every check in causal order."""
+
+    def __init__(self, deep, deadline, workload_python, tmp):
+        self.deep = deep
+        self.deadline = deadline
+        self.tmp = tmp
+        self.env = dict(os.environ)
+        self.workload_python = workload_python or sys.executable
+        self.facts = {}
+        self.data = {}
+
+    # Gathering: start every slow thing first, then do the file reads while they run.
+    def gather(self):
+        # The cheap reads first: without /proc/driver/nvidia/gpus and /dev/nvidia* no GPU can
+        # be reached (nvidia-smi and libcuda need the device nodes), so only the workload's
+        # package facts are collected and the probe stays fast on CPU nodes.
+        self.proc = proc_nvidia()
+        self.dev_names = dev_nodes()
+        self.possible_gpu = bool(self.proc["gpus"] or self.dev_names)
+        env = dict(self.env)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no .pyc behind in the workload's venv
+        scratch = os.path.join(self.tmp, "tmp")
+        os.mkdir(scratch)
+        env["TMPDIR"] = scratch  # anything the stack leaves in its temp dir goes with ours
+        fresh = os.path.join(self.tmp, "cache")
+        os.mkdir(fresh)
+        user_cache = json.dumps(self.env.get("TRITON_CACHE_DIR") or None)
+        mode = "full" if self.possible_gpu else "meta"
+        self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode],
+                             self.deadline.timeout(), env=env, cwd=self.tmp)
+        self.deep_run = self.cuda = self.smi = self.ldconfig = self.compile = None
+        if self.possible_gpu:
+            if self.deep:
+                script = os.path.join(self.tmp, "fleetcheck_deep_kernel.py")
+                with open(script, "w") as handle:
+                    handle.write(DEEP_SCRIPT)
+                deep_env = dict(env)
+                deep_env["TRITON_CACHE_DIR"] = os.path.join(self.tmp, "deep-cache")
+                os.mkdir(deep_env["TRITON_CACHE_DIR"])
+                self.deep_run = Spawned([self.workload_python, script], self.deadline.timeout(),
+                                        env=deep_env, cwd=self.tmp)
+            self.cuda = Spawned([sys.executable, "-I", "-c", CUDA_SCRIPT],
+                                self.deadline.timeout(30), env=self.env)
+            smi = shutil.which("nvidia-smi", path=self.env.get("PATH", os.defpath))
+            if smi:
+                self.smi = Spawned([smi, "--query-gpu=index,name,uuid,memory.total,compute_cap,"
+                                    "driver_version", "--format=csv,noheader,nounits"],
+                                   self.deadline.timeout(15), env=self.env)
+            ldconfig = host_path("/sbin/ldconfig")
+            if os.access(ldconfig, os.X_OK):
+                self.ldconfig = Spawned([ldconfig, "-p"], self.deadline.timeout(10),
+                                        env=self.env)
+        self.pyinfo = self.workload_pyinfo()
+        self.compiler = self.find_compiler()
+        if self.possible_gpu:
+            self.compile = self.start_compile()
+
+        self.facts.update({
+            "hostname": socket.gethostname(),
+            "os": os_release(),
+            "kernel": platform.release(),
+            "container": container_kind(),
+            "cpus": cpu_count(),
+            "memory_bytes": memory_bytes(),
+            "python": {"executable": self.pyinfo.get("executable"),
+                       "version": self.pyinfo.get("version")},
+            "probe_python": {"executable": sys.executable,
+                             "version": "%d.%d.%d" % sys.version_info[:3]},
+            "cuda_visible_devices": self.env.get("CUDA_VISIBLE_DEVICES"),
+            "triton_cache_dir": triton_cache_dir(self.env),
+        })
+        self.mountinfo = read_text(host_path("/proc/self/mountinfo"))
+        self.proc_devices = read_text(host_path("/proc/devices")) or ""
+
+        self.cuda_info = self.collect_cuda() if self.cuda else {"error": "not run: no GPU"}
+        self.smi_info = parse_smi(self.smi.result()) if self.smi else {"error": "not run"}
+        if self.possible_gpu and not self.smi:
+            self.smi_info = {"error": "not on PATH"}
+        self.ld_result = self.ldconfig.result() if self.ldconfig else None
+        self.compile_result = self.compile.result() if self.compile else None
+        self.stack_result = self.stack.result()
+        self.stages = stage_lines(self.stack_result["stdout"])
+        self.deep_result = self.deep_run.result() if self.deep_run else None
+        self.deep_stages = stage_lines(self.deep_result["stdout"]) if self.deep_result else {}
+        self.assemble_facts()
+
+    def workload_pyinfo(self):
+        if os.path.realpath(self.workload_python) == os.path.realpath(sys.executable):
+            info = json.loads(run_inline(PYINFO_SCRIPT))
+            return info
+        result = Spawned([self.workload_python, "-c", PYINFO_SCRIPT],
+                         self.deadline.timeout(15), env=self.env).result()
+        try:
+            return json.loads(result["stdout"])
+        except ValueError:
+            return {"executable": self.workload_python, "version": None, "include": None,
+                    "error": result["error"] or clip(result["stderr"] or "no output", 1000)}
+
+    def find_compiler(self):
+        """The compiler as Triton picks it: $CC as is, else gcc, else clang (never `cc`)."""
+        path = self.env.get("PATH", os.defpath)
+        cc = self.env.get("CC")
+        if cc is not None:
+            found = shutil.which(cc, path=path) if os.sep not in cc else (
+                cc if os.path.isfile(cc) and os.access(cc, os.X_OK) else None)
+            return {"path": found, "source": "CC", "value": cc}
+        for name in ("gcc", "clang"):
+            found = shutil.which(name, path=path)
+            if found:
+                return {"path": found, "source": name, "value": None}
+        return {"path": None, "source": None, "value": None,
+                "plain_cc": shutil.which("cc", path=path)}
+
+    def start_compile(self):
+        if not self.compiler["path"]:
+            return None
+        work = os.path.join(self.tmp, "cc")
+        os.mkdir(work)
+        source = os.path.join(work, "fleetcheck_cc.c")
+        with open(source, "w") as handle:
+            handle.write(COMPILE_SOURCE)
+        argv = [self.compiler["path"], source, "-O0", "-shared", "-fPIC", "-Wno-psabi", "-o",
+                os.path.join(work, "fleetcheck_cc.so")]
+        if self.pyinfo.get("include"):
+            argv.append("-I" + self.pyinfo["include"])
+        env = dict(self.env)
+        env["TMPDIR"] = work
+        self.compile_argv = argv
+        return Spawned(argv, self.deadline.timeout(30), env=env, cwd=work)
+
+    def collect_cuda(self):
+        result = self.cuda.result()
+        if result["timed_out"]:
+            return {"error": "libcuda probe timed out after %.1f s" % result["seconds"],
+                    "timed_out": True}
+        try:
+            return json.loads(result["stdout"])
+        except ValueError:
+            return {"error": result["error"] or clip(result["stderr"] or "no output", 1000)}
+
+    def assemble_facts(self):
+        meta = self.stages.get("meta", {})
+        torch = self.stages.get("torch", {})
+        target = self.stages.get("target", {})
+        fla = self.stages.get("fla")
+        python = meta.get("python") or {}
+        if python.get("executable"):
+            self.facts["python"] = {"executable": python["executable"],
+                                    "version": python.get("version")}
+        self.gpus = self.gpu_list()
+        kernel_module = self.proc["kernel_module"]
+        loaded = self.cuda_info.get("loaded")
+        userspace = None
+        if loaded:
+            match = re.search(r"libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$", os.path.realpath(loaded))
+            userspace = match.group(1) if match else None
+        version = self.cuda_info.get("version")
+        self.facts.update({
+            "gpus": [{key: gpu.get(key) for key in ("index", "name", "uuid", "memory_mib",
+                                                     "compute_capability")}
+                     for gpu in self.gpus],
+            "gpu_count": len(self.gpus),
+            "driver": {"kernel_module": kernel_module, "userspace": userspace,
+                       "cuda_driver_version": "%d.%d" % (version // 1000, version % 1000 // 10)
+                       if isinstance(version, int) and version > 0 else None},
+            "dev_nodes": self.dev_names,
+        })
+        if torch.get("installed"):
+            self.facts["torch"] = {
+                "version": torch.get("version") or meta.get("torch_version"),
+                "cuda": torch.get("cuda", meta.get("torch_cuda")),
+                "cuda_available": torch.get("cuda_available"),
+                "device_count": torch.get("device_count"),
+                "arch_list": torch.get("arch_list"),
+            }
+        else:
+            self.facts["torch"] = None
+        if meta.get("triton_dir"):
+            self.facts["triton"] = {
+                "version": target.get("version") or self.triton_dist_version(),
+                "location": target.get("location") or meta.get("triton_dir"),
+                "distributions": ["%s %s" % (d.get("name"), d.get("version"))
+                                  for d in meta.get("triton_dists") or []],
+            }
+        else:
+            self.facts["triton"] = None
+        self.facts["fla"] = None
+        if meta.get("fla_dir"):
+            self.facts["fla"] = {"version": meta.get("fla_version"),
+                                 "device_platform": (fla or {}).get("device_platform")}
+        self.facts["compiler"] = ({"path": self.compiler["path"],
+                                   "source": self.compiler["source"]}
+                                  if self.compiler["path"] else None)
+
+    def triton_dist_version(self):
+        dists = self.stages.get("meta", {}).get("triton_dists") or []
+        return dists[0].get("version") if dists else None
+
+    def gpu_list(self):
+        """GPUs from nvidia-smi, else from libcuda, else from /proc/driver/nvidia."""
+        smi = self.smi_info.get("gpus")
+        cuda_devices = self.cuda_info.get("devices") or []
+        if smi:
+            gpus = [dict(gpu) for gpu in smi]
+            for gpu in gpus:
+                if not gpu.get("compute_capability") and gpu["index"] < len(cuda_devices):
+                    gpu["compute_capability"] = cuda_devices[gpu["index"]].get(
+                        "compute_capability")
+            return gpus
+        if cuda_devices:
+            return [{"index": d["index"], "name": d.get("name"), "uuid": None,
+                     "memory_mib": d.get("memory_mib"),
+                     "compute_capability": d.get("compute_capability")} for d in cuda_devices]
+        return [{"index": i, "name": gpu["model"], "uuid": gpu["uuid"], "memory_mib": None,
+                 "compute_capability": None} for i, gpu in enumerate(self.proc["gpus"])]
+
+    def capabilities(self):
+        caps = set()
+        for gpu in self.gpus:
+            cap = version_tuple(gpu.get("compute_capability"))
+            if len(cap) == 2:
+                caps.add(cap)
+        return sorted(caps)
+
+    # Evaluation ---------------------------------------------------------------------------
+
+    def run_checks(self):
+        meta = self.stages.get("meta", {})
+        self.no_gpu = not self.hardware_evidence()
+        self.triton_missing = not meta.get("triton_dir")
+        self.stack_failed = "meta" not in self.stages
+        checks = []
+        for check_id in CHECK_IDS:
+            try:
+                if self.no_gpu and check_id != "gpu_present":
+                    result = ("skip", "not evaluated: no NVIDIA GPU on this node", "", {})
+                elif (self.stack_failed and check_id in STACK_DEPENDENT):
+                    result = self.stack_error()
+                elif (self.triton_missing and check_id in TRITON_DEPENDENT):
+                    result = ("skip", "not evaluated: Triton is not installed", "", {})
+                else:
+                    result = getattr(self, "check_" + check_id)()
+            except Exception as exc:
+                result = ("error", "check failed inside the probe: " + error_text(exc), "",
+                          {"exception": error_text(exc)})
+            status, summary, fix, evidence = result
+            checks.append({"id": check_id, "status": status, "summary": clip(summary, 400),
+                           "fix": clip(fix, 600), "evidence": bounded(evidence)})
+        self.apply_masking(checks)
+        return checks
+
+    def stack_error(self):
+        result = self.stack_result
+        if result["timed_out"]:
+            summary = "the workload's Python stack did not answer within the deadline (%.1f s)" % (
+                result["seconds"])
+        elif result["error"]:
+            summary = "cannot run the workload interpreter: " + result["error"]
+        else:
+            summary = "the workload interpreter failed: " + (
+                first_line(result["stderr"].splitlines()[-1] if result["stderr"] else "")
+                or "rc %s" % result["rc"])
+        return ("error", summary, "", {"python": self.workload_python,
+                                       "stderr": clip(result["stderr"]), "rc": result["rc"]})
+
+    def stage_missing(self, stage):
+        """(error, ...) for a stage the stack never reported: it timed out or crashed before."""
+        result = self.stack_result
+        if result["timed_out"]:
+            summary = "timed out before %s finished (deadline %.1f s)" % (
+                stage, self.deadline.end - self.deadline.start)
+        else:
+            summary = "%s did not report (workload interpreter exited with rc %s)" % (
+                stage, result["rc"])
+        return ("error", summary, "", {"stderr": clip(result["stderr"]), "rc": result["rc"]})
+
+    def hardware_evidence(self):
+        numbered = [n for n in self.dev_names if re.match(r"^nvidia\d+$", n)]
+        return bool(self.proc["gpus"] or numbered or self.smi_info.get("gpus")
+                    or (self.cuda_info.get("count") or 0) > 0)
+
+    def check_gpu_present(self):
+        evidence = {"proc_gpus": [g["bus"] for g in self.proc["gpus"]],
+                    "proc_version": self.proc["version_text"], "dev_nodes": self.dev_names,
+                    "nvidia_smi": self.smi_info.get("error") or "%d GPU(s)" % len(
+                        self.smi_info.get("gpus") or []),
+                    "libcuda": self.cuda_info.get("loaded") or self.cuda_info.get("load_error"),
+                    "cuda_device_count": self.cuda_info.get("count")}
+        if not self.hardware_evidence():
+            return ("warn", "no NVIDIA GPU on this node", "", evidence)
+        names = {}
+        for gpu in self.gpus:
+            label = gpu.get("name") or "NVIDIA GPU"
+            if gpu.get("compute_capability"):
+                label += " (sm_%s)" % gpu["compute_capability"].replace(".", "")
+            names[label] = names.get(label, 0) + 1
+        text = ", ".join("%d× %s" % (count, label) for label, count in names.items())
+        return ("pass", text, "", evidence)
+
+    def check_dev_nodes_missing(self):
+        expected = ["nvidiactl", "nvidia-uvm"]
+        minors = [g["minor"] for g in self.proc["gpus"] if g["minor"] is not None]
+        if not minors:
+            minors = sorted(int(n[6:]) for n in self.dev_names if re.match(r"^nvidia\d+$", n))
+        if not minors:
+            minors = list(range(len(self.gpus)))
+        expected += ["nvidia%d" % minor for minor in minors]
+        results = {name: open_result(host_path("/dev/" + name)) for name in expected}
+        bad = {name: code for name, code in results.items() if code != "ok"}
+        evidence = {"open": results, "container": self.facts.get("container")}
+        if not bad:
+            return ("pass", "%d device nodes open read-write" % len(results), "", evidence)
+        cuda_ok = self.cuda_info.get("init") == 0 and (self.cuda_info.get("count") or 0) >= len(
+            minors)
+        name, code = sorted(bad.items(), key=lambda item: expected.index(item[0]))[0]
+        uvm_major = re.search(r"^\s*(\d+)\s+nvidia-uvm\s*$", self.proc_devices, re.M)
+        uvm = uvm_major.group(1) if uvm_major else "<uvm-major>"
+        if code == "ENOENT":
+            what = "missing (not passed through)"
+            fix = ("pass every node into the container, uvm included: lxc.mount.entry: "
+                   "/dev/%s dev/%s none bind,optional,create=file (and for nvidiactl, nvidia-uvm, "
+                   "nvidia-uvm-tools, nvidiaN) in /etc/pve/lxc/<vmid>.conf; on a host, load "
+                   "nvidia-uvm (nvidia-modprobe -u -c=0)" % (name, name))
+        elif code == "EPERM":
+            what = "blocked by the device cgroup (EPERM)"
+            fix = ("allow the majors in the container config: lxc.cgroup2.devices.allow: "
+                   "c 195:* rwm and c %s:* rwm (majors from /proc/devices on the host)" % uvm)
+        elif code == "EACCES":
+            what = "not permitted by its file mode (EACCES)"
+            fix = ("make the node usable by the workload user: mode 0666 on the host node, or "
+                   "devN: /dev/%s,mode=0666 (or gid=) in the container config" % name)
+        else:
+            what = "unusable (%s)" % code
+            fix = "check that the NVIDIA driver is loaded and the node is passed through"
+        summary = "/dev/%s %s" % (name, what)
+        if len(bad) > 1:
+            summary += "; %d of %d nodes unusable" % (len(bad), len(results))
+        evidence["cuda_init"] = self.cuda_info.get("init_name") or self.cuda_info.get("init")
+        if cuda_ok and not self.facts.get("container"):
+            return ("warn", summary + " (CUDA initialises anyway)", fix, evidence)
+        return ("fail", summary, fix, evidence)
+
+    def check_driver_userspace_mismatch(self):
+        kernel = self.facts["driver"]["kernel_module"]
+        user = self.facts["driver"]["userspace"]
+        smi_error = self.smi_info.get("error") or ""
+        evidence = {"kernel_module": kernel, "libcuda": self.cuda_info.get("loaded"),
+                    "libcuda_version": user, "nvidia_smi": smi_error or None,
+                    "cuda_init": self.cuda_info.get("init_name")}
+        fix = ("install the driver userspace of the same version as the host's kernel module "
+               "(%s) in the container: NVIDIA-Linux-x86_64-%s.run --no-kernel-module" % (
+                   kernel or "?", kernel or "<version>"))
+        if "version mismatch" in smi_error:
+            return ("fail", "driver/library version mismatch: kernel module %s, libcuda %s" % (
+                kernel or "?", user or "?"), fix, evidence)
+        if kernel and user:
+            if kernel != user:
+                return ("fail", "driver/library version mismatch: kernel module %s, libcuda %s" % (
+                    kernel, user), fix, evidence)
+            return ("pass", "kernel module and libcuda are both %s" % kernel, "", evidence)
+        missing = "/proc/driver/nvidia/version" if not kernel else "a versioned libcuda.so"
+        return ("skip", "cannot compare versions: no %s" % missing, "", evidence)
+
+    def check_zero_active_drivers(self):
+        info = self.cuda_info
+        evidence = {key: info.get(key) for key in ("loaded", "load_error", "init", "init_name",
+                                                    "count", "error")}
+        evidence["CUDA_VISIBLE_DEVICES"] = self.env.get("CUDA_VISIBLE_DEVICES")
+        if info.get("timed_out"):
+            return ("error", info["error"], "", evidence)
+        if info.get("error"):
+            return ("error", "libcuda probe failed: " + info["error"], "", evidence)
+        if info.get("load_error"):
+            return ("fail", "libcuda.so.1 cannot be loaded: " + first_line(info["load_error"]),
+                    "install the NVIDIA driver userspace (libcuda.so.1) matching the kernel "
+                    "module, or bind-mount it into the container and run ldconfig", evidence)
+        if info.get("init") != 0:
+            code = info.get("init")
+            name = info.get("init_name") or CUDA_ERRORS.get(code, "CUDA error")
+            return ("fail", "cuInit failed: %s (%s)" % (name, code),
+                    "fix the driver layer: device nodes, driver version, "
+                    "CUDA_VISIBLE_DEVICES; see the checks above", evidence)
+        if not info.get("count"):
+            visible = self.env.get("CUDA_VISIBLE_DEVICES")
+            hint = " (CUDA_VISIBLE_DEVICES=%r hides them)" % visible if visible is not None else ""
+            return ("fail", "CUDA driver sees 0 devices" + hint,
+                    "unset or fix CUDA_VISIBLE_DEVICES" if hint else "pass the GPUs through",
+                    evidence)
+        return ("pass", "cuInit OK, %d device(s), driver API %s" % (
+            info["count"], self.facts["driver"]["cuda_driver_version"]), "", evidence)
+
+    def torch_info(self):
+        return self.stages.get("torch") or {}
+
+    def check_driver_too_old(self):
+        meta = self.stages.get("meta", {})
+        torch_cuda = self.torch_info().get("cuda") or meta.get("torch_cuda")
+        driver = self.facts["driver"]["cuda_driver_version"]
+        evidence = {"torch_cuda": torch_cuda, "driver_cuda": driver}
+        if not meta.get("torch_dir"):
+            return ("skip", "PyTorch not installed", "", evidence)
+        if not torch_cuda or not driver:
+            return ("skip", "cannot compare: torch CUDA %s, driver CUDA %s" % (
+                torch_cuda, driver), "", evidence)
+        need, have = version_tuple(torch_cuda)[:2], version_tuple(driver)[:2]
+        fix = "upgrade the NVIDIA driver to one supporting CUDA %s, or install a torch built " \
+              "for CUDA %s" % (torch_cuda, driver)
+        if have[:1] < need[:1]:
+            return ("fail", "driver supports CUDA %s, torch needs CUDA %s" % (driver, torch_cuda),
+                    fix, evidence)
+        if have < need:
+            return ("warn", "driver supports CUDA %s, torch is built for %s (minor-version "
+                    "compatibility only)" % (driver, torch_cuda), fix, evidence)
+        return ("pass", "driver CUDA %s >= torch CUDA %s" % (driver, torch_cuda), "", evidence)
+
+    def check_torch_cuda(self):
+        meta = self.stages.get("meta", {})
+        torch = self.torch_info()
+        if not meta.get("torch_dir"):
+            return ("skip", "PyTorch not installed", "", {})
+        if not torch:
+            return self.stage_missing("import torch")
+        evidence = {key: torch.get(key) for key in ("version", "cuda", "cuda_available",
+                                                     "device_count", "import_s", "warnings",
+                                                     "error")}
+        if torch.get("error"):
+            return ("fail", "import torch failed: " + first_line(torch["error"]),
+                    "reinstall PyTorch for %s" % self.workload_python, evidence)
+        if not torch.get("cuda"):
+            return ("fail", "CPU-only PyTorch build (torch %s)" % torch.get("version"),
+                    "install a CUDA build of torch, e.g. pip install torch --index-url "
+                    "https://download.pytorch.org/whl/cu128", evidence)
+        if not torch.get("cuda_available"):
+            warning = first_line((torch.get("warnings") or [""])[0])
+            return ("fail", "torch.cuda.is_available() is False" + (
+                ": " + warning if warning else ""),
+                "fix the driver layer (device nodes, driver, CUDA_VISIBLE_DEVICES)", evidence)
+        count = torch.get("device_count") or 0
+        if count < len(self.gpus):
+            return ("warn", "torch sees %d of %d GPUs (CUDA_VISIBLE_DEVICES=%s)" % (
+                count, len(self.gpus), self.env.get("CUDA_VISIBLE_DEVICES")), "", evidence)
+        return ("pass", "torch %s (CUDA %s) sees %d GPU(s)" % (
+            torch.get("version"), torch.get("cuda"), count), "", evidence)
+
+    def check_torch_lacks_arch(self):
+        torch = self.torch_info()
+        arch_list = torch.get("arch_list") or []
+        caps = self.capabilities()
+        evidence = {"arch_list": arch_list, "gpu_capabilities": ["%d.%d" % c for c in caps]}
+        if not self.stages.get("meta", {}).get("torch_dir"):
+            return ("skip", "PyTorch not installed", "", evidence)
+        if not arch_list or not caps:
+            return ("skip", "arch list or compute capability unknown", "", evidence)
+        missing = [cap for cap in caps if not arch_supported(arch_list, cap)]
+        if missing:
+            sm = ", ".join("sm_%d%d" % cap for cap in missing)
+            return ("fail", "torch %s has no kernels for %s (built for %s)" % (
+                torch.get("version"), sm, " ".join(arch_list)),
+                "install a torch build that includes %s (cu128 or newer wheels for "
+                "Blackwell)" % sm, evidence)
+        return ("pass", "torch built for %s" % ", ".join("sm_%d%d" % c for c in caps), "",
+                evidence)
+
+    def check_triton_installed(self):
+        meta = self.stages.get("meta", {})
+        dists = meta.get("triton_dists") or []
+        evidence = {"location": meta.get("triton_dir"), "distributions": dists}
+        if not meta.get("triton_dir"):
+            return ("warn", "Triton is not installed for %s" % (
+                self.facts["python"].get("executable")),
+                "pip install triton (PyTorch's CUDA wheels bring it)", evidence)
+        if len(dists) > 1:
+            names = ", ".join("%s %s" % (d.get("name"), d.get("version")) for d in dists)
+            return ("fail", "%d Triton distributions installed (%s)" % (len(dists), names),
+                    "keep one: pip uninstall the others (e.g. pip uninstall pytorch-triton)",
+                    evidence)
+        version = self.facts["triton"]["version"]
+        return ("pass", "triton %s at %s" % (version, meta["triton_dir"]), "", evidence)
+
+    def triton_version(self):
+        return version_tuple((self.facts.get("triton") or {}).get("version"))
+
+    def check_triton_2x(self):
+        version = self.triton_version()
+        evidence = {"version": (self.facts.get("triton") or {}).get("version")}
+        if not version:
+            return ("skip", "Triton version unknown", "", evidence)
+        if version[0] < 3:
+            return ("fail", "Triton %s has no driver.active: FLA always falls back to CPU" % (
+                evidence["version"]), "upgrade to Triton >= 3.3 (with torch >= 2.7)", evidence)
+        return ("pass", "Triton %s" % evidence["version"], "", evidence)
+
+    def check_cc_env_invalid(self):
+        cc = self.env.get("CC")
+        evidence = {"CC": cc}
+        if cc is None:
+            return ("pass", "CC not set (Triton looks for gcc, then clang)", "", evidence)
+        if self.compiler["path"]:
+            return ("pass", "CC=%s is executable" % cc, "", evidence)
+        text = "FileNotFoundError: [Errno 2] No such file or directory: '%s'" % cc
+        evidence["expected_error"] = text
+        return ("fail", "CC=%s is not an executable (Triton uses it unchecked)" % cc,
+                "fix or unset CC (export CC=/usr/bin/gcc)", evidence)
+
+    def compile_fix(self, what):
+        return install_hint(self.facts["os"].get("id"), self.facts["python"].get("version"), what)
+
+    def check_no_c_compiler(self):
+        path = self.env.get("PATH", os.defpath)
+        gcc, clang = shutil.which("gcc", path=path), shutil.which("clang", path=path)
+        evidence = {"PATH": path, "gcc": gcc, "clang": clang, "CC": self.env.get("CC"),
+                    "cc": shutil.which("cc", path=path)}
+        fix = self.compile_fix("compiler") + ", or set CC"
+        if self.compiler["source"] == "CC":
+            if self.compiler["path"]:
+                return ("pass", "compiler from CC: %s" % self.compiler["path"], "", evidence)
+            if gcc or clang:
+                return ("pass", "%s on PATH (unused while CC is set)" % (gcc or clang), "",
+                        evidence)
+            return ("fail", "no C compiler: CC is invalid and there is no gcc or clang on PATH",
+                    fix, evidence)
+        if self.compiler["path"]:
+            return ("pass", "%s (%s)" % (self.compiler["path"], self.compiler["source"]), "",
+                    evidence)
+        summary = "no C compiler: CC unset, no gcc or clang on PATH"
+        if evidence["cc"]:
+            summary += " (%s exists, but Triton never tries cc)" % evidence["cc"]
+        evidence["expected_error"] = ("RuntimeError: Failed to find C compiler. Please specify "
+                                      "via CC environment variable or set "
+                                      "triton.knobs.build.impl.")
+        return ("fail", summary, fix, evidence)
+
+    def compile_outcome(self):
+        """'ok', 'none' (nothing compiled), 'timeout' or the compiler's stderr."""
+        result = self.compile_result
+        if result is None:
+            return "none", {}
+        evidence = {"argv": getattr(self, "compile_argv", None), "rc": result["rc"],
+                    "stderr": clip(result["stderr"]), "seconds": result["seconds"]}
+        if result["timed_out"]:
+            return "timeout", evidence
+        if result["error"]:
+            evidence["error"] = result["error"]
+            return result["error"], evidence
+        if result["rc"] == 0:
+            return "ok", evidence
+        return result["stderr"] or "rc %s" % result["rc"], evidence
+
+    def check_no_linker(self):
+        outcome, evidence = self.compile_outcome()
+        ld = shutil.which("ld", path=self.env.get("PATH", os.defpath))
+        evidence["ld"] = ld
+        if outcome == "ok":
+            return ("pass", "compiled and linked a Python extension with %s" % (
+                self.compiler["path"]), "", evidence)
+        if outcome == "none":
+            return ("skip", "no compiler to test the linker with (ld: %s)" % (ld or "absent"),
+                    "", evidence)
+        if outcome == "timeout":
+            return ("error", "test compile timed out", "", evidence)
+        if (classify_error(outcome) == "no_linker" or "\"ld\" doesn't exist" in outcome
+                or "cannot find ld" in outcome):
+            return ("fail", "no linker: " + compiler_error_line(outcome),
+                    self.compile_fix("linker"), evidence)
+        return ("pass", "ld at %s (the test compile failed earlier)" % ld if ld else
+                "linker not reached (the test compile failed earlier)", "", evidence)
+
+    def check_libc_headers_missing(self):
+        outcome, evidence = self.compile_outcome()
+        headers = {name: os.path.exists("/usr/include/" + name) for name in ("stdio.h", "dlfcn.h")}
+        evidence["headers"] = headers
+        fix = self.compile_fix("libc")
+        if outcome == "ok":
+            return ("pass", "libc headers found (stdio.h, dlfcn.h)", "", evidence)
+        if outcome not in ("none", "timeout") and classify_error(outcome) == "libc_headers_missing":
+            return ("fail", "libc headers missing: " + compiler_error_line(outcome), fix, evidence)
+        if outcome == "none" or outcome == "timeout" or header_missing(outcome) is None:
+            if not all(headers.values()):
+                return ("fail", "libc headers missing: no /usr/include/%s" % ", ".join(
+                    n for n, ok in headers.items() if not ok), fix, evidence)
+            return ("pass", "/usr/include/stdio.h and dlfcn.h present", "", evidence)
+        return ("pass", "libc headers found", "", evidence)
+
+    def check_python_headers_missing(self):
+        outcome, evidence = self.compile_outcome()
+        include = self.pyinfo.get("include")
+        header = os.path.join(include, "Python.h") if include else None
+        evidence.update({"include": include, "python_h_exists": bool(
+            header and os.path.exists(header))})
+        fix = self.compile_fix("python") + " (headers for %s)" % (
+            self.facts["python"].get("executable"))
+        if outcome == "ok":
+            return ("pass", "Python.h for %s compiles" % self.facts["python"].get("version"), "",
+                    evidence)
+        if outcome not in ("none", "timeout") and "Python.h" in outcome:
+            return ("fail", "Python.h missing for Python %s: %s" % (
+                self.facts["python"].get("version"), compiler_error_line(outcome)), fix, evidence)
+        if not evidence["python_h_exists"]:
+            return ("fail", "Python.h missing for Python %s (not in %s)" % (
+                self.facts["python"].get("version"), include), fix, evidence)
+        return ("pass", "%s present" % header, "", evidence)
+
+    def check_ldconfig_binary_missing(self):
+        path = host_path("/sbin/ldconfig")
+        evidence = {"path": "/sbin/ldconfig", "TRITON_LIBCUDA_PATH":
+                    self.env.get("TRITON_LIBCUDA_PATH")}
+        if os.access(path, os.X_OK):
+            return ("pass", "/sbin/ldconfig present", "", evidence)
+        if self.env.get("TRITON_LIBCUDA_PATH"):
+            return ("pass", "/sbin/ldconfig absent but unused (TRITON_LIBCUDA_PATH is set)", "",
+                    evidence)
+        evidence["expected_error"] = ("FileNotFoundError: [Errno 2] No such file or directory: "
+                                      "'/sbin/ldconfig'")
+        return ("fail", "/sbin/ldconfig missing (Triton runs it by that path)",
+                "set TRITON_LIBCUDA_PATH=%s, or install libc-bin" % (
+                    self.libcuda_dir() or "<dir of libcuda.so.1>"), evidence)
+
+    def libcuda_dir(self):
+        loaded = self.cuda_info.get("loaded")
+        return os.path.dirname(loaded) if loaded and os.sep in loaded else None
+
+    def libcuda_dirs(self):
+        """Triton's libcuda_dirs(): (dirs, assertion text or None, ldconfig entries)."""
+        env_path = self.env.get("TRITON_LIBCUDA_PATH")
+        if env_path:
+            return [env_path], None, []
+        text = self.ld_result["stdout"] if self.ld_result else ""
+        entries = parse_ldconfig(text)
+        locs = [path for name, path in entries if "libcuda.so.1" in name]
+        dirs = [os.path.dirname(loc) for loc in locs]
+        ld_path = self.env.get("LD_LIBRARY_PATH")
+        if ld_path and not dirs:
+            dirs = [d for d in ld_path.split(":") if os.path.exists(os.path.join(d,
+                                                                               "libcuda.so.1"))]
+        msg = "libcuda.so cannot found!\n"
+        if locs:
+            msg += "Possible files are located at %s." % str(locs)
+            msg += "Please create a symlink of libcuda.so to any of the files."
+        else:
+            msg += 'Please make sure GPU is set up and then run "/sbin/ldconfig"'
+            msg += " (requires sudo) to refresh the linker cache."
+        ok = any(os.path.exists(os.path.join(d, "libcuda.so.1")) for d in dirs)
+        return dirs, (None if ok else "AssertionError: " + msg), entries
+
+    def check_libcuda_not_in_ldcache(self):
+        if self.ld_result is None and not self.env.get("TRITON_LIBCUDA_PATH"):
+            return ("skip", "no /sbin/ldconfig to ask (see ldconfig_binary_missing)", "", {})
+        if self.ld_result and self.ld_result["timed_out"]:
+            return ("error", "/sbin/ldconfig -p timed out", "", {})
+        dirs, failure, entries = self.libcuda_dirs()
+        evidence = {"dirs": dirs, "ldconfig_libcuda": [p for n, p in entries if "libcuda" in n],
+                    "LD_LIBRARY_PATH": self.env.get("LD_LIBRARY_PATH"),
+                    "TRITON_LIBCUDA_PATH": self.env.get("TRITON_LIBCUDA_PATH"),
+                    "dlopen": self.cuda_info.get("loaded")}
+        if failure:
+            evidence["expected_error"] = failure
+            where = self.libcuda_dir()
+            fix = ("run ldconfig (add an /etc/ld.so.conf.d entry for %s), or set "
+                   "TRITON_LIBCUDA_PATH=%s" % (where or "the libcuda dir",
+                                               where or "<dir of libcuda.so.1>"))
+            summary = "libcuda.so.1 is not in the ldconfig cache nor on LD_LIBRARY_PATH"
+            if where:
+                summary += " (the loader finds %s)" % self.cuda_info.get("loaded")
+            return ("fail", summary, fix, evidence)
+        return ("pass", "libcuda.so.1 in %s" % ", ".join(dirs), "", evidence)
+
+    def check_libcuda_unversioned_missing(self):
+        version = self.triton_version()
+        if not version:
+            return ("skip", "Triton version unknown", "", {})
+        if version >= (3, 6):
+            return ("pass", "not needed: Triton >= 3.6 links libcuda.so.1", "", {})
+        dirs, failure, entries = self.libcuda_dirs()
+        if failure:
+            return ("skip", "libcuda.so.1 not found (see libcuda_not_in_ldcache)", "", {})
+        in_dirs = [d for d in dirs if os.path.exists(os.path.join(d, "libcuda.so"))]
+        in_cache = [p for n, p in entries if n == "libcuda.so"]
+        evidence = {"dirs": dirs, "with_libcuda_so": in_dirs, "ldconfig": in_cache}
+        if in_dirs or in_cache:
+            return ("pass", "libcuda.so present for -lcuda", "", evidence)
+        evidence["expected_error"] = "/usr/bin/ld: cannot find -lcuda"
+        target = os.path.join(dirs[0], "libcuda.so") if dirs else "libcuda.so"
+        return ("fail", "Triton %s links -lcuda but only libcuda.so.1 exists" % ".".join(
+            map(str, version)), "ln -s libcuda.so.1 %s, or upgrade to Triton >= 3.6" % target,
+            evidence)
+
+    def check_cache_dir_unwritable(self):
+        cache = self.facts["triton_cache_dir"]
+        evidence = {"cache_dir": cache, "HOME": self.env.get("HOME")}
+        fix = "export TRITON_CACHE_DIR=<a writable dir>"
+        if os.path.isdir(cache):
+            try:
+                handle, name = tempfile.mkstemp(prefix=".fleetcheck-", dir=cache)
+                os.close(handle)
+                os.unlink(name)
+            except OSError as exc:
+                return ("fail", "Triton cache %s not writable: %s" % (cache, error_text(exc)), fix,
+                        evidence)
+            return ("pass", "%s writable" % cache, "", evidence)
+        ancestor = existing_ancestor(cache)
+        evidence["nearest_existing"] = ancestor
+        if not os.path.isdir(ancestor):
+            return ("fail", "Triton cache %s cannot be created: %s is not a directory" % (
+                cache, ancestor), fix, evidence)
+        if not os.access(ancestor, os.W_OK | os.X_OK):
+            missing = os.path.join(ancestor, os.path.relpath(cache, ancestor).split(os.sep)[0])
+            return ("fail", "Triton cache cannot be created: PermissionError: [Errno 13] "
+                    "Permission denied: '%s'" % missing, fix, evidence)
+        return ("pass", "%s can be created under %s" % (cache, ancestor), "", evidence)
+
+    def check_cache_dir_noexec(self):
+        cache = self.facts["triton_cache_dir"]
+        if not self.mountinfo:
+            return ("skip", "no /proc/self/mountinfo", "", {"cache_dir": cache})
+        where = existing_ancestor(os.path.realpath(cache) if os.path.exists(cache) else cache)
+        mount = mount_of(where, self.mountinfo)
+        evidence = {"cache_dir": cache, "mount": mount[0] if mount else None,
+                    "options": mount[1] if mount else None}
+        if mount and "noexec" in mount[1].split(","):
+            evidence["expected_error"] = ("ImportError: cuda_utils.so: failed to map segment "
+                                          "from shared object")
+            return ("fail", "Triton cache %s is on noexec mount %s" % (cache, mount[0]),
+                    "set TRITON_CACHE_DIR to a dir on a mount without noexec", evidence)
+        return ("pass", "cache mount %s allows exec" % (mount[0] if mount else "/"), "",
+                evidence)
+
+    def ptxas_tools(self):
+        return self.stages.get("meta", {}).get("ptxas") or {}
+
+    def active_ptxas(self, cap=None):
+        tools = self.ptxas_tools()
+        version = self.triton_version()
+        blackwell = cap is not None and (cap[0] >= 10 or (version >= (3, 9) and cap[0] >= 9))
+        for key in (("TRITON_PTXAS_BLACKWELL_PATH", "ptxas-blackwell") if blackwell else ()) + (
+                "TRITON_PTXAS_PATH", "ptxas", "ptxas-2x"):
+            tool = tools.get(key)
+            if tool and (tool.get("exists") or key == "ptxas"):
+                if key == "ptxas" and not tool.get("exists") and tools.get("ptxas-2x"):
+                    continue
+                return key, tool
+        return None, None
+
+    def check_ptxas_missing(self):
+        _, tool = self.active_ptxas()
+        evidence = {"ptxas": self.ptxas_tools()}
+        if tool is None:
+            return ("skip", "ptxas location unknown", "", evidence)
+        if not tool.get("executable"):
+            version = (self.facts.get("triton") or {}).get("version")
+            return ("fail", "Triton's ptxas %s at %s" % (
+                "is not executable" if tool.get("exists") else "is missing", tool["path"]),
+                "reinstall the wheel: pip install --force-reinstall triton==%s" % version,
+                evidence)
+        return ("pass", "ptxas %s (%s)" % (tool.get("version"), tool["path"]), "", evidence)
+
+    def check_ptxas_override_unparsed(self):
+        tool = self.ptxas_tools().get("TRITON_PTXAS_PATH")
+        if not tool:
+            return ("pass", "TRITON_PTXAS_PATH not set", "", {})
+        evidence = {"ptxas": tool, "triton": (self.facts.get("triton") or {}).get("version")}
+        cuda = version_tuple(tool.get("version"))
+        triton = self.triton_version()
+        if not cuda or not triton:
+            return ("skip", "ptxas or Triton version unknown", "", evidence)
+        if (triton <= (3, 2, 99) and cuda >= (12, 7)) or (triton <= (3, 4, 99) and cuda >= (13,)):
+            evidence["expected_error"] = ("Triton only support CUDA 10.0 or higher, but got "
+                                          "CUDA version: %s" % tool.get("version"))
+            return ("fail", "Triton %s cannot parse the version of TRITON_PTXAS_PATH's ptxas %s"
+                    % (evidence["triton"], tool.get("version")),
+                    "unset TRITON_PTXAS_PATH and upgrade Triton instead", evidence)
+        return ("pass", "TRITON_PTXAS_PATH ptxas %s" % tool.get("version"), "", evidence)
+
+    def check_triton_too_old_for_gpu(self):
+        caps = self.capabilities()
+        evidence = {"gpu_capabilities": ["%d.%d" % c for c in caps]}
+        if not caps:
+            return ("skip", "compute capability unknown", "", evidence)
+        for cap in caps:
+            key, tool = self.active_ptxas(cap)
+            have = version_tuple((tool or {}).get("version"))
+            need = PTXAS_MIN_FOR_CC.get(cap)
+            evidence["sm_%d%d" % cap] = {"ptxas": key, "version": (tool or {}).get("version"),
+                                          "needs": "%d.%d" % need if need else None}
+            if not have or not need:
+                continue
+            if have[:2] < need:
+                version = (self.facts.get("triton") or {}).get("version")
+                return ("fail", "Triton %s's ptxas %s does not know sm_%d%d (needs >= %d.%d)" % (
+                    version, tool.get("version"), cap[0], cap[1], need[0], need[1]),
+                    "upgrade: torch >= 2.7 with Triton >= 3.3 (Triton >= 3.6 for sm_121)",
+                    evidence)
+        return ("pass", "ptxas knows %s" % ", ".join("sm_%d%d" % c for c in caps), "", evidence)
+
+    def check_triton_target(self):
+        target = self.stages.get("target")
+        if target is None:
+            return self.stage_missing("get_current_target()")
+        evidence = {"seconds": target.get("seconds"), "cache": "fresh",
+                    "stderr": clip(self.stack_result["stderr"], 2000)}
+        if target.get("ok"):
+            t = target.get("target") or {}
+            return ("pass", "get_current_target() = %s:%s in a fresh cache" % (
+                t.get("backend"), t.get("arch")), "", evidence)
+        error = target.get("error") or ""
+        evidence["error"] = error
+        evidence["matches"] = classify_error(error + "\n" + self.stack_result["stderr"][-4000:])
+        return ("fail", "get_current_target() in a fresh cache: " + first_line(error), "",
+                evidence)
+
+    def check_stale_cache_masks_compiler(self):
+        target = self.stages.get("target")
+        warm = self.stages.get("warm")
+        if target is None:
+            return ("skip", "no target result", "", {})
+        if target.get("ok"):
+            return ("pass", "Triton works from a fresh cache", "", {})
+        if not warm or warm.get("ok") is None:
+            return ("skip", "no warm cache to compare with", "",
+                    {"cache_dir": (warm or {}).get("cache_dir")})
+        evidence = {"cache_dir": warm.get("cache_dir"), "warm_error": warm.get("error")}
+        if warm.get("ok"):
+            return ("warn", "Triton works only thanks to the warm cache %s: a fresh cache fails "
+                    "(%s)" % (warm.get("cache_dir"), first_line(target.get("error"))),
+                    "install the toolchain anyway (%s): kernels with a new signature still "
+                    "compile a launcher" % self.compile_fix("compiler"), evidence)
+        return ("skip", "the warm cache fails too", "", evidence)
+
+    def check_triton_kernel(self):
+        if not self.deep:
+            return ("skip", "not run (use --deep)", "", {})
+        stages = self.deep_stages
+        result = self.deep_result
+        evidence = {"stderr": clip(result["stderr"], 2000), "seconds": result["seconds"]}
+        if "error" in stages:
+            error = stages["error"]["error"]
+            evidence["error"] = error
+            evidence["matches"] = classify_error(error + "\n" + result["stderr"][-4000:])
+            return ("fail", "kernel run failed: " + first_line(error), "", evidence)
+        if "count" not in stages:
+            if result["timed_out"]:
+                return ("error", "kernel run timed out after %.1f s" % result["seconds"], "",
+                        evidence)
+            return ("error", "kernel run did not report (rc %s)" % result["rc"], "", evidence)
+        count = stages["count"].get("count") or 0
+        devices = [stages.get("device%d" % i) for i in range(count)]
+        evidence["devices"] = devices
+        if count == 0:
+            return ("fail", "kernel run: torch sees no GPU", "", evidence)
+        missing = [i for i, d in enumerate(devices) if d is None]
+        if missing:
+            return ("error", "kernel run timed out before GPU %d" % missing[0], "", evidence)
+        bad = [d for d in devices if not d.get("ok")]
+        if bad:
+            evidence["matches"] = classify_error(bad[0].get("error"))
+            return ("fail", "kernel failed on GPU %d: %s" % (
+                bad[0]["index"], first_line(bad[0].get("error"))), "", evidence)
+        return ("pass", "JIT kernel verified on %d GPU(s) in a fresh cache" % count, "", evidence)
+
+    def check_blackwell_no_allocator(self):
+        meta = self.stages.get("meta", {})
+        caps = self.capabilities()
+        blackwell = [c for c in caps if c[0] in (10, 12)]
+        evidence = {"fla_version": meta.get("fla_version"),
+                    "gpu_capabilities": ["%d.%d" % c for c in caps]}
+        if not meta.get("fla_dir"):
+            return ("skip", "flash-linear-attention not installed", "", evidence)
+        if not blackwell:
+            return ("pass", "not a Blackwell GPU", "", evidence)
+        version = version_tuple(meta.get("fla_version"))
+        fla = self.stages.get("fla") or {}
+        if version and version < (0, 5, 0):
+            return ("fail", "FLA %s registers no Triton allocator on Blackwell" % (
+                meta.get("fla_version")), "upgrade flash-linear-attention to >= 0.5.1", evidence)
+        if fla.get("device_platform") == "cpu":
+            return ("fail", "FLA fell back to CPU, so no allocator is set on Blackwell",
+                    "fix the fallback (see fla_fallback_hidden)", evidence)
+        return ("pass", "FLA %s sets an allocator on Blackwell" % meta.get("fla_version"), "",
+                evidence)
+
+    def check_fla_fallback_hidden(self):
+        meta = self.stages.get("meta", {})
+        if not meta.get("fla_dir"):
+            return ("skip", "flash-linear-attention not installed", "", {})
+        fla = self.stages.get("fla")
+        if fla is None:
+            return self.stage_missing("import fla.utils")
+        target = self.stages.get("target") or {}
+        evidence = {"device_platform": fla.get("device_platform"), "warnings": fla.get(
+            "warnings"), "error": fla.get("error"), "seconds": fla.get("seconds"),
+            "triton_error": target.get("error")}
+        if fla.get("error"):
+            return ("fail", "import fla.utils failed: " + first_line(fla["error"]),
+                    "reinstall flash-linear-attention", evidence)
+        if fla.get("device_platform") == "cpu" or fla.get("warnings"):
+            cause = first_line(target.get("error")) or "see the checks above"
+            return ("fail", "FLA rolled back to CPU (device_platform=%s); hidden cause: %s" % (
+                fla.get("device_platform"), cause), "fix the underlying cause", evidence)
+        return ("pass", "FLA device_platform=%s" % fla.get("device_platform"), "", evidence)
+
+    def apply_masking(self, checks):
+        """A warm cache that hides a toolchain failure makes those failures warnings."""
+        stale = next(c for c in checks if c["id"] == "stale_cache_masks_compiler")
+        if stale["status"] != "warn":
+            return
+        for check in checks:
+            if check["id"] in MASKABLE and check["status"] == "fail":
+                check["status"] = "warn"
+                check["summary"] = clip(check["summary"] + " (hidden by the warm Triton cache)",
+                                        400)
+
+    def verdict(self, checks):
+        """(triton verdict dict, status, reason) from the checks in causal order."""
+        by_id = {c["id"]: c for c in checks}
+        fails = [c for c in checks if c["status"] == "fail"]
+        errors = [c for c in checks if c["status"] == "error"]
+        warns = [c for c in checks if c["status"] == "warn"]
+        target = self.stages.get("target") or {}
+        backend = (target.get("target") or {}).get("backend") if target.get("ok") else None
+        if self.no_gpu:
+            triton = {"verdict": "no-gpu", "backend": None, "cause": None, "fix": ""}
+        elif self.triton_missing and not self.stack_failed:
+            check = by_id["triton_installed"]
+            triton = {"verdict": "not-installed", "backend": None, "cause": "triton_installed",
+                      "fix": check["fix"]}
+        elif fails:
+            first = fails[0]
+            cause = first["id"]
+            if cause in ("triton_target", "triton_kernel"):
+                cause = (first["evidence"] or {}).get("matches") or cause
+            fix = first["fix"] or by_id.get(cause, {}).get("fix") or ""
+            triton = {"verdict": "cpu-fallback", "backend": None, "cause": cause,
+                      "fix": "%s: %s" % (CAUSE_LABELS.get(cause, cause), fix) if fix else ""}
+        elif by_id["stale_cache_masks_compiler"]["status"] == "warn":
+            stale = by_id["stale_cache_masks_compiler"]
+            triton = {"verdict": "gpu", "backend": "cuda", "cause": "stale_cache_masks_compiler",
+                      "fix": "%s: %s" % (CAUSE_LABELS["stale_cache_masks_compiler"], stale["fix"])}
+        elif target.get("ok"):
+            triton = {"verdict": "gpu", "backend": backend, "cause": None, "fix": ""}
+        else:
+            first = errors[0] if errors else by_id["triton_target"]
+            triton = {"verdict": "unknown", "backend": None, "cause": first["id"], "fix": ""}
+        if fails:
+            status = "fail"
+            if triton["verdict"] == "cpu-fallback":
+                reason = "Triton cpu-fallback: " + fails[0]["summary"]
+            else:
+                reason = fails[0]["summary"]
+        elif errors or triton["verdict"] == "unknown":
+            status = "error"
+            reason = (errors[0]["summary"] if errors else "Triton verdict unknown")
+        elif warns:
+            status = "warn"
+            reason = warns[0]["summary"]
+        else:
+            status = "ok"
+            reason = "Triton %s" % triton["verdict"] + (" (%s)" % backend if backend else "")
+        return triton, status, clip(reason, 400)
+
+
+#: Checks that need the workload's Python stack to have answered at all.
+STACK_DEPENDENT = frozenset({
+    "torch_cuda", "torch_lacks_arch", "triton_installed", "triton_2x",
+    "libcuda_unversioned_missing", "ptxas_missing", "ptxas_override_unparsed",
+    "triton_too_old_for_gpu", "triton_target", "stale_cache_masks_compiler",
+    "blackwell_no_allocator", "fla_fallback_hidden", "driver_too_old",
+})
+#: Checks that only matter when Triton is installed.
+TRITON_DEPENDENT = frozenset(CHECK_IDS[CHECK_IDS.index("triton_2x"):CHECK_IDS.index(
+    "blackwell_no_allocator")])
+#: Toolchain failures a warm cache hides (a cached stub skips cc, headers and the link).
+MASKABLE = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
+                      "python_headers_missing", "libcuda_unversioned_missing", "triton_target"})
+
+
+def arch_supported(arch_list, cap):
+    """Whether torch's arch list runs on compute capability `cap` (SASS or PTX JIT)."""
+    major, minor = cap
+    for arch in arch_list:
+        match = re.match(r"^(sm|compute)_(\d+)(\d)([af]?)$", arch)
+        if not match:
+            continue
+        kind, a_major, a_minor, suffix = match.group(1), int(match.group(2)), int(
+            match.group(3)), match.group(4)
+        if kind == "sm" and a_major == major and a_minor <= minor and (
+                not suffix or a_minor == minor):
+            return True
+        if kind == "compute" and not suffix and (a_major, a_minor) <= (major, minor):
+            return True
+    return False
+
+
+def compiler_error_line(text):
+    """The line of compiler output that says what broke."""
+    for line in (text or "").splitlines():
+        if "error" in line.lower():
+            return line.strip()[:300]
+    return first_line(text)[:300]
+
+
+def header_missing(text):
+    match = re.search(r"fatal error: '?([\w./-]+\.h)'?(?::| file not found)", text or "")
+    return match.group(1) if match else None
+
+
+def run_inline(script):
+    """Run a helper script in this interpreter, capturing what it prints."""
+    import io
+    buffer = io.StringIO()
+    saved = sys.stdout
+    sys.stdout = buffer
+    try:
+        exec(compile(script, "<fleetcheck>", "exec"), {"__name__": "fleetcheck_inline"})
+    finally:
+        sys.stdout = saved
+    return buffer.getvalue()
+
+
+def parse_args(argv):
+    """(deep, deadline, python) from argv after `-`; raises ValueError on bad usage."""
+    deep, deadline, python = False, None, None
+    items = list(argv)
+    while items:
+        item = items.pop(0)
+        if item == "--deep":
+            deep = True
+        elif item in ("--deadline", "--python"):
+            if not items:
+                raise ValueError("%s needs a value" % item)
+            value = items.pop(0)
+            if item == "--deadline":
+                deadline = float(value)
+                if not deadline > 0:
+                    raise ValueError("--deadline must be > 0")
+            else:
+                python = value
+        elif item.startswith("--deadline="):
+            deadline = float(item.split("=", 1)[1])
+        elif item.startswith("--python="):
+            python = item.split("=", 1)[1]
+        else:
+            raise ValueError("unknown argument %r" % item)
+    if deadline is None:
+        deadline = 180.0 if deep else 50.0
+    return deep, deadline, python
+
+
+def failure_document(message, deep, started):
+    """The JSON printed when the probe itself breaks: every check an error, verdict unknown."""
+    return {
+        "schema": PROBE_SCHEMA, "probe_version": PROBE_VERSION,
+        "duration_s": round(time.monotonic() - started, 3), "deep": deep, "facts": {},
+        "checks": [{"id": check_id, "status": "error", "summary": clip(message, 400), "fix": "",
+                    "evidence": {}} for check_id in CHECK_IDS],
+        "triton": {"verdict": "unknown", "backend": None, "cause": None, "fix": ""},
+        "status": "error", "reason": clip("probe error: " + message, 400),
+    }
+
+
+EXIT_CODES = {"ok": 0, "warn": 0, "fail": 1, "error": 3}
+
+
+def main(argv):
+    started = time.monotonic()
+    deep = "--deep" in argv
+    tmp = None
+    try:
+        deep, seconds, python = parse_args(argv)
+        deadline = Deadline(seconds)
+        tmp = tempfile.mkdtemp(prefix="fleetcheck-probe-")
+        probe = Probe(deep, deadline, python, tmp)
+        probe.gather()
+        checks = probe.run_checks()
+        triton, status, reason = probe.verdict(checks)
+        document = {
+            "schema": PROBE_SCHEMA, "probe_version": PROBE_VERSION,
+            "duration_s": round(time.monotonic() - started, 3), "deep": deep,
+            "facts": bounded(probe.facts), "checks": checks, "triton": triton,
+            "status": status, "reason": reason,
+        }
+    except BaseException as exc:  # the global guard: a JSON document, never a traceback
+        document = failure_document(error_text(exc), deep, started)
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    text = json.dumps(document, sort_keys=False, separators=(",", ":"))
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+    return EXIT_CODES.get(document["status"], 3)
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    # Daemon reader threads may still hold pipes of killed grandchildren: exit without waiting.
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,160 @@
+"""Parse the probe's stdout into a ProbeOutput: hostile input gives ProbeOutputError, never more."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetcheck.model import CHECK_STATUSES, PROBE_SCHEMA, VERDICTS, Check, TritonVerdict
+
+#: Statuses a probe reports for its node.
+PROBE_STATUSES = ("ok", "warn", "fail", "error")
+#: Bounds applied to everything read from a node.
+MAX_TEXT = 4096
+MAX_ITEMS = 200
+MAX_DEPTH = 8
+MAX_CHECKS = 200
+
+
+class ProbeOutputError(Exception):
+    """The probe's output is not a valid `fleetcheck.probe/1` document (short message)."""
+
+
+@dataclass(frozen=True)
+class ProbeOutput:
+    """One probe run as the node reported it."""
+
+    facts: Mapping[str, Any]
+    checks: tuple[Check, ...]
+    triton: TritonVerdict
+    status: str
+    reason: str
+    duration_s: float
+    deep: bool = False
+    probe_version: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _clip(text: str, limit: int = MAX_TEXT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _bounded(value: Any, depth: int = 0) -> Any:
+    """A copy with strings clipped, containers cut, depth limited, non-finite floats dropped."""
+    if depth > MAX_DEPTH:
+        return None
+    if isinstance(value, str):
+        return _clip(value)
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        items = list(value.items())[:MAX_ITEMS]
+        return {_clip(str(k), 200): _bounded(v, depth + 1) for k, v in items}
+    if isinstance(value, list):
+        return [_bounded(v, depth + 1) for v in value[:MAX_ITEMS]]
+    return None
+
+
+def _text(data: Mapping[str, Any], key: str, where: str, *, optional: bool = False) -> str:
+    value = data.get(key)
+    if value is None and optional:
+        return ""
+    if not isinstance(value, str):
+        raise ProbeOutputError(f"{where}: '{key}' must be a string")
+    return _clip(value)
+
+
+def _choice(data: Mapping[str, Any], key: str, allowed: tuple[str, ...], where: str) -> str:
+    value = data.get(key)
+    if value not in allowed:
+        shown = _clip(repr(value), 40)
+        raise ProbeOutputError(f"{where}: '{key}' is {shown}, not one of {', '.join(allowed)}")
+    assert isinstance(value, str)
+    return value
+
+
+def _check(item: Any, index: int) -> Check:
+    where = f"checks[{index}]"
+    if not isinstance(item, dict):
+        raise ProbeOutputError(f"{where}: not an object")
+    evidence = item.get("evidence", {})
+    if not isinstance(evidence, dict):
+        raise ProbeOutputError(f"{where}: 'evidence' must be an object")
+    return Check(
+        id=_clip(_text(item, "id", where), 100),
+        status=_choice(item, "status", CHECK_STATUSES, where),
+        summary=_text(item, "summary", where),
+        fix=_text(item, "fix", where, optional=True),
+        evidence=_bounded(evidence),
+    )
+
+
+def _verdict(data: Any) -> TritonVerdict:
+    if not isinstance(data, dict):
+        raise ProbeOutputError("'triton' must be an object")
+    backend, cause = data.get("backend"), data.get("cause")
+    if backend is not None and not isinstance(backend, str):
+        raise ProbeOutputError("triton: 'backend' must be a string or null")
+    if cause is not None and not isinstance(cause, str):
+        raise ProbeOutputError("triton: 'cause' must be a string or null")
+    return TritonVerdict(
+        verdict=_choice(data, "verdict", VERDICTS, "triton"),
+        backend=_clip(backend, 100) if backend else None,
+        cause=_clip(cause, 100) if cause else None,
+        fix=_text(data, "fix", "triton", optional=True),
+    )
+
+
+def parse_probe_output(stdout: bytes, *, max_bytes: int = 1_048_576) -> ProbeOutput:
+    """The probe's one JSON document -> ProbeOutput; anything else -> ProbeOutputError."""
+    if len(stdout) > max_bytes:
+        raise ProbeOutputError(f"probe output too large ({len(stdout)} bytes > {max_bytes})")
+    try:
+        text = stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProbeOutputError("probe output is not UTF-8") from None
+    if not text.strip():
+        raise ProbeOutputError("probe printed nothing")
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise ProbeOutputError("probe output nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise ProbeOutputError(f"probe output is not one JSON document: {exc.msg}") from None
+    except ValueError:
+        # int() of a huge number literal, and similar limits of the decoder.
+        raise ProbeOutputError("probe output is not a usable JSON document") from None
+    if not isinstance(data, dict):
+        raise ProbeOutputError("probe output is not a JSON object")
+    if data.get("schema") != PROBE_SCHEMA:
+        shown = _clip(repr(data.get("schema")), 60)
+        raise ProbeOutputError(f"probe output has schema {shown}, expected {PROBE_SCHEMA!r}")
+    facts = data.get("facts")
+    if not isinstance(facts, dict):
+        raise ProbeOutputError("'facts' must be an object")
+    checks = data.get("checks")
+    if not isinstance(checks, list):
+        raise ProbeOutputError("'checks' must be a list")
+    if len(checks) > MAX_CHECKS:
+        raise ProbeOutputError(f"too many checks ({len(checks)})")
+    duration = data.get("duration_s")
+    if isinstance(duration, bool) or not isinstance(duration, (int, float)):
+        raise ProbeOutputError("'duration_s' must be a number")
+    if not math.isfinite(duration) or duration < 0:
+        raise ProbeOutputError("'duration_s' must be a finite number >= 0")
+    version = data.get("probe_version")
+    return ProbeOutput(
+        facts=_bounded(facts),
+        checks=tuple(_check(item, index) for index, item in enumerate(checks)),
+        triton=_verdict(data.get("triton")),
+        status=_choice(data, "status", PROBE_STATUSES, "probe"),
+        reason=_text(data, "reason", "probe"),
+        duration_s=float(duration),
+        deep=data.get("deep") is True,
+        probe_version=_clip(version, 40) if isinstance(version, str) else "",
+    )
