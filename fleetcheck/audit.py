@@ -1,0 +1,343 @@
+"""The audit: inventory targets -> concurrent probing over the transports -> one Report."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import socket
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from fleetcheck.inventory import (
+    ALL_CONTAINERS,
+    DiscoveredContainer,
+    DiscoveryError,
+    HostSpec,
+    Inventory,
+    InventoryError,
+    SkippedTarget,
+    Target,
+    discover_via_api,
+    matches_limit,
+    parse_pct_list,
+    pct_list_argv,
+    targets_for_host,
+)
+from fleetcheck.model import NodeResult, Report
+from fleetcheck.observer import AuditObserver, NullObserver
+from fleetcheck.probe import probe_argv, probe_source
+from fleetcheck.probe.results import ProbeOutputError, parse_probe_output
+from fleetcheck.transport.interface import CommandResult, Transport, TransportError
+from fleetcheck.transport.local import LocalTransport
+from fleetcheck.transport.pct import (
+    NEEDS_ROOT,
+    NO_CONFIG,
+    NOT_RUNNING,
+    SUDO_PROMPT_REFUSED,
+    PctTransport,
+)
+from fleetcheck.transport.ssh import (
+    DEFAULT_CONNECT_ATTEMPTS,
+    KILL_AFTER,
+    OUTPUT_CAP,
+    SshTransport,
+)
+from fleetcheck.verdict import DEFAULT_POLICY, Policy, evaluate_node
+
+INTERRUPTED = "interrupted before the probe finished"
+INTERRUPTED_DISCOVERY = "interrupted before its containers were discovered"
+#: Seconds the probe keeps for itself below the node timeout, so it reports before it is killed.
+PROBE_MARGIN = 5.0
+#: How long `pct list` may take on a host.
+DISCOVERY_TIMEOUT = 30.0
+
+
+def utc_now() -> str:
+    """ISO 8601 UTC with a Z, to the second (the audit JSON's timestamps)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def probe_deadline(timeout: float) -> float:
+    """The probe's own deadline: short of the node timeout, never below half of it."""
+    return round(max(timeout - PROBE_MARGIN, timeout / 2, 1.0), 1)
+
+
+@functools.cache
+def _probe_input() -> bytes:
+    # Encoded once per process: hundreds of nodes share the same bytes.
+    return probe_source().encode()
+
+
+def _node(target: Target | SkippedTarget, status: str, reason: str, **extra: Any) -> NodeResult:
+    return NodeResult(id=target.id, host=target.host.name, vmid=target.vmid, name=target.name,
+                      status=status, reason=reason, labels=target.labels, **extra)
+
+
+def _host_node(host: HostSpec, status: str, reason: str) -> NodeResult:
+    return NodeResult(id=host.name, host=host.name, vmid=None, name=host.name, status=status,
+                      reason=reason, labels=host.labels)
+
+
+def _last_line(data: bytes) -> str:
+    lines = [line.strip() for line in data.decode("utf-8", "replace").splitlines()]
+    lines = [line for line in lines if line]
+    text = lines[-1] if lines else ""
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _pct_failure(target: Target, stderr: str) -> tuple[str, str] | None:
+    """(status, reason) when pct or sudo, not the probe, refused to run (their stderr texts)."""
+    host = target.host.name
+    if SUDO_PROMPT_REFUSED in stderr:
+        return "error", (f"sudo on {host} asks for a password (sudo -n): allow the login to run "
+                         "pct without a password (NOPASSWD)")
+    if target.vmid is None:
+        return None
+    if NOT_RUNNING in stderr and f"'{target.vmid}'" in stderr:
+        return "skipped", "container not running"
+    if NO_CONFIG in stderr and "Configuration file" in stderr:
+        return "error", f"container {target.vmid} does not exist on {host}"
+    if NEEDS_ROOT in stderr:
+        return "error", f"pct on {host} needs root: log in as root or set sudo: true"
+    return None
+
+
+def node_from_result(
+    target: Target, result: CommandResult, policy: Policy, duration_s: float
+) -> NodeResult:
+    """Sort one command result into a node: the probe's verdict, or why there is none."""
+    where = "in container" if target.vmid is not None else f"on {target.host.name}"
+    timing = {"duration_s": duration_s}
+    if result.truncated:
+        return _node(target, "error", f"output exceeded {OUTPUT_CAP} bytes", **timing)
+    if result.timed_out:
+        return _node(target, "error", f"probe timed out after {target.timeout:g} s", **timing)
+    stderr = result.stderr.decode("utf-8", "replace")
+    code = result.returncode
+    if code != 0:
+        refused = _pct_failure(target, stderr)
+        if refused is not None:
+            return _node(target, refused[0], refused[1], **timing)
+        if code == 127:
+            return _node(target, "error", f"{target.python} not found {where}", **timing)
+        if code == 126:
+            return _node(target, "error", f"{target.python} cannot be run {where}", **timing)
+    try:
+        output = parse_probe_output(result.stdout)
+    except ProbeOutputError as exc:
+        if code != 0 and not result.stdout.strip():
+            detail = _last_line(result.stderr) or "no output"
+            return _node(target, "error", f"probe exited with status {code}: {detail}", **timing)
+        return _node(target, "error", f"probe output is not its JSON: {exc}", **timing)
+    gpu_count = output.facts.get("gpu_count")
+    status, reason = evaluate_node(
+        output.checks, output.triton, policy,
+        gpu_count=gpu_count if isinstance(gpu_count, int) else None,
+    )
+    return _node(target, status, reason, triton=output.triton, checks=tuple(output.checks),
+                 facts=output.facts, **timing)
+
+
+async def probe_target(
+    target: Target, transport: Transport, *, deep: bool = False, policy: Policy = DEFAULT_POLICY
+) -> NodeResult:
+    """Run the probe on one node over `transport` and judge it; never raises for a bad node."""
+    started = time.monotonic()
+    argv = probe_argv(target.python, deep=deep, deadline=probe_deadline(target.timeout))
+    if target.env:
+        # pct (and sshd) replace the environment; `env` sets the node's on the far side.
+        argv = ["env", *(f"{key}={value}" for key, value in sorted(target.env.items())), *argv]
+    # Bounds what the transport's own timeouts cannot: a stalled connect or channel open.
+    bound = target.timeout + KILL_AFTER + target.host.ssh.connect_timeout + 10
+    try:
+        result = await asyncio.wait_for(
+            transport.run(argv, input=_probe_input(), timeout=target.timeout), bound
+        )
+    except TransportError as exc:
+        return _node(target, exc.kind, str(exc), duration_s=time.monotonic() - started)
+    except asyncio.TimeoutError:
+        return _node(target, "error", f"probe timed out after {target.timeout:g} s",
+                     duration_s=time.monotonic() - started)
+    return node_from_result(target, result, policy, time.monotonic() - started)
+
+
+def _discovery_failure(host: HostSpec, result: CommandResult) -> str:
+    stderr = result.stderr.decode("utf-8", "replace")
+    if SUDO_PROMPT_REFUSED in stderr:
+        return (f"sudo on {host.name} asks for a password (sudo -n): allow the login to run "
+                "pct without a password (NOPASSWD)")
+    if NEEDS_ROOT in stderr:
+        return f"pct on {host.name} needs root: log in as root or set sudo: true"
+    if result.returncode == 127:
+        return f"pct not found on {host.name}: is it a Proxmox VE host?"
+    if result.timed_out:
+        return f"`pct list` on {host.name} timed out"
+    return f"`pct list` on {host.name} failed ({result.returncode}): {_last_line(result.stderr)}"
+
+
+class AuditRun:
+    """One audit in progress; `partial_report()` may be called at any time (e.g. on Ctrl-C)."""
+
+    def __init__(
+        self,
+        inventory: Inventory,
+        *,
+        limit: Sequence[str] | None = None,
+        deep: bool = False,
+        policy: Policy = DEFAULT_POLICY,
+        observer: AuditObserver | None = None,
+        audit_timeout: float | None = None,
+        connect_attempts: int = DEFAULT_CONNECT_ATTEMPTS,
+    ) -> None:
+        self.inventory = inventory
+        self.limit = list(limit or [])
+        self.deep = deep or policy.deep
+        self.policy = policy
+        self.observer: AuditObserver = observer or NullObserver()
+        self.audit_timeout = audit_timeout if audit_timeout is not None else (
+            inventory.audit_timeout)
+        self.connect_attempts = connect_attempts
+        self.started_at = utc_now()
+        self.interrupted = False
+        self._host_order = {host.name: index for index, host in enumerate(inventory.hosts)}
+        self._done: dict[str, NodeResult] = {}
+        self._pending: dict[str, NodeResult] = {}
+        self._total = 0
+        self._transports: list[Transport] = []
+
+    def partial_report(self) -> Report:
+        """Every node known so far; those still running count as interrupted errors."""
+        nodes = list(self._done.values()) + [
+            node for node_id, node in self._pending.items() if node_id not in self._done
+        ]
+        nodes.sort(key=lambda node: (self._host_order.get(node.host, len(self._host_order)),
+                                     -1 if node.vmid is None else node.vmid))
+        return Report(started_at=self.started_at, finished_at=utc_now(), nodes=tuple(nodes),
+                      inventory=self.inventory.path, interrupted=self.interrupted)
+
+    async def run(self) -> Report:
+        """Audit every selected node; returns the (possibly partial) report, never raises."""
+        self._connects = asyncio.Semaphore(max(1, self.connect_attempts))
+        self._slots = asyncio.Semaphore(max(1, self.inventory.concurrency))
+        tasks = [asyncio.ensure_future(self._audit_host(host)) for host in self.inventory.hosts]
+        try:
+            if tasks:
+                _, unfinished = await asyncio.wait(tasks, timeout=self.audit_timeout)
+                if unfinished:
+                    self.interrupted = True
+        except asyncio.CancelledError:
+            # Ctrl-C or a caller's cancel: stop probing and hand back what was gathered.
+            self.interrupted = True
+        finally:
+            await self._stop(tasks)
+        return self.partial_report()
+
+    async def _stop(self, tasks: Sequence[asyncio.Future[None]]) -> None:
+        for task in tasks:
+            task.cancel()
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
+        closing = [transport.close() for transport in self._transports]
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), 10)
+
+    def _finish(self, node: NodeResult) -> None:
+        self._done[node.id] = node
+        self._pending.pop(node.id, None)
+        self.observer.node_finished(node)
+
+    def _selected(self, node: Target | SkippedTarget) -> bool:
+        if not self.limit:
+            return True
+        groups = getattr(self.inventory, "groups", None)
+        return matches_limit(node.id, node.labels, self.limit, groups)
+
+    def _host_transport(self, host: HostSpec) -> Transport:
+        transport: Transport
+        if host.transport == "local":
+            transport = LocalTransport()
+        else:
+            transport = SshTransport(host, connect_limiter=self._connects)
+        self._transports.append(transport)
+        return transport
+
+    async def _audit_host(self, host: HostSpec) -> None:
+        transport = self._host_transport(host)
+        discovered: list[DiscoveredContainer] | None = None
+        if host.containers == ALL_CONTAINERS:
+            self._pending[host.name] = _host_node(host, "error", INTERRUPTED_DISCOVERY)
+            try:
+                discovered = await self._discover(host, transport)
+            except TransportError as exc:
+                self._finish(_host_node(host, exc.kind, str(exc)))
+                return
+            except (DiscoveryError, InventoryError) as exc:
+                self._finish(_host_node(host, "error", f"container discovery failed: {exc}"))
+                return
+            self._pending.pop(host.name, None)
+        nodes = [node for node in targets_for_host(host, discovered) if self._selected(node)]
+        targets = [node for node in nodes if isinstance(node, Target)]
+        for target in targets:
+            self._pending[target.id] = _node(target, "error", INTERRUPTED)
+        self._total += len(nodes)
+        self.observer.targets_resolved(self._total)
+        for skipped in nodes:
+            if isinstance(skipped, SkippedTarget):
+                self._finish(_node(skipped, "skipped", skipped.reason))
+        await asyncio.gather(*(self._probe(target, transport) for target in targets))
+
+    async def _discover(self, host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
+        if host.api is not None:
+            return await discover_via_api(host)
+        result = await transport.run(pct_list_argv(host), timeout=DISCOVERY_TIMEOUT)
+        if result.returncode != 0 or result.timed_out:
+            raise DiscoveryError(_discovery_failure(host, result), host=host.name)
+        return parse_pct_list(result.stdout.decode("utf-8", "replace"))
+
+    async def _probe(self, target: Target, host_transport: Transport) -> None:
+        async with self._slots:
+            self.observer.node_started(target.id)
+            transport: Transport = host_transport
+            if target.vmid is not None:
+                transport = PctTransport(host_transport, target.vmid, sudo=target.host.sudo)
+            node = await probe_target(target, transport, deep=self.deep, policy=self.policy)
+        self._finish(node)
+
+
+async def run_audit(
+    inventory: Inventory,
+    *,
+    limit: list[str] | None = None,
+    deep: bool = False,
+    policy: Policy = DEFAULT_POLICY,
+    observer: AuditObserver | None = None,
+    audit_timeout: float | None = None,
+) -> Report:
+    """Audit the inventory; unreachable or broken nodes are results, not exceptions.
+
+    When `audit_timeout` (or the inventory's) passes, or the task is cancelled (Ctrl-C under
+    asyncio.run), the report is returned with `interrupted=True` and the unfinished nodes as
+    errors. For KeyboardInterrupt outside asyncio's handling, use `AuditRun.partial_report()`.
+    """
+    run = AuditRun(inventory, limit=limit, deep=deep, policy=policy, observer=observer,
+                   audit_timeout=audit_timeout)
+    return await run.run()
+
+
+def local_node_result(
+    *,
+    python: str | None = None,
+    deep: bool = False,
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
+    policy: Policy = DEFAULT_POLICY,
+) -> NodeResult:
+    """Probe the machine fleetcheck runs on (`fleetcheck probe`); the node id is its hostname."""
+    name = socket.gethostname()
+    host = HostSpec(name=name, address=None, transport="local", timeout=timeout)
+    target = Target(host=host, vmid=None, name=name, python=python or "python3",
+                    env=dict(env or {}), labels=(), timeout=timeout)
+    return asyncio.run(probe_target(target, LocalTransport(), deep=deep, policy=policy))

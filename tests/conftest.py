@@ -1,0 +1,29 @@
+"""Shared fixtures: the loopback fleet (real sshd per host, `pct` stand-in, containers)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fleet import Fleet
+
+SSHD_MISSING = not (os.path.exists("/usr/sbin/sshd") and shutil.which("ssh-keygen"))
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Iterator[Fleet]:
+    """A fresh, empty fleet under tmp_path; add hosts and containers, then write_inventory().
+
+    At teardown every sshd is stopped, and the test fails if any probe process outlived it.
+    """
+    if SSHD_MISSING:
+        pytest.skip("needs OpenSSH sshd and ssh-keygen (apt-get install openssh-server)")
+    kit = Fleet(tmp_path / "fleet")
+    try:
+        yield kit
+    finally:
+        leftovers = kit.close()
+    assert leftovers == [], f"processes left running on the test hosts: {leftovers}"

@@ -1,0 +1,377 @@
+"""The loopback test fleet: real OpenSSH sshd per "Proxmox host", a `pct` stand-in, containers.
+
+Usable outside pytest (benchmarks)::
+
+    from fleet import Fleet            # with tests/ on sys.path
+    with Fleet(tmp_dir) as fleet:
+        pve1 = fleet.add_host("pve1")                     # starts sshd on 127.0.0.1:<free port>
+        fleet.add_container("pve1", 101)                  # kind "healthy"
+        fleet.add_container("pve1", 102, "no-compiler")
+        fleet.add_container("pve1", 103, "stopped")
+        inventory = fleet.write_inventory(timeout=20)     # inventory YAML path
+        ...                                               # run the audit
+        fleet.accepted_logins("pve1")                     # "Accepted publickey" lines
+    # on exit: sshd stopped; fleet.leftovers holds processes that outlived the audit (killed)
+
+    build_fleet(tmp_dir, containers=100, per_host=20)     # 5 hosts, 20 healthy containers each
+
+Hosts: `add_host(name, *, containers="all"|"listed", probe_host=False, known="trusted"|"wrong"|
+"absent", refuse=False, sudo=False, sudo_password=False, max_sessions=None)`. Each host has its
+own sshd (own port, own host key, MaxSessions and MaxStartups left at OpenSSH's defaults), its
+own `bin/` (the pct stand-in and a sudo stand-in) put first on the session PATH by sshd's
+`SetEnv`, and `containers/<vmid>/` directories. `refuse=True` reserves a port with no sshd.
+`known` decides the host's line in the fleet's known_hosts: its real key, another key, or none.
+
+Container kinds (`KINDS`): healthy (python3 and a C compiler), no-compiler, no-python, stopped,
+hang (the "python3" sleeps; its command line carries the fleet's marker), garbage (prints text
+that is not the probe's JSON), crash (exits 3 with a traceback on stderr). When tests/nodeenv.py
+is present, healthy and no-compiler containers get its fake GPU node (nvidia-smi, libcuda,
+torch, triton stubs) so the probe reaches a Triton verdict. Every container's environment holds
+FLEETCHECK_FLEET_MARK=<marker>, so `leftover_processes()` finds anything a probe left running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SSHD = "/usr/sbin/sshd"
+KINDS = ("healthy", "no-compiler", "no-python", "stopped", "hang", "garbage", "crash")
+_HERE = Path(__file__).resolve().parent
+_TOOLS = ("env", "sh", "cat", "sleep", "ls", "uname", "id", "true")
+
+
+@dataclass
+class FleetHost:
+    """One loopback "Proxmox host": its sshd and its directories."""
+
+    name: str
+    dir: Path
+    port: int
+    host_key: Path
+    containers: str = "all"
+    probe_host: bool = False
+    sudo: bool = False
+    known: str = "trusted"
+    refuse: bool = False
+    process: subprocess.Popen[bytes] | None = None
+    vmids: list[int] = field(default_factory=list)
+    timeouts: dict[int, float] = field(default_factory=dict)
+    ssh_extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def log(self) -> Path:
+        return self.dir / "sshd" / "sshd.log"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _keygen(path: Path) -> str:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "", "-f", str(path)],
+                   check=True, stdin=subprocess.DEVNULL)
+    return path.with_suffix(".pub").read_text().split()[1]
+
+
+def _load_nodeenv() -> Any:
+    try:
+        import nodeenv  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return nodeenv if hasattr(nodeenv, "make_node") else None
+
+
+class Fleet:
+    """Hosts (sshd) and containers (dirs) under `root`, an inventory and known_hosts for them."""
+
+    def __init__(self, root: Path | str, *, python: str = sys.executable) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.python = python
+        self.mark = uuid.uuid4().hex
+        self.hosts: dict[str, FleetHost] = {}
+        self.client_key = self.root / "client_ed25519"
+        self.known_hosts = self.root / "known_hosts"
+        self.inventory: Path | None = None
+        self.leftovers: list[str] = []
+        _keygen(self.client_key)
+        self.known_hosts.write_text("")
+        self._nodeenv = _load_nodeenv()
+
+    # -- hosts -----------------------------------------------------------------------------
+
+    def add_host(
+        self, name: str, *, containers: str = "all", probe_host: bool = False,
+        known: str = "trusted", refuse: bool = False, sudo: bool = False,
+        sudo_password: bool = False, **ssh_extra: Any,
+    ) -> FleetHost:
+        """A host with its own sshd (not started when `refuse`); `containers` "all" or "listed"."""
+        hdir = self.root / "hosts" / name
+        for sub in ("bin", "containers", "sshd"):
+            (hdir / sub).mkdir(parents=True, exist_ok=True)
+        (hdir / "bin" / "pct").write_text(
+            f"#!{self.python}\n" + (_HERE / "pct_standin.py").read_text())
+        (hdir / "bin" / "sudo").write_text(
+            "#!/bin/sh\n# sudo stand-in: `sudo -n CMD` runs CMD (the login is already root).\n"
+            '[ "$1" = "-n" ] && shift\n'
+            'if [ -e "$(dirname "$0")/../sudo-requires-password" ]; then\n'
+            '  echo "sudo: a password is required" >&2; exit 1\nfi\nexec "$@"\n')
+        for tool in ("pct", "sudo"):
+            (hdir / "bin" / tool).chmod(0o755)
+        if sudo_password:
+            (hdir / "sudo-requires-password").write_text("")
+        host = FleetHost(name=name, dir=hdir, port=free_port(),
+                         host_key=hdir / "sshd" / "host_ed25519", containers=containers,
+                         probe_host=probe_host, sudo=sudo, known=known, refuse=refuse,
+                         ssh_extra=ssh_extra)
+        self.hosts[name] = host
+        if not refuse:
+            _keygen(host.host_key)
+            self._start_sshd(host)
+        self._write_known_hosts()
+        return host
+
+    def _start_sshd(self, host: FleetHost) -> None:
+        Path("/run/sshd").mkdir(exist_ok=True)  # privilege separation dir sshd insists on as root
+        sdir = host.dir / "sshd"
+        (sdir / "authorized_keys").write_text(self.client_key.with_suffix(".pub").read_text())
+        path = f"{host.dir / 'bin'}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        for _attempt in range(3):
+            config = sdir / "sshd_config"
+            config.write_text("\n".join([
+                f"Port {host.port}", "ListenAddress 127.0.0.1",
+                f"HostKey {host.host_key}", f"PidFile {sdir / 'sshd.pid'}",
+                f"AuthorizedKeysFile {sdir / 'authorized_keys'}",
+                "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+                "UsePAM no", "StrictModes no", "PermitRootLogin prohibit-password",
+                # HOME points away from root's: its ~/.bashrc (sourced by bash for every ssh
+                # command) would slow each command and change PATH.
+                f"SetEnv PATH={path} HOME={host.dir} FLEETCHECK_FLEET_MARK={self.mark}",
+                "LogLevel INFO", "",
+            ]))
+            host.log.write_text("")
+            host.process = subprocess.Popen(
+                [SSHD, "-D", "-f", str(config), "-E", str(host.log)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(200):  # bounded: 10 s
+                if "Server listening" in host.log.read_text():
+                    return
+                if host.process.poll() is not None:
+                    break
+                time.sleep(0.05)
+            self._stop(host)
+            host.port = free_port()
+        raise RuntimeError(f"sshd for {host.name} did not start: {host.log.read_text()[-500:]}")
+
+    def _write_known_hosts(self) -> None:
+        lines = []
+        for host in self.hosts.values():
+            if host.refuse or host.known == "absent":
+                continue
+            if host.known == "wrong":
+                blob = _keygen(host.dir / "sshd" / "impostor_ed25519")
+            else:
+                blob = host.host_key.with_suffix(".pub").read_text().split()[1]
+            lines.append(f"[127.0.0.1]:{host.port} ssh-ed25519 {blob}\n")
+        self.known_hosts.write_text("".join(lines))
+
+    # -- containers ------------------------------------------------------------------------
+
+    def add_container(
+        self, host: str, vmid: int, kind: str = "healthy", *, name: str | None = None,
+        env: dict[str, str] | None = None, timeout: float | None = None, lock: str = "",
+    ) -> Path:
+        """A container of `kind` on `host`; returns its directory."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown container kind {kind!r}; one of {KINDS}")
+        fhost = self.hosts[host]
+        cdir = fhost.dir / "containers" / str(vmid)
+        bindir = cdir / "bin"
+        for sub in ("root", "sysroot"):
+            (cdir / sub).mkdir(parents=True, exist_ok=True)
+        bindir.mkdir(exist_ok=True)
+        for tool in _TOOLS:
+            found = shutil.which(tool)
+            if found:
+                (bindir / tool).symlink_to(found)
+        node_env = {"PATH": str(bindir), "HOME": str(cdir / "root"),
+                    "FLEETCHECK_SYSROOT": str(cdir / "sysroot"),
+                    "FLEETCHECK_FLEET_MARK": self.mark}
+        if kind in ("healthy", "no-compiler") and self._nodeenv is not None:
+            made = self._nodeenv.make_node(cdir / "node", compiler=kind == "healthy")
+            made_env = dict(made.env)
+            made_env["PATH"] = f"{made_env.get('PATH', '')}:{bindir}".strip(":")
+            node_env.update(made_env)
+            node_env["FLEETCHECK_FLEET_MARK"] = self.mark
+            (bindir / "python3").symlink_to(made.python)
+        elif kind in ("healthy", "no-compiler", "stopped"):
+            (bindir / "python3").symlink_to(self.python)
+            if kind == "healthy":
+                (bindir / "cc").symlink_to(shutil.which("gcc") or "/usr/bin/gcc")
+        elif kind == "hang":
+            # Re-exec with the marker in argv, so the sleeper is findable with `pgrep -f`.
+            self._script(bindir / "python3",
+                         "import os, sys\nos.execv(sys.executable, [sys.executable, '-c', "
+                         f"'import time; time.sleep(600)', 'hang-{self.mark}'])")
+        elif kind == "garbage":
+            self._script(bindir / "python3", "print('Welcome to container shell!')")
+        elif kind == "crash":
+            self._script(bindir / "python3",
+                         "import sys\nsys.stderr.write('Traceback (most recent call last):\\n"
+                         "MemoryError\\n')\nsys.exit(3)")
+        node_env.update(env or {})
+        config = {"name": name or f"ct{vmid}-{kind}",
+                  "status": "stopped" if kind == "stopped" else "running",
+                  "lock": lock, "env": node_env}
+        (cdir / "config.json").write_text(json.dumps(config, indent=1))
+        fhost.vmids.append(vmid)
+        if timeout is not None:
+            fhost.timeouts[vmid] = timeout
+        return cdir
+
+    def _script(self, path: Path, body: str) -> None:
+        path.write_text(f"#!{self.python}\n{body}\n")
+        path.chmod(0o755)
+
+    # -- inventory -------------------------------------------------------------------------
+
+    def inventory_data(self, *, timeout: float = 30, **defaults: Any) -> dict[str, Any]:
+        """The inventory as a dict (YAML-ready); `defaults` extends `defaults:`."""
+        hosts: dict[str, Any] = {}
+        for host in self.hosts.values():
+            entry: dict[str, Any] = {"address": "127.0.0.1",
+                                     "ssh": {"port": host.port, **host.ssh_extra}}
+            if host.containers == "all":
+                entry["containers"] = "all"
+            else:
+                entry["containers"] = [
+                    {"vmid": vmid, **({"timeout": host.timeouts[vmid]}
+                                      if vmid in host.timeouts else {})}
+                    for vmid in sorted(host.vmids)]
+            if host.probe_host:
+                entry["probe_host"] = True
+            if host.sudo:
+                entry["sudo"] = True
+            hosts[host.name] = entry
+        ssh = {"user": "root", "identity_file": str(self.client_key),
+               "known_hosts": str(self.known_hosts), "config_file": "",
+               "connect_timeout": 10}
+        ssh.update(defaults.pop("ssh", {}))
+        return {"defaults": {"ssh": ssh, "timeout": timeout, **defaults}, "hosts": hosts}
+
+    def write_inventory(self, path: Path | str | None = None, *, timeout: float = 30,
+                        **defaults: Any) -> Path:
+        """Write the inventory YAML (default `<root>/inventory.yaml`) and return its path."""
+        target = Path(path) if path else self.root / "inventory.yaml"
+        target.write_text(yaml.safe_dump(self.inventory_data(timeout=timeout, **defaults),
+                                         sort_keys=False))
+        self.inventory = target
+        return target
+
+    # -- observation -----------------------------------------------------------------------
+
+    def accepted_logins(self, host: str) -> int:
+        """How many SSH logins the host's sshd accepted (its "Accepted publickey" log lines)."""
+        return self.hosts[host].log.read_text().count("Accepted publickey")
+
+    def leftover_processes(self) -> list[str]:
+        """Processes still running in any container of this fleet: "pid cmdline"."""
+        needle = f"FLEETCHECK_FLEET_MARK={self.mark}".encode()
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                environ = (entry / "environ").read_bytes()
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if needle in environ.split(b"\0") and b"sshd" not in cmdline.split(b"\0")[0]:
+                shown = cmdline.replace(b"\0", b" ").decode(errors="replace").strip()
+                found.append(f"{entry.name} {shown}")
+        return found
+
+    def wait_no_leftovers(self, seconds: float = 10) -> list[str]:
+        """Leftover processes after giving them up to `seconds` to exit (bounded poll)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            left = self.leftover_processes()
+            if not left or time.monotonic() > deadline:
+                return left
+            time.sleep(0.1)
+
+    def pgrep(self, pattern: str) -> list[str]:
+        """`pgrep -af PATTERN` lines (the pattern is a regex: pass re.escape'd text)."""
+        out = subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True)
+        return [line for line in out.stdout.splitlines() if line.split()[0] != str(os.getpid())]
+
+    # -- teardown --------------------------------------------------------------------------
+
+    def _stop(self, host: FleetHost) -> None:
+        if host.process is not None and host.process.poll() is None:
+            host.process.terminate()
+            try:
+                host.process.wait(5)
+            except subprocess.TimeoutExpired:
+                host.process.kill()
+                host.process.wait(5)
+
+    def close(self) -> list[str]:
+        """Stop every sshd, kill what the probes left behind; return those leftovers."""
+        self.leftovers = self.wait_no_leftovers(3)
+        for line in self.leftovers:
+            try:
+                os.kill(int(line.split()[0]), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for host in self.hosts.values():
+            self._stop(host)
+        return self.leftovers
+
+    def __enter__(self) -> Fleet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def build_fleet(root: Path | str, *, containers: int, per_host: int = 20,
+                kind: str = "healthy", timeout: float = 60) -> Fleet:
+    """A fleet of `containers` containers of `kind`, `per_host` per host (hosts pve1, pve2...).
+
+    Each host has its own sshd; VMIDs start at 101 on every host. The inventory is written.
+    """
+    fleet = Fleet(root)
+    try:
+        hosts = max(1, -(-containers // per_host))
+        for index in range(hosts):
+            name = f"pve{index + 1}"
+            fleet.add_host(name)
+            for vmid in range(101, 101 + min(per_host, containers - index * per_host)):
+                fleet.add_container(name, vmid, kind)
+        fleet.write_inventory(timeout=timeout)
+    except BaseException:
+        fleet.close()
+        raise
+    return fleet
+
+
+def marker_pattern(text: str) -> str:
+    """A pgrep pattern matching `text` literally."""
+    return re.escape(text)

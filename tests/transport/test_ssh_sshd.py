@@ -1,0 +1,197 @@
+"""SshTransport against a real OpenSSH sshd on 127.0.0.1: commands, bounds, host keys, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+from fleet import Fleet
+
+from fleetcheck.inventory.model import HostSpec, SshOptions
+from fleetcheck.transport.interface import TransportError
+from fleetcheck.transport.pct import PctTransport
+from fleetcheck.transport.ssh import SshTransport
+
+pytestmark = [pytest.mark.sshd, pytest.mark.timeout(60)]
+
+
+def host_spec(fleet: Fleet, name: str, **ssh: object) -> HostSpec:
+    options = SshOptions(user="root", port=fleet.hosts[name].port,
+                         identity_file=str(fleet.client_key),
+                         known_hosts=str(fleet.known_hosts), config_file="")
+    return HostSpec(name=name, address="127.0.0.1",
+                    ssh=dataclasses.replace(options, **ssh))  # type: ignore[arg-type]
+
+
+async def run_once(transport: SshTransport, argv: list[str], **kwargs: object) -> object:
+    try:
+        return await transport.run(argv, **kwargs)  # type: ignore[arg-type]
+    finally:
+        await transport.close()
+
+
+def test_command_output_exit_code_and_binary_input(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    blob = bytes(range(256)) * 4096  # 1 MiB, every byte value
+
+    async def main() -> list[object]:
+        transport = SshTransport(host_spec(fleet, "pve1"))
+        try:
+            return [
+                await transport.run(["cat"], input=blob, timeout=20),
+                await transport.run(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=20),
+                # No input: stdin is closed, so `cat` ends instead of hanging.
+                await transport.run(["cat"], timeout=20),
+                # Exits before reading 8 MiB of input: no BrokenPipeError, the result stands.
+                await transport.run(["true"], input=b"x" * (8 << 20), timeout=20),
+            ]
+        finally:
+            await transport.close()
+
+    echoed, failed, no_input, early_exit = asyncio.run(main())
+    assert (echoed.returncode, echoed.stdout == blob, echoed.timed_out) == (0, True, False)
+    assert (failed.returncode, failed.stdout, failed.stderr) == (3, b"out\n", b"err\n")
+    assert (no_input.returncode, no_input.stdout) == (0, b"")
+    assert (early_exit.returncode, early_exit.stdout) == (0, b"")
+    assert fleet.accepted_logins("pve1") == 1
+
+
+def test_arguments_reach_the_host_verbatim(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    tricky = ["a b", "$(touch /tmp/pwned)", "'quoted'", "semi;colon", "*", ""]
+    result = asyncio.run(run_once(SshTransport(host_spec(fleet, "pve1")),
+                                  ["printf", "[%s]\\n", *tricky], timeout=20))
+    assert result.stdout.decode() == "".join(f"[{arg}]\n" for arg in tricky)  # type: ignore[attr-defined]
+
+
+def test_output_cap_truncates_and_marks(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    transport = SshTransport(host_spec(fleet, "pve1"), output_cap=1000)
+    result = asyncio.run(run_once(transport, ["head", "-c", "10000000", "/dev/zero"], timeout=20))
+    assert (result.truncated, len(result.stdout)) == (True, 1000)  # type: ignore[attr-defined]
+
+
+def test_timeout_kills_the_remote_process(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    marker = f"sleeper-{fleet.mark}"
+    argv = ["python3", "-c", "import time; time.sleep(120)", marker]
+    result = asyncio.run(run_once(SshTransport(host_spec(fleet, "pve1")), argv, timeout=1))
+    assert result.timed_out is True  # type: ignore[attr-defined]
+    assert result.returncode == 124  # type: ignore[attr-defined]
+    assert fleet.pgrep(re.escape(marker)) == []
+
+
+def test_thirty_containers_share_one_connection_within_max_sessions(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    for vmid in range(101, 131):
+        fleet.add_container("pve1", vmid, "no-compiler")
+
+    async def main() -> list[object]:
+        ssh = SshTransport(host_spec(fleet, "pve1"))
+        try:
+            # Each command holds its channel for a while, so more than 10 would be open at once
+            # without the bound (sshd's MaxSessions 10 refuses the 11th).
+            return list(await asyncio.gather(*(
+                PctTransport(ssh, vmid).run(["python3", "-c", "import time; time.sleep(0.3); "
+                                             f"print({vmid})"], timeout=30)
+                for vmid in range(101, 131))))
+        finally:
+            await ssh.close()
+
+    results = asyncio.run(main())
+    assert [r.stdout for r in results] == [f"{v}\n".encode() for v in range(101, 131)]  # type: ignore[attr-defined]
+    assert fleet.accepted_logins("pve1") == 1
+    assert "open failed" not in fleet.hosts["pve1"].log.read_text()
+
+
+def test_many_connections_at_once_stay_under_max_startups(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    # 20 inventory hosts on one sshd: 20 connections at once would exceed MaxStartups 10.
+    specs = [dataclasses.replace(host_spec(fleet, "pve1"), name=f"alias{i}") for i in range(20)]
+    limiter = asyncio.Semaphore  # one fleet-wide limiter, as the audit shares it
+
+    async def main() -> list[object]:
+        shared = limiter(8)
+        transports = [SshTransport(spec, connect_limiter=shared) for spec in specs]
+        try:
+            return list(await asyncio.gather(*(t.run(["echo", "up"], timeout=20)
+                                               for t in transports)))
+        finally:
+            await asyncio.gather(*(t.close() for t in transports))
+
+    results = asyncio.run(main())
+    assert [r.stdout for r in results] == [b"up\n"] * 20  # type: ignore[attr-defined]
+    assert fleet.accepted_logins("pve1") == 20
+    assert "drop connection" not in fleet.hosts["pve1"].log.read_text()
+
+
+def unreachable_message(transport: SshTransport) -> tuple[str, str]:
+    with pytest.raises(TransportError) as caught:
+        asyncio.run(run_once(transport, ["true"], timeout=10))
+    return caught.value.kind, str(caught.value)
+
+
+def test_unknown_host_key_is_refused_by_default(fleet: Fleet) -> None:
+    host = fleet.add_host("pve1", known="absent")
+    kind, message = unreachable_message(SshTransport(host_spec(fleet, "pve1")))
+    assert (kind, message) == (
+        "unreachable",
+        f"host key for pve1 (127.0.0.1:{host.port}) is not in {fleet.known_hosts}")
+    assert fleet.known_hosts.read_text() == ""
+
+
+def test_changed_host_key_is_refused_even_with_accept_new(fleet: Fleet) -> None:
+    fleet.add_host("pve1", known="wrong")
+    before = fleet.known_hosts.read_text()
+    for policy in ("strict", "accept-new"):
+        transport = SshTransport(host_spec(fleet, "pve1", host_key_policy=policy))
+        assert unreachable_message(transport) == (
+            "unreachable",
+            "host key for pve1 does not match known_hosts — possible man-in-the-middle")
+    assert fleet.known_hosts.read_text() == before
+
+
+def test_accept_new_trusts_an_unknown_key_and_records_it(fleet: Fleet) -> None:
+    host = fleet.add_host("pve1", known="absent")
+    transport = SshTransport(host_spec(fleet, "pve1", host_key_policy="accept-new"))
+    result = asyncio.run(run_once(transport, ["echo", "hi"], timeout=10))
+    assert result.stdout == b"hi\n"  # type: ignore[attr-defined]
+    blob = host.host_key.with_suffix(".pub").read_text().split()[1]
+    assert fleet.known_hosts.read_text() == f"[127.0.0.1]:{host.port} ssh-ed25519 {blob}\n"
+    # From now on the key is known: strict checking accepts it.
+    strict = SshTransport(host_spec(fleet, "pve1"))
+    assert asyncio.run(run_once(strict, ["echo", "again"], timeout=10)).stdout == b"again\n"  # type: ignore[attr-defined]
+
+
+def test_refused_connection_and_failed_auth_are_unreachable(fleet: Fleet, tmp_path: Path) -> None:
+    down = fleet.add_host("down", refuse=True)
+    up = fleet.add_host("pve1")
+    assert unreachable_message(SshTransport(host_spec(fleet, "down"))) == (
+        "unreachable", f"connection refused by down (127.0.0.1:{down.port})")
+    stranger = tmp_path / "stranger"
+    import subprocess
+
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)],
+                   check=True)
+    transport = SshTransport(host_spec(fleet, "pve1", identity_file=str(stranger)))
+    assert unreachable_message(transport) == (
+        "unreachable", f"authentication failed for root on pve1 (127.0.0.1:{up.port})")
+
+
+def test_a_failed_connect_is_remembered_not_retried_per_container(fleet: Fleet) -> None:
+    host = fleet.add_host("down", refuse=True)
+
+    async def main() -> list[BaseException | object]:
+        ssh = SshTransport(host_spec(fleet, "down"))
+        try:
+            return list(await asyncio.gather(
+                *(PctTransport(ssh, vmid).run(["true"], timeout=5) for vmid in (101, 102, 103)),
+                return_exceptions=True))
+        finally:
+            await ssh.close()
+
+    errors = asyncio.run(main())
+    assert [str(e) for e in errors] == [f"connection refused by down (127.0.0.1:{host.port})"] * 3
