@@ -172,7 +172,10 @@ def _fetch(api: ApiOptions, secret: str, host: str) -> tuple[Any, Any]:
         # requests raises a plain OSError for a CA bundle path that does not exist.
         message = f"api.verify_tls: {exc}"
     text = f"{host}: Proxmox API {api.url}: {message}"
-    raise DiscoveryError(text.replace(secret, "***"), host=host)
+    # Defence in depth: no message built above holds the secret, but a library text might.
+    if len(secret) >= 8:
+        text = text.replace(secret, "***")
+    raise DiscoveryError(text, host=host)
 
 
 def _resource_message(exc: Any, api: ApiOptions) -> str:

@@ -189,7 +189,13 @@ def serve_pve_api(api: FakePveApi, cert_dir: Path) -> Iterator[FakePveApi]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(api))
     server.daemon_threads = True
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, name="fake-pve-api", daemon=True)
+    # A short poll interval so that shutdown() at the end of each test is quick.
+    thread = threading.Thread(
+        target=server.serve_forever,
+        kwargs={"poll_interval": 0.02},
+        name="fake-pve-api",
+        daemon=True,
+    )
     thread.start()
     api.url = f"https://127.0.0.1:{server.server_address[1]}"
     api.ca_path = cert_path
