@@ -8,113 +8,96 @@ from collections.abc import Iterator
 
 import pytest
 
+from reliability.support import HOSTILE_STRINGS
+
 
 class Figures:
     """What the reliability tests tried and what they found, for the terminal summary.
 
-    Tests record through the `figures` fixture; the summary is printed only when at least one
-    reliability test recorded something, so a run of other tests prints nothing extra.
+    Tests record through the `figures` fixture. Findings of tests marked xfail (known bugs,
+    each named in its mark) are counted apart, so the headline numbers say what holds today
+    and the known bugs stay visible. The summary is printed only when a reliability test
+    recorded something.
     """
 
     def __init__(self) -> None:
-        self.faults: dict[str, bool] = {}
+        self.current = ""
+        self.xfailed: set[str] = set()
+        self.faults: dict[str, tuple[str, bool]] = {}
         self.inputs: Counter[str] = Counter()
-        self.secret_scans = 0
-        self.secret_leaks: list[str] = []
-        self.injections_tried = 0
-        self.injections_run: list[str] = []
-        self.process_checks = 0
-        self.leftover_processes: list[str] = []
-        self.write_faults = 0
-        self.damaged_reports: list[str] = []
-        self.probe_runs = 0
-        self.probe_leftovers: list[str] = []
-        self.host_key_checks = 0
-        self.host_key_accepted: list[str] = []
+        self.tries: Counter[str] = Counter()
+        self.findings: dict[str, list[tuple[str, str]]] = {}
+
+    def _find(self, kind: str, items: list[str]) -> None:
+        self.findings.setdefault(kind, []).extend((self.current, item) for item in items)
 
     @contextlib.contextmanager
     def fault(self, name: str) -> Iterator[None]:
         """Counts the block as one fault: survived when it ends without an exception."""
-        self.faults[name] = False
+        self.faults[name] = (self.current, False)
         yield
-        self.faults[name] = True
+        self.faults[name] = (self.current, True)
 
     def tried(self, target: str, count: int = 1) -> None:
         """`count` hostile or broken inputs were fed to `target`."""
         self.inputs[target] += count
 
     def secrets_scanned(self, leaks: list[str], artefacts: int = 1) -> None:
-        self.secret_scans += artefacts
-        self.secret_leaks += leaks
+        self.tries["secret"] += artefacts
+        self._find("secret", leaks)
 
     def injection(self, payload: str, ran: bool) -> None:
-        self.injections_tried += 1
-        if ran:
-            self.injections_run.append(payload)
+        self.tries["injection"] += 1
+        self._find("injection", [repr(payload)] if ran else [])
 
     def processes(self, leftovers: list[str]) -> None:
-        """One sweep of the remote side for processes that should be gone."""
-        self.process_checks += 1
-        self.leftover_processes += leftovers
+        """One sweep of the node side for processes that should be gone."""
+        self.tries["process"] += 1
+        self._find("process", leftovers)
 
     def report_write(self, damaged: str | None) -> None:
-        self.write_faults += 1
-        if damaged:
-            self.damaged_reports.append(damaged)
+        self.tries["write"] += 1
+        self._find("write", [damaged] if damaged else [])
 
     def probe_run(self, leftovers: list[str]) -> None:
-        self.probe_runs += 1
-        self.probe_leftovers += leftovers
+        self.tries["probe"] += 1
+        self._find("probe", leftovers)
 
     def host_key(self, accepted: str | None) -> None:
-        self.host_key_checks += 1
-        if accepted:
-            self.host_key_accepted.append(accepted)
+        self.tries["host_key"] += 1
+        self._find("host_key", [accepted] if accepted else [])
 
     @property
     def recorded(self) -> bool:
-        return bool(
-            self.faults or self.inputs or self.secret_scans or self.injections_tried
-            or self.process_checks or self.write_faults or self.probe_runs
-            or self.host_key_checks
-        )
+        return bool(self.faults or self.inputs or self.tries)
+
+    def _split(self, kind: str) -> tuple[list[str], list[str]]:
+        items = self.findings.get(kind, [])
+        return ([text for test, text in items if test not in self.xfailed],
+                [text for test, text in items if test in self.xfailed])
+
+    def _line(self, kind: str, headline: str, tried: str) -> list[str]:
+        found, known = self._split(kind)
+        extra = f"; {len(known)} more in known bugs (xfail)" if known else ""
+        out = [f"{headline}: {len(found)} ({tried}: {self.tries[kind]}{extra})"]
+        return out + [f"  {text}" for text in found]
 
     def lines(self) -> list[str]:
-        survived = sum(self.faults.values())
-        out = [f"faults survived: {survived}/{len(self.faults)}"]
-        out += [f"  NOT survived: {name}" for name, ok in sorted(self.faults.items()) if not ok]
+        current = {n: ok for n, (test, ok) in self.faults.items() if test not in self.xfailed}
+        known = [n for n, (test, _) in self.faults.items() if test in self.xfailed]
+        out = [f"faults survived: {sum(current.values())}/{len(current)}"
+               + (f" (known bugs, xfail: {', '.join(sorted(known))})" if known else "")]
+        out += [f"  NOT survived: {name}" for name, ok in sorted(current.items()) if not ok]
         total = sum(self.inputs.values())
         detail = ", ".join(f"{k} {v}" for k, v in sorted(self.inputs.items()))
         out.append(f"hostile/broken inputs tried: {total}" + (f" ({detail})" if detail else ""))
-        out.append(
-            f"secret leaks: {len(self.secret_leaks)} "
-            f"(artefacts scanned: {self.secret_scans})"
-        )
-        out += [f"  LEAK: {leak}" for leak in self.secret_leaks]
-        out.append(
-            f"shell injections that ran: {len(self.injections_run)} "
-            f"(payloads tried: {self.injections_tried})"
-        )
-        out += [f"  RAN: {payload!r}" for payload in self.injections_run]
-        out.append(
-            f"leftover remote processes: {len(self.leftover_processes)} "
-            f"(sweeps: {self.process_checks})"
-        )
-        out += [f"  LEFT: {proc}" for proc in self.leftover_processes]
-        out.append(
-            f"damaged or truncated report files: {len(self.damaged_reports)} "
-            f"(failed writes tried: {self.write_faults})"
-        )
-        out += [f"  DAMAGED: {what}" for what in self.damaged_reports]
-        out.append(
-            f"files the probe left on the node: {len(self.probe_leftovers)} "
-            f"(probe runs checked: {self.probe_runs})"
-        )
-        out += [f"  LEFT: {path}" for path in self.probe_leftovers]
-        out.append(
-            f"changed/unknown host keys accepted: {len(self.host_key_accepted)} "
-            f"(connections tried: {self.host_key_checks})"
-        )
+        out += self._line("secret", "secret leaks", "artefacts scanned")
+        out += self._line("injection", "shell injections that ran", "payloads tried")
+        out += self._line("process", "leftover node processes", "sweeps")
+        out += self._line("write", "damaged or truncated report files", "failed writes tried")
+        out += self._line("probe", "files the probe left on the node", "probe runs checked")
+        out += self._line("host_key", "changed or unknown host keys accepted",
+                          "connections tried")
         return out
 
 
@@ -127,6 +110,16 @@ def figures() -> Figures:
     return _FIGURES
 
 
+@pytest.fixture(autouse=True)
+def _figures_test(request: pytest.FixtureRequest) -> None:
+    _FIGURES.current = request.node.nodeid
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if getattr(report, "wasxfail", None) is not None:
+        _FIGURES.xfailed.add(report.nodeid)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not _FIGURES.recorded:
         return
@@ -135,34 +128,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(line)
 
 
-#: Strings a compromised or broken node (or a careless inventory) could hand us.
-HOSTILE_STRINGS = (
-    "\x1b[2J\x1b[H\x1b[31mOWNED\x1b[0m",  # clear screen, colours
-    "\x1b]0;pwned\x07",  # set the terminal title (OSC)
-    "\x1b]8;;http://evil.invalid/\x1b\\click\x1b]8;;\x1b\\",  # OSC 8 hyperlink
-    "\x9b31mC1-CSI",  # one-byte CSI
-    "line1\nline2\r\nline3\rX",
-    "\x00NUL\x01\x02\x7f",
-    "<script>alert(1)</script>",
-    '"><img src=x onerror=alert(1)>',
-    "</td></tr></table><h1>injected</h1>",
-    "javascript:alert(1)",
-    "{{ 7*7 }}{% raw %}",
-    "]]><!--<![CDATA[",
-    "&amp;&lt;&#0;&#x1b;",
-    "a\u202egnp.exe",  # right-to-left override
-    "\ufeffBOM\u2028LS\u2029PS",
-    "\ud800",  # lone surrogate (what surrogateescape makes of invalid UTF-8)
-    "'; DROP TABLE nodes; --",
-    '$(touch /tmp/x) `id` ;id|id&&id',
-    'metric{label="x"} 1\n# TYPE evil counter\nevil 1',
-    "\\\"\\n\\",
-    "x" * 10_000,
-    "\U0001f525" * 50,
-)
-
-
 @pytest.fixture(scope="session")
 def hostile_strings() -> tuple[str, ...]:
     """Hostile strings for names, reasons, facts and check summaries."""
     return HOSTILE_STRINGS
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that accepts TCP connections and never speaks."""
+    from reliability.support import silent_server
+
+    with silent_server() as port:
+        yield port

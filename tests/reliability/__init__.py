@@ -1,0 +1,1 @@
+"""Reliability and security: faults, hostile input, leaks, with figures."""
