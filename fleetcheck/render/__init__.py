@@ -45,7 +45,7 @@ def render(
     """The report as text in `fmt` (one of FORMATS).
 
     For "table", `color` None means colour on a TTY without NO_COLOR, and `width` None means
-    the terminal's width on a TTY and no limit otherwise. `history`, `failing_since` (node id ->
+    the terminal's width on a TTY and no limit otherwise; `width=0` means no limit (for files). `history`, `failing_since` (node id ->
     since when it fails) and `changes` (one line each) come from the run history.
     """
     failing_since = failing_since or {}
@@ -54,7 +54,7 @@ def render(
 
         return render_terminal(
             report,
-            width=width if width is not None else terminal_width(),
+            width=(width or None) if width is not None else terminal_width(),
             color=color_wanted() if color is None else color,
             failing_since=failing_since,
             changes=changes,

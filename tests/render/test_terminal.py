@@ -95,3 +95,6 @@ def test_auto_colour_honours_no_color_on_a_tty(monkeypatch: pytest.MonkeyPatch) 
                                                                color=True)
     monkeypatch.setenv("NO_COLOR", "1")
     assert render(sample_report(), "table") == render_terminal(sample_report(), width=160)
+    # What the CLI asks for when writing a file: no colour, no width limit.
+    assert render(sample_report(), "table", width=0, color=False) == render_terminal(
+        sample_report())
