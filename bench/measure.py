@@ -1,0 +1,229 @@
+"""Run one command and measure it: wall time, CPU of its process tree, peak RSS, machine CPU.
+
+- CPU of the tree: user+sys from `os.wait4` on the command (which includes every descendant
+  it waited for) plus whatever orphans it left behind (ssh ControlPersist masters), which
+  this process adopts as a child subreaper and reaps after the run.
+- Peak RSS: `ru_maxrss` from `wait4` (the largest single process of the tree), plus a sampled
+  sum over the whole tree (every 0.2 s from /proc), since a forking auditor (Ansible) spreads
+  its memory over many processes.
+- Machine CPU: busy jiffies from /proc/stat, so the work done on the "nodes" (sshd, pct and the
+  probes, which are not descendants of the auditor) is counted too.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+PR_SET_CHILD_SUBREAPER = 36
+SAMPLE_INTERVAL_S = 0.2
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One timed run of one contender."""
+
+    wall_s: float
+    #: user+sys of the auditor's process tree (orphans it left included).
+    cpu_s: float
+    #: user+sys of the whole machine during the run (auditor, sshd, pct, probes).
+    machine_cpu_s: float
+    #: ru_maxrss: the largest single process of the auditor's tree, in MiB.
+    peak_rss_mb: float
+    #: Largest sampled sum of RSS over the auditor's tree, in MiB.
+    tree_rss_mb: float
+    returncode: int
+    stdout: bytes = b""
+    stderr: bytes = b""
+
+
+def become_subreaper() -> bool:
+    """Adopt orphaned descendants (daemonised ssh masters) so that their CPU is counted."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def machine_busy_s() -> float:
+    """Busy CPU seconds of the whole machine since boot (everything but idle and iowait)."""
+    with open("/proc/stat") as stat:
+        fields = stat.readline().split()[1:]
+    values = [int(value) for value in fields]
+    # user nice system idle iowait irq softirq steal (guest is already inside user)
+    busy = sum(values[:8]) - values[3] - values[4]
+    return busy / _CLOCK_TICKS
+
+
+def _process_table() -> dict[int, tuple[int, int]]:
+    """pid -> (ppid, rss pages) for every process we can read."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                raw = stat.read()
+        except OSError:
+            continue
+        # The command name may contain spaces and parentheses: split after the last ')'.
+        rest = raw[raw.rfind(b")") + 2 :].split()
+        table[int(entry)] = (int(rest[1]), int(rest[21]))
+    return table
+
+
+def descendants(root: int, table: Mapping[int, tuple[int, int]]) -> set[int]:
+    """Every pid below `root` in the table (root excluded)."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: set[int] = set()
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+def adopted_orphans(known: set[int]) -> set[int]:
+    """Our direct children that we did not start ourselves (orphans reparented to us)."""
+    me = os.getpid()
+    return {pid for pid, (ppid, _) in _process_table().items()
+            if ppid == me and pid not in known}
+
+
+class _TreeSampler(threading.Thread):
+    """Samples the RSS sum of a process tree (plus adopted orphans) until stopped."""
+
+    def __init__(self, root: int, known_children: set[int]) -> None:
+        super().__init__(daemon=True)
+        self.root = root
+        self.known = known_children
+        self.peak_kb = 0
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        me = os.getpid()
+        while not self._stop_event.wait(SAMPLE_INTERVAL_S):
+            table = _process_table()
+            tree = descendants(self.root, table) | {self.root}
+            tree |= {pid for pid, (ppid, _) in table.items()
+                     if ppid == me and pid not in self.known and pid != self.root}
+            total = sum(table[pid][1] for pid in tree if pid in table) * _PAGE_KB
+            self.peak_kb = max(self.peak_kb, total)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=5)
+
+
+def _children_cpu() -> float:
+    usage = os.times()
+    return usage.children_user + usage.children_system
+
+
+def run_measured(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    stdin_path: str | None = None,
+    timeout: float = 1800.0,
+    known_children: Callable[[], set[int]] = set,
+    after: Callable[[], None] | None = None,
+) -> Measurement:
+    """Run argv to completion (killed after `timeout`), measured as described above.
+
+    `known_children` returns the pids of long-lived children (the fleet's sshd) that must not
+    be mistaken for orphans of the run; `after` runs once the command exited and before the
+    orphans are reaped (e.g. to stop ssh ControlPersist masters).
+    """
+    stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
+    known = set(known_children())
+    cpu_before = _children_cpu()
+    busy_before = machine_busy_s()
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        list(argv), env=dict(env) if env is not None else None, cwd=cwd, stdin=stdin,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )
+    known.add(proc.pid)
+    sampler = _TreeSampler(proc.pid, known)
+    sampler.start()
+    out_chunks: list[bytes] = []
+    err_chunks: list[bytes] = []
+    readers = [
+        threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True),
+        threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    deadline = started + timeout
+    status = None
+    rusage = None
+    while status is None:
+        pid, wait_status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid == proc.pid:
+            status, rusage = wait_status, usage
+            break
+        if time.perf_counter() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            _, status, rusage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.005)
+    wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    for reader in readers:
+        reader.join(timeout=10)
+    sampler.stop()
+    if after is not None:
+        after()
+    reap_orphans(known)
+    busy = machine_busy_s() - busy_before
+    cpu = _children_cpu() - cpu_before
+    if stdin_path:
+        stdin.close()
+    return Measurement(
+        wall_s=wall, cpu_s=cpu, machine_cpu_s=busy,
+        peak_rss_mb=rusage.ru_maxrss / 1024, tree_rss_mb=sampler.peak_kb / 1024,
+        returncode=proc.returncode,
+        stdout=b"".join(out_chunks), stderr=b"".join(err_chunks),
+    )
+
+
+def reap_orphans(known: set[int], grace_s: float = 5.0) -> None:
+    """Terminate and reap the orphans a run left with us; bounded by `grace_s`."""
+    orphans = adopted_orphans(known)
+    for pid in orphans:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace_s
+    pending = set(orphans)
+    while pending and time.monotonic() < deadline:
+        for pid in list(pending):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                pending.discard(pid)
+        time.sleep(0.01)
+    for pid in pending:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass

@@ -1,0 +1,198 @@
+"""Benchmark fleetcheck against the floor, ansible-core and a plain ssh loop on a loopback fleet.
+
+    python bench/run.py --quick          # 100 containers, one run each, < 2 minutes
+    python bench/run.py                  # 10, 100 and 500 containers, median of 3 runs,
+                                         # writes bench/results.md and bench/results.json
+
+Each fleet is built with the tests' fleet kit (an OpenSSH sshd per host on 127.0.0.1 and the
+`pct` stand-in, 20 containers per host). Every contender runs once with fleetcheck's real probe
+and once with a trivial probe that prints a valid probe reply (what the real probe printed in
+the first container) and does nothing else, which isolates the orchestration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.contenders import CONTENDERS, Context, Outcome, Probe  # noqa: E402
+from bench.fleet import BenchFleet  # noqa: E402
+from bench.measure import become_subreaper  # noqa: E402
+from bench.report import Row, quick_line, write_results  # noqa: E402
+
+CONTAINERS_PER_HOST = 20
+#: Node timeout given to every probe (the same deadline argument for every contender).
+NODE_TIMEOUT = 120.0
+
+
+def build_fleet(containers: int, workdir: Path) -> BenchFleet:
+    from bench.kit import build_bench_fleet
+
+    hosts = max(1, -(-containers // CONTAINERS_PER_HOST))
+    per_host = min(containers, CONTAINERS_PER_HOST)
+    return build_bench_fleet(hosts, per_host, workdir, timeout=NODE_TIMEOUT)
+
+
+def real_probe(workdir: Path) -> Probe:
+    from fleetcheck.audit import probe_deadline
+    from fleetcheck.probe import probe_argv, probe_source
+
+    path = workdir / "probe.py"
+    path.write_text(probe_source())
+    argv = probe_argv("python3", deep=False, deadline=probe_deadline(NODE_TIMEOUT))
+    return Probe("real", str(path), tuple(argv))
+
+
+def trivial_probe(fleet: BenchFleet, real: Probe, workdir: Path) -> Probe:
+    """A probe that only prints what the real probe printed in the first container."""
+    host = fleet.hosts[0]
+    argv = [*fleet.pct_prefix(host), "exec", str(host.vmids[0]), "--keep-env", "0", "--",
+            *real.argv]
+    with open(real.path, "rb") as stdin:
+        done = subprocess.run(argv, stdin=stdin, capture_output=True, env=fleet.pct_env(host),
+                              timeout=NODE_TIMEOUT, check=False)
+    reply = done.stdout.decode()
+    try:
+        json.loads(reply)
+    except ValueError:
+        raise SystemExit(f"bench: the real probe printed no JSON in {host.name}/"
+                         f"{host.vmids[0]} (exit {done.returncode}): "
+                         f"{done.stderr.decode(errors='replace')[-500:]}") from None
+    path = workdir / "trivial_probe.py"
+    path.write_text("import sys\n"
+                    "# The real probe's reply, printed as is: no inspection at all.\n"
+                    f"sys.stdout.write({reply!r})\n"
+                    f"sys.exit({done.returncode})\n")
+    return Probe("trivial", str(path), real.argv)
+
+
+def measure_size(containers: int, contenders: list[str], probes: list[str], runs: int,
+                 workdir: Path, timeout: float, log) -> list[Row]:
+    size_dir = workdir / f"fleet-{containers}"
+    size_dir.mkdir(parents=True, exist_ok=True)
+    log(f"building a fleet of {containers} containers")
+    fleet = build_fleet(containers, size_dir)
+    rows: list[Row] = []
+    try:
+        real = real_probe(size_dir)
+        kinds = {"real": real, "trivial": trivial_probe(fleet, real, size_dir)}
+        for kind in probes:
+            probe = kinds[kind]
+            outcomes: dict[str, list[Outcome]] = {name: [] for name in contenders}
+            for run in range(runs):
+                # Interleaved, so that drift over time hits every contender alike.
+                for name in contenders:
+                    outcome = CONTENDERS[name](Context(fleet, probe, size_dir, timeout))
+                    outcomes[name].append(outcome)
+                    m = outcome.measurement
+                    log(f"  {containers:>4} {kind:<7} {name:<10} run {run + 1}/{runs}: "
+                        f"{m.wall_s:7.2f} s wall, {m.cpu_s:6.2f} s cpu, "
+                        f"{m.peak_rss_mb:6.1f} MB, ok {outcome.ok}/{outcome.total}"
+                        + (f" ({outcome.note})" if outcome.note else "")
+                        + ("" if outcome.ok == outcome.total
+                           else f"\n{m.stderr.decode(errors='replace')[-800:]}"))
+            for name in contenders:
+                rows.append(Row.from_outcomes(containers, kind, name, outcomes[name]))
+    finally:
+        fleet.close()
+    return rows
+
+
+def machine_description() -> dict[str, object]:
+    def version(argv: list[str]) -> str:
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+        except OSError:
+            return "absent"
+        return (done.stdout or done.stderr).strip().splitlines()[0] if (
+            done.stdout or done.stderr) else "?"
+
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cores": os.cpu_count(),
+        "cpu": cpu,
+        "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "python": platform.python_version(),
+        "openssh": version(["ssh", "-V"]),
+        "ansible": version([str(Path(sys.executable).with_name("ansible")), "--version"]),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="100 containers, one run each, floor/fleetcheck/ansible only")
+    parser.add_argument("--sizes", default="10,100,500", help="container counts (comma list)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per measurement (median)")
+    parser.add_argument("--contenders", default=",".join(CONTENDERS),
+                        help=f"subset of {','.join(CONTENDERS)}")
+    parser.add_argument("--probes", default="real,trivial", help="real, trivial or both")
+    parser.add_argument("--timeout", type=float, default=900.0,
+                        help="seconds before one contender's run is killed")
+    parser.add_argument("--results", default=str(REPO / "bench" / "results.md"),
+                        help="where to write the table (not written with --quick)")
+    parser.add_argument("--workdir", help="keep the fleets and outputs here (default: a "
+                        "temporary directory, removed at the end)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        sizes, runs = [100], 1
+        contenders = ["floor", "fleetcheck", "ansible"]
+    else:
+        sizes = [int(size) for size in args.sizes.split(",")]
+        runs = args.runs
+        contenders = args.contenders.split(",")
+    probes = args.probes.split(",")
+    unknown = [name for name in contenders if name not in CONTENDERS]
+    if unknown:
+        parser.error(f"unknown contenders: {', '.join(unknown)}")
+    become_subreaper()
+    started = time.monotonic()
+
+    def log(message: str) -> None:
+        print(f"[{time.monotonic() - started:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+    workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="fc-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    rows: list[Row] = []
+    try:
+        for size in sizes:
+            rows += measure_size(size, contenders, probes, runs, workdir, args.timeout, log)
+    finally:
+        if not args.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+    machine = machine_description()
+    if not args.quick:
+        write_results(Path(args.results), rows, machine, runs)
+        Path(args.results).with_suffix(".json").write_text(
+            json.dumps({"machine": machine, "runs": runs,
+                        "rows": [asdict(row) for row in rows]}, indent=1) + "\n")
+        log(f"wrote {args.results}")
+    line = quick_line(rows, 100 if 100 in sizes else sizes[-1])
+    print(line)
+    return 0 if all(row.ok == row.total for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
