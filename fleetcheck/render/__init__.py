@@ -45,8 +45,9 @@ def render(
     """The report as text in `fmt` (one of FORMATS).
 
     For "table", `color` None means colour on a TTY without NO_COLOR, and `width` None means
-    the terminal's width on a TTY and no limit otherwise; `width=0` means no limit (for files). `history`, `failing_since` (node id ->
-    since when it fails) and `changes` (one line each) come from the run history.
+    the terminal's width on a TTY and no limit otherwise; `width=0` means no limit (for files).
+    `history`, `failing_since` (node id -> since when it fails) and `changes` (one line each)
+    come from the run history.
     """
     failing_since = failing_since or {}
     if fmt == "table":
