@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import platform
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from fleetcheck.cli import main
+from gate.pythons import other_python
 
 pytestmark = pytest.mark.sshd
 
@@ -20,21 +18,6 @@ def gate(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str]
     code = main(["gate", *argv])
     out = capsys.readouterr()
     return code, out.err.splitlines(), out.out
-
-
-def other_python() -> str:
-    """An interpreter whose version differs from ours, for a real version mismatch."""
-    ours = platform.python_version()
-    for candidate in ("/usr/bin/python3", shutil.which("python3"), "/usr/local/bin/python3"):
-        if not candidate or not Path(candidate).exists():
-            continue
-        version = subprocess.run(
-            [candidate, "-c", "import platform; print(platform.python_version())"],
-            capture_output=True, text=True, check=False,
-        ).stdout.strip()
-        if version and version != ours:
-            return candidate
-    pytest.skip("needs a second Python version on this machine")
 
 
 def test_gate_exit_codes_lines_and_json_on_a_real_fleet(fleet, capsys, tmp_path: Path) -> None:
