@@ -122,6 +122,10 @@ def node_from_result(
         if refused is not None:
             return _node(target, refused[0], refused[1], **timing)
         if code == 127:
+            for tool in ("sudo", "pct"):
+                if f"env: '{tool}'" in stderr:
+                    reason = f"{tool} not found on {target.host.name}"
+                    return _node(target, "error", reason, **timing)
             return _node(target, "error", f"{target.python} not found {where}", **timing)
         if code == 126:
             return _node(target, "error", f"{target.python} cannot be run {where}", **timing)
@@ -131,7 +135,9 @@ def node_from_result(
         if code != 0 and not result.stdout.strip():
             detail = _last_line(result.stderr) or "no output"
             return _node(target, "error", f"probe exited with status {code}: {detail}", **timing)
-        return _node(target, "error", f"probe output is not its JSON: {exc}", **timing)
+        head = result.stdout.lstrip()[:60].decode("utf-8", "replace").splitlines()
+        begins = f" (output begins {head[0]!r})" if head else ""
+        return _node(target, "error", f"{exc}{begins}", **timing)
     gpu_count = output.facts.get("gpu_count")
     status, reason = evaluate_node(
         output.checks, output.triton, policy,

@@ -9,6 +9,7 @@ import shlex
 import socket
 import threading
 import time
+import uuid
 from typing import Any
 
 import asyncssh
@@ -27,18 +28,22 @@ KILL_AFTER = 5
 #: Extra seconds the client waits beyond the remote kill, for the exit status to arrive.
 CLIENT_GRACE = 2.0
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
+RUN_TAG_VAR = "FLEETCHECK_RUN"
 
 # The known_hosts file is appended to by every accept-new connection; one writer at a time.
 _KNOWN_HOSTS_LOCK = threading.Lock()
 
 
-def remote_command(argv: list[str], timeout: float) -> str:
+def remote_command(argv: list[str], timeout: float, tag: str = "") -> str:
     """The one place argv becomes a remote command line: quoted, under the host's `timeout`.
 
     A client-side timeout does not stop a remote process (it is reparented to init and keeps
     running), so the host's coreutils `timeout` bounds it: TERM at `timeout`, KILL 5 s later.
+    `tag` lands in the `timeout` process's command line (as an `env` assignment) so that the
+    commands of an aborted audit can be found and stopped early (see `kill_abandoned`).
     """
-    return shlex.join(["timeout", "-k", str(KILL_AFTER), f"{max(timeout, 1.0):g}", *argv])
+    tagged = ["env", f"{RUN_TAG_VAR}={tag}", *argv] if tag else argv
+    return shlex.join(["timeout", "-k", str(KILL_AFTER), f"{max(timeout, 1.0):g}", *tagged])
 
 
 class _CappedSession(asyncssh.SSHClientSession[bytes]):
@@ -131,6 +136,10 @@ class SshTransport(Transport):
         self._conn: asyncssh.SSHClientConnection | None = None
         self._failure: TransportError | None = None
         self._closed = False
+        #: Marks this transport's remote commands; see remote_command.
+        self.tag = uuid.uuid4().hex[:16]
+        #: Commands given up on (cancelled or timed out) before their exit status arrived.
+        self.abandoned = 0
 
     @property
     def where(self) -> str:
@@ -235,7 +244,7 @@ class SshTransport(Transport):
         self, argv: list[str], *, input: bytes | None = None, timeout: float
     ) -> CommandResult:
         conn = await self.connect()
-        command = remote_command(argv, timeout)
+        command = remote_command(argv, timeout, self.tag)
         async with self._channels:
             return await self._run_channel(conn, command, input, timeout)
 
@@ -261,6 +270,9 @@ class SshTransport(Transport):
             timed_out = True
         finally:
             if not session.done.done():
+                # Cancelled or out of time: closing the channel does not end the remote
+                # process, so count it for kill_abandoned at close().
+                self.abandoned += 1
                 chan.close()
         elapsed = time.monotonic() - started
         code = session.returncode
@@ -303,9 +315,27 @@ class SshTransport(Transport):
                 ) from None
         raise AssertionError("unreachable")
 
+    async def kill_abandoned(self, conn: asyncssh.SSHClientConnection) -> None:
+        """TERM this transport's abandoned remote commands (their `timeout` passes it on)."""
+        # "[N]" keeps the pattern from matching pkill's own command line.
+        pattern = f"{RUN_TAG_VAR[:-1]}[{RUN_TAG_VAR[-1]}]={self.tag}"
+        command = shlex.join(["pkill", "-TERM", "-f", "--", pattern])
+        try:
+            chan, session = await asyncio.wait_for(
+                conn.create_session(lambda: _CappedSession(4096), command, encoding=None), 5)
+            chan.write_eof()
+            assert isinstance(session, _CappedSession)
+            await asyncio.wait_for(asyncio.shield(session.done), 5)
+        except (OSError, asyncssh.Error, asyncio.TimeoutError):
+            pass  # best effort: the remote `timeout` still ends them
+        self.abandoned = 0
+
     async def close(self) -> None:
+        """Stop abandoned remote commands, then close the connection; safe to call twice."""
         self._closed = True
         conn, self._conn = self._conn, None
+        if conn is not None and self.abandoned and not conn.is_closed():
+            await self.kill_abandoned(conn)
         if conn is not None:
             conn.close()
             try:

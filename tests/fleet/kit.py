@@ -185,7 +185,10 @@ class Fleet:
             if host.refuse or host.known == "absent":
                 continue
             if host.known == "wrong":
-                blob = _keygen(host.dir / "sshd" / "impostor_ed25519")
+                impostor = host.dir / "sshd" / "impostor_ed25519"
+                if not impostor.exists():
+                    _keygen(impostor)
+                blob = impostor.with_suffix(".pub").read_text().split()[1]
             else:
                 blob = host.host_key.with_suffix(".pub").read_text().split()[1]
             lines.append(f"[127.0.0.1]:{host.port} ssh-ed25519 {blob}\n")

@@ -1,0 +1,218 @@
+"""run_audit over the loopback fleet: every kind of node ends as data, in inventory order."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+import pytest
+from fleet import Fleet
+
+from fleetcheck.audit import AuditRun, run_audit
+from fleetcheck.inventory import InventoryError, load_inventory
+from fleetcheck.model import Report
+
+pytestmark = [pytest.mark.sshd, pytest.mark.timeout(120)]
+
+HAS_NODEENV = Fleet.__init__ is not None and __import__("importlib").util.find_spec(
+    "nodeenv") is not None
+
+
+def audit(fleet: Fleet, **kwargs: object) -> Report:
+    inventory = load_inventory(str(fleet.inventory))
+    return asyncio.run(run_audit(inventory, **kwargs))  # type: ignore[arg-type]
+
+
+def rows(report: Report) -> list[tuple[str, str, str]]:
+    return [(node.id, node.status, node.reason) for node in report.nodes]
+
+
+def test_every_kind_of_node_ends_as_data(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    for vmid, kind in [(101, "healthy"), (103, "stopped"), (104, "no-python"),
+                       (105, "garbage"), (106, "crash")]:
+        fleet.add_container("pve1", vmid, kind)
+    down = fleet.add_host("down", refuse=True)
+    fleet.write_inventory(timeout=30)
+
+    report = audit(fleet)
+
+    healthy = report.nodes[0]
+    assert (healthy.id, healthy.vmid, healthy.name, healthy.host) == (
+        "pve1/101", 101, "ct101-healthy", "pve1")
+    assert healthy.status in ("ok", "warn") and healthy.facts  # the probe's own verdict
+    assert rows(report)[1:] == [
+        ("pve1/103", "skipped", "container stopped"),
+        ("pve1/104", "error", "python3 not found in container"),
+        ("pve1/105", "error", "probe output is not one JSON document: Expecting value "
+                              "(output begins 'Welcome to container shell!')"),
+        ("pve1/106", "error", "probe exited with status 3: MemoryError"),
+        ("down", "unreachable", f"connection refused by down (127.0.0.1:{down.port})"),
+    ]
+    assert report.inventory == str(fleet.inventory)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", report.started_at)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", report.finished_at)
+    assert report.interrupted is False
+    assert fleet.accepted_logins("pve1") == 1
+
+
+@pytest.mark.skipif(not HAS_NODEENV, reason="tests/nodeenv.py (fake GPU nodes) not present")
+def test_gpu_container_without_compiler_falls_back_to_cpu(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    fleet.add_container("pve1", 101, "healthy")
+    fleet.add_container("pve1", 102, "no-compiler")
+    fleet.write_inventory(timeout=30)
+
+    report = audit(fleet)
+
+    healthy, broken = report.nodes
+    assert (healthy.status, healthy.triton.verdict) == ("ok", "gpu")
+    assert (broken.status, broken.triton.verdict, broken.triton.cause) == (
+        "fail", "cpu-fallback", "no_c_compiler")
+
+
+def test_listed_containers_stopped_unknown_and_probe_host(fleet: Fleet) -> None:
+    fleet.add_host("pve1", containers="listed", probe_host=True)
+    fleet.add_container("pve1", 101, "healthy")
+    fleet.add_container("pve1", 102, "stopped")
+    data = fleet.inventory_data(timeout=30)
+    data["hosts"]["pve1"]["containers"].append({"vmid": 777})
+    import yaml
+
+    Path(fleet.root / "inventory.yaml").write_text(yaml.safe_dump(data))
+    fleet.inventory = fleet.root / "inventory.yaml"
+
+    report = audit(fleet)
+
+    assert [node.id for node in report.nodes] == ["pve1", "pve1/101", "pve1/102", "pve1/777"]
+    assert report.nodes[0].status in ("ok", "warn") and report.nodes[0].vmid is None
+    assert rows(report)[2:] == [
+        ("pve1/102", "skipped", "container not running"),
+        ("pve1/777", "error", "container 777 does not exist on pve1"),
+    ]
+
+
+def test_sudo_without_password_rule_is_a_clear_error(fleet: Fleet) -> None:
+    fleet.add_host("pve1", sudo=True, sudo_password=True)
+    fleet.add_container("pve1", 101, "healthy")
+    fleet.add_host("pve2", containers="listed", sudo=True, sudo_password=True)
+    fleet.add_container("pve2", 101, "healthy")
+    fleet.write_inventory(timeout=30)
+
+    text = ("sudo on {} asks for a password (sudo -n): allow the login to run pct without "
+            "a password (NOPASSWD)")
+    assert rows(audit(fleet)) == [
+        ("pve1", "error", "container discovery failed: " + text.format("pve1")),
+        ("pve2/101", "error", text.format("pve2")),
+    ]
+
+
+def test_hanging_probe_is_bounded_and_killed_on_the_host(fleet: Fleet) -> None:
+    fleet.add_host("pve1", containers="listed")
+    fleet.add_container("pve1", 101, "hang", timeout=2)
+    fleet.add_container("pve1", 102, "healthy")
+    fleet.write_inventory(timeout=30)
+
+    report = audit(fleet)
+
+    assert rows(report)[0] == ("pve1/101", "error", "probe timed out after 2 s")
+    assert report.nodes[1].status in ("ok", "warn")
+    assert fleet.pgrep(re.escape(f"hang-{fleet.mark}")) == []
+
+
+def test_host_key_problems_make_the_host_unreachable(fleet: Fleet) -> None:
+    fleet.add_host("evil", known="wrong")
+    fleet.add_container("evil", 101)
+    new = fleet.add_host("new", known="absent")
+    fleet.add_container("new", 101)
+    fleet.write_inventory(timeout=30)
+
+    assert rows(audit(fleet)) == [
+        ("evil", "unreachable",
+         "host key for evil does not match known_hosts — possible man-in-the-middle"),
+        ("new", "unreachable",
+         f"host key for new (127.0.0.1:{new.port}) is not in {fleet.known_hosts}"),
+    ]
+
+
+def test_thirty_containers_on_one_host_use_one_connection(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    for vmid in range(101, 131):
+        fleet.add_container("pve1", vmid, "healthy")
+    fleet.write_inventory(timeout=60)
+
+    report = audit(fleet)
+
+    assert [node.id for node in report.nodes] == [f"pve1/{v}" for v in range(101, 131)]
+    assert {node.status for node in report.nodes} <= {"ok", "warn"}
+    assert len({node.reason for node in report.nodes}) == 1
+    assert fleet.accepted_logins("pve1") == 1
+    assert "open failed" not in fleet.hosts["pve1"].log.read_text()
+
+
+def test_audit_deadline_returns_every_node_and_stops_the_probes(fleet: Fleet) -> None:
+    fleet.add_host("pve1", containers="listed")
+    fleet.add_container("pve1", 101, "healthy")
+    for vmid in (102, 103):
+        fleet.add_container("pve1", vmid, "hang", timeout=60)
+    fleet.add_host("pve2")
+    fleet.add_container("pve2", 101, "healthy")
+    fleet.write_inventory(timeout=60)
+
+    report = audit(fleet, audit_timeout=3)
+
+    assert report.interrupted is True
+    assert [node.id for node in report.nodes] == ["pve1/101", "pve1/102", "pve1/103", "pve2/101"]
+    assert rows(report)[1:3] == [
+        ("pve1/102", "error", "interrupted before the probe finished"),
+        ("pve1/103", "error", "interrupted before the probe finished"),
+    ]
+    assert report.nodes[0].status in ("ok", "warn")
+    assert report.nodes[3].status in ("ok", "warn")
+    # The hung probes were stopped on the host when the audit ended, not 60 s later.
+    assert fleet.wait_no_leftovers(5) == []
+
+
+def test_cancelled_audit_returns_the_partial_report(fleet: Fleet) -> None:
+    fleet.add_host("pve1", containers="listed")
+    fleet.add_container("pve1", 101, "hang", timeout=60)
+    fleet.write_inventory(timeout=60)
+    run = AuditRun(load_inventory(str(fleet.inventory)))
+
+    async def main() -> Report:
+        task = asyncio.ensure_future(run.run())
+        for _ in range(200):  # bounded: until the probe is running
+            if "pve1/101" in run._pending:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        task.cancel()
+        return await task
+
+    report = asyncio.run(main())
+    assert report.interrupted is True
+    assert rows(report) == [("pve1/101", "error", "interrupted before the probe finished")]
+    assert rows(run.partial_report()) == rows(report)
+    assert fleet.wait_no_leftovers(5) == []
+
+
+def test_limit_selects_nodes(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    fleet.add_container("pve1", 101, "healthy")
+    fleet.add_container("pve1", 102, "stopped")
+    fleet.add_host("pve2")
+    fleet.add_container("pve2", 101, "healthy")
+    fleet.write_inventory(timeout=30)
+
+    report = audit(fleet, limit=["pve1/102,pve2"])
+
+    assert [node.id for node in report.nodes] == ["pve1/102", "pve2/101"]
+
+
+def test_malformed_inventory_is_an_inventory_error(tmp_path: Path) -> None:
+    path = tmp_path / "inventory.yaml"
+    path.write_text("hosts:\n  pve1:\n    address: 10.0.0.1\n    containers: [abc]\n")
+    with pytest.raises(InventoryError) as caught:
+        load_inventory(str(path))
+    assert str(caught.value).startswith(f"{path}:4: ")
