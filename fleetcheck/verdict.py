@@ -95,6 +95,9 @@ def evaluate_node(
         gpu_count = _gpu_count(facts)
     if triton.verdict in policy.failing_verdicts:
         cause = next((c for c in seen if c.id == triton.cause and c.status != "pass"), None)
+        if cause is None and triton.cause is None:
+            # A verdict without a cause id (no-gpu): the first finding in causal order says why.
+            cause = _first(seen, "fail") or _first(seen, "warn") or _first(seen, "error")
         text = cause.summary if cause else (triton.cause or "unknown cause")
         return "fail", f"Triton {triton.verdict}: {text}"
     failed = _first(seen, "fail")

@@ -52,3 +52,12 @@ def test_warn_only_and_ignore(tmp_path) -> None:
     assert evaluate_node([FLA_HIDDEN], GPU, load_playbook(str(path))) == (
         "ok", "Triton gpu (cuda)")
     assert evaluate_node([FLA_HIDDEN], GPU, DEFAULT_POLICY) == ("fail", "FLA falls back to CPU")
+
+
+def test_a_failing_verdict_without_a_cause_id_names_the_first_finding() -> None:
+    checks = [Check("torch_cuda", "warn", "torch not installed"),
+              Check("gpu_present", "warn", "no NVIDIA GPU on this node")]
+    assert evaluate_node(checks, TritonVerdict("no-gpu"), load_playbook("quick")) == (
+        "fail", "Triton no-gpu: no NVIDIA GPU on this node")
+    assert evaluate_node([], TritonVerdict("no-gpu"), load_playbook("quick")) == (
+        "fail", "Triton no-gpu: unknown cause")
