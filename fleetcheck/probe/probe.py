@@ -68,26 +68,26 @@ CAUSE_LABELS = {
     "fla_fallback_hidden": "flash-linear-attention falls back to CPU",
 }
 
-#: Error texts of Triton and its tools -> the catalogue row they belong to.
+#: Error texts of Triton and its tools -> the catalogue row they belong to (first match wins).
+#: gcc quotes with ‘’ in UTF-8 locales and with '' under LANG=C, hence the dots.
 ERROR_PATTERNS = (
-    ("Failed to find C compiler", "no_c_compiler"),
-    ("cannot find 'ld'", "no_linker"),
-    ("error trying to exec 'as'", "no_linker"),
-    ("Python.h", "python_headers_missing"),
-    ("stdio.h", "libc_headers_missing"),
-    ("dlfcn.h", "libc_headers_missing"),
-    ("libcuda.so cannot found", "libcuda_not_in_ldcache"),
-    ("/sbin/ldconfig", "ldconfig_binary_missing"),
-    ("cannot find -lcuda", "libcuda_unversioned_missing"),
-    ("failed to map segment", "cache_dir_noexec"),
-    ("active drivers", "zero_active_drivers"),
-    ("Cannot find ptxas", "ptxas_missing"),
-    ("Triton only support CUDA", "ptxas_override_unparsed"),
-    ("for option 'gpu-name'", "triton_too_old_for_gpu"),
-    ("is not a recognized processor", "triton_too_old_for_gpu"),
-    ("no attribute 'active'", "triton_2x"),
-    ("no allocator was set", "blackwell_no_allocator"),
-    ("Permission denied", "cache_dir_unwritable"),
+    (r"Failed to find C compiler", "no_c_compiler"),
+    (r"cannot find .ld.|cannot execute .(as|ld).|error trying to exec .as.|\"ld\" doesn't exist",
+     "no_linker"),
+    (r"\bPython\.h\b", "python_headers_missing"),
+    (r"\b(stdio|dlfcn|stdlib|string|limits|stddef|features)\.h\b|no include path in which",
+     "libc_headers_missing"),
+    (r"libcuda\.so cannot found", "libcuda_not_in_ldcache"),
+    (r"/sbin/ldconfig", "ldconfig_binary_missing"),
+    (r"cannot find -lcuda", "libcuda_unversioned_missing"),
+    (r"failed to map segment", "cache_dir_noexec"),
+    (r"active drivers", "zero_active_drivers"),
+    (r"Cannot find ptxas", "ptxas_missing"),
+    (r"Triton only support CUDA", "ptxas_override_unparsed"),
+    (r"for option 'gpu-name'|is not a recognized processor", "triton_too_old_for_gpu"),
+    (r"no attribute 'active'", "triton_2x"),
+    (r"no allocator was set", "blackwell_no_allocator"),
+    (r"Permission denied", "cache_dir_unwritable"),
 )
 
 CUDA_ERRORS = {
@@ -123,6 +123,12 @@ def clip(text, limit=MAX_TEXT):
     if len(text) <= limit:
         return text
     return "…" + text[-(limit - 1):]
+
+
+def clip_head(text, limit):
+    """Bound a one-line text, keeping its start (summaries, fixes, reasons)."""
+    text = str(text or "")
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def bounded(value, depth=0):
@@ -177,8 +183,8 @@ def version_tuple(text):
 
 def classify_error(text):
     """The catalogue id a Triton error text belongs to, or None."""
-    for needle, check_id in ERROR_PATTERNS:
-        if needle in (text or ""):
+    for pattern, check_id in ERROR_PATTERNS:
+        if re.search(pattern, text or ""):
             return check_id
     return None
 
@@ -1090,8 +1096,8 @@ class Probe:
                 result = ("error", "check failed inside the probe: " + error_text(exc), "",
                           {"exception": error_text(exc)})
             status, summary, fix, evidence = result
-            checks.append({"id": check_id, "status": status, "summary": clip(summary, 400),
-                           "fix": clip(fix, 600), "evidence": bounded(evidence)})
+            checks.append({"id": check_id, "status": status, "summary": clip_head(summary, 400),
+                           "fix": clip_head(fix, 600), "evidence": bounded(evidence)})
         self.apply_masking(checks)
         return checks
 
@@ -1179,7 +1185,12 @@ class Probe:
             what = "unusable (%s)" % code
             fix = "check that the NVIDIA driver is loaded and the node is passed through"
         summary = "/dev/%s %s" % (name, what)
-        if len(bad) > 1:
+        if all(code == "ENOENT" for code in bad.values()) and len(bad) == len(results):
+            summary = "no /dev/nvidia* device nodes, though the driver lists %d GPU(s)" % len(
+                minors)
+            if self.facts.get("container"):
+                summary += " (not passed into the %s container)" % self.facts["container"]
+        elif len(bad) > 1:
             summary += "; %d of %d nodes unusable" % (len(bad), len(results))
         evidence["cuda_init"] = self.cuda_info.get("init_name") or self.cuda_info.get("init")
         if cuda_ok and not self.facts.get("container"):
@@ -1404,8 +1415,7 @@ class Probe:
                     "", evidence)
         if outcome == "timeout":
             return ("error", "test compile timed out", "", evidence)
-        if (classify_error(outcome) == "no_linker" or "\"ld\" doesn't exist" in outcome
-                or "cannot find ld" in outcome):
+        if classify_error(outcome) == "no_linker":
             return ("fail", "no linker: " + compiler_error_line(outcome),
                     self.compile_fix("linker"), evidence)
         return ("pass", "ld at %s (the test compile failed earlier)" % ld if ld else
@@ -1438,7 +1448,7 @@ class Probe:
         if outcome == "ok":
             return ("pass", "Python.h for %s compiles" % self.facts["python"].get("version"), "",
                     evidence)
-        if outcome not in ("none", "timeout") and "Python.h" in outcome:
+        if outcome not in ("none", "timeout") and re.search(r"\bPython\.h\b", outcome):
             return ("fail", "Python.h missing for Python %s: %s" % (
                 self.facts["python"].get("version"), compiler_error_line(outcome)), fix, evidence)
         if not evidence["python_h_exists"]:
@@ -1751,8 +1761,8 @@ class Probe:
         for check in checks:
             if check["id"] in MASKABLE and check["status"] == "fail":
                 check["status"] = "warn"
-                check["summary"] = clip(check["summary"] + " (hidden by the warm Triton cache)",
-                                        400)
+                check["summary"] = clip_head(
+                    check["summary"] + " (hidden by the warm Triton cache)", 440)
 
     def verdict(self, checks):
         """(triton verdict dict, status, reason) from the checks in causal order."""
@@ -1800,7 +1810,7 @@ class Probe:
         else:
             status = "ok"
             reason = "Triton %s" % triton["verdict"] + (" (%s)" % backend if backend else "")
-        return triton, status, clip(reason, 400)
+        return triton, status, clip_head(reason, 400)
 
 
 #: Checks that need the workload's Python stack to have answered at all.

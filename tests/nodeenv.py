@@ -1,0 +1,630 @@
+"""Fake node environments for the probe: a sysroot, a PATH, a stub libcuda and stub packages.
+
+Only what cannot exist on a CI machine is faked (the GPU and its driver, torch and Triton
+wheels), and the fakes speak the real texts of /work/shared/reference/triton-failures.md:
+the stub Triton looks for the compiler exactly as Triton does (CC, else gcc, else clang on PATH),
+really compiles its `cuda_utils` stub with it (so a missing linker or header fails for real),
+runs `/sbin/ldconfig -p` (under FLEETCHECK_SYSROOT) to find libcuda, and honours
+TRITON_CACHE_DIR / TRITON_HOME / HOME, so a warm cache hides a missing compiler as it does for
+real. Usable outside pytest::
+
+    node = make_node(tmp_dir / "node", compiler=False)
+    subprocess.run([node.python, "-"], input=probe_source(), env=node.env, ...)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+GCC = shutil.which("gcc") or "/usr/bin/gcc"
+#: What a healthy node's PATH holds besides the compiler.
+BINUTILS = ("as", "ld")
+#: The key the stub Triton files its cuda_utils stub under in a cache dir.
+STUB_KEY = "fleetcheck-stub-cuda-utils"
+DEFAULT_ARCH = ("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120")
+GPU_MODES = (True, False, "no-dev-nodes", "no-uvm", "mismatch", "no-libcuda", "proc-only")
+
+_LIBCUDA_CACHE: dict[str, Path] = {}
+
+
+@dataclass(frozen=True)
+class NodeEnv:
+    """A built fake node: run `python` (the real interpreter) with `env` to probe it."""
+
+    env: dict[str, str]
+    sysroot: Path
+    python: str
+    root: Path
+    home: Path
+    bindir: Path
+    site: Path
+
+
+def python_include() -> str:
+    """The include dir as Triton computes it (posix_local mapped to posix_prefix)."""
+    getter = getattr(sysconfig, "get_default_scheme", None)
+    scheme = getter() if getter else sysconfig._get_default_scheme()  # type: ignore[attr-defined]
+    if scheme == "posix_local":
+        scheme = "posix_prefix"
+    return sysconfig.get_paths(scheme=scheme)["include"]
+
+
+def _write(path: Path, text: str, mode: int | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    if mode is not None:
+        path.chmod(mode)
+    return path
+
+
+LIBCUDA_C = r"""
+#include <string.h>
+#include <stddef.h>
+int cuInit(unsigned int flags) { (void)flags; return INIT_RC; }
+int cuDriverGetVersion(int *v) { *v = DRIVER_VERSION; return 0; }
+int cuDeviceGetCount(int *n) { if (INIT_RC) return 3; *n = COUNT; return 0; }
+int cuDeviceGet(int *d, int i) { if (i >= COUNT) return 101; *d = i; return 0; }
+int cuDeviceGetName(char *buf, int len, int d) {
+    (void)d; strncpy(buf, NAME, (size_t)len - 1); buf[len - 1] = 0; return 0; }
+int cuDeviceGetAttribute(int *v, int attr, int d) {
+    (void)d; if (attr == 75) { *v = CC_MAJOR; return 0; }
+    if (attr == 76) { *v = CC_MINOR; return 0; } return 1; }
+int cuDeviceTotalMem_v2(size_t *bytes, int d) { (void)d; *bytes = (size_t)MEM_MIB << 20; return 0; }
+int cuGetErrorName(int rc, const char **s) {
+    switch (rc) {
+    case 100: *s = "CUDA_ERROR_NO_DEVICE"; return 0;
+    case 803: *s = "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"; return 0;
+    case 999: *s = "CUDA_ERROR_UNKNOWN"; return 0;
+    default: *s = "CUDA_ERROR_OTHER"; return 0; } }
+"""
+
+
+def build_libcuda(where: Path, *, version: str, init_rc: int, driver_version: int, count: int,
+                  name: str, cc: str, memory_mib: int) -> Path:
+    """A stub libcuda.so.<version> (soname libcuda.so.1), compiled once per configuration."""
+    major, minor = cc.split(".")
+    defines = {"INIT_RC": init_rc, "DRIVER_VERSION": driver_version, "COUNT": count,
+               "NAME": json.dumps(name), "CC_MAJOR": major, "CC_MINOR": minor,
+               "MEM_MIB": memory_mib}
+    key = hashlib.sha256(json.dumps([version, defines], sort_keys=True).encode()).hexdigest()
+    cached = _LIBCUDA_CACHE.get(key)
+    target = where / f"libcuda.so.{version}"
+    where.mkdir(parents=True, exist_ok=True)
+    if cached is None or not cached.exists():
+        source = _write(where / "libcuda_stub.c", LIBCUDA_C)
+        argv = [GCC, str(source), "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o",
+                str(target)] + [f"-D{k}={v}" for k, v in defines.items()]
+        subprocess.run(argv, check=True)
+        source.unlink()
+        _LIBCUDA_CACHE[key] = target
+    elif cached != target:
+        shutil.copy2(cached, target)
+    return target
+
+
+def _sysroot(root: Path, *, gpu: object, gpus: int, name: str, driver: str, container: str | None,
+             dev_modes: dict[str, int], ldconfig: bool, ld_entries: list[tuple[str, str]],
+             mounts: list[tuple[str, str]]) -> None:
+    has_proc = gpu is not False
+    if has_proc:
+        _write(root / "proc/driver/nvidia/version",
+               f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {driver}  Release Build"
+               "  (dvs-builder@U22-I3-AE18-23-3)  Thu Oct  2 21:26:33 UTC 2025\n"
+               "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14+deb12u1)\n")
+        for index in range(gpus):
+            bus = f"0000:{0x18 + index:02x}:00.0"
+            _write(root / f"proc/driver/nvidia/gpus/{bus}/information",
+                   f"Model: \t\t {name}\nIRQ:   \t\t 0\nGPU UUID: \t GPU-{index:08d}-fake\n"
+                   f"Video BIOS: \t 96.00.af.00.01\nBus Type: \t PCIe\nDMA Size: \t 52 bits\n"
+                   f"DMA Mask: \t 0xfffffffffffff\nBus Location: \t {bus}\n"
+                   f"Device Minor: \t {index}\nGPU Excluded:\t No\n")
+    _write(root / "proc/devices", "Character devices:\n  1 mem\n195 nvidia\n"
+           "195 nvidiactl\n507 nvidia-uvm\n510 nvidia-caps\n")
+    _write(root / "proc/meminfo", "MemTotal:       131072000 kB\nMemFree:        1000 kB\n")
+    lines = [f"{20 + i} 1 0:{20 + i} / {point} {options} shared:1 - ext4 /dev/vda{i} rw"
+             for i, (point, options) in enumerate([("/", "rw,relatime"), *mounts])]
+    if container == "lxc":
+        lines.append("90 20 0:90 /proc/cpuinfo /proc/cpuinfo rw,nosuid,nodev,relatime - "
+                     "fuse.lxcfs lxcfs rw,user_id=0,group_id=0,allow_other")
+        _write(root / "proc/1/environ", "container=lxc\0PATH=/usr/sbin:/usr/bin\0")
+    _write(root / "proc/self/mountinfo", "\n".join(lines) + "\n")
+    (root / "dev").mkdir(parents=True, exist_ok=True)
+    for node, mode in dev_modes.items():
+        path = _write(root / "dev" / node, "")
+        path.chmod(mode)
+    _write(root / "etc/os-release", 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n'
+           'NAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n')
+    if ldconfig:
+        body = "".join(f"echo '\t{n} (libc6,x86-64) => {p}'\n" for n, p in ld_entries)
+        _write(root / "sbin/ldconfig",
+               f"#!/bin/sh\necho '{len(ld_entries) + 812} libs found in cache "
+               "`/etc/ld.so.cache'\"'\"\n" + body, 0o755)
+
+
+def _nvidia_smi(bindir: Path, *, gpu: object, gpus: int, name: str, cc: str, memory_mib: int,
+                driver: str) -> None:
+    if gpu in ("mismatch",):
+        body = ("echo 'Failed to initialize NVML: Driver/library version mismatch'\n"
+                "echo 'NVML library version: 575.57'\nexit 18\n")
+    elif gpu in ("no-dev-nodes", "proc-only", "no-libcuda"):
+        body = ("echo \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
+                "driver. Make sure that the latest NVIDIA driver is installed and running.\"\n"
+                "exit 9\n")
+    else:
+        rows = "".join(f"echo '{i}, {name}, GPU-{i:08d}-fake, {memory_mib}, {cc}, {driver}'\n"
+                       for i in range(gpus))
+        body = 'case "$*" in *--query-gpu=*) ;; *) echo "usage"; exit 2;; esac\n' + rows
+    _write(bindir / "nvidia-smi", "#!/bin/sh\n" + body, 0o755)
+
+
+def _compiler(bindir: Path, *, compiler: bool, linker: bool, python_headers: bool,
+              libc_headers: bool, empty: Path) -> None:
+    if linker:
+        for tool in BINUTILS:
+            found = shutil.which(tool)
+            if found:
+                (bindir / tool).symlink_to(found)
+    if not compiler:
+        return
+    if python_headers and libc_headers:
+        (bindir / "gcc").symlink_to(GCC)
+        return
+    # A gcc that lost the interpreter's headers (the -I is dropped, as if python3.X-dev were
+    # absent) or the libc headers (an empty sysroot, as if libc6-dev were absent).
+    lines = ["#!/bin/sh"]
+    if not python_headers:
+        lines += ['for a do shift',
+                  f'  case "$a" in -I{python_include()}) ;; *) set -- "$@" "$a";; esac',
+                  'done']
+    extra = "" if libc_headers else f" --sysroot={empty}"
+    lines.append(f'exec {GCC}{extra} "$@"')
+    _write(bindir / "gcc", "\n".join(lines) + "\n", 0o755)
+
+
+TORCH_INIT = r'''
+"""Stub torch: the attributes the probe reads, and just enough tensor for the --deep kernel."""
+import contextlib, time
+from . import version
+from . import cuda
+__version__ = version.__version__
+float32 = "float32"
+_CONFIG = CONFIG_JSON
+if _CONFIG["import_sleep"]:
+    time.sleep(_CONFIG["import_sleep"])
+
+class Tensor:
+    def __init__(self, data, device):
+        self.data, self.device = list(data), device
+    def __add__(self, other):
+        return Tensor([v + other for v in self.data], self.device)
+    def __eq__(self, other):
+        return Tensor([a == b for a, b in zip(self.data, other.data)], self.device)
+    def all(self):
+        return all(self.data)
+    def __bool__(self):
+        return bool(all(self.data))
+
+def _device_ok(device):
+    if not cuda.is_available():
+        raise RuntimeError("No CUDA GPUs are available")
+    return device
+
+def arange(n, device="cpu", dtype=None):
+    return Tensor([float(i) for i in range(n)], _device_ok(device))
+
+def empty_like(t):
+    return Tensor([0.0] * len(t.data), t.device)
+'''
+
+TORCH_CUDA = r'''
+"""Stub torch.cuda, answering as the real one does on the configured node."""
+import contextlib, json, warnings
+_CONFIG = CONFIG_JSON
+def is_available():
+    if _CONFIG["warning"]:
+        warnings.warn(_CONFIG["warning"], UserWarning)
+    return _CONFIG["available"]
+def device_count():
+    return _CONFIG["count"] if _CONFIG["available"] else 0
+def get_arch_list():
+    return list(_CONFIG["arch"]) if _CONFIG["available"] else []
+def get_device_capability(index=0):
+    return tuple(_CONFIG["cc"])
+def get_device_name(index=0):
+    return _CONFIG["name"]
+def current_device():
+    return 0
+def synchronize(index=None):
+    return None
+@contextlib.contextmanager
+def device(index):
+    yield
+'''
+
+TRITON_DRIVER = r'''
+"""Stub triton.runtime.driver: CudaUtils builds its stub with cc exactly as Triton does."""
+import os, shutil, subprocess, sys, sysconfig, tempfile
+from triton import _CONFIG
+
+SYSROOT = os.environ.get("FLEETCHECK_SYSROOT") or "/"
+LDCONFIG = "/sbin/ldconfig" if SYSROOT == "/" else SYSROOT.rstrip("/") + "/sbin/ldconfig"
+SOURCE = "#include <stdio.h>\n#include <dlfcn.h>\n#include <Python.h>\nint f(void){return 0;}\n"
+
+def libcuda_dirs():
+    env_path = os.environ.get("TRITON_LIBCUDA_PATH")
+    if env_path:
+        return [env_path]
+    libs = subprocess.check_output([LDCONFIG, "-p"]).decode(errors="ignore")
+    locs = [line.split()[-1] for line in libs.splitlines() if "libcuda.so.1" in line]
+    dirs = [os.path.dirname(loc) for loc in locs]
+    env_ld_library_path = os.getenv("LD_LIBRARY_PATH")
+    if env_ld_library_path and not dirs:
+        dirs = [d for d in env_ld_library_path.split(":")
+                if os.path.exists(os.path.join(d, "libcuda.so.1"))]
+    msg = "libcuda.so cannot found!\n"
+    if locs:
+        msg += "Possible files are located at %s." % str(locs)
+        msg += "Please create a symlink of libcuda.so to any of the files."
+    else:
+        msg += 'Please make sure GPU is set up and then run "/sbin/ldconfig"'
+        msg += " (requires sudo) to refresh the linker cache."
+    assert any(os.path.exists(os.path.join(p, "libcuda.so.1")) for p in dirs), msg
+    return dirs
+
+def cache_dir():
+    if os.environ.get("TRITON_CACHE_DIR"):
+        return os.environ["TRITON_CACHE_DIR"]
+    home = os.environ.get("TRITON_HOME") or os.path.expanduser("~/")
+    return os.path.join(home, ".triton", "cache")
+
+def noexec(path):
+    try:
+        with open(SYSROOT.rstrip("/") + "/proc/self/mountinfo") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return False
+    best = ("", "")
+    for line in lines:
+        fields = line.split()
+        point = fields[4]
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best[0]):
+            best = (point, fields[5])
+    return "noexec" in best[1].split(",")
+
+def find_cc():
+    cc = os.environ.get("CC")
+    if cc is None:
+        clang = shutil.which("clang")
+        gcc = shutil.which("gcc")
+        cc = gcc if gcc is not None else clang
+        if cc is None:
+            if tuple(_CONFIG["version"][:2]) <= (3, 3):
+                raise RuntimeError("Failed to find C compiler. Please specify via CC "
+                                   "environment variable.")
+            raise RuntimeError("Failed to find C compiler. Please specify via CC environment "
+                               "variable or set triton.knobs.build.impl.")
+    return cc
+
+def build_stub(so_dir):
+    dirs = libcuda_dirs()
+    so = os.path.join(so_dir, "cuda_utils.so")
+    if os.path.exists(so):
+        if noexec(so):
+            raise ImportError(so + ": failed to map segment from shared object")
+        return so
+    cc = find_cc()
+    scheme = sysconfig.get_default_scheme() if hasattr(sysconfig, "get_default_scheme") \
+        else sysconfig._get_default_scheme()
+    if scheme == "posix_local":
+        scheme = "posix_prefix"
+    include = sysconfig.get_paths(scheme=scheme)["include"]
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "cuda_utils.c")
+        with open(src, "w") as f:
+            f.write(SOURCE)
+        out = os.path.join(tmp, "cuda_utils.so")
+        lib = "-l:libcuda.so.1" if tuple(_CONFIG["version"][:2]) >= (3, 6) else "-lcuda"
+        cmd = [cc, src, "-O3", "-shared", "-fPIC", "-Wno-psabi", "-o", out, lib]
+        cmd += ["-L" + d for d in dirs] + ["-I" + tmp, "-I" + include]
+        subprocess.check_call(cmd, stdout=subprocess.DEVNULL)
+        os.makedirs(so_dir, exist_ok=True)
+        shutil.copy(out, so)
+    if noexec(so):
+        raise ImportError(so + ": failed to map segment from shared object")
+    return so
+
+class GPUTarget:
+    def __init__(self, backend, arch, warp_size):
+        self.backend, self.arch, self.warp_size = backend, arch, warp_size
+    def __repr__(self):
+        return "GPUTarget(backend=%r, arch=%r, warp_size=%r)" % (self.backend, self.arch,
+                                                                 self.warp_size)
+
+class CudaDriver:
+    @staticmethod
+    def is_active():
+        try:
+            import torch
+            return torch.cuda.is_available()
+        except ImportError:
+            return False
+    def __init__(self):
+        if _CONFIG["error"]:
+            raise RuntimeError(_CONFIG["error"])
+        build_stub(os.path.join(cache_dir(), _CONFIG["stub_key"]))
+    def get_current_target(self):
+        import torch
+        major, minor = torch.cuda.get_device_capability()
+        return GPUTarget("cuda", major * 10 + minor, 32)
+
+class DriverConfig:
+    def __init__(self):
+        self._default = None
+        self._active = None
+    @property
+    def default(self):
+        if self._default is None:
+            active = [d for d in (CudaDriver,) if d.is_active()]
+            if len(active) != 1:
+                raise RuntimeError("%d active drivers (%s). There should only be one."
+                                   % (len(active), active))
+            self._default = active[0]()
+        return self._default
+    @property
+    def active(self):
+        if self._active is None:
+            self._active = self.default
+        return self._active
+
+class LazyProxy:
+    """Triton 2.x: no `.active`."""
+    def __init__(self):
+        self.backend = None
+
+driver = DriverConfig() if _CONFIG["version"][0] >= 3 else LazyProxy()
+'''
+
+TRITON_INIT = r'''
+"""Stub triton: the version, the driver, and a jit whose launch plays the GPU."""
+_CONFIG = CONFIG_JSON
+__version__ = _CONFIG["version_text"]
+from . import runtime, language
+
+class _Kernel:
+    def __init__(self, fn):
+        self.fn = fn
+    def __getitem__(self, grid):
+        def launch(x, y, n, **meta):
+            # Triton <= 3.6 compiles a launcher per new signature: it needs the compiler too.
+            from .runtime.driver import build_stub, cache_dir, driver
+            driver.active
+            build_stub(__import__("os").path.join(cache_dir(), "launcher-" + self.fn.__name__))
+            y.data = [v + 1 for v in x.data[:n]]
+        return launch
+
+def jit(fn):
+    return _Kernel(fn)
+'''
+
+PTXAS = """#!/bin/sh
+echo "ptxas: NVIDIA (R) Ptx optimizing assembler"
+echo "Copyright (c) 2005-2025 NVIDIA Corporation"
+echo "Built on Fri_Feb_21_20:22:20_PST_2025"
+echo "Cuda compilation tools, release {v}, V{v}.93"
+echo "Build cuda_{v}.r{v}/compiler.35583870_0"
+"""
+
+FLA_UTILS = r'''
+"""Stub fla.utils: the device detection of flash-linear-attention, as in fla/utils/_device.py."""
+import warnings
+import triton
+
+def _cpu_device_warning():
+    warnings.warn("Triton is not supported on current platform, roll back to CPU.", stacklevel=1)
+
+def get_available_device():
+    try:
+        return triton.runtime.driver.active.get_current_target().backend
+    except Exception:
+        _cpu_device_warning()
+        return "cpu"
+
+device = get_available_device()
+device_platform = "cuda" if device == "cuda" else device
+IS_NVIDIA_BLACKWELL = False
+'''
+
+
+def _dist(site: Path, name: str, version: str, package: str) -> None:
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    _write(info / "METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n")
+    _write(info / "RECORD", f"{package}/__init__.py,,\n")
+
+
+def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_arch: tuple[str, ...],
+              torch_config: dict[str, object], triton: str | None, triton_error: str | None,
+              ptxas: str | None, ptxas_blackwell: str | None, extra_triton_dist: str | None,
+              fla: str | None) -> None:
+    if torch:
+        cuda_line = f"cuda: Optional[str] = {torch_cuda!r}" if torch_cuda else \
+            "cuda: Optional[str] = None"
+        _write(site / "torch/version.py", "from typing import Optional\n"
+               f"__version__ = {torch!r}\n{cuda_line}\nhip = None\n")
+        _write(site / "torch/__init__.py", TORCH_INIT.replace(
+            "CONFIG_JSON", repr({"import_sleep": torch_config["import_sleep"]})))
+        config = dict(torch_config, arch=list(torch_arch))
+        _write(site / "torch/cuda.py", TORCH_CUDA.replace("CONFIG_JSON", repr(config)))
+        _dist(site, "torch", torch.split("+")[0], "torch")
+    if triton:
+        parts = [int(p) for p in triton.split(".")[:3]]
+        config = {"version": parts, "version_text": triton, "error": triton_error,
+                  "stub_key": STUB_KEY}
+        _write(site / "triton/__init__.py", TRITON_INIT.replace("CONFIG_JSON", repr(config)))
+        _write(site / "triton/runtime/__init__.py", "from .driver import driver\n")
+        _write(site / "triton/runtime/driver.py", TRITON_DRIVER)
+        _write(site / "triton/language/__init__.py",
+               "class constexpr:\n    pass\n\ndef arange(a, b):\n    return range(a, b)\n")
+        bindir = site / ("triton/backends/nvidia/bin" if parts[0] >= 3 else
+                         "triton/third_party/cuda/bin")
+        bindir.mkdir(parents=True, exist_ok=True)
+        if ptxas:
+            _write(bindir / "ptxas", PTXAS.format(v=ptxas), 0o755)
+        if ptxas_blackwell:
+            _write(bindir / "ptxas-blackwell", PTXAS.format(v=ptxas_blackwell), 0o755)
+        _dist(site, "triton", triton, "triton")
+        if extra_triton_dist:
+            name, version = extra_triton_dist.split()
+            _dist(site, name, version, "triton")
+    if fla:
+        _write(site / "fla/__init__.py", f"__version__ = {fla!r}\nimport fla.utils\n")
+        _write(site / "fla/utils.py", FLA_UTILS)
+        _dist(site, "flash-linear-attention", fla, "fla")
+
+
+def make_node(
+    root: Path | str,
+    *,
+    gpu: object = True,
+    gpus: int = 1,
+    gpu_name: str = "NVIDIA H200",
+    compute_capability: str = "9.0",
+    memory_mib: int = 143771,
+    driver: str = "580.95.05",
+    libcuda_version: str | None = None,
+    cuda_driver_version: int = 13000,
+    container: str | None = None,
+    dev_modes: dict[str, int] | None = None,
+    compiler: bool = True,
+    cc_env: str | None = None,
+    linker: bool = True,
+    libc_headers: bool = True,
+    python_headers: bool = True,
+    ldconfig: bool = True,
+    ldcache_has_libcuda: bool = True,
+    libcuda_unversioned: bool = True,
+    torch: str | None = "2.11.0+cu130",
+    torch_cuda: str | None = "13.0",
+    torch_arch: tuple[str, ...] = DEFAULT_ARCH,
+    torch_import_sleep: float = 0.0,
+    triton: str | None = "3.6.0",
+    triton_error: str | None = None,
+    ptxas: str | None = "12.8",
+    ptxas_blackwell: str | None = "12.9",
+    extra_triton_dist: str | None = None,
+    fla: str | None = None,
+    warm_cache: bool = False,
+    cache: str = "ok",
+    env: dict[str, str] | None = None,
+) -> NodeEnv:
+    """Build a fake node under `root`.
+
+    gpu: True (healthy), False (no NVIDIA GPU at all), "no-dev-nodes" (GPU in
+    /proc/driver/nvidia/gpus, no /dev/nvidia* - the LXC case), "no-uvm" (/dev/nvidia-uvm not
+    passed through), "mismatch" (libcuda of another version than the kernel module),
+    "no-libcuda" (driver userspace absent), "proc-only" (nothing but /proc/driver/nvidia).
+    cache: "ok", "unwritable" (TRITON_CACHE_DIR below a regular file) or "noexec".
+    """
+    if gpu not in GPU_MODES:
+        raise ValueError(f"gpu must be one of {GPU_MODES}")
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    sysroot, bindir, site = root / "sysroot", root / "bin", root / "site"
+    home, libdir, empty = root / "home", root / "lib", root / "empty"
+    for path in (sysroot, bindir, site, home, libdir, empty):
+        path.mkdir(exist_ok=True)
+
+    major, minor = (int(p) for p in compute_capability.split("."))
+    libcuda_version = libcuda_version or ("575.57.08" if gpu == "mismatch" else driver)
+    init_rc = {"no-dev-nodes": 100, "no-uvm": 999, "mismatch": 803}.get(str(gpu), 0)
+    has_libcuda = gpu not in (False, "no-libcuda", "proc-only")
+    too_old = cuda_driver_version // 1000 < int((torch_cuda or "0").split(".")[0])
+    available = gpu is True and bool(torch_cuda) and not too_old
+    warning = ""
+    if torch_cuda and gpu is not False and not available:
+        if too_old:
+            warning = ("CUDA initialization: The NVIDIA driver on your system is too old "
+                       f"(found version {cuda_driver_version}). Please update your GPU driver.")
+        else:
+            code = {100: "100: no CUDA-capable device is detected", 803: "803: system has "
+                    "unsupported display driver / cuda driver combination"}.get(
+                        init_rc, "30: unknown error")
+            warning = ("CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you "
+                       "run some cuda functions before calling NumCudaDevices() that might have "
+                       f"already set an error? Error {code}")
+
+    if dev_modes is None:
+        dev_modes = {}
+        if gpu in (True, "no-uvm", "mismatch", "no-libcuda"):
+            dev_modes = {"nvidiactl": 0o666, "nvidia-uvm": 0o666, "nvidia-uvm-tools": 0o666}
+            dev_modes.update({f"nvidia{i}": 0o666 for i in range(gpus)})
+            if gpu == "no-uvm":
+                dev_modes.pop("nvidia-uvm")
+                dev_modes.pop("nvidia-uvm-tools")
+
+    node_env = {"PATH": str(bindir), "HOME": str(home), "FLEETCHECK_SYSROOT": str(sysroot),
+                "PYTHONPATH": str(site), "LANG": "C.UTF-8"}
+    ld_entries: list[tuple[str, str]] = [("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6")]
+    if has_libcuda:
+        lib = build_libcuda(libdir, version=libcuda_version, init_rc=init_rc,
+                            driver_version=cuda_driver_version, count=gpus, name=gpu_name,
+                            cc=compute_capability, memory_mib=memory_mib)
+        (libdir / "libcuda.so.1").symlink_to(lib.name)
+        if libcuda_unversioned:
+            (libdir / "libcuda.so").symlink_to("libcuda.so.1")
+        if ldcache_has_libcuda:
+            ld_entries.append(("libcuda.so.1", str(libdir / "libcuda.so.1")))
+            if libcuda_unversioned:
+                ld_entries.append(("libcuda.so", str(libdir / "libcuda.so")))
+            node_env["LD_LIBRARY_PATH"] = str(libdir)
+        else:
+            # The loader still finds libcuda (as from a default dir on a real node), but
+            # neither ldconfig -p nor LD_LIBRARY_PATH shows it to Triton.
+            node_env["LD_PRELOAD"] = str(libdir / "libcuda.so.1")
+
+    mounts: list[tuple[str, str]] = []
+    if cache == "noexec":
+        (home / ".triton").mkdir()
+        mounts.append((str(home / ".triton"), "rw,nosuid,nodev,noexec,relatime"))
+    elif cache == "unwritable":
+        _write(root / "not-a-dir", "")
+        node_env["TRITON_CACHE_DIR"] = str(root / "not-a-dir" / "cache")
+    _sysroot(sysroot, gpu=gpu, gpus=gpus, name=gpu_name, driver=driver, container=container,
+             dev_modes=dev_modes, ldconfig=ldconfig, ld_entries=ld_entries, mounts=mounts)
+    if gpu is not False:
+        _nvidia_smi(bindir, gpu=gpu, gpus=gpus, name=gpu_name, cc=compute_capability,
+                    memory_mib=memory_mib, driver=libcuda_version)
+    _compiler(bindir, compiler=compiler, linker=linker, python_headers=python_headers,
+              libc_headers=libc_headers, empty=empty)
+    if cc_env is not None:
+        node_env["CC"] = cc_env
+    torch_config = {"import_sleep": torch_import_sleep, "available": available, "count": gpus,
+                    "cc": [major, minor], "name": gpu_name, "warning": warning}
+    _packages(site, torch=torch, torch_cuda=torch_cuda, torch_arch=torch_arch,
+              torch_config=torch_config, triton=triton, triton_error=triton_error, ptxas=ptxas,
+              ptxas_blackwell=ptxas_blackwell, extra_triton_dist=extra_triton_dist, fla=fla)
+    if warm_cache:
+        _write(home / ".triton/cache" / STUB_KEY / "cuda_utils.so", "stub from an earlier run\n")
+        _write(home / ".triton/cache" / "launcher-fleetcheck_add_one" / "cuda_utils.so", "stub\n")
+    node_env.update(env or {})
+    return NodeEnv(env=node_env, sysroot=sysroot, python=sys.executable, root=root, home=home,
+                   bindir=bindir, site=site)
+
+
+def run_probe(node: NodeEnv, *args: str, isolated: bool = False, python: str | None = None,
+              timeout: float = 120) -> tuple[int, dict[str, object], str]:
+    """Run probe.py on the node (source on stdin); (exit code, JSON document, stderr)."""
+    source = (Path(__file__).resolve().parent.parent / "fleetcheck/probe/probe.py").read_bytes()
+    argv = [python or node.python] + (["-I"] if isolated else []) + ["-", *args]
+    done = subprocess.run(argv, input=source, env=node.env, capture_output=True,
+                          timeout=timeout, cwd=node.root)
+    lines = done.stdout.decode().splitlines()
+    assert len(lines) == 1, done.stdout.decode()[:2000] + done.stderr.decode()[:2000]
+    return done.returncode, json.loads(lines[0]), done.stderr.decode()
