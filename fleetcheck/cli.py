@@ -160,9 +160,13 @@ def _output_format(args: argparse.Namespace) -> str:
     return "table"
 
 
+def _to_file(output: str | None) -> bool:
+    return output is not None and output != "-"
+
+
 def _emit(text: str, output: str | None) -> None:
     """Print to stdout, or write FILE atomically (readable, never group/world-writable)."""
-    if output is None or output == "-":
+    if output is None or not _to_file(output):
         sys.stdout.write(text)
         sys.stdout.flush()
         return
@@ -176,6 +180,11 @@ def _emit(text: str, output: str | None) -> None:
         raise UsageError(f"{output}: cannot write report: {exc.strerror or exc}") from None
 
 
+def _file_options(output: str | None) -> dict[str, Any]:
+    """A table written to a file gets no colour and no terminal width limit."""
+    return {"color": False, "width": 0} if _to_file(output) else {}
+
+
 def _load_policy(name: str | None) -> Any:
     from fleetcheck.playbook import load_playbook
 
@@ -184,10 +193,13 @@ def _load_policy(name: str | None) -> Any:
 
 def _default_inventory() -> Any:
     """The embedded default: this machine only, through the local transport."""
+    import socket
+
     from fleetcheck.inventory.model import HostSpec, Inventory
 
-    return Inventory(path="<built-in: this machine>",
-                     hosts=(HostSpec(name="localhost", address=None, transport="local"),))
+    host = HostSpec(name=socket.gethostname() or "localhost", address=None, transport="local",
+                    probe_host=True)
+    return Inventory(path="<built-in: this machine>", hosts=(host,))
 
 
 def _run_audit(inventory: Any, limit: list[str], deep: bool, policy: Any, timeout: float | None,
@@ -243,7 +255,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         failing_since = hist.failing_since(args.history, report)
     elif args.on_change:
         raise UsageError("--on-change needs --history DIR (changes are found against the last run)")
-    text = render(report, fmt, history=history, failing_since=failing_since, changes=changes)
+    text = render(report, fmt, history=history, failing_since=failing_since, changes=changes,
+                  **_file_options(args.output))
     _emit(text, args.output)
     return int(exit_code_for(report))
 
@@ -321,8 +334,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         history = hist.history_summaries(args.history)
         failing_since = hist.failing_since(args.history, report)
-    _emit(render(report, _output_format(args), history=history, failing_since=failing_since),
-          args.output)
+    _emit(render(report, _output_format(args), history=history, failing_since=failing_since,
+                 **_file_options(args.output)), args.output)
     return EXIT_OK
 
 
