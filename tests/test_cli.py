@@ -1,0 +1,141 @@
+"""The command line end to end on this machine: exit codes, one-line errors, every command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fleetcheck.probe import probe_source
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fleetcheck(*args: str, cwd: Path = ROOT, stdin: str | None = None,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fleetcheck", *args], cwd=cwd, input=stdin, text=True,
+        capture_output=True, timeout=120, env={**os.environ, **(env or {})},
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 2, result
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("fleetcheck: error: ")
+    assert "Traceback" not in result.stderr
+    for needle in needles:
+        assert needle in lines[0]
+
+
+def test_no_command_is_a_usage_error() -> None:
+    result = fleetcheck()
+    assert result.returncode == 2
+    assert "usage: fleetcheck" in result.stderr
+
+
+def test_help_documents_the_exit_codes() -> None:
+    for command in ((), ("audit",), ("gate",), ("probe",)):
+        result = fleetcheck(*command, "--help")
+        assert result.returncode == 0
+        assert "3  nothing failed, but some nodes could not be verified" in result.stdout
+
+
+def test_missing_inventory_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    assert_one_line_error(fleetcheck("audit", str(tmp_path / "nope.yaml")), "nope.yaml")
+
+
+def test_malformed_inventory_names_file_line_and_key(tmp_path: Path) -> None:
+    bad = tmp_path / "fleet.yaml"
+    bad.write_text("hosts:\n  pve1:\n    address: 10.0.0.1\n    containers: [101, abc]\n")
+    for command in ("audit", "gate", "inventory"):
+        result = fleetcheck(command, str(bad))
+        assert_one_line_error(result, "fleet.yaml:4", "containers")
+
+
+def test_unknown_playbook_is_exit_2() -> None:
+    result = fleetcheck("audit", "inventory.example.yaml", "--playbook", "no-such-playbook")
+    assert_one_line_error(result, "no-such-playbook")
+
+
+def test_on_change_needs_history() -> None:
+    result = fleetcheck("audit", "inventory.example.yaml", "--on-change", "cat")
+    assert_one_line_error(result, "--on-change needs --history")
+
+
+def test_probe_script_is_the_probe_and_runs_isolated_by_hand() -> None:
+    script = fleetcheck("probe", "--script")
+    assert script.returncode == 0
+    assert script.stdout == probe_source()
+    ran = subprocess.run([sys.executable, "-I", "-"], input=script.stdout, text=True,
+                         capture_output=True, timeout=120)
+    document = json.loads(ran.stdout)
+    assert document["schema"] == "fleetcheck.probe/1"
+    assert ran.returncode in (0, 1, 3)
+
+
+def test_probe_json_is_one_node_object_and_exit_code_matches_status() -> None:
+    result = fleetcheck("probe", "--format", "json")
+    node = json.loads(result.stdout)
+    assert {"id", "host", "vmid", "name", "status", "reason", "triton", "checks", "facts",
+            "duration_s"} <= set(node)
+    assert node["vmid"] is None
+    expected = {"ok": 0, "warn": 0, "skipped": 0, "fail": 1}.get(node["status"], 3)
+    assert result.returncode == expected
+
+
+def test_audit_writes_json_and_report_rerenders_it(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    audit = fleetcheck("audit", "inventory.example.yaml", "-o", str(out))
+    assert audit.stdout == ""
+    data = json.loads(out.read_text())
+    assert data["schema"] == "fleetcheck.audit/1"
+    assert [node["id"] for node in data["nodes"]] == ["this-machine"]
+    statuses = {node["status"] for node in data["nodes"]}
+    assert audit.returncode == (1 if "fail" in statuses else 3 if statuses & {"error"} else 0)
+    assert oct(out.stat().st_mode & 0o022) == "0o0"
+
+    html = tmp_path / "run.html"
+    assert fleetcheck("report", str(out), "-o", str(html)).returncode == 0
+    assert html.read_text().lstrip().lower().startswith("<!doctype html>")
+    table = fleetcheck("report", str(out), "--format", "table")
+    assert table.returncode == 0
+    assert "this-machine" in table.stdout
+    assert "\x1b[" not in table.stdout
+
+    same = fleetcheck("diff", str(out), str(out))
+    assert same.returncode == 0
+
+
+def test_report_on_a_bad_file_is_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "run.json"
+    bad.write_text("[1, 2")
+    assert_one_line_error(fleetcheck("report", str(bad)), "run.json")
+
+
+def test_unwritable_output_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "missing-dir" / "run.json"
+    result = fleetcheck("audit", "inventory.example.yaml", "-o", str(target))
+    assert_one_line_error(result, "run.json")
+    assert not target.parent.exists()
+
+
+def test_inventory_command_resolves_without_connecting() -> None:
+    result = fleetcheck("inventory", "inventory.example.yaml")
+    assert result.returncode == 0
+    assert "this-machine" in result.stdout
+    as_json = fleetcheck("inventory", "inventory.example.yaml", "--json")
+    assert as_json.returncode == 0
+    assert json.loads(as_json.stdout)
+
+
+@pytest.mark.parametrize("fmt", ["html", "junit", "prometheus", "json", "table"])
+def test_every_format_renders_the_local_audit(fmt: str) -> None:
+    result = fleetcheck("audit", "--format", fmt, "-o", "-")
+    assert result.returncode in (0, 1, 3)
+    assert result.stdout.strip()
