@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from reliability.support import HOSTILE_STRINGS
+from reliability.support import HOSTILE_STRINGS, mount_tmpfs
 
 
 class Figures:
@@ -141,3 +144,20 @@ def silent_port() -> Iterator[int]:
 
     with silent_server() as port:
         yield port
+
+
+@pytest.fixture
+def tiny_fs(tmp_path: Path) -> Iterator[Path]:
+    """A real 64 KiB filesystem (tmpfs), so ENOSPC comes from the kernel, not a mock."""
+    mount_point = tmp_path / "tiny"
+    mount_point.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        mount_tmpfs(mount_point, "size=64k,mode=0755")
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"cannot mount a tmpfs here: {exc}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False, capture_output=True)

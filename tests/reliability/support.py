@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import socket
@@ -60,31 +61,42 @@ class CliRun:
         return self.stderr.decode("utf-8", "replace")
 
 
+class CliProcess:
+    """`python -m fleetcheck ARGS` running in a child process (its own session)."""
+
+    def __init__(self, args: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> None:
+        self.args = args
+        self.out_path, self.err_path = cwd / "cli.stdout", cwd / "cli.stderr"
+        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
+            self.child = subprocess.Popen(
+                [sys.executable, "-m", "fleetcheck", *args], cwd=cwd, stdin=subprocess.DEVNULL,
+                stdout=out, stderr=err, env={**os.environ, **(env or {})},
+                start_new_session=True)
+
+    def finish(self, deadline: float) -> CliRun:
+        """Wait (bounded); fail the test if the CLI outlives `deadline` seconds from now.
+
+        wait4 gives the child's own peak RSS.
+        """
+        limit = time.monotonic() + deadline
+        while True:
+            pid, status, usage = os.wait4(self.child.pid, os.WNOHANG)
+            if pid == self.child.pid:
+                break
+            if time.monotonic() > limit:
+                os.killpg(self.child.pid, signal.SIGKILL)
+                os.wait4(self.child.pid, 0)
+                pytest.fail(f"fleetcheck {' '.join(self.args)} did not end within {deadline} s")
+            time.sleep(0.05)
+        self.child.returncode = os.waitstatus_to_exitcode(status)
+        return CliRun(self.child.returncode, self.out_path.read_bytes(),
+                      self.err_path.read_bytes(), usage.ru_maxrss)
+
+
 def run_cli(args: list[str], *, deadline: float, cwd: Path, env: dict[str, str] | None = None,
             ) -> CliRun:
-    """Run the real CLI in a child process; fail the test if it outlives `deadline` seconds.
-
-    Output goes to files (no pipe can fill up); the child is waited for with wait4 so its own
-    peak RSS is known.
-    """
-    out_path, err_path = cwd / "cli.stdout", cwd / "cli.stderr"
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        child = subprocess.Popen([sys.executable, "-m", "fleetcheck", *args], cwd=cwd,
-                                 stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                 env={**os.environ, **(env or {})}, start_new_session=True)
-    limit = time.monotonic() + deadline
-    while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid == child.pid:
-            break
-        if time.monotonic() > limit:
-            os.killpg(child.pid, signal.SIGKILL)
-            os.wait4(child.pid, 0)
-            pytest.fail(f"fleetcheck {' '.join(args)} did not end within {deadline} s")
-        time.sleep(0.05)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return CliRun(child.returncode, out_path.read_bytes(), err_path.read_bytes(),
-                  usage.ru_maxrss)
+    """Run the real CLI in a child process and wait for it (see CliProcess.finish)."""
+    return CliProcess(args, cwd=cwd, env=env).finish(deadline)
 
 
 def descendants(pid: int) -> list[int]:
@@ -160,3 +172,21 @@ def silent_server() -> Iterator[int]:
         for conn in accepted:
             conn.close()
         server.close()
+
+
+def mount_tmpfs(target: Path, options: str) -> None:
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)],
+                   check=True, capture_output=True)
+
+
+def fill_filesystem(folder: Path) -> None:
+    """Take every free block of the filesystem holding `folder` (bounded: it is 64 KiB)."""
+    with open(folder / "filler", "wb", buffering=0) as handle:
+        for _ in range(1024):
+            try:
+                if not handle.write(b"\0" * 4096):
+                    return
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+                return
+    raise AssertionError("the tiny filesystem never filled up")

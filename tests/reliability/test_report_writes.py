@@ -8,7 +8,6 @@ import gzip
 import os
 import stat
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 from fleetcheck.cli import main
 from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
 from fleetcheck.reportio import dumps_report, write_atomic
+from reliability.support import fill_filesystem as _fill
 
 OLD_REPORT = '{"schema": "fleetcheck.audit/1", "old": true}\n'
 
@@ -37,41 +37,6 @@ def _report(nodes: int = 3, padding: int = 0) -> Report:
         ),
         inventory="inv.yaml",
     )
-
-
-def _mount(target: Path, options: str) -> None:
-    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)],
-                   check=True, capture_output=True)
-
-
-@pytest.fixture
-def tiny_fs(tmp_path: Path) -> Iterator[Path]:
-    """A real 64 KiB filesystem (tmpfs), so ENOSPC comes from the kernel, not a mock."""
-    mount_point = tmp_path / "tiny"
-    mount_point.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    try:
-        _mount(mount_point, "size=64k,mode=0755")
-    except (OSError, subprocess.CalledProcessError) as exc:
-        pytest.skip(f"cannot mount a tmpfs here: {exc}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False, capture_output=True)
-
-
-def _fill(folder: Path) -> None:
-    """Take every free block of the filesystem holding `folder` (bounded: it is 64 KiB)."""
-    with open(folder / "filler", "wb", buffering=0) as handle:
-        for _ in range(1024):
-            try:
-                if not handle.write(b"\0" * 4096):
-                    return
-            except OSError as exc:
-                assert exc.errno == errno.ENOSPC
-                return
-    raise AssertionError("the tiny filesystem never filled up")
 
 
 def _damage(folder: Path, target: Path, expected: str, allowed: set[str]) -> str | None:
