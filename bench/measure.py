@@ -3,7 +3,8 @@
 - CPU of the tree: user+sys from `os.wait4` on the command (which includes every descendant
   it waited for) plus whatever orphans it left behind (ssh ControlPersist masters), which
   this process adopts as a child subreaper and reaps after the run.
-- Peak RSS: `ru_maxrss` from `wait4` (the largest single process of the tree), plus a sampled
+- Peak RSS: `ru_maxrss` of the largest single process of the tree (reported by the small
+  launcher bench/launch.py, so that the bench's own memory does not leak into it), plus a sampled
   sum over the whole tree (every 0.2 s from /proc), since a forking auditor (Ansible) spreads
   its memory over many processes.
 - Machine CPU: busy jiffies from /proc/stat, so the work done on the "nodes" (sshd, pct and the
@@ -13,9 +14,12 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import signal
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +29,7 @@ PR_SET_CHILD_SUBREAPER = 36
 SAMPLE_INTERVAL_S = 0.2
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,8 @@ class Measurement:
     #: Largest sampled sum of RSS over the auditor's tree, in MiB.
     tree_rss_mb: float
     returncode: int
+    #: 1-minute load average when the run started (others' work on the machine shows here).
+    load_before: float = 0.0
     stdout: bytes = b""
     stderr: bytes = b""
 
@@ -117,7 +124,8 @@ class _TreeSampler(threading.Thread):
         me = os.getpid()
         while not self._stop_event.wait(SAMPLE_INTERVAL_S):
             table = _process_table()
-            tree = descendants(self.root, table) | {self.root}
+            # The root is the launcher (bench/launch.py): only what it started counts.
+            tree = descendants(self.root, table)
             tree |= {pid for pid, (ppid, _) in table.items()
                      if ppid == me and pid not in self.known and pid != self.root}
             total = sum(table[pid][1] for pid in tree if pid in table) * _PAGE_KB
@@ -150,12 +158,16 @@ def run_measured(
     orphans are reaped (e.g. to stop ssh ControlPersist masters).
     """
     stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
+    report_fd, report_path = tempfile.mkstemp(prefix="bench-launch-", suffix=".json")
+    os.close(report_fd)
     known = set(known_children())
+    load_before = os.getloadavg()[0]
     cpu_before = _children_cpu()
     busy_before = machine_busy_s()
     started = time.perf_counter()
     proc = subprocess.Popen(
-        list(argv), env=dict(env) if env is not None else None, cwd=cwd, stdin=stdin,
+        [sys.executable, "-I", "-S", LAUNCHER, report_path, "--", *argv],
+        env=dict(env) if env is not None else None, cwd=cwd, stdin=stdin,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )
     known.add(proc.pid)
@@ -194,10 +206,17 @@ def run_measured(
     cpu = _children_cpu() - cpu_before
     if stdin_path:
         stdin.close()
+    try:
+        with open(report_path) as handle:
+            launched = json.load(handle)
+    except (OSError, ValueError):
+        launched = {"maxrss_kb": rusage.ru_maxrss}
+    finally:
+        os.unlink(report_path)
     return Measurement(
         wall_s=wall, cpu_s=cpu, machine_cpu_s=busy,
-        peak_rss_mb=rusage.ru_maxrss / 1024, tree_rss_mb=sampler.peak_kb / 1024,
-        returncode=proc.returncode,
+        peak_rss_mb=launched["maxrss_kb"] / 1024, tree_rss_mb=sampler.peak_kb / 1024,
+        returncode=proc.returncode, load_before=load_before,
         stdout=b"".join(out_chunks), stderr=b"".join(err_chunks),
     )
 

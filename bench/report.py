@@ -29,6 +29,8 @@ class Row:
     tree_rss_mb: float
     ok: int
     total: int
+    #: Highest 1-minute load average seen at the start of a run.
+    load_max: float = 0.0
     note: str = ""
 
     @classmethod
@@ -43,7 +45,8 @@ class Row:
             machine_cpu_s=statistics.median(o.measurement.machine_cpu_s for o in outcomes),
             peak_rss_mb=max(o.measurement.peak_rss_mb for o in outcomes),
             tree_rss_mb=max(o.measurement.tree_rss_mb for o in outcomes),
-            ok=min(o.ok for o in outcomes), total=outcomes[0].total, note="; ".join(notes),
+            ok=min(o.ok for o in outcomes), total=outcomes[0].total,
+            load_max=max(o.measurement.load_before for o in outcomes), note="; ".join(notes),
         )
 
     @property
@@ -76,19 +79,22 @@ def quick_line(rows: Sequence[Row], containers: int) -> str:
 def table(rows: Sequence[Row]) -> list[str]:
     lines = [
         "| containers | probe | contender | wall s (min–max) | × floor | × fleetcheck "
-        "| auditor CPU s | CPU ms/node | machine CPU s | peak RSS MB | tree RSS MB | ok |",
-        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| auditor CPU s | CPU ms/node | machine CPU s | peak RSS MB | tree RSS MB | ok "
+        "| runs | load |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         floor = ratio(rows, row.containers, row.probe, row.contender, "floor")
         vs_fc = ratio(rows, row.containers, row.probe, row.contender, "fleetcheck")
+        spread = f" ({row.wall_min_s:.2f}–{row.wall_max_s:.2f})" if row.runs > 1 else ""
         lines.append(
             f"| {row.containers} | {row.probe} | {row.contender} "
-            f"| {row.wall_s:.2f} ({row.wall_min_s:.2f}–{row.wall_max_s:.2f}) "
+            f"| {row.wall_s:.2f}{spread} "
             f"| {'' if floor is None else f'{floor:.2f}'} "
             f"| {'' if vs_fc is None else f'{vs_fc:.2f}'} "
             f"| {row.cpu_s:.2f} | {row.cpu_ms_per_node:.1f} | {row.machine_cpu_s:.1f} "
-            f"| {row.peak_rss_mb:.0f} | {row.tree_rss_mb:.0f} | {row.ok}/{row.total} |"
+            f"| {row.peak_rss_mb:.0f} | {row.tree_rss_mb:.0f} | {row.ok}/{row.total} "
+            f"| {row.runs} | {row.load_max:.1f} |"
         )
     return lines
 

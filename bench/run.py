@@ -81,7 +81,7 @@ def trivial_probe(fleet: BenchFleet, real: Probe, workdir: Path) -> Probe:
 
 
 def measure_size(containers: int, contenders: list[str], probes: list[str], runs: int,
-                 workdir: Path, timeout: float, log) -> list[Row]:
+                 workdir: Path, timeout: float, log, loop_runs: int) -> list[Row]:
     size_dir = workdir / f"fleet-{containers}"
     size_dir.mkdir(parents=True, exist_ok=True)
     log(f"building a fleet of {containers} containers")
@@ -96,11 +96,14 @@ def measure_size(containers: int, contenders: list[str], probes: list[str], runs
             for run in range(runs):
                 # Interleaved, so that drift over time hits every contender alike.
                 for name in contenders:
+                    if name == "ssh-loop" and run >= loop_runs:
+                        continue
                     outcome = CONTENDERS[name](Context(fleet, probe, size_dir, timeout))
                     outcomes[name].append(outcome)
                     m = outcome.measurement
                     log(f"  {containers:>4} {kind:<7} {name:<10} run {run + 1}/{runs}: "
                         f"{m.wall_s:7.2f} s wall, {m.cpu_s:6.2f} s cpu, "
+                        f"load {m.load_before:4.1f}, "
                         f"{m.peak_rss_mb:6.1f} MB, ok {outcome.ok}/{outcome.total}"
                         + (f" ({outcome.note})" if outcome.note else "")
                         + ("" if outcome.ok == outcome.total
@@ -140,6 +143,14 @@ def machine_description() -> dict[str, object]:
     }
 
 
+def save_results(path: Path, rows: list[Row], runs: int) -> None:
+    machine = machine_description()
+    write_results(path, rows, machine, runs)
+    path.with_suffix(".json").write_text(
+        json.dumps({"machine": machine, "runs": runs, "rows": [asdict(row) for row in rows]},
+                   indent=1) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
@@ -153,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds before one contender's run is killed")
     parser.add_argument("--results", default=str(REPO / "bench" / "results.md"),
                         help="where to write the table (not written with --quick)")
+    parser.add_argument("--loop-runs-large", type=int, default=1, metavar="N",
+                        help="runs of the sequential ssh loop at 500+ containers (default 1: "
+                        "it takes minutes per run)")
     parser.add_argument("--workdir", help="keep the fleets and outputs here (default: a "
                         "temporary directory, removed at the end)")
     args = parser.parse_args(argv)
@@ -178,17 +192,16 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     try:
         for size in sizes:
-            rows += measure_size(size, contenders, probes, runs, workdir, args.timeout, log)
+            loop_runs = runs if size < 500 else min(runs, args.loop_runs_large)
+            rows += measure_size(size, contenders, probes, runs, workdir, args.timeout, log,
+                                 loop_runs)
+            if not args.quick:
+                # After every size, so that a long run interrupted later still leaves figures.
+                save_results(Path(args.results), rows, runs)
+                log(f"wrote {args.results}")
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
-    machine = machine_description()
-    if not args.quick:
-        write_results(Path(args.results), rows, machine, runs)
-        Path(args.results).with_suffix(".json").write_text(
-            json.dumps({"machine": machine, "runs": runs,
-                        "rows": [asdict(row) for row in rows]}, indent=1) + "\n")
-        log(f"wrote {args.results}")
     line = quick_line(rows, 100 if 100 in sizes else sizes[-1])
     print(line)
     return 0 if all(row.ok == row.total for row in rows) else 1
