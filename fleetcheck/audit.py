@@ -62,7 +62,7 @@ def utc_now() -> str:
 
 def probe_deadline(timeout: float) -> float:
     """The probe's own deadline: short of the node timeout, never below half of it."""
-    return round(max(timeout - PROBE_MARGIN, timeout / 2, 1.0), 1)
+    return round(max(timeout - PROBE_MARGIN, timeout / 2), 1)
 
 
 @functools.cache

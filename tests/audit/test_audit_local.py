@@ -1,0 +1,42 @@
+"""The local machine as a node: `fleetcheck probe` (local_node_result) and `transport: local`."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import pytest
+from nodeenv import make_node
+
+from fleetcheck.audit import local_node_result, probe_deadline, run_audit
+from fleetcheck.inventory.model import HostSpec, Inventory
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_local_node_result_runs_the_probe_here(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node", compiler=False)
+    result = local_node_result(python=node.python, env=node.env, timeout=30)
+    assert (result.id, result.host, result.vmid) == (socket.gethostname(),) * 2 + (None,)
+    assert (result.status, result.triton.verdict, result.triton.cause) == (
+        "fail", "cpu-fallback", "no_c_compiler")
+
+
+def test_local_node_result_missing_python(tmp_path: Path) -> None:
+    result = local_node_result(python=str(tmp_path / "nope" / "python3"), timeout=10)
+    assert (result.status, result.reason) == (
+        "error", f"{tmp_path / 'nope' / 'python3'} not found on {socket.gethostname()}")
+
+
+def test_local_transport_host_in_an_inventory(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node")
+    host = HostSpec(name="here", address=None, transport="local", probe_host=True,
+                    python=node.python, env=node.env, timeout=30)
+    report = asyncio.run(run_audit(Inventory(path="inline", hosts=(host,))))
+    assert [(n.id, n.status, n.reason) for n in report.nodes] == [
+        ("here", "ok", "Triton gpu (cuda)")]
+
+
+def test_probe_deadline_stays_short_of_the_node_timeout() -> None:
+    assert [probe_deadline(t) for t in (60, 20, 6, 2, 0.5)] == [55.0, 15.0, 3.0, 1.0, 0.2]

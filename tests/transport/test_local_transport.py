@@ -1,0 +1,53 @@
+"""LocalTransport: a subprocess in its own process group, killed whole on timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from fleetcheck.transport.interface import CommandResult
+from fleetcheck.transport.local import LocalTransport
+from fleetcheck.transport.ssh import OUTPUT_CAP
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def run(argv: list[str], *, input: bytes | None = None, timeout: float,
+        output_cap: int = OUTPUT_CAP) -> CommandResult:
+    return asyncio.run(LocalTransport(output_cap=output_cap).run(argv, input=input,
+                                                                 timeout=timeout))
+
+
+def test_input_output_and_exit_code() -> None:
+    result = run([sys.executable, "-c", "import sys; d = sys.stdin.read(); print(d.upper()); "
+                  "sys.stderr.write('warned'); sys.exit(4)"], input=b"probe", timeout=20)
+    assert (result.returncode, result.stdout, result.stderr, result.timed_out) == (
+        4, b"PROBE\n", b"warned", False)
+
+
+def test_missing_interpreter_is_127() -> None:
+    result = run(["/nonexistent/python3", "-"], input=b"x", timeout=5)
+    assert (result.returncode, result.stderr) == (
+        127, b"/nonexistent/python3: not found\n")
+
+
+def test_timeout_kills_the_whole_process_group() -> None:
+    marker = f"local-sleeper-{uuid.uuid4().hex}"
+    # A child that outlives its parent's TERM would be missed by killing the parent alone.
+    script = ("import subprocess, sys, time; subprocess.Popen("
+              f"[sys.executable, '-c', 'import time; time.sleep(60)', '{marker}']); "
+              "time.sleep(60)")
+    result = run([sys.executable, "-c", script, marker], timeout=1)
+    assert result.timed_out is True
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    assert left == ""
+
+
+def test_output_cap() -> None:
+    result = run([sys.executable, "-c", "import sys; sys.stdout.write('x' * 100000)"],
+                 timeout=20, output_cap=5000)
+    assert (result.truncated, result.stdout) == (True, b"x" * 5000)

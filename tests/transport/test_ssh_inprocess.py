@@ -1,0 +1,168 @@
+"""SshTransport against asyncssh's in-process server: command lines, reuse, lost connections."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+import pytest
+
+from fleetcheck.inventory.model import HostSpec, SshOptions
+from fleetcheck.transport.interface import TransportError
+from fleetcheck.transport.pct import PctTransport
+from fleetcheck.transport.ssh import SshTransport
+
+pytestmark = pytest.mark.timeout(30)
+
+Handler = Callable[[asyncssh.SSHServerProcess[bytes]], Any]
+
+
+class FakeHost:
+    """An asyncssh server on 127.0.0.1:0 whose `handler` plays the remote side."""
+
+    def __init__(self, tmp_path: Path, handler: Handler, *, refuse_sessions: bool = False):
+        self.tmp_path = tmp_path
+        self.handler = handler
+        self.refuse_sessions = refuse_sessions
+        self.commands: list[str] = []
+        self.connections = 0
+
+    async def __aenter__(self) -> HostSpec:
+        host_key = asyncssh.generate_private_key("ssh-ed25519")
+        client_key = asyncssh.generate_private_key("ssh-ed25519")
+        client_key.write_private_key(str(self.tmp_path / "id"))
+        fake = self
+
+        class Server(asyncssh.SSHServer):
+            def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+                fake.connections += 1
+
+            def session_requested(self) -> bool:
+                if fake.refuse_sessions:
+                    # What OpenSSH answers past MaxSessions.
+                    raise asyncssh.ChannelOpenError(asyncssh.OPEN_CONNECT_FAILED, "open failed")
+                return True
+
+        async def process(proc: asyncssh.SSHServerProcess[bytes]) -> None:
+            self.commands.append(proc.command or "")
+            await self.handler(proc)
+
+        self.server = await asyncssh.listen(
+            "127.0.0.1", 0, server_host_keys=[host_key], server_factory=Server,
+            authorized_client_keys=asyncssh.import_authorized_keys(
+                client_key.export_public_key().decode()),
+            # Without a process_factory the Server's session_requested decides.
+            process_factory=None if self.refuse_sessions else process, encoding=None)
+        port = self.server.get_port()
+        known = self.tmp_path / "known_hosts"
+        known.write_text(f"[127.0.0.1]:{port} {host_key.export_public_key().decode()}")
+        return HostSpec(name="pve1", address="127.0.0.1", ssh=SshOptions(
+            user="root", port=port, identity_file=str(self.tmp_path / "id"),
+            known_hosts=str(known), config_file=""))
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.server.close()
+        await self.server.wait_closed()
+
+
+async def echo_stdin(proc: asyncssh.SSHServerProcess[bytes]) -> None:
+    data = await proc.stdin.read()
+    proc.stdout.write(data)
+    proc.stderr.write(b"note\n")
+    proc.exit(7)
+
+
+def test_pct_command_line_is_quoted_once_and_connection_reused(tmp_path: Path) -> None:
+    fake = FakeHost(tmp_path, echo_stdin)
+
+    async def main() -> tuple[list[Any], str]:
+        async with fake as spec:
+            ssh = SshTransport(spec)
+            try:
+                results = [
+                    await PctTransport(ssh, 101).run(
+                        ["env", "CC=/usr/bin/gcc 12", "python3", "-", "--deadline", "55"],
+                        input=b"probe", timeout=60),
+                    await PctTransport(ssh, 102, sudo=True).run(["python3", "-"], timeout=2.5),
+                ]
+            finally:
+                await ssh.close()
+            return results, ssh.tag
+
+    (first, second), tag = asyncio.run(main())
+    assert (first.returncode, first.stdout, first.stderr) == (7, b"probe", b"note\n")
+    assert (second.returncode, second.stdout) == (7, b"")
+    assert fake.commands == [
+        f"timeout -k 5 60 env FLEETCHECK_RUN={tag} pct exec 101 --keep-env 0 -- "
+        "env 'CC=/usr/bin/gcc 12' python3 - --deadline 55",
+        f"timeout -k 5 2.5 env FLEETCHECK_RUN={tag} sudo -n pct exec 102 --keep-env 0 -- "
+        "python3 -",
+    ]
+    assert fake.connections == 1
+
+
+def test_connection_lost_mid_command_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    async def drop(proc: asyncssh.SSHServerProcess[bytes]) -> None:
+        proc.channel.get_connection().abort()
+
+    async def main() -> None:
+        async with FakeHost(tmp_path, drop) as spec:
+            ssh = SshTransport(spec)
+            try:
+                await ssh.run(["python3", "-"], input=b"x", timeout=10)
+            finally:
+                await ssh.close()
+
+    with pytest.raises(TransportError) as caught:
+        asyncio.run(main())
+    assert (caught.value.kind, str(caught.value)) == (
+        "error", "connection to pve1 lost while the command ran")
+
+
+def test_refused_sessions_are_retried_then_reported(tmp_path: Path) -> None:
+    fake = FakeHost(tmp_path, echo_stdin, refuse_sessions=True)
+
+    async def main() -> None:
+        async with fake as spec:
+            ssh = SshTransport(spec)
+            try:
+                await ssh.run(["true"], timeout=10)
+            finally:
+                await ssh.close()
+
+    with pytest.raises(TransportError) as caught:
+        asyncio.run(main())
+    assert (caught.value.kind, str(caught.value)) == (
+        "error", "pve1 refused a new SSH session: open failed")
+
+
+def test_client_side_timeout_gives_up_and_kills_the_tagged_command(tmp_path: Path) -> None:
+    async def hang(proc: asyncssh.SSHServerProcess[bytes]) -> None:
+        if proc.command and proc.command.startswith("pkill"):
+            proc.exit(0)
+            return
+        await asyncio.sleep(30)
+
+    fake = FakeHost(tmp_path, hang)
+
+    async def main() -> tuple[Any, str]:
+        async with fake as spec:
+            ssh = SshTransport(spec)
+            import fleetcheck.transport.ssh as ssh_module
+
+            # The remote `timeout` would end it; this host ignores it, so the client gives up.
+            old = ssh_module.KILL_AFTER, ssh_module.CLIENT_GRACE
+            ssh_module.KILL_AFTER, ssh_module.CLIENT_GRACE = 0, 0.2
+            try:
+                result = await ssh.run(["sleep", "100"], timeout=0.3)
+            finally:
+                ssh_module.KILL_AFTER, ssh_module.CLIENT_GRACE = old
+                await ssh.close()
+            return result, ssh.tag
+
+    result, tag = asyncio.run(main())
+    assert (result.timed_out, result.returncode) == (True, None)
+    assert fake.commands[-1] == f"pkill -TERM -f -- 'FLEETCHECK_RU[N]={tag}'"
