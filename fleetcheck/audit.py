@@ -9,6 +9,7 @@ import socket
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from fnmatch import fnmatchcase
 from typing import Any
 
 from fleetcheck.inventory import (
@@ -26,6 +27,7 @@ from fleetcheck.inventory import (
     pct_list_argv,
     targets_for_host,
 )
+from fleetcheck.inventory.limit import split_patterns
 from fleetcheck.model import NodeResult, Report
 from fleetcheck.observer import AuditObserver, NullObserver
 from fleetcheck.probe import probe_argv, probe_source
@@ -255,11 +257,16 @@ class AuditRun:
         self._pending.pop(node.id, None)
         self.observer.node_finished(node)
 
+    def _finish_host(self, node: NodeResult) -> None:
+        """A host whose containers are unknown stands for them as one node."""
+        self._total += 1
+        self.observer.targets_resolved(self._total)
+        self._finish(node)
+
     def _selected(self, node: Target | SkippedTarget) -> bool:
         if not self.limit:
             return True
-        groups = getattr(self.inventory, "groups", None)
-        return matches_limit(node.id, node.labels, self.limit, groups)
+        return matches_limit(node.id, node.labels, self.limit, self.inventory.groups)
 
     def _host_transport(self, host: HostSpec) -> Transport:
         transport: Transport
@@ -270,7 +277,23 @@ class AuditRun:
         self._transports.append(transport)
         return transport
 
+    def _host_may_match(self, host: HostSpec) -> bool:
+        """False only when no node of `host` can be selected: spares connecting to it at all."""
+        groups = self.inventory.groups
+        plain = [atom for atom in split_patterns(self.limit) if atom and atom[0] not in "!&"]
+        if not plain or matches_limit(host.name, host.labels, self.limit, groups):
+            return True
+        for atom in plain:
+            # Labels and groups may select containers only discovery reveals.
+            if atom == "all" or atom.startswith(("@", "label:")) or atom in groups:
+                return True
+            if fnmatchcase(host.name, atom.split("/", 1)[0]):
+                return True
+        return False
+
     async def _audit_host(self, host: HostSpec) -> None:
+        if not self._host_may_match(host):
+            return
         transport = self._host_transport(host)
         discovered: list[DiscoveredContainer] | None = None
         if host.containers == ALL_CONTAINERS:
@@ -278,10 +301,11 @@ class AuditRun:
             try:
                 discovered = await self._discover(host, transport)
             except TransportError as exc:
-                self._finish(_host_node(host, exc.kind, str(exc)))
+                self._finish_host(_host_node(host, exc.kind, str(exc)))
                 return
             except (DiscoveryError, InventoryError) as exc:
-                self._finish(_host_node(host, "error", f"container discovery failed: {exc}"))
+                reason = f"container discovery failed: {exc}"
+                self._finish_host(_host_node(host, "error", reason))
                 return
             self._pending.pop(host.name, None)
         nodes = [node for node in targets_for_host(host, discovered) if self._selected(node)]

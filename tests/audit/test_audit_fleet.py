@@ -208,9 +208,15 @@ def test_limit_selects_nodes(fleet: Fleet) -> None:
     fleet.add_container("pve2", 101, "healthy")
     fleet.write_inventory(timeout=30)
 
+    fleet.add_host("pve3")
+    fleet.add_container("pve3", 101, "healthy")
+    fleet.write_inventory(timeout=30)
+
     report = audit(fleet, limit=["pve1/102,pve2"])
 
     assert rows(report) == [("pve1/102", "skipped", "container stopped"), ("pve2/101", *GPU_OK)]
+    # No node of pve3 can be selected: it is not even connected to.
+    assert fleet.accepted_logins("pve3") == 0
 
 
 def test_malformed_inventory_is_an_inventory_error(tmp_path: Path) -> None:
