@@ -223,7 +223,8 @@ def _with_fleet_checks(report: Any, policy: Any) -> Any:
 
     from fleetcheck.consistency import fleet_checks
 
-    return dataclasses.replace(report, fleet_checks=fleet_checks(report.nodes, policy))
+    return dataclasses.replace(report, fleet_checks=fleet_checks(report.nodes, policy),
+                               playbook=policy.name)
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -231,6 +232,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from fleetcheck.render import render
 
     fmt = _output_format(args)
+    if args.keep < 1:
+        raise UsageError(f"--keep must be at least 1, got {args.keep}")
+    if args.on_change and not args.history:
+        raise UsageError("--on-change needs --history DIR (changes are found against the last run)")
     inventory = _load_inventory(args.inventory) if args.inventory else _default_inventory()
     policy = _load_policy(args.playbook)
     report = _run_audit(inventory, args.limit, args.deep or policy.deep, policy, args.timeout,
@@ -253,8 +258,6 @@ def cmd_audit(args: argparse.Namespace) -> int:
                     print(f"fleetcheck: --on-change: {problem}", file=sys.stderr)
         history = hist.history_summaries(args.history)
         failing_since = hist.failing_since(args.history, report)
-    elif args.on_change:
-        raise UsageError("--on-change needs --history DIR (changes are found against the last run)")
     text = render(report, fmt, history=history, failing_since=failing_since, changes=changes,
                   **_file_options(args.output))
     _emit(text, args.output)
