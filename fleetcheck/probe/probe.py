@@ -376,9 +376,10 @@ def distributions(package, prefixes):
             continue
         seen.add(real)
         for name in names:
-            low = name.lower().replace("-", "_")
+            low = name.lower()
             if not (low.endswith(".dist-info") or low.endswith(".egg-info")):
                 continue
+            low = low.replace("-", "_")
             if not any(low.startswith(p) for p in prefixes):
                 continue
             path = os.path.join(real, name)

@@ -1,0 +1,138 @@
+"""The probe's contract: Python 3.8 syntax, stdlib only, one JSON, bounded time, no leftovers."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from nodeenv import make_node, run_probe
+
+from fleetcheck.checks import CHECKS
+from fleetcheck.probe import probe as probe_module
+from fleetcheck.probe import probe_argv, probe_source
+
+PY38 = Path.home() / ".pyenv/versions/3.8.18/bin/python3"
+STDLIB = set(sys.stdlib_module_names)
+
+
+def test_parses_as_python_38() -> None:
+    ast.parse(probe_source(), feature_version=(3, 8))
+
+
+def test_imports_only_the_standard_library() -> None:
+    tree = ast.parse(probe_source())
+    top = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+           for alias in node.names}
+    top |= {node.module.split(".")[0] for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module}
+    assert top <= STDLIB, top - STDLIB
+
+
+def test_check_ids_match_the_catalogue_in_causal_order() -> None:
+    assert list(probe_module.CHECK_IDS) == [info.id for info in CHECKS]
+    assert set(probe_module.CAUSE_LABELS) == {info.id for info in CHECKS} - {"gpu_present"}
+
+
+def test_probe_source_is_the_file_and_argv() -> None:
+    assert probe_source() == Path(probe_module.__file__).read_text()
+    assert probe_argv("python3", deep=False, deadline=50) == ["python3", "-", "--deadline", "50"]
+    assert probe_argv("/usr/bin/python3", deep=True, deadline=12.5,
+                      workload_python="/venv/bin/python3") == [
+        "/usr/bin/python3", "-", "--deadline", "12.5", "--deep", "--python", "/venv/bin/python3"]
+
+
+def test_isolated_mode_gives_the_same_verdict(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node")
+    rc, doc, stderr = run_probe(node, isolated=True)
+    assert (rc, doc["status"], doc["triton"]["verdict"], stderr) == (0, "ok", "gpu", "")
+
+
+@pytest.mark.skipif(not PY38.exists(), reason="pyenv Python 3.8 not installed")
+def test_runs_under_python_38(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node", compiler=False)
+    rc, doc, stderr = run_probe(node, isolated=True, python=str(PY38))
+    assert (rc, doc["triton"]["verdict"], doc["triton"]["cause"], stderr) == (
+        1, "cpu-fallback", "no_c_compiler", "")
+    assert doc["facts"]["python"]["version"].startswith("3.8.")
+    assert "python3.8-dev" in doc["triton"]["fix"]
+
+
+@pytest.mark.skipif(not PY38.exists(), reason="pyenv Python 3.8 not installed")
+def test_workload_python_option(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node", compiler=False)
+    rc, doc, _ = run_probe(node, "--python", str(PY38))
+    assert doc["facts"]["python"] == {"executable": str(PY38), "version": "3.8.18"}
+    assert doc["facts"]["probe_python"]["executable"] == node.python
+    assert (rc, doc["triton"]["cause"]) == (1, "no_c_compiler")
+    assert doc["triton"]["fix"] == (
+        "no C compiler: apt-get install -y gcc libc6-dev python3.8-dev, or set CC")
+
+
+def _listing(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+@pytest.mark.parametrize(("kwargs", "status"), [({}, "ok"),
+                                               ({"compiler": False, "warm_cache": True}, "fail")],
+                         ids=["healthy", "warm-cache"])
+def test_leaves_nothing_behind(tmp_path: Path, kwargs: dict[str, bool], status: str) -> None:
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    node = make_node(tmp_path / "node", env={"TMPDIR": str(tmpdir)}, **kwargs)
+    home_before = _listing(node.home)
+    site_before = _listing(node.site)
+    _, doc, _ = run_probe(node, "--deep")
+    assert doc["status"] == status
+    assert _listing(tmpdir) == []
+    assert _listing(node.home) == home_before
+    assert _listing(node.site) == site_before  # no __pycache__ written into the workload's venv
+
+
+def test_deadline_bounds_a_hanging_torch_import(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node", torch_import_sleep=60)
+    rc, doc, _ = run_probe(node, "--deadline", "3")
+    by_id = {c["id"]: c for c in doc["checks"]}
+    assert (rc, doc["status"], doc["triton"]["verdict"]) == (3, "error", "unknown")
+    assert by_id["torch_cuda"]["status"] == "error"
+    assert by_id["torch_cuda"]["summary"] == (
+        "timed out before import torch finished (deadline 3.0 s)")
+    assert by_id["triton_target"]["status"] == "error"
+    assert by_id["no_c_compiler"]["status"] == "pass"  # the static checks still answered
+    assert doc["duration_s"] < 60
+
+
+def test_bad_usage_is_still_one_json_document(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node")
+    rc, doc, stderr = run_probe(node, "--bogus")
+    assert (rc, doc["status"], doc["triton"]["verdict"], stderr) == (3, "error", "unknown", "")
+    assert doc["reason"] == "probe error: ValueError: unknown argument '--bogus'"
+    assert {c["status"] for c in doc["checks"]} == {"error"}
+    assert len(doc["checks"]) == len(CHECKS)
+
+
+def test_strings_are_bounded(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node", triton_error="x" * 20000)
+    _, doc, _ = run_probe(node)
+    target = next(c for c in doc["checks"] if c["id"] == "triton_target")
+    assert len(target["evidence"]["error"]) <= 4096
+    assert len(target["summary"]) <= 400
+    assert len(json.dumps(doc)) < 64 * 1024
+
+
+@pytest.mark.skipif(os.path.exists("/dev/nvidiactl") or os.path.exists("/proc/driver/nvidia"),
+                    reason="this machine has an NVIDIA driver")
+def test_this_machine_has_no_gpu() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLEETCHECK_")}
+    done = subprocess.run([sys.executable, "-I", "-"], input=probe_source().encode(), env=env,
+                          capture_output=True, timeout=60, check=False)
+    doc = json.loads(done.stdout)
+    assert (done.returncode, doc["status"], doc["triton"]) == (
+        0, "warn", {"verdict": "no-gpu", "backend": None, "cause": None, "fix": ""})
+    assert doc["reason"] == "no NVIDIA GPU on this node"
+    assert doc["facts"]["gpus"] == []
+    assert doc["facts"]["python"]["executable"] == sys.executable
