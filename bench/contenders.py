@@ -1,7 +1,11 @@
 """The four ways to probe every container, each run as one measured command.
 
 - floor:      the probe through the `pct` stand-in directly, no SSH, `cores` at a time
+- floor-wide: the same, as many at a time as fleetcheck runs (min(concurrency 64, hosts x 8)):
+              the probe is not purely CPU-bound (it waits on gcc, ldconfig, nvidia-smi), so
+              `cores` at a time is not the least time the machine can do
 - fleetcheck: `fleetcheck audit INVENTORY --format json -o FILE` (the real CLI, a subprocess)
+- fleetcheck+fixes: the same CLI with bench/proposed_fixes.py applied in-process
 - ansible:    ansible-core ad-hoc `raw`, forks 50, one inventory entry per container
 - ssh-loop:   a sequential shell loop of `ssh HOST pct exec VMID -- python3 - < probe.py`
 
@@ -64,7 +68,11 @@ def _pct_argv(vmid: int, probe: Probe) -> list[str]:
 
 # -- (a) the floor -----------------------------------------------------------------------------
 
-def run_floor(ctx: Context) -> Outcome:
+FLEETCHECK_CONCURRENCY = 64
+FLEETCHECK_CHANNELS_PER_HOST = 8
+
+
+def run_floor(ctx: Context, jobs: int | None = None) -> Outcome:
     fleet = ctx.fleet
     commands = []
     for host in fleet.hosts:
@@ -72,7 +80,7 @@ def run_floor(ctx: Context) -> Outcome:
             argv = _pct_argv(vmid, ctx.probe)
             commands.append([*fleet.pct_prefix(host), *argv[1:]])
     # Every container's pct ignores the caller's environment (--keep-env 0); one env serves.
-    spec = {"jobs": os.cpu_count() or 1, "stdin": ctx.probe.path,
+    spec = {"jobs": jobs or os.cpu_count() or 1, "stdin": ctx.probe.path,
             "env": fleet.pct_env(fleet.hosts[0]), "commands": commands}
     spec_path = ctx.workdir / "floor.json"
     spec_path.write_text(json.dumps(spec))
@@ -80,6 +88,11 @@ def run_floor(ctx: Context) -> Outcome:
                             timeout=ctx.timeout, known_children=fleet.server_pids)
     match = re.search(rb"ok=(\d+)", measured.stdout)
     return Outcome(measured, int(match.group(1)) if match else 0, len(commands))
+
+
+def run_floor_wide(ctx: Context) -> Outcome:
+    jobs = min(FLEETCHECK_CONCURRENCY, FLEETCHECK_CHANNELS_PER_HOST * len(ctx.fleet.hosts))
+    return run_floor(ctx, jobs)
 
 
 # -- (b) fleetcheck ----------------------------------------------------------------------------
@@ -100,15 +113,21 @@ def fleetcheck_probe_env_hook() -> str | None:
     return match.group(0) if match else None
 
 
-def run_fleetcheck(ctx: Context) -> Outcome:
+def run_fleetcheck(ctx: Context, fixes: str = "") -> Outcome:
     fleet = ctx.fleet
-    out = ctx.workdir / f"fleetcheck-{ctx.probe.kind}.json"
+    out = ctx.workdir / f"fleetcheck-{ctx.probe.kind}{'-fixed' if fixes else ''}.json"
     out.unlink(missing_ok=True)
     cli = ["audit", fleet.inventory_path, "--format", "json", "-o", str(out), "--no-progress"]
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO)
     note = ""
-    if ctx.probe.kind == "real":
+    if fixes:
+        env["BENCH_FIXES"] = fixes
+        probe_path = "-" if ctx.probe.kind == "real" else ctx.probe.path
+        argv = [sys.executable, str(REPO / "bench" / "fleetcheck_with_probe.py"), probe_path,
+                *cli]
+        note = f"proposed fixes applied in-process: {fixes}"
+    elif ctx.probe.kind == "real":
         argv = [sys.executable, "-m", "fleetcheck", *cli]
     else:
         hook = fleetcheck_probe_env_hook()
@@ -130,6 +149,11 @@ def run_fleetcheck(ctx: Context) -> Outcome:
     except (OSError, ValueError):
         pass
     return Outcome(measured, ok, fleet.container_count, note)
+
+
+def run_fleetcheck_fixed(ctx: Context) -> Outcome:
+    """fleetcheck with bench/proposed_fixes.py applied: what the proposed changes would gain."""
+    return run_fleetcheck(ctx, fixes="json,hostfirst,gcm")
 
 
 # -- (c) ansible-core ad-hoc raw ---------------------------------------------------------------
@@ -234,7 +258,9 @@ def run_ssh_loop(ctx: Context) -> Outcome:
 
 CONTENDERS: dict[str, Callable[[Context], Outcome]] = {
     "floor": run_floor,
+    "floor-wide": run_floor_wide,
     "fleetcheck": run_fleetcheck,
+    "fleetcheck+fixes": run_fleetcheck_fixed,
     "ansible": run_ansible,
     "ssh-loop": run_ssh_loop,
 }

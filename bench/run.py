@@ -101,7 +101,7 @@ def measure_size(containers: int, contenders: list[str], probes: list[str], runs
                     outcome = CONTENDERS[name](Context(fleet, probe, size_dir, timeout))
                     outcomes[name].append(outcome)
                     m = outcome.measurement
-                    log(f"  {containers:>4} {kind:<7} {name:<10} run {run + 1}/{runs}: "
+                    log(f"  {containers:>4} {kind:<7} {name:<16} run {run + 1}/{runs}: "
                         f"{m.wall_s:7.2f} s wall, {m.cpu_s:6.2f} s cpu, "
                         f"load {m.load_before:4.1f}, "
                         f"{m.peak_rss_mb:6.1f} MB, ok {outcome.ok}/{outcome.total}"
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="100 containers, one run each, floor/fleetcheck/ansible only")
     parser.add_argument("--sizes", default="10,100,500", help="container counts (comma list)")
     parser.add_argument("--runs", type=int, default=3, help="runs per measurement (median)")
-    parser.add_argument("--contenders", default=",".join(CONTENDERS),
+    parser.add_argument("--contenders", default="floor,fleetcheck,ansible,ssh-loop",
                         help=f"subset of {','.join(CONTENDERS)}")
     parser.add_argument("--probes", default="real,trivial", help="real, trivial or both")
     parser.add_argument("--timeout", type=float, default=900.0,

@@ -1,0 +1,1 @@
+"""Benchmarks: fleetcheck against the floor, ansible-core and an ssh loop (see run.py)."""
