@@ -119,6 +119,10 @@ def node_from_result(
         return _node(target, "error", f"probe timed out after {target.timeout:g} s", **timing)
     stderr = result.stderr.decode("utf-8", "replace")
     code = result.returncode
+    if result.signal is not None:
+        detail = _last_line(result.stderr)
+        reason = f"probe killed by signal {result.signal}" + (f": {detail}" if detail else "")
+        return _node(target, "error", reason, **timing)
     if code != 0:
         refused = _pct_failure(target, stderr)
         if refused is not None:
@@ -157,6 +161,9 @@ async def probe_target(
     argv = probe_argv(target.python, deep=deep, deadline=probe_deadline(target.timeout))
     if target.env:
         # pct (and sshd) replace the environment; `env` sets the node's on the far side.
+        if "=" in argv[0]:
+            # env would take "/opt/py=3.12/bin/python3" for one more assignment.
+            argv = ["/bin/sh", "-c", 'exec "$0" "$@"', *argv]
         argv = ["env", *(f"{key}={value}" for key, value in sorted(target.env.items())), *argv]
     # Bounds what the transport's own timeouts cannot: a stalled connect or channel open.
     bound = target.timeout + KILL_AFTER + target.host.ssh.connect_timeout + 10

@@ -28,6 +28,8 @@ class CommandResult:
     timed_out: bool = False
     #: True when stdout was cut at the transport's output cap.
     truncated: bool = False
+    #: The signal that ended the command ("KILL", "SEGV"...), when one did; returncode is None.
+    signal: str | None = None
 
 
 class Transport(abc.ABC):

@@ -82,8 +82,12 @@ class LocalTransport(Transport):
                 await proc.wait()
         stdout, truncated = await _drain(out_task)
         stderr, _ = await _drain(err_task)
-        return CommandResult(proc.returncode, stdout, stderr, timed_out=timed_out,
-                             truncated=truncated)
+        code = proc.returncode
+        if code is not None and code < 0:
+            # Killed by a signal: report it as sshd's exit-signal would be.
+            return CommandResult(None, stdout, stderr, timed_out=timed_out, truncated=truncated,
+                                 signal=signal.Signals(-code).name.removeprefix("SIG"))
+        return CommandResult(code, stdout, stderr, timed_out=timed_out, truncated=truncated)
 
 
 async def _drain(task: asyncio.Future[tuple[bytes, bool]]) -> tuple[bytes, bool]:

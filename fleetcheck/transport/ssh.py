@@ -289,6 +289,7 @@ class SshTransport(Transport):
             stderr=b"".join(session.stderr),
             timed_out=timed_out,
             truncated=session.truncated,
+            signal=session.signal,
         )
 
     async def _open_channel(

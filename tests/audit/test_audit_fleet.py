@@ -112,6 +112,23 @@ def test_sudo_without_password_rule_is_a_clear_error(fleet: Fleet) -> None:
     ]
 
 
+def test_node_env_and_an_interpreter_path_with_an_equals_sign(fleet: Fleet) -> None:
+    fleet.add_host("pve1", containers="listed")
+    cdir = fleet.add_container("pve1", 101, "healthy")
+    odd = cdir / "opt" / "py=3.12" / "bin"
+    odd.mkdir(parents=True)
+    (odd / "python3").symlink_to((cdir / "bin" / "python3").resolve())
+    data = fleet.inventory_data(timeout=30)
+    data["hosts"]["pve1"]["containers"] = [
+        {"vmid": 101, "python": str(odd / "python3"), "env": {"NOTE": "a b; $(false)"}}]
+    import yaml
+
+    fleet.inventory = fleet.root / "inventory.yaml"
+    fleet.inventory.write_text(yaml.safe_dump(data))
+
+    assert rows(audit(fleet)) == [("pve1/101", *GPU_OK)]
+
+
 def test_hanging_probe_is_bounded_and_killed_on_the_host(fleet: Fleet) -> None:
     fleet.add_host("pve1", containers="listed")
     fleet.add_container("pve1", 101, "hang", timeout=2)

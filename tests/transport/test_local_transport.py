@@ -51,3 +51,9 @@ def test_output_cap() -> None:
     result = run([sys.executable, "-c", "import sys; sys.stdout.write('x' * 100000)"],
                  timeout=20, output_cap=5000)
     assert (result.truncated, result.stdout) == (True, b"x" * 5000)
+
+
+def test_death_by_signal_is_reported_as_the_signal() -> None:
+    result = run([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
+                 timeout=20)
+    assert (result.returncode, result.signal) == (None, "SEGV")

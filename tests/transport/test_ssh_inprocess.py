@@ -166,3 +166,19 @@ def test_client_side_timeout_gives_up_and_kills_the_tagged_command(tmp_path: Pat
     result, tag = asyncio.run(main())
     assert (result.timed_out, result.returncode) == (True, None)
     assert fake.commands[-1] == f"pkill -TERM -f -- 'FLEETCHECK_RU[N]={tag}'"
+
+
+def test_death_by_signal_is_reported_as_the_signal(tmp_path: Path) -> None:
+    async def killed(proc: asyncssh.SSHServerProcess[bytes]) -> None:
+        proc.exit_with_signal("KILL")
+
+    async def main() -> Any:
+        async with FakeHost(tmp_path, killed) as spec:
+            ssh = SshTransport(spec)
+            try:
+                return await ssh.run(["python3", "-"], input=b"x", timeout=10)
+            finally:
+                await ssh.close()
+
+    result = asyncio.run(main())
+    assert (result.returncode, result.signal, result.timed_out) == (None, "KILL", False)
