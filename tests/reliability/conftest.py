@@ -30,6 +30,7 @@ class Figures:
         self.inputs: Counter[str] = Counter()
         self.tries: Counter[str] = Counter()
         self.findings: dict[str, list[tuple[str, str]]] = {}
+        self.measures: dict[str, str] = {}
 
     def _find(self, kind: str, items: list[str]) -> None:
         self.findings.setdefault(kind, []).extend((self.current, item) for item in items)
@@ -40,6 +41,10 @@ class Figures:
         self.faults[name] = (self.current, False)
         yield
         self.faults[name] = (self.current, True)
+
+    def measure(self, name: str, value: str) -> None:
+        """A measured value worth printing (e.g. peak memory under a fault)."""
+        self.measures[name] = value
 
     def tried(self, target: str, count: int = 1) -> None:
         """`count` hostile or broken inputs were fed to `target`."""
@@ -101,6 +106,7 @@ class Figures:
         out += self._line("probe", "files the probe left on the node", "probe runs checked")
         out += self._line("host_key", "changed or unknown host keys accepted",
                           "connections tried")
+        out += [f"{name}: {value}" for name, value in sorted(self.measures.items())]
         return out
 
 

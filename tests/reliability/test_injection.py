@@ -142,7 +142,7 @@ def _argv_text() -> st.SearchStrategy[str]:
 
 
 @pytest.mark.parametrize("shell", ["sh", "bash"])
-@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@settings(max_examples=80, deadline=None, derandomize=True, database=None)
 @given(args=st.lists(_argv_text(), min_size=1, max_size=6))
 def test_remote_command_survives_a_real_shell(shell: str, args: list[str], figures: Any) -> None:
     """remote_command's line, run as sshd runs it (`$SHELL -c LINE`), gives back argv as is."""
@@ -179,7 +179,7 @@ def through_sshd(fleet: Fleet, tmp_path: Path) -> Iterator[Callable[..., Command
 
 @pytest.mark.sshd
 @pytest.mark.timeout(120)
-@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+@settings(max_examples=30, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(args=st.lists(_argv_text(), min_size=1, max_size=4))
 def test_fuzzed_argv_over_real_sshd_and_pct(args: list[str],
