@@ -140,6 +140,7 @@ class SshTransport(Transport):
         self.tag = uuid.uuid4().hex[:16]
         #: Commands given up on (cancelled or timed out) before their exit status arrived.
         self.abandoned = 0
+        self._hops: list[asyncssh.SSHClientConnection] = []
 
     @property
     def where(self) -> str:
@@ -160,8 +161,6 @@ class SshTransport(Transport):
             kwargs["port"] = options.port
         if options.identity_file:
             kwargs["client_keys"] = [os.path.expanduser(options.identity_file)]
-        if options.proxy_jump:
-            kwargs["tunnel"] = options.proxy_jump
         if options.config_file == "":
             kwargs["config"] = None
         elif options.config_file is not None:
@@ -192,6 +191,8 @@ class SshTransport(Transport):
         for attempt in (1, 2):
             try:
                 async with self._connect_limiter:
+                    if self.options.proxy_jump:
+                        kwargs["tunnel"] = await self._jump(path)
                     conn = await asyncio.wait_for(
                         asyncssh.connect(self.address, **kwargs),
                         self.options.connect_timeout + 1.0,
@@ -208,6 +209,38 @@ class SshTransport(Transport):
             key = conn.get_server_host_key()
             if key is not None:
                 await self._append_known_host(path, key)
+        return conn
+
+    async def _jump(self, known_hosts: str) -> asyncssh.SSHClientConnection:
+        """Connect through `proxy_jump` hops with this host's key, config and known_hosts.
+
+        asyncssh's own `tunnel="user@host"` would check the jump host against the default
+        known_hosts and offer only the default keys, not the ones the inventory names.
+        """
+        assert self.options.proxy_jump
+        conn: asyncssh.SSHClientConnection | None = None
+        for hop in self.options.proxy_jump.split(","):
+            user, _, rest = hop.strip().rpartition("@")
+            host, _, port = rest.partition(":")
+            kwargs = self._connect_kwargs(known_hosts)
+            kwargs.pop("port", None)
+            kwargs.pop("username", None)
+            if user:
+                kwargs["username"] = user
+            if port:
+                kwargs["port"] = int(port)
+            if conn is not None:
+                kwargs["tunnel"] = conn
+            try:
+                conn = await asyncio.wait_for(asyncssh.connect(host, **kwargs),
+                                              self.options.connect_timeout + 1.0)
+                self._hops.append(conn)
+            except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError) as exc:
+                reason = getattr(exc, "reason", "") or str(exc) or type(exc).__name__
+                raise TransportError(
+                    f"jump host {hop.strip()} for {self.host.name} failed: {reason}"
+                ) from None
+        assert conn is not None
         return conn
 
     async def _append_known_host(self, path: str, key: asyncssh.SSHKey) -> None:
@@ -337,9 +370,12 @@ class SshTransport(Transport):
         conn, self._conn = self._conn, None
         if conn is not None and self.abandoned and not conn.is_closed():
             await self.kill_abandoned(conn)
-        if conn is not None:
-            conn.close()
+        hops, self._hops = self._hops, []
+        for each in [conn, *reversed(hops)]:
+            if each is None:
+                continue
+            each.close()
             try:
-                await asyncio.wait_for(conn.wait_closed(), 5)
+                await asyncio.wait_for(each.wait_closed(), 5)
             except (asyncio.TimeoutError, OSError, asyncssh.Error):
                 pass

@@ -195,3 +195,21 @@ def test_a_failed_connect_is_remembered_not_retried_per_container(fleet: Fleet) 
 
     errors = asyncio.run(main())
     assert [str(e) for e in errors] == [f"connection refused by down (127.0.0.1:{host.port})"] * 3
+
+
+def test_proxy_jump_uses_the_inventory_keys_and_known_hosts(fleet: Fleet) -> None:
+    jump = fleet.add_host("jump")
+    fleet.add_host("pve1")
+    spec = host_spec(fleet, "pve1", proxy_jump=f"root@127.0.0.1:{jump.port}")
+    result = asyncio.run(run_once(SshTransport(spec), ["echo", "via jump"], timeout=10))
+    assert result.stdout == b"via jump\n"  # type: ignore[attr-defined]
+    assert (fleet.accepted_logins("jump"), fleet.accepted_logins("pve1")) == (1, 1)
+
+
+def test_proxy_jump_failure_names_the_hop(fleet: Fleet) -> None:
+    down = fleet.add_host("down", refuse=True)
+    fleet.add_host("pve1")
+    spec = host_spec(fleet, "pve1", proxy_jump=f"127.0.0.1:{down.port}")
+    kind, message = unreachable_message(SshTransport(spec))
+    assert (kind, message.startswith(f"jump host 127.0.0.1:{down.port} for pve1 failed: ")) == (
+        "unreachable", True)
