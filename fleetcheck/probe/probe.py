@@ -6,7 +6,6 @@ and no root. FLEETCHECK_SYSROOT (default "/") prefixes the reads of /dev, /proc,
 Exit code: 0 ok or warn, 1 fail, 3 error or unknown.
 """
 
-import ctypes  # noqa: F401 - imported early so a broken ctypes shows as a probe error
 import errno
 import json
 import os
