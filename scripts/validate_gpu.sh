@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Validate the probe on a real NVIDIA GPU machine (torch + Triton installed): five cases and
 # timings. Run from the repository root; results go to $OUT (default ./validate-out):
-# results.json (every probe document), summary.txt, timings.txt, log.txt.
+# results.json (every probe document), summary.txt, timings.txt, log.txt. With FLA_SITE set (a
+# folder holding flash-linear-attention), two more cases check FLA's device_platform.
 #   PY=/opt/torch/.venv/bin/python3 OUT=/tmp/out scripts/validate_gpu.sh
 set -u
 OUT=${OUT:-$PWD/validate-out}
@@ -50,6 +51,16 @@ run_case warm_no_compiler -u CC PATH="$PYBIN" TRITON_CACHE_DIR="$WARM" "$PY" -
 echo "warm cache after the probe: $(find "$WARM" -type f | wc -l) files"
 echo "## case 5: --deep"
 run_case deep "$PY" - --deep
+
+if [ -n "${FLA_SITE:-}" ]; then
+  # flash-linear-attention installed with `pip install --target "$FLA_SITE"` (no network there).
+  EMPTY3=$(mktemp -d)
+  echo "## case 6: flash-linear-attention"
+  run_case fla PYTHONPATH="$FLA_SITE" "$PY" -
+  echo "## case 7: flash-linear-attention, no compiler on PATH"
+  run_case fla_no_compiler -u CC PATH="$PYBIN" PYTHONPATH="$FLA_SITE" TRITON_CACHE_DIR="$EMPTY3" \
+    "$PY" -
+fi
 
 echo "## timings"
 KERNEL=$WORK/bare_kernel.py

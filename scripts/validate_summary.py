@@ -13,6 +13,8 @@ EXPECTED = {
     "cc_invalid": ("cpu-fallback", "cc_env_invalid"),
     "warm_no_compiler": ("gpu", "stale_cache_masks_compiler"),
     "deep": ("gpu", None),
+    "fla": ("gpu", None),
+    "fla_no_compiler": ("cpu-fallback", "no_c_compiler"),
 }
 
 
@@ -21,6 +23,8 @@ def main(json_dir: str, walls: str, out: str) -> None:
     lines = []
     for name, (verdict, cause) in EXPECTED.items():
         path = Path(json_dir) / f"{name}.json"
+        if not path.exists():
+            continue
         rc = (Path(json_dir) / f"{name}.rc").read_text().strip()
         try:
             doc = json.loads(path.read_text())
