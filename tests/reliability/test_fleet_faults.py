@@ -117,13 +117,6 @@ def test_connection_dropped_mid_probe(fleet: Fleet, tmp_path: Path, figures: Any
         no_leftovers(fleet, figures, 8 + KILL_GRACE)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: fleetcheck/transport/ssh.py:SshTransport._run_channel and "
-    "fleetcheck/audit.py:node_from_result: a remote command that dies by a signal (sshd sends "
-    "exit-signal, e.g. KILL when the container is stopped under the probe) is reported as "
-    "'probe exited with status None: no output': CommandResult has no field for the signal",
-)
 def test_container_stopped_mid_probe(fleet: Fleet, tmp_path: Path, figures: Any) -> None:
     with figures.fault("container stopped mid-probe"):
         fleet.add_host("pve1")

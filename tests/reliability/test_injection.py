@@ -112,13 +112,6 @@ def test_inventory_values_never_reach_a_shell(sudo: bool, fleet: Fleet, tmp_path
 
 @pytest.mark.sshd
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: fleetcheck/audit.py:probe_target: with env set, argv is `env K=V... PYTHON - "
-    "...`; GNU env takes any word holding '=' before the command as one more assignment, so an "
-    "interpreter path such as /opt/py=3.12/bin/python3 is swallowed and `-` is run instead "
-    "('... not found in container')",
-)
 def test_interpreter_path_with_an_equals_sign(fleet: Fleet, tmp_path: Path,
                                               figures: Any) -> None:
     figures.tried("inventory value: interpreter path")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,24 +17,6 @@ import fleetcheck.probe as probe_package
 from reliability.support import cmdline, descendants, kill_pids, wait_until
 
 PROBE = Path(probe_package.__file__).with_name("probe.py")
-# Places a careless program writes to even when TMPDIR and HOME point elsewhere.
-SHARED_TEMP = [Path(p) for p in ("/tmp", "/var/tmp", "/dev/shm") if os.path.isdir(p)]
-
-
-def _tree(root: Path) -> dict[str, tuple[int, int]]:
-    """Every path under `root` with its size and mtime (ns)."""
-    out: dict[str, tuple[int, int]] = {}
-    for folder, dirs, files in os.walk(root):
-        for name in dirs + files:
-            path = Path(folder) / name
-            try:
-                info = path.lstat()
-            except FileNotFoundError:
-                continue
-            out[str(path.relative_to(root))] = (info.st_size, info.st_mtime_ns)
-    return out
-
-
 def _names(folder: Path) -> set[str]:
     try:
         return set(os.listdir(folder))
@@ -55,29 +38,55 @@ def _probe_env(dirs: dict[str, Path]) -> dict[str, str]:
             "HOME": str(dirs["home"]), "LANG": "C.UTF-8"}
 
 
+# Run as the node would, but in a private mount namespace whose /tmp, /var/tmp and /dev/shm
+# are fresh tmpfs: whatever the probe leaves in them is its own, even while other programs on
+# this machine use the real ones. TMPDIR, HOME and the cwd live inside that /tmp.
+_NAMESPACED = r"""
+set -e
+for dir in /tmp /var/tmp /dev/shm; do mount -t tmpfs -o size=64m fleetcheck-probe "$dir"; done
+mkdir /tmp/node-tmpdir /tmp/node-home /tmp/node-cwd /tmp/node-state
+echo '# untouched' > /tmp/node-home/.bashrc
+echo untouched > /tmp/node-cwd/data.txt
+listing() {
+  find /tmp /var/tmp /dev/shm -mindepth 1 ! -path '/tmp/node-state*' \
+    \( \( -type d -printf '%p/\n' \) -o -printf '%p %s %T@\n' \) | sort
+}
+listing > /tmp/node-state/before
+cd /tmp/node-cwd
+TMPDIR=/tmp/node-tmpdir HOME=/tmp/node-home "$@" > /tmp/node-state/out || true
+listing > /tmp/node-state/after
+head -c 1 /tmp/node-state/out
+echo
+diff /tmp/node-state/before /tmp/node-state/after | grep '^[<>]' || true
+"""
+
+
+def _can_unshare() -> bool:
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return False
+    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"],
+                          capture_output=True)
+    return done.returncode == 0
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("deep", [False, True], ids=["quick", "deep"])
-def test_probe_leaves_tmpdir_home_and_cwd_as_it_found_them(
-    deep: bool, tmp_path: Path, figures: Any
+def test_probe_leaves_temp_dirs_home_and_cwd_as_it_found_them(
+    deep: bool, figures: Any
 ) -> None:
-    dirs = _node_dirs(tmp_path)
-    before = {name: _tree(path) for name, path in dirs.items()}
-    shared_before = {str(p): _names(p) for p in SHARED_TEMP}
-    argv = [sys.executable, "-", "--deadline", "40", *(["--deep"] if deep else [])]
-    done = subprocess.run(argv, input=PROBE.read_bytes(), capture_output=True, timeout=90,
-                          cwd=dirs["cwd"], env=_probe_env(dirs))
-    after = {name: _tree(path) for name, path in dirs.items()}
-    leftovers = [f"{name}/{path}" for name in dirs for path in
-                 sorted(set(after[name]) ^ set(before[name]))]
-    leftovers += [f"{name}/{path} (changed)" for name in dirs for path in before[name]
-                  if path in after[name] and after[name][path] != before[name][path]
-                  and path not in ("",)]
-    for folder in SHARED_TEMP:
-        new = _names(folder) - shared_before[str(folder)]
-        leftovers += [f"{folder}/{name}" for name in sorted(new) if "fleetcheck" in name
-                      or name.startswith(("tmp", "triton", "torch"))]
+    if not _can_unshare():
+        pytest.skip("needs root and unshare for a private /tmp")
+    probe = [sys.executable, "-", "--deadline", "40", *(["--deep"] if deep else [])]
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", _NAMESPACED, "sh",
+         *probe],
+        input=PROBE.read_bytes(), capture_output=True, timeout=90,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, _, changes = done.stdout.decode().partition("\n")
+    leftovers = [line for line in changes.splitlines() if line.strip()]
     figures.probe_run(leftovers)
-    assert done.stdout.strip().startswith(b"{"), done.stderr[-500:]
+    assert first == "{", (first, done.stderr[-1000:])
     assert leftovers == []
 
 
