@@ -144,11 +144,7 @@ def node_from_result(
         head = result.stdout.lstrip()[:60].decode("utf-8", "replace").splitlines()
         begins = f" (output begins {head[0]!r})" if head else ""
         return _node(target, "error", f"{exc}{begins}", **timing)
-    gpu_count = output.facts.get("gpu_count")
-    status, reason = evaluate_node(
-        output.checks, output.triton, policy,
-        gpu_count=gpu_count if isinstance(gpu_count, int) else None,
-    )
+    status, reason = evaluate_node(output.checks, output.triton, policy, facts=output.facts)
     return _node(target, status, reason, triton=output.triton, checks=tuple(output.checks),
                  facts=output.facts, **timing)
 

@@ -206,16 +206,30 @@ def _run_audit(inventory: Any, limit: list[str], deep: bool, policy: Any, timeou
                progress: bool) -> Any:
     """Run the audit with a progress bar on a TTY; Ctrl-C returns what was gathered."""
     from fleetcheck.audit import AuditRun
+    from fleetcheck.inventory import check_limit
     from fleetcheck.render.progress import progress_observer
 
+    check_limit(inventory, limit)
     with progress_observer(sys.stderr, enabled=progress) as observer:
         run = AuditRun(inventory, limit=limit or None, deep=deep, policy=policy,
                        observer=observer, audit_timeout=timeout)
         try:
-            return asyncio.run(run.run())
+            report = asyncio.run(run.run())
         except KeyboardInterrupt:
             print("fleetcheck: interrupted: writing what was gathered", file=sys.stderr)
             return run.partial_report()
+    if limit and not report.interrupted:
+        from fleetcheck.inventory import unmatched_patterns
+
+        missing = unmatched_patterns(limit, [(n.id, n.labels) for n in report.nodes],
+                                     inventory.groups)
+        # A host that could not be listed stands for its containers: not a typo in --limit.
+        unlisted = {n.id for n in report.nodes if n.vmid is None and n.status in
+                    ("unreachable", "error")}
+        missing = [atom for atom in missing if atom.split("/", 1)[0] not in unlisted]
+        if missing:
+            raise UsageError(f"--limit {', '.join(missing)}: matched no node after discovery")
+    return report
 
 
 def _with_fleet_checks(report: Any, policy: Any) -> Any:

@@ -139,3 +139,9 @@ def test_every_format_renders_the_local_audit(fmt: str) -> None:
     result = fleetcheck("audit", "--format", fmt, "-o", "-")
     assert result.returncode in (0, 1, 3)
     assert result.stdout.strip()
+
+
+def test_limit_matching_no_host_is_refused_before_probing() -> None:
+    for command in ("audit", "gate"):
+        result = fleetcheck(command, "inventory.example.yaml", "--limit", "pve9")
+        assert_one_line_error(result, "--limit 'pve9'", "no host or group matches")
