@@ -182,6 +182,8 @@ def _problem_lines(node: NodeResult, since: str | None, width: int | None) -> li
     cause = root_cause(node)
     if cause is not None:
         for key, value in cause.evidence.items():
+            if value is None or value == "" or value == [] or value == {}:
+                continue  # nothing found is not evidence worth a line
             block = terminal_block(value).splitlines() or [""]
             label = Text(f"  {terminal_line(key)}: ", style="dim")
             lines += _hanging(label, block[0], width, "dim")
