@@ -150,11 +150,18 @@ def load_report(path: str | os.PathLike[str]) -> Report:
 def write_atomic(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o644) -> None:
     """Write a file so that readers see the old content or the whole new one, never a part.
 
+    A new file gets `mode`; an existing one keeps its own permissions.
+
     The data goes to a temporary file in the same folder, is flushed to disk, then renamed
     over the target. On any error the temporary file is removed and the target is untouched.
     """
     target = Path(path)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        # Replacing a file keeps the permissions its owner gave it (e.g. a 0600 report).
+        mode = target.stat().st_mode & 0o777
+    except OSError:
+        pass
+    payload = data.encode("utf-8", "replace") if isinstance(data, str) else data
     directory = target.parent if str(target.parent) else Path(".")
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:

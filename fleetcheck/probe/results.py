@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +39,14 @@ class ProbeOutput:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _clip(text: str, limit: int = MAX_TEXT) -> str:
+    """Bounded, and encodable: JSON's \\ud800 escapes decode to lone surrogates, which no
+    UTF-8 writer accepts, so one hostile node could otherwise stop every report being written."""
+    if not text.isascii():
+        text = _LONE_SURROGATE.sub("\ufffd", text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -339,13 +339,6 @@ def test_interrupted_audit_leaves_nothing_running(fleet: Fleet, tmp_path: Path,
         no_leftovers(fleet, figures, 6 + KILL_GRACE)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: fleetcheck/probe/results.py:parse_probe_output lets a lone surrogate through "
-    "(a node's JSON \"\\ud800\"), and fleetcheck/reportio.py:write_atomic / cli._emit encode "
-    "strictly: one such node makes the whole audit end in a UnicodeEncodeError traceback, "
-    "and no report is written for any node",
-)
 def test_one_node_printing_a_lone_surrogate(fleet: Fleet, tmp_path: Path, figures: Any) -> None:
     with figures.fault("node output with a lone surrogate"):
         fleet.add_host("pve1")

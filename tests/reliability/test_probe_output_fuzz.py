@@ -149,12 +149,6 @@ def test_a_valid_document_parses(figures: Any) -> None:
     assert output is not None and output.triton.verdict == "gpu"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: fleetcheck/probe/results.py:parse_probe_output: a JSON escape \\ud800 from the "
-    "node becomes a lone surrogate in facts/reason; every later UTF-8 encode of the report "
-    "(reportio.write_atomic, stdout) then raises UnicodeEncodeError",
-)
 def test_lone_surrogates_do_not_survive_parsing(figures: Any) -> None:
     figures.tried("probe-output parser")
     doc = {**VALID, "reason": "bad \ud800", "facts": {"hostname": "\udcff"}}

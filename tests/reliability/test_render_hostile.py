@@ -39,20 +39,7 @@ def test_random_strings_are_neutralised(fmt: str, text: str, figures: Any) -> No
     CHECKERS[fmt](hostile_report(text), text)
 
 
-_SURROGATE_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="BUG: fleetcheck/reportio.py:write_atomic (and cli._emit's stdout path): a lone "
-    "surrogate in a node string (a node's JSON \"\\ud800\" decodes to one) reaches "
-    "str.encode('utf-8') through the json, html, table and prometheus renderers and raises "
-    "UnicodeEncodeError: a traceback instead of a report (junit strips it)",
-)
-
-
-@pytest.mark.parametrize(
-    "fmt",
-    [pytest.param(f, marks=_SURROGATE_BUG) for f in ("json", "html", "table", "prometheus")]
-    + ["junit"],
-)
+@pytest.mark.parametrize("fmt", ["json", "html", "table", "prometheus", "junit"])
 def test_lone_surrogate_from_a_node_still_writes_a_report(fmt: str, tmp_path: Path,
                                                           figures: Any) -> None:
     figures.tried(f"renderer {fmt}")
