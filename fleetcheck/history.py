@@ -80,7 +80,8 @@ def save_run(directory: str | os.PathLike[str], report: Report, keep: int = DEFA
         raise HistoryError(f"--keep: must be at least 1, not {keep}")
     folder = Path(directory)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        # Runs name every host and its weak spots: private to the auditing user.
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise HistoryError(f"{directory}: cannot create history: {exc.strerror or exc}") from None
     stamp = _stamp(report)
@@ -90,9 +91,9 @@ def save_run(directory: str | os.PathLike[str], report: Report, keep: int = DEFA
         sequence += 1
         target = folder / f"{stamp}-{sequence}.json.gz"
     # mtime=0: the same report always gives the same bytes.
-    payload = gzip.compress(dumps_report(report).encode("utf-8"), mtime=0)
+    payload = gzip.compress(dumps_report(report).encode("utf-8", "replace"), mtime=0)
     try:
-        write_atomic(target, payload)
+        write_atomic(target, payload, mode=0o600)
     except OSError as exc:
         raise HistoryError(f"{target}: cannot write: {exc.strerror or exc}") from None
     for old in run_files(folder)[:-keep]:

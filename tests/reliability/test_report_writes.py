@@ -152,12 +152,6 @@ def test_report_file_is_never_group_or_world_writable(
     assert not mode & ~(0o777 & ~umask), f"{oct(mode)} ignores umask {oct(umask)}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: fleetcheck/history.py:save_run: run files are written 0644 (world-readable) in "
-    "a folder created with the umask's mode; audit history (hosts, addresses, node errors) "
-    "should be 0600 in a 0700 folder",
-)
 def test_history_files_are_private(tmp_path: Path, figures: Any) -> None:
     from fleetcheck.history import save_run
 
