@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from fleetcheck.inventory.errors import DiscoveryError, InventoryError
+from fleetcheck.inventory.load import VMID_MAX, VMID_MIN
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
     ContainerSpec,
@@ -20,6 +21,23 @@ _PCT_HEADER = ("VMID", "Status", "Lock", "Name")
 def pct_list_argv(host: HostSpec) -> list[str]:
     """The command that lists a host's containers; pct refuses non-root, hence `sudo -n`."""
     return ["sudo", "-n", "pct", "list"] if host.sudo else ["pct", "list"]
+
+
+def discovered_vmid(value: object) -> int | None:
+    """A VMID from `pct list` or the API, checked like the inventory's (pve-vmid), else None.
+
+    Only an int or a string of ASCII digits counts: `int()` alone would take 101.7 (another
+    container), True (1), "²" or Arabic-Indic digits.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        if not (value.isascii() and value.isdigit()):
+            return None
+        value = int(value)
+    if not isinstance(value, int) or not VMID_MIN <= value <= VMID_MAX:
+        return None
+    return value
 
 
 def parse_pct_list(text: str) -> list[DiscoveredContainer]:
@@ -46,9 +64,10 @@ def parse_pct_list(text: str) -> list[DiscoveredContainer]:
             vmid, status, lock, name = words
         else:
             raise DiscoveryError(f"unexpected `pct list` line: {_first_words(line)}")
-        if not vmid.isdigit():
+        number = discovered_vmid(vmid)
+        if number is None:
             raise DiscoveryError(f"unexpected `pct list` line (VMID {vmid!r}): {line.strip()}")
-        found.append(DiscoveredContainer(vmid=int(vmid), status=status, name=name, lock=lock))
+        found.append(DiscoveredContainer(vmid=number, status=status, name=name, lock=lock))
     return found
 
 

@@ -174,6 +174,9 @@ class _Builder:
             raise self.fail(path, f"must be a string, got {_show(value)}")
         if not value.strip():
             raise self.fail(path, "must not be empty")
+        if "\0" in value:
+            # A command line ends at the first NUL on the node: the rest would be dropped.
+            raise self.fail(path, "must not contain a NUL character")
         return value
 
     def boolean(self, value: Any, path: KeyPath) -> bool:
@@ -194,6 +197,8 @@ class _Builder:
             raise self.fail(path, f"must be a number of seconds, got {_show(value)}")
         if not value > 0:
             raise self.fail(path, f"must be more than 0 seconds, got {value}")
+        if value == float("inf"):
+            raise self.fail(path, "must be a finite number of seconds")
         return float(value)
 
     def choice(self, value: Any, path: KeyPath, choices: tuple[str, ...]) -> str:
@@ -224,6 +229,8 @@ class _Builder:
             if not isinstance(item, str):
                 quote = " (quote it)" if isinstance(item, (bool, int, float)) else ""
                 raise self.fail((*path, name), f"must be a string, got {_show(item)}{quote}")
+            if "\0" in item:
+                raise self.fail((*path, name), "must not contain a NUL character")
         return dict(value)
 
     def labels(self, value: Any, path: KeyPath) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
+from fleetcheck.inventory.discovery import discovered_vmid
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.model import ApiOptions, DiscoveredContainer, HostSpec
 
@@ -90,8 +91,10 @@ def containers_from_resources(
             continue
         try:
             # Hosts before pve-container 5.0.10 send the vmid as a string.
-            vmid = int(row["vmid"])
+            vmid = discovered_vmid(row["vmid"])
             template = bool(int(row.get("template") or 0))
+            if vmid is None:
+                raise ValueError("not a VMID")
         except (KeyError, TypeError, ValueError):
             raise DiscoveryError(
                 f"{host}: unexpected Proxmox API row for {row.get('id', '?')}", host=host

@@ -200,12 +200,6 @@ def test_inventory_refuses_vmids_that_are_not_numbers(vmid: str, figures: Any) -
         parse_inventory(text, "inv.yaml")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: fleetcheck/inventory/load.py:_Builder.env/_Builder.python (and container "
-    "names): a NUL character (YAML \"\\0\") is accepted, though no argv can carry one; sshd "
-    "cuts the remote command line at the NUL and runs what is left",
-)
 @pytest.mark.parametrize("field", ["env", "python"])
 def test_inventory_refuses_nul_characters(field: str, figures: Any) -> None:
     figures.tried("inventory loader")
@@ -235,14 +229,6 @@ def test_pct_list_gives_numeric_vmids_or_a_discovery_error(rows: Any, figures: A
 _HOSTILE_VMIDS = ["²", "١٠١", 101.7, True, -1, 10**12, "  101 ", "101\n"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: fleetcheck/inventory/discovery.py:parse_pct_list and "
-    "fleetcheck/inventory/pveapi.py:containers_from_resources: VMIDs are not checked like the "
-    "inventory's (pve-vmid, 100..999999999, ASCII digits): pct list '²' raises ValueError "
-    "(isdigit() then int()); the API's 101.7 becomes 101 (another container), true becomes 1, "
-    "-1 and 10**12 and Arabic-Indic digits pass",
-)
 @pytest.mark.parametrize("vmid", _HOSTILE_VMIDS, ids=[repr(v) for v in _HOSTILE_VMIDS])
 def test_discovered_vmids_are_checked_like_the_inventorys(vmid: Any, figures: Any) -> None:
     figures.tried("discovery")
