@@ -206,6 +206,23 @@ class Deadline:
         return time.monotonic() - self.start
 
 
+#: Helpers still running; killed with their process groups if the probe is terminated.
+LIVE = set()
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP: what the host's `timeout -k` or a container shutdown sends."""
+
+
+def on_terminate(signum, frame):
+    raise Terminated("probe terminated by signal %d" % signum)
+
+
+def kill_live():
+    for spawned in list(LIVE):
+        spawned.kill()
+
+
 class Spawned:
     """A subprocess started now and collected later, killed (with its group) at its timeout."""
 
@@ -227,6 +244,8 @@ class Spawned:
         except OSError as exc:
             self.error = error_text(exc)
             return
+        # Its own session keeps it out of the probe's group, so the probe must kill it itself.
+        LIVE.add(self)
         for stream, sink in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
             thread = threading.Thread(target=self._drain, args=(stream, sink), daemon=True)
             thread.start()
@@ -275,6 +294,7 @@ class Spawned:
                     pass
             for thread in self.threads:
                 thread.join(timeout=1)
+        LIVE.discard(self)
         self._result = {
             "rc": rc,
             "stdout": b"".join(self.out).decode("utf-8", "replace"),
@@ -1920,6 +1940,8 @@ def main(argv):
     deep = "--deep" in argv
     tmp = None
     try:
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, on_terminate)
         deep, seconds, python = parse_args(argv)
         deadline = Deadline(seconds)
         tmp = tempfile.mkdtemp(prefix="fleetcheck-probe-")
@@ -1936,6 +1958,9 @@ def main(argv):
     except BaseException as exc:  # the global guard: a JSON document, never a traceback
         document = failure_document(error_text(exc), deep, started)
     finally:
+        # A second TERM while cleaning up must not leave helpers or the temp dir behind.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        kill_live()
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
     text = json.dumps(document, sort_keys=False, separators=(",", ":"))

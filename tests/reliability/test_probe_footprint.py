@@ -97,13 +97,6 @@ def _workload_that_hangs(folder: Path) -> Path:
     return script
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: fleetcheck/probe/probe.py:main: no SIGTERM handler: on TERM (what the host's "
-    "`timeout -k` sends at the node timeout, and what a container shutdown sends) the probe "
-    "dies without its finally: fleetcheck-probe-* stays in TMPDIR, and the helpers Spawned "
-    "started (start_new_session=True, so outside timeout's process group) keep running",
-)
 @pytest.mark.timeout(60)
 def test_probe_cleans_up_when_terminated(tmp_path: Path, figures: Any) -> None:
     dirs = _node_dirs(tmp_path)
