@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -150,20 +151,28 @@ def load_report(path: str | os.PathLike[str]) -> Report:
 def write_atomic(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o644) -> None:
     """Write a file so that readers see the old content or the whole new one, never a part.
 
-    A new file gets `mode`; an existing one keeps its own permissions.
-
     The data goes to a temporary file in the same folder, is flushed to disk, then renamed
     over the target. On any error the temporary file is removed and the target is untouched.
+    A new file gets `mode`; an existing one keeps its own permissions. A symbolic link is
+    followed (its target is replaced, the link stays), and what is not a regular file — a
+    device such as /dev/null, a FIFO — is written to directly, as the shell's `>` would.
     """
-    target = Path(path)
-    try:
-        # Replacing a file keeps the permissions its owner gave it (e.g. a 0600 report).
-        mode = target.stat().st_mode & 0o777
-    except OSError:
-        pass
     payload = data.encode("utf-8", "replace") if isinstance(data, str) else data
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    target = Path(os.path.realpath(path))
+    try:
+        info = target.stat()
+    except FileNotFoundError:
+        info = None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        with open(target, "wb") as handle:
+            handle.write(payload)
+        return
+    if info is not None:
+        # Replacing a file keeps the permissions its owner gave it (e.g. a 0600 report).
+        mode = info.st_mode & 0o777
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)

@@ -32,7 +32,8 @@ def report(*statuses: str, interrupted: bool = False) -> Report:
 @pytest.mark.parametrize(
     ("statuses", "code"),
     [
-        ((), 0),
+        ((), 3),
+        (("skipped", "skipped"), 3),
         (("ok", "warn", "skipped"), 0),
         (("ok", "fail"), 1),
         (("fail", "unreachable", "error"), 1),
@@ -110,3 +111,34 @@ def test_write_atomic_sets_the_mode(tmp_path) -> None:
     target = tmp_path / "history.json.gz"
     write_atomic(target, b"x", mode=0o600)
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_write_atomic_follows_a_symlink_and_keeps_it(tmp_path) -> None:
+    real = tmp_path / "reports" / "latest.html"
+    real.parent.mkdir()
+    real.write_text("old")
+    link = tmp_path / "latest.html"
+    link.symlink_to(real)
+    write_atomic(link, "new")
+    assert link.is_symlink()
+    assert real.read_text() == "new"
+    assert sorted(p.name for p in real.parent.iterdir()) == ["latest.html"]
+
+
+def test_write_atomic_writes_through_a_fifo_instead_of_replacing_it(tmp_path) -> None:
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    write_atomic(fifo, "through the pipe")
+    reader.join(10)
+    assert received == [b"through the pipe"]
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_write_atomic_leaves_dev_null_a_device() -> None:
+    write_atomic("/dev/null", "discarded")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
