@@ -24,12 +24,35 @@ exit codes (audit, gate, probe):
   0  every selected node passed (warnings allowed)
   1  at least one node failed (for example: Triton falls back to CPU)
   2  usage, inventory or playbook error: nothing was probed
-  3  nothing failed, but some nodes could not be verified (unreachable, timed out, probe error)
+  3  nothing failed, but some nodes could not be verified (unreachable, timed out, probe
+     error, interrupted), or no node was verified at all
 """
 
 
 class UsageError(Exception):
     """A problem with what the user asked for; printed as one line, exit code 2."""
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text!r}")
+    return value
+
+
+def positive_count(text: str) -> int:
+    """argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _add_output(parser: argparse.ArgumentParser, default_format: str = "table") -> None:
@@ -47,8 +70,9 @@ def _add_output(parser: argparse.ArgumentParser, default_format: str = "table") 
 def _add_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit", "-l", action="append", default=[], metavar="PATTERN",
-        help="only these nodes: HOST, HOST/VMID, globs (pve*, pve1/*), label:NAME or @GROUP, "
-        "!PATTERN to exclude; comma-separated or repeated",
+        help="only these nodes: HOST, HOST/VMID, globs (pve*, pve1/*), label:NAME (or @NAME), "
+        "a GROUP of the inventory, !PATTERN to exclude, &PATTERN to intersect; "
+        "comma-separated or repeated",
     )
 
 
@@ -79,11 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="also JIT-compile and launch a Triton kernel on every GPU")
     audit.add_argument("--playbook", "-p", metavar="FILE|NAME",
                        help="what counts as failing (default: the built-in default playbook)")
-    audit.add_argument("--timeout", type=float, metavar="SECONDS",
+    audit.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
                        help="deadline for the whole audit (default: the inventory's, or none)")
     audit.add_argument("--history", metavar="DIR",
                        help="keep this run in DIR and report what changed since the last one")
-    audit.add_argument("--keep", type=int, default=90, metavar="N",
+    audit.add_argument("--keep", type=positive_count, default=90, metavar="N",
                        help="with --history: runs to keep (default: 90)")
     audit.add_argument("--on-change", metavar="CMD",
                        help="with --history: run CMD (no shell) with the changes on stdin "
@@ -102,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--playbook", "-p", metavar="FILE|NAME", default="pre-training",
                       help="requirements (default: the built-in pre-training playbook)")
     gate.add_argument("--json", action="store_true", help="print a JSON verdict on stdout")
-    gate.add_argument("--timeout", type=float, metavar="SECONDS",
+    gate.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
                       help="deadline for the whole gate")
 
     probe = sub.add_parser(
@@ -117,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the workload's interpreter to examine (default: python3 on PATH)")
     probe.add_argument("--deep", action="store_true",
                        help="also JIT-compile and launch a Triton kernel on every GPU")
-    probe.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+    probe.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
                        help="deadline for the whole probe (default: 60; 180 with --deep)")
     probe.add_argument("--playbook", "-p", metavar="FILE|NAME",
                        help="what counts as failing (default: the built-in default playbook)")
@@ -161,14 +185,21 @@ def _output_format(args: argparse.Namespace) -> str:
 
 
 def _to_file(output: str | None) -> bool:
-    return output is not None and output != "-"
+    return output not in (None, "-", "/dev/stdout")
 
 
 def _emit(text: str, output: str | None) -> None:
     """Print to stdout, or write FILE atomically (readable, never group/world-writable)."""
     if output is None or not _to_file(output):
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # `fleetcheck … | head`: the reader left; the exit code must still say what was
+            # found, and Python must not complain again when it flushes at exit.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
         return
     from fleetcheck.reportio import write_atomic
 
@@ -178,6 +209,34 @@ def _emit(text: str, output: str | None) -> None:
         write_atomic(output, text, mode=0o644 & ~umask)
     except OSError as exc:
         raise UsageError(f"{output}: cannot write report: {exc.strerror or exc}") from None
+
+
+def _check_output(output: str | None) -> None:
+    """Refuse an -o FILE that cannot be written, before anything is probed."""
+    if output is None or not _to_file(output):
+        return
+    target = os.path.realpath(output)
+    if os.path.isdir(target):
+        raise UsageError(f"{output}: is a folder, not a file")
+    if os.path.exists(target) and not os.path.isfile(target):
+        return  # a device or FIFO: written to as it is
+    folder = os.path.dirname(target) or "."
+    if not os.path.isdir(folder):
+        raise UsageError(f"{output}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"{output}: folder {folder} is not writable")
+
+
+def _check_history(directory: str) -> None:
+    """Refuse a --history DIR that cannot hold runs, before anything is probed."""
+    path = os.path.abspath(directory)
+    probe = path
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise UsageError(f"--history {directory}: {probe} is not a folder")
+    if not os.access(probe, os.W_OK):
+        raise UsageError(f"--history {directory}: {probe} is not writable")
 
 
 def _file_options(output: str | None) -> dict[str, Any]:
@@ -218,18 +277,24 @@ def _run_audit(inventory: Any, limit: list[str], deep: bool, policy: Any, timeou
         except KeyboardInterrupt:
             print("fleetcheck: interrupted: writing what was gathered", file=sys.stderr)
             return run.partial_report()
-    if limit and not report.interrupted:
-        from fleetcheck.inventory import unmatched_patterns
-
-        missing = unmatched_patterns(limit, [(n.id, n.labels) for n in report.nodes],
-                                     inventory.groups)
-        # A host that could not be listed stands for its containers: not a typo in --limit.
-        unlisted = {n.id for n in report.nodes if n.vmid is None and n.status in
-                    ("unreachable", "error")}
-        missing = [atom for atom in missing if atom.split("/", 1)[0] not in unlisted]
-        if missing:
-            raise UsageError(f"--limit {', '.join(missing)}: matched no node after discovery")
     return report
+
+
+def _unmatched_limit(inventory: Any, limit: list[str], report: Any) -> str | None:
+    """The error for --limit patterns that selected nothing once containers were discovered."""
+    if not limit or report.interrupted:
+        return None
+    from fleetcheck.inventory import unmatched_patterns
+
+    missing = unmatched_patterns(limit, [(n.id, n.labels) for n in report.nodes],
+                                 inventory.groups)
+    # A host that could not be listed stands for its containers: not a typo in --limit.
+    unlisted = {n.id for n in report.nodes if n.vmid is None and n.status in
+                ("unreachable", "error")}
+    missing = [atom for atom in missing if atom.split("/", 1)[0] not in unlisted]
+    if not missing:
+        return None
+    return f"--limit {', '.join(missing)}: matched no node after discovery"
 
 
 def _with_fleet_checks(report: Any, policy: Any) -> Any:
@@ -246,10 +311,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from fleetcheck.render import render
 
     fmt = _output_format(args)
-    if args.keep < 1:
-        raise UsageError(f"--keep must be at least 1, got {args.keep}")
     if args.on_change and not args.history:
         raise UsageError("--on-change needs --history DIR (changes are found against the last run)")
+    _check_output(args.output)
+    if args.history:
+        _check_history(args.history)
     inventory = _load_inventory(args.inventory) if args.inventory else _default_inventory()
     policy = _load_policy(args.playbook)
     report = _run_audit(inventory, args.limit, args.deep or policy.deep, policy, args.timeout,
@@ -258,23 +324,38 @@ def cmd_audit(args: argparse.Namespace) -> int:
     history: Any = ()
     failing_since: Any = {}
     changes: list[str] = []
+    hook_input = None
     if args.history:
         from fleetcheck import history as hist
 
         previous = hist.previous_run(args.history, None)
-        hist.save_run(args.history, report, keep=args.keep)
         if previous is not None:
             diff = hist.diff_reports(previous, report)
             changes = diff.lines()
-            if diff.changed and args.on_change:
-                problem = hist.run_on_change(args.on_change, "\n".join(changes) + "\n")
-                if problem:
-                    print(f"fleetcheck: --on-change: {problem}", file=sys.stderr)
+            if diff.changed and args.on_change and not report.interrupted:
+                hook_input = "\n".join(changes) + "\n"
+        if report.interrupted:
+            # A partial run would read as failures now and recoveries tomorrow.
+            print("fleetcheck: the audit was interrupted: this run is not kept in the history",
+                  file=sys.stderr)
+        else:
+            hist.save_run(args.history, report, keep=args.keep)
         history = hist.history_summaries(args.history)
         failing_since = hist.failing_since(args.history, report)
     text = render(report, fmt, history=history, failing_since=failing_since, changes=changes,
                   **_file_options(args.output))
     _emit(text, args.output)
+    if hook_input is not None:
+        from fleetcheck.history import run_on_change
+
+        # After the report is written: the hook may read it.
+        problem = run_on_change(args.on_change, hook_input)
+        if problem:
+            print(f"fleetcheck: --on-change: {problem}", file=sys.stderr)
+    limit_error = _unmatched_limit(inventory, args.limit, report)
+    if limit_error:
+        print(f"fleetcheck: error: {limit_error}", file=sys.stderr)
+        return EXIT_USAGE
     return int(exit_code_for(report))
 
 
@@ -291,6 +372,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr)
     if args.json:
         print(json.dumps(gate_json(report), indent=2))
+    limit_error = _unmatched_limit(inventory, args.limit, report)
+    if limit_error:
+        print(f"fleetcheck: error: {limit_error}", file=sys.stderr)
+        return EXIT_USAGE
     return int(gate_exit_code(report))
 
 
@@ -309,7 +394,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     policy = _load_policy(args.playbook)
     deep = args.deep or policy.deep
-    timeout = args.timeout if args.timeout != 60.0 or not deep else 180.0
+    timeout = args.timeout if args.timeout is not None else (180.0 if deep else 60.0)
     started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     node = local_node_result(python=args.python, deep=deep, timeout=timeout, policy=policy)
     finished = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

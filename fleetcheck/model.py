@@ -103,11 +103,14 @@ def worst_status(statuses: list[str] | tuple[str, ...]) -> str:
 
 
 def exit_code_for(report: Report) -> int:
-    """The documented exit code: 0 passed, 1 a node failed, 3 some nodes unverified."""
+    """The documented exit code: 0 passed, 1 a node failed, 3 some nodes (or all) unverified."""
     statuses = {node.status for node in report.nodes}
     failed = "fail" in statuses or any(c.status == "fail" for c in report.fleet_checks)
     if failed:
         return 1
     if statuses & UNVERIFIED_STATUSES or report.interrupted:
+        return 3
+    if not statuses & {"ok", "warn"}:
+        # Nothing was verified (no node, or every one skipped): not a pass.
         return 3
     return 0

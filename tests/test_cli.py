@@ -145,3 +145,84 @@ def test_limit_matching_no_host_is_refused_before_probing() -> None:
     for command in ("audit", "gate"):
         result = fleetcheck(command, "inventory.example.yaml", "--limit", "pve9")
         assert_one_line_error(result, "--limit 'pve9'", "no host or group matches")
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "soon"])
+def test_timeouts_must_be_positive_finite_seconds(value: str) -> None:
+    for command in (("audit",), ("gate", "inventory.example.yaml"), ("probe",)):
+        result = fleetcheck(*command, "--timeout", value)
+        assert result.returncode == 2
+        assert "--timeout" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_unusable_outputs_are_refused_before_probing(tmp_path: Path) -> None:
+    a_file = tmp_path / "plain-file"
+    a_file.write_text("x")
+    cases = [
+        (("-o", str(tmp_path / "missing" / "r.html")), "does not exist"),
+        (("-o", str(tmp_path)), "is a folder"),
+        (("--history", str(a_file)), "is not a folder"),
+        (("--history", str(a_file / "runs")), "is not a folder"),
+    ]
+    for extra, needle in cases:
+        result = fleetcheck("audit", "inventory.example.yaml", *extra)
+        assert_one_line_error(result, needle)
+
+
+def test_dev_stdout_is_stdout_and_dev_null_stays_a_device() -> None:
+    result = fleetcheck("audit", "--format", "json", "-o", "/dev/stdout")
+    assert json.loads(result.stdout)["schema"] == "fleetcheck.audit/1"
+    result = fleetcheck("audit", "--format", "json", "-o", "/dev/null")
+    assert result.returncode in (0, 1, 3)
+    assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+
+
+def test_a_closed_pipe_keeps_the_exit_code() -> None:
+    alone = fleetcheck("audit", "--format", "json")
+    piped = subprocess.run(
+        ["bash", "-o", "pipefail", "-c",
+         f"{sys.executable} -m fleetcheck audit --format json | head -c 1 >/dev/null"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert piped.returncode == alone.returncode
+    assert "Traceback" not in piped.stderr and "BrokenPipe" not in piped.stderr
+
+
+def _previous_run_with_another_status(history: Path) -> None:
+    """A saved run in which this machine had another status, so the next run is a change."""
+    from fleetcheck.history import save_run
+    from fleetcheck.model import NodeResult, Report
+
+    node = NodeResult(id="this-machine", host="this-machine", vmid=None, name="this-machine",
+                      status="unreachable", reason="ssh: connection refused")
+    old = Report("2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z", (node,),
+                 inventory="inventory.example.yaml")
+    save_run(history, old, keep=10)
+
+
+def test_on_change_runs_after_the_report_is_written(tmp_path: Path) -> None:
+    history = tmp_path / "runs"
+    _previous_run_with_another_status(history)
+    report = tmp_path / "latest.json"
+    seen = tmp_path / "seen"
+    hook = f"sh -c 'cat > {seen}.stdin; cp {report} {seen}.report'"
+    result = fleetcheck("audit", "inventory.example.yaml", "--history", str(history),
+                        "--on-change", hook, "-o", str(report))
+    assert result.returncode in (0, 1, 3), result.stderr
+    assert "this-machine: unreachable" in Path(f"{seen}.stdin").read_text()
+    # The hook saw this run's report, not an older one.
+    assert Path(f"{seen}.report").read_text() == report.read_text()
+    assert len(list(history.iterdir())) == 2
+
+
+def test_an_interrupted_run_is_not_kept_and_fires_no_hook(tmp_path: Path) -> None:
+    history = tmp_path / "runs"
+    _previous_run_with_another_status(history)
+    seen = tmp_path / "seen"
+    result = fleetcheck("audit", "inventory.example.yaml", "--history", str(history),
+                        "--timeout", "0.001", "--on-change", f"touch {seen}")
+    assert result.returncode == 3
+    assert "not kept in the history" in result.stderr
+    assert not seen.exists()
+    assert len(list(history.iterdir())) == 1

@@ -198,7 +198,8 @@ def _problem_lines(node: NodeResult, since: str | None, width: int | None) -> li
 def summary_line(report: Report) -> str:
     """'7 nodes: 2 ok, 1 warn, 1 fail, …; Triton falls back to CPU on 1: pve1/201'."""
     counts = [f"{count} {status}" for status, count in report.summary.items() if count]
-    text = f"{len(report.nodes)} nodes: " + (", ".join(counts) if counts else "none")
+    noun = "node" if len(report.nodes) == 1 else "nodes"
+    text = f"{len(report.nodes)} {noun}: " + (", ".join(counts) if counts else "none")
     fallback = fallback_nodes(report)
     if fallback:
         ids = ", ".join(terminal_line(node.id) for node in fallback)
