@@ -46,6 +46,8 @@ class Measurement:
     #: Largest sampled sum of RSS over the auditor's tree, in MiB.
     tree_rss_mb: float
     returncode: int
+    #: Largest sampled count of open file descriptors over the auditor's tree.
+    peak_fds: int = 0
     #: 1-minute load average when the run started (others' work on the machine shows here).
     load_before: float = 0.0
     stdout: bytes = b""
@@ -118,6 +120,7 @@ class _TreeSampler(threading.Thread):
         self.root = root
         self.known = known_children
         self.peak_kb = 0
+        self.peak_fds = 0
         self._stop_event = threading.Event()
 
     def run(self) -> None:
@@ -130,10 +133,18 @@ class _TreeSampler(threading.Thread):
                      if ppid == me and pid not in self.known and pid != self.root}
             total = sum(table[pid][1] for pid in tree if pid in table) * _PAGE_KB
             self.peak_kb = max(self.peak_kb, total)
+            self.peak_fds = max(self.peak_fds, sum(_fd_count(pid) for pid in tree))
 
     def stop(self) -> None:
         self._stop_event.set()
         self.join(timeout=5)
+
+
+def _fd_count(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
 
 
 def _children_cpu() -> float:
@@ -216,7 +227,7 @@ def run_measured(
     return Measurement(
         wall_s=wall, cpu_s=cpu, machine_cpu_s=busy,
         peak_rss_mb=launched["maxrss_kb"] / 1024, tree_rss_mb=sampler.peak_kb / 1024,
-        returncode=proc.returncode, load_before=load_before,
+        returncode=proc.returncode, load_before=load_before, peak_fds=sampler.peak_fds,
         stdout=b"".join(out_chunks), stderr=b"".join(err_chunks),
     )
 

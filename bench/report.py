@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ class Row:
     total: int
     #: Highest 1-minute load average seen at the start of a run.
     load_max: float = 0.0
+    #: Most file descriptors the auditor's tree held at once (sampled).
+    peak_fds: int = 0
     note: str = ""
 
     @classmethod
@@ -46,7 +49,8 @@ class Row:
             peak_rss_mb=max(o.measurement.peak_rss_mb for o in outcomes),
             tree_rss_mb=max(o.measurement.tree_rss_mb for o in outcomes),
             ok=min(o.ok for o in outcomes), total=outcomes[0].total,
-            load_max=max(o.measurement.load_before for o in outcomes), note="; ".join(notes),
+            load_max=max(o.measurement.load_before for o in outcomes),
+            peak_fds=max(o.measurement.peak_fds for o in outcomes), note="; ".join(notes),
         )
 
     @property
@@ -80,8 +84,8 @@ def table(rows: Sequence[Row]) -> list[str]:
     lines = [
         "| containers | probe | contender | wall s (min–max) | × floor | × fleetcheck "
         "| auditor CPU s | CPU ms/node | machine CPU s | peak RSS MB | tree RSS MB | ok "
-        "| runs | load |",
-        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| fds | runs | load |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         floor = ratio(rows, row.containers, row.probe, row.contender, "floor")
@@ -94,34 +98,178 @@ def table(rows: Sequence[Row]) -> list[str]:
             f"| {'' if vs_fc is None else f'{vs_fc:.2f}'} "
             f"| {row.cpu_s:.2f} | {row.cpu_ms_per_node:.1f} | {row.machine_cpu_s:.1f} "
             f"| {row.peak_rss_mb:.0f} | {row.tree_rss_mb:.0f} | {row.ok}/{row.total} "
-            f"| {row.runs} | {row.load_max:.1f} |"
+            f"| {row.peak_fds or '–'} | {row.runs} | {row.load_max:.1f} |"
         )
     return lines
 
 
 def probe_performance_section() -> list[str]:
+    """Quote docs/probe-performance.md's figures table (the probe engineer's H200 runs)."""
     lines = ["## Probe cost on a real GPU", ""]
     if not PROBE_PERFORMANCE.exists():
-        lines += ["docs/probe-performance.md does not exist yet: the probe's cost next to a bare",
-                  "`import triton` on an H200 is not measured here.", ""]
-        return lines
-    lines += ["From [docs/probe-performance.md](../docs/probe-performance.md) (measured on an",
-              "NVIDIA H200 machine; see that file for the method):", ""]
+        return [*lines, "docs/probe-performance.md does not exist yet: the probe's cost next "
+                "to a bare `import triton` on an H200 is not quoted here.", ""]
+    text = PROBE_PERFORMANCE.read_text().splitlines()
+    quoted: list[str] = []
+    in_figures = False
+    for line in text:
+        if line.startswith("## "):
+            in_figures = line.strip() == "## Figures"
+            continue
+        if in_figures and line.startswith("|"):
+            quoted.append(line)
+        elif quoted and not line.startswith("|"):
+            break
+    paragraphs = " ".join(line.strip() or "\n" for line in text).split("\n")
+    cpu_only = [p.strip() for p in paragraphs if p.strip().startswith("No GPU stack")]
+    lines += ["Quoted from [docs/probe-performance.md](../docs/probe-performance.md) (wall "
+              "seconds on one NVIDIA H200, fresh Triton cache, median of 3; the method is "
+              "there):", "", *quoted, ""]
+    if cpu_only:
+        lines += [f"> {cpu_only[0]}", ""]
     return lines
 
 
+TARGETS = (
+    # (label, containers, probe, value function, limit, lower is better)
+    ("fleetcheck / floor, real probe, 100 containers", 100, "real", "floor", 1.3),
+    ("fleetcheck / floor, real probe, 500 containers", 500, "real", "floor", 1.3),
+    ("ansible / fleetcheck, trivial probe, 100 containers", 100, "trivial", "ansible", 2.0),
+    ("ansible / fleetcheck, trivial probe, 500 containers", 500, "trivial", "ansible", 2.0),
+    ("fleetcheck peak RSS at 500 containers (MB)", 500, "real", "rss", 150.0),
+    ("fleetcheck auditor CPU per node at 500 containers (ms)", 500, "real", "cpu", 5.0),
+)
+
+
+def targets_section(rows: Sequence[Row], contender: str = "fleetcheck") -> list[str]:
+    lines = ["## Targets", "", f"| target | limit | {contender} | met |", "|---|---:|---:|---|"]
+    for label, containers, probe, kind, limit in TARGETS:
+        row = _find(rows, containers, probe, contender)
+        value: float | None
+        if kind == "floor":
+            value = ratio(rows, containers, probe, contender, "floor")
+            met = value is not None and value <= limit
+            shown = f"<= {limit:g}"
+        elif kind == "ansible":
+            value = ratio(rows, containers, probe, "ansible", contender)
+            met = value is not None and value >= limit
+            shown = f">= {limit:g}"
+        elif kind == "rss":
+            value = max((r.peak_rss_mb for r in rows if r.containers == containers
+                         and r.contender == contender), default=None)
+            met = value is not None and value <= limit
+            shown = f"<= {limit:g}"
+        else:
+            value = row.cpu_ms_per_node if row else None
+            met = value is not None and value <= limit
+            shown = f"<= {limit:g}"
+        lines.append(f"| {label.replace('fleetcheck', contender)} | {shown} "
+                     f"| {'n/a' if value is None else f'{value:.2f}'} "
+                     f"| {'yes' if met else ('n/a' if value is None else 'no')} |")
+    return [*lines, ""]
+
+
+METHOD = """\
+## How it is measured
+
+- Fleet: the tests' loopback kit (`tests/fleet`): one OpenSSH sshd per host on 127.0.0.1,
+  with its own host key and OpenSSH's default MaxStartups/MaxSessions, and the `pct` stand-in.
+  There are 20 containers per host (500 containers = 25 sshd). Each container is a fake GPU node
+  from `tests/nodeenv.py` (stub libcuda, torch and Triton; the stub Triton really compiles
+  its `cuda_utils` with gcc, so the real probe costs about 0.26 s of CPU per container here).
+- **real**: the shipped probe (`fleetcheck.probe.probe_source()`, `probe_argv("python3", ...)`).
+  **trivial**: a script that prints what the real probe printed in the first container and
+  nothing else, so that only the orchestration is left. fleetcheck offers no option to choose
+  the probe, so `bench/fleetcheck_with_probe.py` swaps `fleetcheck.probe.probe_source` and then
+  runs the real CLI, `fleetcheck.cli.main`.
+- **floor**: `pct exec VMID --keep-env 0 -- python3 - ... < probe.py` for every container,
+  run directly with no SSH, `cores` at a time. **floor-wide**: the same, with as many at a
+  time as fleetcheck runs (min(64, 8 × hosts)).
+- **fleetcheck**: `python -m fleetcheck audit INVENTORY --format json -o FILE --no-progress`,
+  with the containers listed in the inventory (no discovery, like the others).
+- **ansible**: `ansible containers -i hosts.ini -f 50 -m raw -a "pct exec {{ vmid }}
+  --keep-env 0 -- python3 - ... < /path/probe.py"`. The inventory has one entry per container
+  (`ansible_host=127.0.0.1 ansible_port=... vmid=...`), and ansible-core runs with its default
+  ssh_args (ControlMaster=auto, ControlPersist=60s). `retries = 3` is set: without it, forks 50
+  against sshd's default MaxStartups lost about 1 target in 100 ("kex_exchange_identification:
+  Connection closed by remote host").
+- **ssh-loop**: a bash loop of `ssh -p PORT root@127.0.0.1 "pct exec VMID ... < /path/probe.py"`,
+  one container after the other. At 500 containers it runs once, not three times: it takes
+  minutes per run.
+- How the probe reaches the node: fleetcheck pipes it over the SSH channel, which is its
+  design. Ansible `raw` cannot feed stdin, so ansible and the loop read a copy already on the
+  host. That spares them the transfer.
+- **auditor CPU**: user+sys of the auditor's whole process tree (`wait4`), plus the ssh
+  ControlPersist masters it leaves behind (adopted as a child subreaper and reaped).
+  **machine CPU**: busy time of the whole machine during the run: sshd, pct and probes, and
+  also anything else running on the machine (see **load**, the 1-minute load average when a
+  run started; this machine was shared with other test suites while the bench ran).
+  **peak RSS**: `ru_maxrss` of the largest single process of the auditor's tree, measured
+  from a small launcher (`bench/launch.py`) so that the bench's own memory does not count.
+  **tree RSS**: the largest sampled sum over the tree (every 0.2 s).
+  **fds**: the largest sampled count of open descriptors.
+- The runs are interleaved (run 1 of every contender, then run 2, and so on), so drift in the
+  machine's load hits every contender alike.
+"""
+
+
 def write_results(path: Path, rows: Sequence[Row], machine: Mapping[str, object],
-                  runs: int, extra: Sequence[str] = ()) -> None:
+                  runs: int, extra: Sequence[str] = (),
+                  supplement: Sequence[Row] = ()) -> None:
     text = [
         "# fleetcheck benchmarks",
         "",
         f"Measured {machine['date']} on one machine: {machine['cores']} cores ({machine['cpu']}),"
         f" {machine['memory_gb']} GB, Python {machine['python']}, {machine['openssh']},"
-        f" {machine['ansible']}. Median of {runs} runs; produced by `python bench/run.py`.",
+        f" {machine['ansible']}. Median of {runs} runs (min–max in brackets); produced by"
+        " `python bench/run.py`. × floor and × fleetcheck compare wall times.",
         "",
         *table(rows),
         "",
-        *extra,
-        *probe_performance_section(),
+        *targets_section(rows),
     ]
+    if supplement:
+        text += [
+            "## The proposed auditor fixes, measured",
+            "",
+            "Run separately, after the table above, with `python bench/run.py --contenders "
+            "floor,floor-wide,fleetcheck,fleetcheck+fixes` (3 runs at 100 containers, 1 at",
+            "500). **fleetcheck+fixes** is the same CLI with",
+            "`bench/proposed_fixes.py` applied in-process: `json` renders one compact line per",
+            "node with the C encoder, `hostfirst` takes the host's channel before a global slot,",
+            "and `gcm` prefers aes128-gcm. **floor-wide** runs the probes directly, as many at a",
+            "time as fleetcheck does.",
+            "",
+            *table(supplement),
+            "",
+            *targets_section(supplement, "fleetcheck+fixes"),
+        ]
+    text += [*extra, *probe_performance_section(), METHOD]
     path.write_text("\n".join(text).rstrip() + "\n")
+
+
+def load_rows(path: Path) -> tuple[list[Row], dict[str, object], int]:
+    data = json.loads(path.read_text())
+    fields = set(Row.__dataclass_fields__)
+    rows = [Row(**{k: v for k, v in row.items() if k in fields}) for row in data["rows"]]
+    return rows, data["machine"], int(data["runs"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Rewrite results.md from results.json (and a supplement run's JSON, if given)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("results_json")
+    parser.add_argument("--supplement", nargs="*", default=[],
+                        help="JSON of runs with floor-wide and fleetcheck+fixes")
+    parser.add_argument("-o", "--output", required=True)
+    args = parser.parse_args(argv)
+    rows, machine, runs = load_rows(Path(args.results_json))
+    supplement = [row for extra in args.supplement for row in load_rows(Path(extra))[0]]
+    write_results(Path(args.output), rows, machine, runs, supplement=supplement)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
