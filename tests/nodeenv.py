@@ -317,7 +317,13 @@ def build_stub(so_dir):
     dirs = libcuda_dirs()
     so = os.path.join(so_dir, "cuda_utils.so")
     if os.path.exists(so):
-        if noexec(so):
+        other = _CONFIG["concurrent_write"]
+        if other and not os.path.exists(other):
+            # Another job on the node fills the user's cache while this one loads from it.
+            os.makedirs(os.path.dirname(other), exist_ok=True)
+            with open(other, "w") as f:
+                f.write("written by another job\n")
+        if noexec(os.path.realpath(so)):  # dlopen maps the link's target
             raise ImportError(so + ": failed to map segment from shared object")
         return so
     cc = find_cc()
@@ -337,7 +343,7 @@ def build_stub(so_dir):
         subprocess.check_call(cmd, stdout=subprocess.DEVNULL)
         os.makedirs(so_dir, exist_ok=True)
         shutil.copy(out, so)
-    if noexec(so):
+    if noexec(os.path.realpath(so)):
         raise ImportError(so + ": failed to map segment from shared object")
     return so
 
@@ -452,7 +458,7 @@ def _dist(site: Path, name: str, version: str, package: str) -> None:
 def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_arch: tuple[str, ...],
               torch_config: dict[str, object], triton: str | None, triton_error: str | None,
               ptxas: str | None, ptxas_blackwell: str | None, extra_triton_dist: str | None,
-              fla: str | None) -> None:
+              fla: str | None, concurrent_write: Path | None) -> None:
     if torch:
         cuda_line = f"cuda: Optional[str] = {torch_cuda!r}" if torch_cuda else \
             "cuda: Optional[str] = None"
@@ -466,7 +472,8 @@ def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_ar
     if triton:
         parts = [int(p) for p in triton.split(".")[:3]]
         config = {"version": parts, "version_text": triton, "error": triton_error,
-                  "stub_key": STUB_KEY}
+                  "stub_key": STUB_KEY,
+                  "concurrent_write": str(concurrent_write) if concurrent_write else None}
         _write(site / "triton/__init__.py", TRITON_INIT.replace("CONFIG_JSON", repr(config)))
         _write(site / "triton/runtime/__init__.py", "from .driver import driver\n")
         _write(site / "triton/runtime/driver.py", TRITON_DRIVER)
@@ -522,6 +529,7 @@ def make_node(
     fla: str | None = None,
     warm_cache: bool = False,
     cache: str = "ok",
+    concurrent_write: Path | None = None,
     env: dict[str, str] | None = None,
 ) -> NodeEnv:
     """Build a fake node under `root`.
@@ -531,6 +539,8 @@ def make_node(
     passed through), "mismatch" (libcuda of another version than the kernel module),
     "no-libcuda" (driver userspace absent), "proc-only" (nothing but /proc/driver/nvidia).
     cache: "ok", "unwritable" (TRITON_CACHE_DIR below a regular file) or "noexec".
+    concurrent_write: a file "another job" writes (once) whenever the stub Triton loads its stub
+    from a cache - a job filling the user's cache while the probe reads it.
     """
     if gpu not in GPU_MODES:
         raise ValueError(f"gpu must be one of {GPU_MODES}")
@@ -609,7 +619,8 @@ def make_node(
                     "cc": [major, minor], "name": gpu_name, "warning": warning}
     _packages(site, torch=torch, torch_cuda=torch_cuda, torch_arch=torch_arch,
               torch_config=torch_config, triton=triton, triton_error=triton_error, ptxas=ptxas,
-              ptxas_blackwell=ptxas_blackwell, extra_triton_dist=extra_triton_dist, fla=fla)
+              ptxas_blackwell=ptxas_blackwell, extra_triton_dist=extra_triton_dist, fla=fla,
+              concurrent_write=concurrent_write)
     if warm_cache:
         _write(home / ".triton/cache" / STUB_KEY / "cuda_utils.so", "stub from an earlier run\n")
         _write(home / ".triton/cache" / "launcher-fleetcheck_add_one" / "cuda_utils.so", "stub\n")

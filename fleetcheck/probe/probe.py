@@ -483,6 +483,38 @@ if meta["torch_dir"]:
 else:
     emit("torch", {"installed": False})
 
+def mirror_cache(cache):
+    # The warm attempt must read the user's cache and never write to it: a job may be using it
+    # right now. Triton's cache is <dir>/<key>/<files>; a hit only checks that <key>/<file>
+    # exists and loads it, a miss writes <key>/tmp.pid_*/<file> and renames it into <key>/.
+    # So the attempt runs on a copy made of real key dirs holding a symlink to each of the
+    # user's files: hits read through the links, anything written lands in the copy, which goes
+    # with the probe's temp dir (rmtree removes links, never their targets).
+    mirror = os.path.join(os.path.dirname(fresh), "warm-cache")
+    os.mkdir(mirror)
+    try:
+        keys = os.listdir(cache)
+    except OSError:
+        keys = []
+    for key in keys:
+        source = os.path.join(cache, key)
+        try:
+            names = os.listdir(source) if os.path.isdir(source) else None
+        except OSError:
+            names = None
+        if names is None:
+            continue
+        target = os.path.join(mirror, key)
+        os.mkdir(target)
+        for name in names:
+            path = os.path.join(source, name)
+            if os.path.isdir(path):
+                continue  # a tmp.pid_* dir: another process is writing this entry now
+            try:
+                os.symlink(os.path.abspath(path), os.path.join(target, name))
+            except OSError:
+                pass
+    return mirror
 def target_of(t):
     if isinstance(t, tuple):
         return {"backend": t[0], "arch": t[1] if len(t) > 1 else None, "warp_size": None}
@@ -507,32 +539,19 @@ if meta["triton_dir"]:
     if not data["ok"] and triton is not None:
         warm = {"cache_dir": None}
         if user_cache is None:
-            os.environ.pop("TRITON_CACHE_DIR", None)
             home = os.environ.get("TRITON_HOME") or os.path.expanduser("~/")
             cache = os.path.join(home, ".triton", "cache")
         else:
-            os.environ["TRITON_CACHE_DIR"] = user_cache
             cache = user_cache
         warm["cache_dir"] = cache
         if os.path.isdir(cache):
-            before = set(os.listdir(cache))
             try:
+                os.environ["TRITON_CACHE_DIR"] = mirror_cache(cache)
                 warm["target"] = target_of(triton.runtime.driver.active.get_current_target())
                 warm["ok"] = True
             except BaseException as e:
                 warm["ok"] = False
                 warm["error"] = err(e)
-            # Leave the user's cache as it was: drop what this attempt added.
-            import shutil
-            try:
-                for name in set(os.listdir(cache)) - before:
-                    path = os.path.join(cache, name)
-                    if os.path.isdir(path) and not os.path.islink(path):
-                        shutil.rmtree(path, ignore_errors=True)
-                    else:
-                        os.unlink(path)
-            except OSError:
-                pass
         else:
             warm["ok"] = None
         os.environ["TRITON_CACHE_DIR"] = fresh
@@ -1565,13 +1584,11 @@ class Probe:
         evidence = {"cache_dir": cache, "HOME": self.env.get("HOME")}
         fix = "export TRITON_CACHE_DIR=<a writable dir>"
         if os.path.isdir(cache):
-            try:
-                handle, name = tempfile.mkstemp(prefix=".fleetcheck-", dir=cache)
-                os.close(handle)
-                os.unlink(name)
-            except OSError as exc:
-                return ("fail", "Triton cache %s not writable: %s" % (cache, error_text(exc)), fix,
-                        evidence)
+            # access(2), not a test file: the user's cache is never written to (a job may be
+            # using it); it also answers EROFS for a read-only mount.
+            if not os.access(cache, os.W_OK | os.X_OK):
+                return ("fail", "Triton cache %s not writable: PermissionError: [Errno 13] "
+                        "Permission denied: '%s'" % (cache, cache), fix, evidence)
             return ("pass", "%s writable" % cache, "", evidence)
         ancestor = existing_ancestor(cache)
         evidence["nearest_existing"] = ancestor
