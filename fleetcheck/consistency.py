@@ -12,6 +12,13 @@ from fleetcheck.verdict import Policy
 #: Statuses of nodes whose facts came from a probe (skipped and unreachable ones have none).
 PROBED_STATUSES = frozenset({"ok", "warn", "fail", "error"})
 
+#: Keys that describe the workload's GPU stack. A node whose Triton verdict says it has no GPU
+#: or no Triton (a Proxmox host probed with `probe_host`, a CPU-only node) runs no GPU job, so
+#: its Python or torch is not the fleet's: comparing it would fail a gate on a bystander.
+WORKLOAD_KEYS = frozenset({"torch", "python", "triton", "fla", "cuda"})
+#: Verdicts of nodes left out of the workload comparisons.
+NO_WORKLOAD_VERDICTS = frozenset({"no-gpu", "not-installed"})
+
 #: Longest fact value compared; a longer one is a hostile or broken node's, not a version.
 _MAX_VALUE = 200
 
@@ -85,9 +92,22 @@ def fact_label(key: str) -> str:
     return _FACTS[key][1] if key in _FACTS else key
 
 
+def compared(node: NodeResult, key: str) -> bool:
+    """Whether a probed node takes part in the comparison of this key.
+
+    A node without a GPU has no GPU facts to compare; the workload's stack (torch, Python,
+    Triton, FLA, torch's CUDA) is compared only across nodes that can run a GPU job.
+    """
+    if node.triton.verdict == "no-gpu":
+        return False
+    return not (key in WORKLOAD_KEYS and node.triton.verdict in NO_WORKLOAD_VERDICTS)
+
+
 def _mismatch(key: str, nodes: Sequence[NodeResult], status: str) -> Check | None:
     by_value: dict[str, list[str]] = {}
     for node in nodes:
+        if not compared(node, key):
+            continue
         value = fact_value(node.facts, key)
         if value is not None:
             by_value.setdefault(value, []).append(node.id)
@@ -115,6 +135,7 @@ def fleet_checks(nodes: Sequence[NodeResult], policy: Policy) -> tuple[Check, ..
 
     Only nodes that were probed count, and only facts that are present and plain (a string
     or an integer) on a node are compared; a missing or odd fact is left out, not a mismatch.
+    Nodes without a GPU, or without Triton, are left out as `compared` says.
     """
     probed = [node for node in nodes if node.status in PROBED_STATUSES]
     levels = [(key, "fail") for key in policy.consistent]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fleetcheck.consistency import fleet_checks
-from fleetcheck.model import Check, NodeResult
+from fleetcheck.model import Check, NodeResult, TritonVerdict
 from fleetcheck.playbook import load_playbook
 from fleetcheck.verdict import DEFAULT_POLICY, Policy
 
@@ -90,3 +90,30 @@ def test_gpu_model_and_count() -> None:
          {"8x NVIDIA H200": ["a"], "1x NVIDIA A100, 1x NVIDIA H200": ["b"]}),
         ("fleet_gpu_count_mismatch", {"8": ["a"], "2": ["b"]}),
     ]
+
+
+def verdict_node(node_id: str, node_facts: Any, verdict: str) -> NodeResult:
+    return NodeResult(node_id, node_id.split("/")[0], None, node_id, "ok", "",
+                      triton=TritonVerdict(verdict), facts=node_facts)
+
+
+def test_nodes_without_a_gpu_stack_are_not_compared() -> None:
+    # A Proxmox host probed with probe_host: no GPU, the distribution's Python, no torch.
+    host = verdict_node("pve1", {"python": {"version": "3.11.2"}, "gpu_count": 0, "gpus": []},
+                        "no-gpu")
+    # A GPU node whose interpreter has no Triton: its GPU facts count, its Python does not.
+    bare = verdict_node("pve1/104", facts("535.183.01", python={"version": "3.10.12"},
+                                          torch={"version": "2.3.0", "cuda": "12.1"}),
+                        "not-installed")
+    jobs = [verdict_node(f"pve1/10{i}", facts(python={"version": "3.11.7"}), "gpu")
+            for i in (1, 2, 3)]
+    found = fleet_checks([host, *jobs, bare], load_playbook("pre-training"))
+    assert [(c.id, c.status, c.evidence) for c in found] == [
+        ("fleet_driver_mismatch", "fail",
+         {"550.54.15": ["pve1/101", "pve1/102", "pve1/103"], "535.183.01": ["pve1/104"]})]
+
+
+def test_gpu_count_leaves_out_a_node_without_gpu() -> None:
+    host = verdict_node("pve1", {"gpu_count": 0}, "no-gpu")
+    job = verdict_node("pve1/101", facts(), "gpu")
+    assert fleet_checks([host, job], Policy(consistent=("gpu_count", "python"))) == ()
