@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fleetcheck.checks import causal_rank
 from fleetcheck.model import NodeResult, Report
+from fleetcheck.render.sanitize import terminal_line
 
 GATE_SCHEMA = "fleetcheck.gate/1"
 
@@ -22,18 +24,34 @@ _UNVERIFIED_FIX = {
     "error": "run `fleetcheck audit` on this node for the probe's error output",
 }
 
+#: An unreachable node's fix when SSH refused its host key (texts of transport/ssh.py).
+_HOST_KEY_FIXES = (
+    (re.compile(r"host key for .* is not in "),
+     "check the host's key fingerprint out of band (ssh-keyscan -p PORT HOST | ssh-keygen -lf -, "
+     "against ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on its console), then add the "
+     "key to known_hosts, or set ssh.host_key_policy: accept-new"),
+    (re.compile(r"host key for .* does not match known_hosts"),
+     "find out why the host key changed (reinstalled host, or another machine on its address) "
+     "before removing the old key with ssh-keygen -R HOST"),
+)
+
 #: Longest cause or fix shown on one gate line; a node's text beyond that is noise.
 _MAX_TEXT = 300
 
 
 def sanitise(text: str, limit: int = _MAX_TEXT) -> str:
-    """One printable line: control characters (escape sequences, newlines) become spaces."""
-    cleaned = "".join(ch if ch.isprintable() else " " for ch in text)
-    cleaned = " ".join(cleaned.split())
+    """One terminal-safe line: whitespace runs (newlines too) become one space, other control
+    characters are shown as `\\xNN` as every terminal renderer shows them, and long text is
+    clipped to `limit` characters."""
+    cleaned = terminal_line(" ".join(text.split()))
     return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
 
 
 def _fix(node: NodeResult) -> str:
+    if node.status == "unreachable":
+        for pattern, fix in _HOST_KEY_FIXES:
+            if pattern.match(node.reason):
+                return fix
     if node.status in ("unreachable", "skipped"):
         return _UNVERIFIED_FIX[node.status]
     # A failing verdict is the root cause the reason names; its fix comes first.

@@ -82,8 +82,33 @@ def test_empty_selection_and_interruption_say_so() -> None:
 
 
 def test_hostile_reason_cannot_drive_the_terminal() -> None:
-    evil = node("pve9", "fail", "\x1b[2J\x1b]0;pwned\x07bad\nsecond line\r")
-    assert gate_lines(report(evil)) == ["pve9: fail: [2J ]0;pwned bad second line"]
+    evil = node("pve9", "fail", "\x1b[2J\x1b]0;pwned\x07bad\nsecond line\r\u202e")
+    # Shown escaped, as the terminal table shows them; whitespace runs are one space.
+    assert gate_lines(report(evil)) == [
+        "pve9: fail: \\x1b[2J\\x1b]0;pwned\\x07bad second line \\u202e"]
+
+
+def test_long_causes_are_clipped() -> None:
+    (line,) = gate_lines(report(node("pve9", "fail", "x" * 1000)))
+    assert line == "pve9: fail: " + "x" * 299 + "…"
+
+
+def test_host_key_errors_point_at_known_hosts() -> None:
+    unknown = node("pve4", "unreachable",
+                   "host key for pve4 (10.1.2.9:22) is not in /root/.ssh/known_hosts")
+    changed = node("pve5", "unreachable",
+                   "host key for pve5 does not match known_hosts — possible man-in-the-middle")
+    assert gate_lines(report(unknown, changed, DOWN)) == [
+        "pve4: unreachable: host key for pve4 (10.1.2.9:22) is not in /root/.ssh/known_hosts "
+        "(fix: check the host's key fingerprint out of band (ssh-keyscan -p PORT HOST | "
+        "ssh-keygen -lf -, against ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on its "
+        "console), then add the key to known_hosts, or set ssh.host_key_policy: accept-new)",
+        "pve5: unreachable: host key for pve5 does not match known_hosts — possible "
+        "man-in-the-middle (fix: find out why the host key changed (reinstalled host, or "
+        "another machine on its address) before removing the old key with ssh-keygen -R HOST)",
+        "pve3: unreachable: ssh: connection refused (fix: check that the node is up and "
+        "reachable over SSH, then run the gate again)",
+    ]
 
 
 def test_json_for_schedulers() -> None:
