@@ -7,7 +7,7 @@ import contextlib
 import functools
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime, timezone
 from fnmatch import fnmatchcase
 from typing import Any
@@ -34,13 +34,7 @@ from fleetcheck.probe import probe_argv, probe_source
 from fleetcheck.probe.results import ProbeOutputError, parse_probe_output
 from fleetcheck.transport.interface import CommandResult, Transport, TransportError
 from fleetcheck.transport.local import LocalTransport
-from fleetcheck.transport.pct import (
-    NEEDS_ROOT,
-    NO_CONFIG,
-    NOT_RUNNING,
-    SUDO_PROMPT_REFUSED,
-    PctTransport,
-)
+from fleetcheck.transport.pct import NO_CONFIG, NOT_RUNNING, PctTransport, pct_refusal
 from fleetcheck.transport.ssh import (
     DEFAULT_CONNECT_ATTEMPTS,
     KILL_AFTER,
@@ -55,6 +49,8 @@ INTERRUPTED_DISCOVERY = "interrupted before its containers were discovered"
 PROBE_MARGIN = 5.0
 #: How long `pct list` may take on a host.
 DISCOVERY_TIMEOUT = 30.0
+#: Seconds beyond the node timeout and the remote kill: bounds a stalled SSH channel open.
+CHANNEL_SLACK = 10.0
 
 
 def utc_now() -> str:
@@ -90,70 +86,95 @@ def _last_line(data: bytes) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+def _one_line(exc: BaseException) -> str:
+    """`Type: message` on one line, for an exception no stage expected (no traceback)."""
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 def _pct_failure(target: Target, stderr: str) -> tuple[str, str] | None:
     """(status, reason) when pct or sudo, not the probe, refused to run (their stderr texts)."""
-    host = target.host.name
-    if SUDO_PROMPT_REFUSED in stderr:
-        return "error", (f"sudo on {host} asks for a password (sudo -n): allow the login to run "
-                         "pct without a password (NOPASSWD)")
     if target.vmid is None:
-        return None
+        return None  # the host's own probe runs without pct or sudo
+    refused = pct_refusal(stderr, target.host.name)
+    if refused is not None:
+        return "error", refused
     if NOT_RUNNING in stderr and f"'{target.vmid}'" in stderr:
         return "skipped", "container not running"
     if NO_CONFIG in stderr and "Configuration file" in stderr:
-        return "error", f"container {target.vmid} does not exist on {host}"
-    if NEEDS_ROOT in stderr:
-        return "error", f"pct on {host} needs root: log in as root or set sudo: true"
+        return "error", f"container {target.vmid} does not exist on {target.host.name}"
     return None
+
+
+def _without_document(
+    target: Target, result: CommandResult, problem: ProbeOutputError
+) -> tuple[str, str]:
+    """(status, reason) for a command that printed no probe document: who refused, or why."""
+    where = "in container" if target.vmid is not None else f"on {target.host.name}"
+    stderr = result.stderr.decode("utf-8", "replace")
+    code = result.returncode
+    if code != 0:
+        refused = _pct_failure(target, stderr)
+        if refused is not None:
+            return refused
+        if code == 127:
+            for tool in ("sudo", "pct"):
+                if f"env: '{tool}'" in stderr:
+                    return "error", f"{tool} not found on {target.host.name}"
+            return "error", f"{target.python} not found {where}"
+        if code == 126:
+            return "error", f"{target.python} cannot be run {where}"
+        if not result.stdout.strip():
+            detail = _last_line(result.stderr) or "no output"
+            return "error", f"probe exited with status {code}: {detail}"
+    head = result.stdout.lstrip()[:60].decode("utf-8", "replace").splitlines()
+    begins = f" (output begins {head[0]!r})" if head else ""
+    return "error", f"{problem}{begins}"
 
 
 def node_from_result(
     target: Target, result: CommandResult, policy: Policy, duration_s: float
 ) -> NodeResult:
-    """Sort one command result into a node: the probe's verdict, or why there is none."""
-    where = "in container" if target.vmid is not None else f"on {target.host.name}"
+    """Sort one command result into a node: the probe's verdict, or why there is none.
+
+    The probe's document comes first: a probe that judged its node (and exited 1 for "fail")
+    keeps its verdict whatever else its stderr holds. pct's and sudo's error texts are read
+    only when there is no document.
+    """
     timing = {"duration_s": duration_s}
     if result.truncated:
         return _node(target, "error", f"output exceeded {OUTPUT_CAP} bytes", **timing)
     if result.timed_out:
         return _node(target, "error", f"probe timed out after {target.timeout:g} s", **timing)
-    stderr = result.stderr.decode("utf-8", "replace")
-    code = result.returncode
     if result.signal is not None:
         detail = _last_line(result.stderr)
         reason = f"probe killed by signal {result.signal}" + (f": {detail}" if detail else "")
         return _node(target, "error", reason, **timing)
-    if code != 0:
-        refused = _pct_failure(target, stderr)
-        if refused is not None:
-            return _node(target, refused[0], refused[1], **timing)
-        if code == 127:
-            for tool in ("sudo", "pct"):
-                if f"env: '{tool}'" in stderr:
-                    reason = f"{tool} not found on {target.host.name}"
-                    return _node(target, "error", reason, **timing)
-            return _node(target, "error", f"{target.python} not found {where}", **timing)
-        if code == 126:
-            return _node(target, "error", f"{target.python} cannot be run {where}", **timing)
     try:
         output = parse_probe_output(result.stdout)
     except ProbeOutputError as exc:
-        if code != 0 and not result.stdout.strip():
-            detail = _last_line(result.stderr) or "no output"
-            return _node(target, "error", f"probe exited with status {code}: {detail}", **timing)
-        head = result.stdout.lstrip()[:60].decode("utf-8", "replace").splitlines()
-        begins = f" (output begins {head[0]!r})" if head else ""
-        return _node(target, "error", f"{exc}{begins}", **timing)
+        status, reason = _without_document(target, result, exc)
+        return _node(target, status, reason, **timing)
     status, reason = evaluate_node(output.checks, output.triton, policy, facts=output.facts)
     return _node(target, status, reason, triton=output.triton, checks=tuple(output.checks),
                  facts=output.facts, **timing)
 
 
 async def probe_target(
-    target: Target, transport: Transport, *, deep: bool = False, policy: Policy = DEFAULT_POLICY
+    target: Target,
+    transport: Transport,
+    *,
+    deep: bool = False,
+    policy: Policy = DEFAULT_POLICY,
+    admit: Callable[[], contextlib.AbstractAsyncContextManager[object]] | None = None,
 ) -> NodeResult:
-    """Run the probe on one node over `transport` and judge it; never raises for a bad node."""
-    started = time.monotonic()
+    """Run the probe on one node over `transport` and judge it; never raises for a bad node.
+
+    The node's clock (its timeout and `duration_s`) starts once it holds a session on its host
+    and then `admit()` (the audit's fleet-wide slot): waiting for either is queueing, which
+    only the audit's own deadline bounds.
+    """
     argv = probe_argv(target.python, deep=deep, deadline=probe_deadline(target.timeout))
     if target.env:
         # pct (and sshd) replace the environment; `env` sets the node's on the far side.
@@ -161,12 +182,15 @@ async def probe_target(
             # env would take "/opt/py=3.12/bin/python3" for one more assignment.
             argv = ["/bin/sh", "-c", 'exec "$0" "$@"', *argv]
         argv = ["env", *(f"{key}={value}" for key, value in sorted(target.env.items())), *argv]
-    # Bounds what the transport's own timeouts cannot: a stalled connect or channel open.
-    bound = target.timeout + KILL_AFTER + target.host.ssh.connect_timeout + 10
+    # Bounds what the transport's own timeouts cannot: a stalled channel open.
+    bound = target.timeout + KILL_AFTER + CHANNEL_SLACK
+    started = time.monotonic()
     try:
-        result = await asyncio.wait_for(
-            transport.run(argv, input=_probe_input(), timeout=target.timeout), bound
-        )
+        async with transport.session() as run, (admit or contextlib.nullcontext)():
+            started = time.monotonic()
+            result = await asyncio.wait_for(
+                run(argv, input=_probe_input(), timeout=target.timeout), bound
+            )
     except TransportError as exc:
         return _node(target, exc.kind, str(exc), duration_s=time.monotonic() - started)
     except asyncio.TimeoutError:
@@ -176,12 +200,9 @@ async def probe_target(
 
 
 def _discovery_failure(host: HostSpec, result: CommandResult) -> str:
-    stderr = result.stderr.decode("utf-8", "replace")
-    if SUDO_PROMPT_REFUSED in stderr:
-        return (f"sudo on {host.name} asks for a password (sudo -n): allow the login to run "
-                "pct without a password (NOPASSWD)")
-    if NEEDS_ROOT in stderr:
-        return f"pct on {host.name} needs root: log in as root or set sudo: true"
+    refused = pct_refusal(result.stderr.decode("utf-8", "replace"), host.name)
+    if refused is not None:
+        return refused
     if result.returncode == 127:
         return f"pct not found on {host.name}: is it a Proxmox VE host?"
     if result.timed_out:
@@ -281,22 +302,73 @@ class AuditRun:
         return transport
 
     def _host_may_match(self, host: HostSpec) -> bool:
-        """False only when no node of `host` can be selected: spares connecting to it at all."""
-        groups = self.inventory.groups
-        plain = [atom for atom in split_patterns(self.limit) if atom and atom[0] not in "!&"]
-        if not plain or matches_limit(host.name, host.labels, self.limit, groups):
+        """False only when no node of `host` can be selected by the whole limit (`!`, `&` too).
+
+        Spares connecting to the host at all, and keeps a host the limit excludes out of the
+        report when it cannot be reached or its containers cannot be listed.
+        """
+        if not self.limit:
             return True
-        for atom in plain:
-            # Labels and groups may select containers only discovery reveals.
-            if atom == "all" or atom.startswith(("@", "label:")) or atom in groups:
-                return True
-            if fnmatchcase(host.name, atom.split("/", 1)[0]):
-                return True
-        return False
+        if host.containers != ALL_CONTAINERS:
+            # Its nodes are known without connecting.
+            return any(self._selected(node) for node in targets_for_host(host, None))
+        if matches_limit(host.name, host.labels, self.limit, self.inventory.groups):
+            return True
+        atoms = [atom for atom in split_patterns(self.limit) if atom]
+        plain = [atom for atom in atoms if atom[0] not in "!&"] or ["all"]
+        if not any(self._may_select(host, atom) for atom in plain):
+            return False
+        for atom in atoms:
+            if atom[0] == "&" and not self._may_select(host, atom[1:]):
+                return False
+            if atom[0] == "!" and self._selects_all_of(host, atom[1:]):
+                return False
+        return True
+
+    def _may_select(self, host: HostSpec, atom: str, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether `atom` may select some node of `host`, its containers not yet known."""
+        groups = self.inventory.groups
+        if atom in ("all", "*"):
+            return True
+        for prefix in ("@", "label:"):
+            if atom.startswith(prefix):
+                # Containers carry their host's labels, and Proxmox tags when the API lists them.
+                glob = atom[len(prefix):]
+                return host.api is not None or any(fnmatchcase(x, glob) for x in host.labels)
+        if atom in groups and atom not in seen:
+            return any(self._may_select(host, member, seen | {atom}) for member in groups[atom])
+        return fnmatchcase(host.name, atom.split("/", 1)[0])
+
+    def _selects_all_of(
+        self, host: HostSpec, atom: str, seen: frozenset[str] = frozenset()
+    ) -> bool:
+        """Whether `atom` selects every node `host` may have, its containers not yet known."""
+        groups = self.inventory.groups
+        if atom in ("all", "*"):
+            return True
+        for prefix in ("@", "label:"):
+            if atom.startswith(prefix):
+                # Containers carry their host's labels as well as their own.
+                return any(fnmatchcase(label, atom[len(prefix):]) for label in host.labels)
+        if atom in groups and atom not in seen:
+            return any(self._selects_all_of(host, member, seen | {atom})
+                       for member in groups[atom])
+        host_glob, slash, vmid_glob = atom.partition("/")
+        if slash:
+            return not host.probe_host and vmid_glob == "*" and fnmatchcase(host.name, host_glob)
+        return fnmatchcase(host.name, atom)
 
     async def _audit_host(self, host: HostSpec) -> None:
         if not self._host_may_match(host):
             return
+        try:
+            await self._audit_selected_host(host)
+        except Exception as exc:  # noqa: BLE001 - a bug or an unexpected input: data, not a crash
+            # Still pending only while its containers are being discovered.
+            stage = "container discovery" if host.name in self._pending else "audit"
+            self._finish_host(_host_node(host, "error", f"{stage} failed: {_one_line(exc)}"))
+
+    async def _audit_selected_host(self, host: HostSpec) -> None:
         transport = self._host_transport(host)
         discovered: list[DiscoveredContainer] | None = None
         if host.containers == ALL_CONTAINERS:
@@ -320,7 +392,9 @@ class AuditRun:
         for skipped in nodes:
             if isinstance(skipped, SkippedTarget):
                 self._finish(_node(skipped, "skipped", skipped.reason))
-        await asyncio.gather(*(self._probe(target, transport) for target in targets))
+        # _probe records its own failures; return_exceptions keeps one from ending the others.
+        await asyncio.gather(*(self._probe(target, transport) for target in targets),
+                             return_exceptions=True)
 
     async def _discover(self, host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
         if host.api is not None:
@@ -331,12 +405,23 @@ class AuditRun:
         return parse_pct_list(result.stdout.decode("utf-8", "replace"))
 
     async def _probe(self, target: Target, host_transport: Transport) -> None:
-        async with self._slots:
-            self.observer.node_started(target.id)
-            transport: Transport = host_transport
-            if target.vmid is not None:
-                transport = PctTransport(host_transport, target.vmid, sudo=target.host.sudo)
-            node = await probe_target(target, transport, deep=self.deep, policy=self.policy)
+        transport: Transport = host_transport
+        if target.vmid is not None:
+            transport = PctTransport(host_transport, target.vmid, sudo=target.host.sudo)
+
+        @contextlib.asynccontextmanager
+        async def fleet_slot() -> AsyncIterator[None]:
+            # Taken after the host's session slot: a saturated host holds at most its own
+            # max_sessions of the fleet's slots, never all of them.
+            async with self._slots:
+                self.observer.node_started(target.id)
+                yield
+
+        try:
+            node = await probe_target(target, transport, deep=self.deep, policy=self.policy,
+                                      admit=fleet_slot)
+        except Exception as exc:  # noqa: BLE001 - one node's surprise must not end the others
+            node = _node(target, "error", f"probe failed: {_one_line(exc)}")
         self._finish(node)
 
 

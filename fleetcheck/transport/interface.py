@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import abc
+import contextlib
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
+from typing import Protocol
 
 
 class TransportError(Exception):
@@ -32,6 +35,14 @@ class CommandResult:
     signal: str | None = None
 
 
+class RunCommand(Protocol):
+    """`Transport.run`'s signature, for the callable `Transport.session` yields."""
+
+    def __call__(
+        self, argv: list[str], *, input: bytes | None = None, timeout: float
+    ) -> Awaitable[CommandResult]: ...
+
+
 class Transport(abc.ABC):
     """Runs commands on one node (or, for SSH, on one host and its containers)."""
 
@@ -44,6 +55,16 @@ class Transport(abc.ABC):
         Raises TransportError when the node cannot be reached; a command that fails or
         times out is a CommandResult, not an exception.
         """
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[RunCommand]:
+        """Hold one of this transport's command slots; yields a `run` that uses it.
+
+        Waiting here (for the connection, for a free SSH session) is queueing, not command
+        time: a caller that times its command starts the clock once this has been entered.
+        Raises TransportError like `run`. Transports without a bound yield `run` itself.
+        """
+        yield self.run
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; safe to call more than once."""

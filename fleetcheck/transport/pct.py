@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
-from fleetcheck.transport.interface import CommandResult, Transport
+import contextlib
+from collections.abc import AsyncIterator
+
+from fleetcheck.transport.interface import CommandResult, RunCommand, Transport
 
 #: Error texts of pct (src/PVE/CLI/pct.pm, pve-common, pve-guest-common) and sudo -n.
 NOT_RUNNING = "not running!"
 NO_CONFIG = "does not exist"
 NEEDS_ROOT = "please run as root"
 SUDO_PROMPT_REFUSED = "sudo: a password is required"
+
+
+def pct_refusal(stderr: str, host: str) -> str | None:
+    """Why sudo or pct refused to run anything on `host` (sudo's prompt, pct's root check)."""
+    if SUDO_PROMPT_REFUSED in stderr:
+        return (f"sudo on {host} asks for a password (sudo -n): allow the login to run "
+                "pct without a password (NOPASSWD)")
+    if NEEDS_ROOT in stderr:
+        return f"pct on {host} needs root: log in as root or set sudo: true"
+    return None
 
 
 def sudo_prefix(sudo: bool) -> list[str]:
@@ -38,3 +51,16 @@ class PctTransport(Transport):
     ) -> CommandResult:
         return await self.host.run(pct_exec_argv(self.vmid, argv, sudo=self.sudo),
                                   input=input, timeout=timeout)
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[RunCommand]:
+        """One of the host's session slots, running commands in this container."""
+        async with self.host.session() as host_run:
+
+            async def run(
+                argv: list[str], *, input: bytes | None = None, timeout: float
+            ) -> CommandResult:
+                return await host_run(pct_exec_argv(self.vmid, argv, sudo=self.sudo),
+                                      input=input, timeout=timeout)
+
+            yield run

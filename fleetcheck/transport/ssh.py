@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import shlex
@@ -10,12 +11,18 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncssh
 
 from fleetcheck.inventory.model import HostSpec, SshOptions
-from fleetcheck.transport.interface import CommandResult, Transport, TransportError
+from fleetcheck.transport.interface import (
+    CommandResult,
+    RunCommand,
+    Transport,
+    TransportError,
+)
 
 #: Connection attempts in flight at once, fleet-wide: below sshd's MaxStartups (10:30:100),
 #: which starts dropping unauthenticated connections at random beyond 10.
@@ -276,10 +283,22 @@ class SshTransport(Transport):
     async def run(
         self, argv: list[str], *, input: bytes | None = None, timeout: float
     ) -> CommandResult:
+        async with self.session() as run:
+            return await run(argv, input=input, timeout=timeout)
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[RunCommand]:
+        """The connection (opened if need be), then one of the host's `max_sessions` slots."""
         conn = await self.connect()
-        command = remote_command(argv, timeout, self.tag)
         async with self._channels:
-            return await self._run_channel(conn, command, input, timeout)
+
+            async def run(
+                argv: list[str], *, input: bytes | None = None, timeout: float
+            ) -> CommandResult:
+                command = remote_command(argv, timeout, self.tag)
+                return await self._run_channel(conn, command, input, timeout)
+
+            yield run
 
     async def _run_channel(
         self, conn: asyncssh.SSHClientConnection, command: str, input: bytes | None,

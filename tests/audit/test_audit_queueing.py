@@ -1,0 +1,65 @@
+"""Queueing for a host's SSH sessions or the fleet's slots is not probe time (real sshd fleet)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from fleet import Fleet
+
+from fleetcheck.audit import run_audit
+from fleetcheck.inventory import load_inventory
+from fleetcheck.model import Report
+
+pytestmark = [pytest.mark.sshd, pytest.mark.timeout(120)]
+
+GARBAGE = ("error", "probe output is not one JSON document: Expecting value "
+                    "(output begins 'Welcome to container shell!')")
+
+
+def audit(fleet: Fleet, **kwargs: object) -> Report:
+    inventory = load_inventory(str(fleet.inventory))
+    return asyncio.run(run_audit(inventory, **kwargs))  # type: ignore[arg-type]
+
+
+def test_waiting_for_the_hosts_only_session_does_not_count_against_the_node(
+    fleet: Fleet,
+) -> None:
+    # One session on the host: 102 waits until the hung 101 is killed at 19 s. Its own budget
+    # (2 s, bounded at 2 + 5 + 10 s) must start once it holds the session, not while it waits.
+    fleet.add_host("pve1", containers="listed", max_sessions=1)
+    fleet.add_container("pve1", 101, "hang", timeout=19)
+    fleet.add_container("pve1", 102, "garbage", timeout=2)
+    fleet.write_inventory(timeout=30, ssh={"connect_timeout": 1})
+
+    report = audit(fleet)
+
+    hung, waited = report.nodes
+    assert (hung.id, hung.status, hung.reason) == (
+        "pve1/101", "error", "probe timed out after 19 s")
+    # It ran: its own output is judged, instead of "probe timed out after 2 s".
+    assert (waited.id, waited.status, waited.reason) == ("pve1/102", *GARBAGE)
+    # The 19 s spent waiting behind 101 are not its duration (its own run is bounded by 17 s).
+    assert waited.duration_s is not None and waited.duration_s < 19
+
+
+def test_a_saturated_host_does_not_hold_every_fleet_slot(fleet: Fleet) -> None:
+    # Two fleet slots; pve1 runs one session at a time and both its nodes hang. Had each node
+    # taken a fleet slot before its host's session, pve1 would hold both and pve2 would wait
+    # until the audit's deadline.
+    fleet.add_host("pve1", containers="listed", max_sessions=1)
+    for vmid in (101, 102):
+        fleet.add_container("pve1", vmid, "hang", timeout=60)
+    fleet.add_host("pve2")
+    fleet.add_container("pve2", 101, "healthy")
+    fleet.write_inventory(timeout=60, concurrency=2)
+
+    report = audit(fleet, audit_timeout=15)
+
+    assert report.interrupted is True
+    assert [(node.id, node.status, node.reason) for node in report.nodes] == [
+        ("pve1/101", "error", "interrupted before the probe finished"),
+        ("pve1/102", "error", "interrupted before the probe finished"),
+        ("pve2/101", "ok", "Triton gpu (cuda)"),
+    ]
+    assert fleet.wait_no_leftovers(5) == []
