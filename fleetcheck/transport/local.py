@@ -86,8 +86,16 @@ class LocalTransport(Transport):
         if code is not None and code < 0:
             # Killed by a signal: report it as sshd's exit-signal would be.
             return CommandResult(None, stdout, stderr, timed_out=timed_out, truncated=truncated,
-                                 signal=signal.Signals(-code).name.removeprefix("SIG"))
+                                 signal=_signal_name(-code))
         return CommandResult(code, stdout, stderr, timed_out=timed_out, truncated=truncated)
+
+
+def _signal_name(number: int) -> str:
+    """"SEGV" for 11, as sshd's exit-signal names it; real-time signals have no name: "36"."""
+    try:
+        return signal.Signals(number).name.removeprefix("SIG")
+    except ValueError:
+        return str(number)
 
 
 async def _drain(task: asyncio.Future[tuple[bytes, bool]]) -> tuple[bytes, bool]:

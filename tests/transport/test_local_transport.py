@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
 import uuid
@@ -57,3 +58,10 @@ def test_death_by_signal_is_reported_as_the_signal() -> None:
     result = run([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
                  timeout=20)
     assert (result.returncode, result.signal) == (None, "SEGV")
+
+
+def test_death_by_a_real_time_signal_is_reported_by_its_number() -> None:
+    number = signal.SIGRTMIN + 2  # real-time signals have no name in signal.Signals
+    result = run([sys.executable, "-c", f"import os; os.kill(os.getpid(), {int(number)})"],
+                 timeout=20)
+    assert (result.returncode, result.signal) == (None, str(int(number)))
