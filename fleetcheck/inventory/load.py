@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -80,6 +81,55 @@ LABEL_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_+.-]*$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: pve-common's pve-vmid format.
 VMID_MIN, VMID_MAX = 100, 999_999_999
+#: A DNS name or an ssh_config alias: dot-separated labels of letters, digits, '_' and '-',
+#: none starting with '-' (so no address can read as an option such as -oProxyCommand=...).
+HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_][A-Za-z0-9_-]{0,62}"
+                         r"(?:\.[A-Za-z0-9_][A-Za-z0-9_-]{0,62})*\.?$")
+#: A jump user as POSIX login names go: no '-' first, no shell metacharacter.
+JUMP_USER_RE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,31}$")
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def address_problem(text: str) -> str | None:
+    """Why `text` is not a hostname, IPv4 or IPv6 literal; None when it is one."""
+    shown = _show(_clip(text))
+    if text.startswith("-"):
+        return f"must not start with '-' (it would read as an ssh option), got {shown}"
+    if HOSTNAME_RE.match(text) or _is_ip(text):
+        return None
+    return ("must be a hostname, an IPv4 or an IPv6 address (no spaces or shell characters), "
+            f"got {shown}")
+
+
+def jump_problem(text: str) -> str | None:
+    """Why `text` is not a comma-separated list of `[user@]host[:port]` hops; None if it is."""
+    for hop in text.split(","):
+        shown = _show(_clip(hop.strip()))
+        user, at, rest = hop.strip().rpartition("@")
+        # The transport splits host:port at the first ':', so an IPv6 literal cannot be a hop.
+        host, colon, port = rest.partition(":")
+        if at and not JUMP_USER_RE.match(user):
+            return (f"hop {shown}: the user may hold only letters, digits, '.', '_' and '-' "
+                    "(not first)")
+        if host.startswith("-"):
+            return f"hop {shown}: the host must not start with '-' (it would read as an option)"
+        if not (HOSTNAME_RE.match(host) or _is_ip(host)) or ":" in host:
+            return (f"hop {shown}: must be [user@]host[:port], the host a hostname or an IPv4 "
+                    "address")
+        if colon and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+            return f"hop {shown}: the port must be between 1 and 65535"
+    return None
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def schema_keys() -> tuple[str, ...]:
@@ -178,6 +228,15 @@ class _Builder:
             # A command line ends at the first NUL on the node: the rest would be dropped.
             raise self.fail(path, "must not contain a NUL character")
         return value
+
+    def checked(self, text: str, path: KeyPath, problem_of: Callable[[str], str | None]) -> str:
+        problem = problem_of(text)
+        if problem is not None:
+            raise self.fail(path, problem)
+        return text
+
+    def address(self, value: Any, path: KeyPath) -> str:
+        return self.checked(self.string(value, path), path, address_problem)
 
     def boolean(self, value: Any, path: KeyPath) -> bool:
         if not isinstance(value, bool):
@@ -314,7 +373,7 @@ class _Builder:
         enabled = self.boolean(raw.get("enabled", True), (*path, "enabled"))
         address = None
         if "address" in raw:
-            address = self.string(raw["address"], (*path, "address"))
+            address = self.address(raw["address"], (*path, "address"))
         elif transport == "ssh":
             raise self.fail((*path, "address"), "missing (required unless transport: local)")
         probe_host = self.boolean(
@@ -396,8 +455,10 @@ class _Builder:
         for key, (value, path) in items.items():
             if value is None:
                 continue
-            if key in ("user", "proxy_jump"):
+            if key == "user":
                 kw[key] = self.string(value, path)
+            elif key == "proxy_jump":
+                kw[key] = self.checked(self.string(value, path), path, jump_problem)
             elif key == "port":
                 kw[key] = self.integer(value, path, 1, 65535)
             elif key in ("identity_file", "known_hosts"):

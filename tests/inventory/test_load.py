@@ -307,6 +307,55 @@ MISTAKES = [
         id="container-unknown-key",
     ),
     pytest.param(
+        "hosts:\n  pve1:\n    address: '-oProxyCommand=id'\n    containers: all\n",
+        "inv.yaml:3: hosts.pve1.address: must not start with '-' (it would read as an ssh "
+        "option), got '-oProxyCommand=id'",
+        id="address-option",
+    ),
+    pytest.param(
+        "hosts:\n  pve1:\n    address: '1.2.3.4; rm -rf /'\n    containers: all\n",
+        "inv.yaml:3: hosts.pve1.address: must be a hostname, an IPv4 or an IPv6 address (no "
+        "spaces or shell characters), got '1.2.3.4; rm -rf /'",
+        id="address-shell",
+    ),
+    pytest.param(
+        "hosts:\n  pve1:\n    address: pve1 .lan\n    containers: all\n",
+        "inv.yaml:3: hosts.pve1.address: must be a hostname, an IPv4 or an IPv6 address (no "
+        "spaces or shell characters), got 'pve1 .lan'",
+        id="address-space",
+    ),
+    pytest.param(
+        "defaults:\n  ssh:\n    proxy_jump: admin@bastion,-oProxyCommand=id\n"
+        + BASE + "    containers: all\n",
+        "inv.yaml:3: defaults.ssh.proxy_jump: hop '-oProxyCommand=id': the host must not start "
+        "with '-' (it would read as an option)",
+        id="jump-option",
+    ),
+    pytest.param(
+        BASE + "    containers: all\n    ssh: {proxy_jump: 'admin@bastion;id'}\n",
+        "inv.yaml:5: hosts.pve1.ssh.proxy_jump: hop 'admin@bastion;id': must be "
+        "[user@]host[:port], the host a hostname or an IPv4 address",
+        id="jump-shell",
+    ),
+    pytest.param(
+        BASE + "    containers: all\n    ssh: {proxy_jump: '-l@bastion'}\n",
+        "inv.yaml:5: hosts.pve1.ssh.proxy_jump: hop '-l@bastion': the user may hold only "
+        "letters, digits, '.', '_' and '-' (not first)",
+        id="jump-user-option",
+    ),
+    pytest.param(
+        BASE + "    containers: all\n    ssh: {proxy_jump: 'bastion:22,,gw'}\n",
+        "inv.yaml:5: hosts.pve1.ssh.proxy_jump: hop '': must be [user@]host[:port], the host a "
+        "hostname or an IPv4 address",
+        id="jump-empty-hop",
+    ),
+    pytest.param(
+        BASE + "    containers: all\n    ssh: {proxy_jump: 'bastion:99999'}\n",
+        "inv.yaml:5: hosts.pve1.ssh.proxy_jump: hop 'bastion:99999': the port must be between 1 "
+        "and 65535",
+        id="jump-port",
+    ),
+    pytest.param(
         "# only a comment\n",
         "inv.yaml: empty inventory (expected a mapping with a 'hosts' key)",
         id="empty-doc",
@@ -417,6 +466,18 @@ def test_a_full_inventory_resolves_defaults_then_host_then_container(tmp_path: P
     assert (laptop.transport, laptop.address, laptop.probe_host) == ("local", None, True)
     (old,) = inventory.disabled_hosts
     assert (old.name, old.ssh.config_file) == ("old", "")
+
+
+@pytest.mark.parametrize("address", ["10.1.2.6", "pve1.example.org", "pve1.example.org.",
+                                     "gpu_box", "fe80::1", "2001:db8::7", "fe80::1%eth0"])
+def test_hostnames_and_ip_literals_are_addresses(address: str) -> None:
+    inventory = parse_inventory(
+        f"hosts:\n  pve1:\n    address: '{address}'\n    containers: all\n"
+        "    ssh: {proxy_jump: 'ops.admin@bastion.example.org:2222,10.0.0.1,gw_2'}\n",
+        "inv.yaml")
+    (host,) = inventory.hosts
+    assert (host.address, host.ssh.proxy_jump) == (
+        address, "ops.admin@bastion.example.org:2222,10.0.0.1,gw_2")
 
 
 def test_unset_ssh_values_stay_none_so_ssh_config_decides() -> None:
