@@ -66,6 +66,11 @@ def read_token_secret(api: ApiOptions, host: str) -> str:
                 f"{host}: api.token_file: cannot read {api.token_file}: {exc.strerror or exc}",
                 host=host,
             ) from None
+        except UnicodeDecodeError:
+            # The decoder's message quotes the offending bytes: never show the file's content.
+            raise DiscoveryError(
+                f"{host}: api.token_file: {api.token_file} is not UTF-8 text", host=host
+            ) from None
         if not secret:
             raise DiscoveryError(f"{host}: api.token_file: {api.token_file} is empty", host=host)
         return secret

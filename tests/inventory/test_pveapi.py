@@ -238,6 +238,17 @@ def test_an_unreadable_token_file(tmp_path: Path) -> None:
     )
 
 
+def test_a_token_file_that_is_not_utf8_is_named_never_shown(tmp_path: Path) -> None:
+    fake = FakePveApi(tmp_path)
+    fake.url = "https://127.0.0.1:9"
+    token = tmp_path / "token"
+    token.write_bytes(b"s3cr3t-\xff\xfe-part")
+    error = failure(host_for(fake, token_env=None, token_file=str(token)))
+    assert str(error) == f"pve1: api.token_file: {token} is not UTF-8 text"
+    assert error.__suppress_context__  # no traceback quoting the bytes either
+    assert "s3cr3t" not in str(error)
+
+
 def test_no_answer_within_the_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
