@@ -101,6 +101,31 @@ class _CappedSession(asyncssh.SSHClientSession[bytes]):
             self.done.set_result(None)
 
 
+class _HandshakeWatch(asyncssh.SSHClient):
+    """Notes whether a connection got as far as TCP, and whether the server then sent a banner."""
+
+    def __init__(self) -> None:
+        self.conn: asyncssh.SSHClientConnection | None = None
+
+    def itself(self) -> _HandshakeWatch:
+        """The client factory asyncssh calls: this watch is the connection's client."""
+        return self
+
+    def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
+        self.conn = conn
+
+    @property
+    def banner_missing(self) -> bool:
+        """TCP connected, yet no "SSH-2.0-..." line came back: something else listens there."""
+        return self.conn is not None and not self.conn.get_extra_info("server_version")
+
+
+def _timeout_text(watch: _HandshakeWatch, seconds: float) -> str:
+    if watch.banner_missing:
+        return f"no SSH banner within {seconds:g} s (not an SSH server?)"
+    return f"no answer within {seconds:g} s"
+
+
 def _known_hosts_path(options: SshOptions) -> str:
     return os.path.expanduser(options.known_hosts or DEFAULT_KNOWN_HOSTS)
 
@@ -196,22 +221,23 @@ class SshTransport(Transport):
         trust_new = not known and self.options.host_key_policy == "accept-new"
         kwargs = self._connect_kwargs(None if trust_new else path)
         for attempt in (1, 2):
+            watch = _HandshakeWatch()
             try:
                 async with self._connect_limiter:
                     if self.options.proxy_jump:
                         kwargs["tunnel"] = await self._jump(path)
                     conn = await asyncio.wait_for(
-                        asyncssh.connect(self.address, **kwargs),
+                        asyncssh.connect(self.address, client_factory=watch.itself, **kwargs),
                         self.options.connect_timeout + 1.0,
                     )
                 break
             except (ConnectionResetError, asyncssh.ConnectionLost) as exc:
                 # sshd's MaxStartups drops connections during key exchange; one retry.
                 if attempt == 2:
-                    raise self._unreachable(exc, path, known) from None
+                    raise self._unreachable(exc, path, known, watch) from None
                 await asyncio.sleep(0.2 + random.random() * 0.5)
             except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError) as exc:
-                raise self._unreachable(exc, path, known) from None
+                raise self._unreachable(exc, path, known, watch) from None
         if trust_new:
             key = conn.get_server_host_key()
             if key is not None:
@@ -238,14 +264,16 @@ class SshTransport(Transport):
                 kwargs["port"] = int(port)
             if conn is not None:
                 kwargs["tunnel"] = conn
+            watch = _HandshakeWatch()
             try:
-                conn = await asyncio.wait_for(asyncssh.connect(host, **kwargs),
-                                              self.options.connect_timeout + 1.0)
+                conn = await asyncio.wait_for(
+                    asyncssh.connect(host, client_factory=watch.itself, **kwargs),
+                    self.options.connect_timeout + 1.0)
                 self._hops.append(conn)
             except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError) as exc:
-                reason = getattr(exc, "reason", "") or str(exc) or type(exc).__name__
                 raise TransportError(
-                    f"jump host {hop.strip()} for {self.host.name} failed: {reason}"
+                    f"jump host {hop.strip()} for {self.host.name} failed: "
+                    + self._hop_problem(exc, kwargs.get("username"), watch)
                 ) from None
         assert conn is not None
         return conn
@@ -257,7 +285,27 @@ class SshTransport(Transport):
             with open(path, "a", encoding="ascii") as handle:
                 handle.write(line)
 
-    def _unreachable(self, exc: BaseException, path: str, known: bool) -> TransportError:
+    def _hop_problem(
+        self, exc: BaseException, user: str | None, watch: _HandshakeWatch
+    ) -> str:
+        """What went wrong with a jump host, as the end of a sentence naming it."""
+        if isinstance(exc, asyncssh.HostKeyNotVerifiable):
+            return f"its host key is not trusted by {_known_hosts_path(self.options)}"
+        if isinstance(exc, asyncssh.PermissionDenied):
+            return f"authentication failed for {user or 'the configured user'}"
+        if isinstance(exc, socket.gaierror):
+            return f"cannot resolve it: {exc.strerror}"
+        if isinstance(exc, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(exc, asyncio.TimeoutError):
+            return _timeout_text(watch, self.options.connect_timeout)
+        if isinstance(exc, asyncssh.Error):
+            return str(exc.reason)
+        return str(exc) or type(exc).__name__
+
+    def _unreachable(
+        self, exc: BaseException, path: str, known: bool, watch: _HandshakeWatch
+    ) -> TransportError:
         name = self.host.name
         if isinstance(exc, asyncssh.HostKeyNotVerifiable):
             if known:
@@ -274,6 +322,8 @@ class SshTransport(Transport):
             text = f"connection refused by {name} ({self.where})"
         elif isinstance(exc, asyncio.TimeoutError):
             text = f"connecting to {name} ({self.where}) timed out"
+            if watch.banner_missing:
+                text += ": " + _timeout_text(watch, self.options.connect_timeout)
         elif isinstance(exc, asyncssh.Error):
             text = f"SSH to {name} ({self.where}) failed: {exc.reason}"
         else:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -211,5 +213,34 @@ def test_proxy_jump_failure_names_the_hop(fleet: Fleet) -> None:
     fleet.add_host("pve1")
     spec = host_spec(fleet, "pve1", proxy_jump=f"127.0.0.1:{down.port}")
     kind, message = unreachable_message(SshTransport(spec))
-    assert (kind, message.startswith(f"jump host 127.0.0.1:{down.port} for pve1 failed: ")) == (
-        "unreachable", True)
+    assert (kind, message) == (
+        "unreachable", f"jump host 127.0.0.1:{down.port} for pve1 failed: connection refused")
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port that accepts TCP connections (the kernel's backlog) and never says a word."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield int(listener.getsockname()[1])
+
+
+def test_a_listener_that_is_not_an_ssh_server_is_named_as_such(
+    fleet: Fleet, silent_port: int
+) -> None:
+    fleet.add_host("pve1")
+    spec = host_spec(fleet, "pve1", port=silent_port, connect_timeout=1)
+    assert unreachable_message(SshTransport(spec)) == (
+        "unreachable", f"connecting to pve1 (127.0.0.1:{silent_port}) timed out: "
+                       "no SSH banner within 1 s (not an SSH server?)")
+
+
+def test_a_jump_host_that_does_not_answer_is_a_sentence_naming_it(
+    fleet: Fleet, silent_port: int
+) -> None:
+    fleet.add_host("pve1")
+    spec = host_spec(fleet, "pve1", proxy_jump=f"127.0.0.1:{silent_port}", connect_timeout=1)
+    assert unreachable_message(SshTransport(spec)) == (
+        "unreachable", f"jump host 127.0.0.1:{silent_port} for pve1 failed: "
+                       "no SSH banner within 1 s (not an SSH server?)")
