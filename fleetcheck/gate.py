@@ -33,6 +33,10 @@ _HOST_KEY_FIXES = (
     (re.compile(r"host key for .* does not match known_hosts"),
      "find out why the host key changed (reinstalled host, or another machine on its address) "
      "before removing the old key with ssh-keygen -R HOST"),
+    (re.compile(r"jump host .* its host key is not trusted by "),
+     "check the jump host's key fingerprint out of band (ssh-keyscan), then add it to "
+     "known_hosts; if a key for it is already there and changed, find out why before "
+     "ssh-keygen -R HOST"),
 )
 
 #: Longest cause or fix shown on one gate line; a node's text beyond that is noise.

@@ -98,6 +98,12 @@ def test_host_key_errors_point_at_known_hosts() -> None:
                    "host key for pve4 (10.1.2.9:22) is not in /root/.ssh/known_hosts")
     changed = node("pve5", "unreachable",
                    "host key for pve5 does not match known_hosts — possible man-in-the-middle")
+    jump = node("pve6", "unreachable", "jump host admin@bastion for pve6 failed: its host key "
+                "is not trusted by /root/.ssh/known_hosts")
+    assert gate_lines(report(jump))[0].endswith(
+        "(fix: check the jump host's key fingerprint out of band (ssh-keyscan), then add it to "
+        "known_hosts; if a key for it is already there and changed, find out why before "
+        "ssh-keygen -R HOST)")
     assert gate_lines(report(unknown, changed, DOWN)) == [
         "pve4: unreachable: host key for pve4 (10.1.2.9:22) is not in /root/.ssh/known_hosts "
         "(fix: check the host's key fingerprint out of band (ssh-keyscan -p PORT HOST | "
