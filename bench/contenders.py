@@ -40,7 +40,7 @@ PROBE_SCHEMA = "fleetcheck.probe/1"
 class Probe:
     """A probe script on disk and how to call it (the same argv for every contender)."""
 
-    kind: str  # "real" or "trivial"
+    kind: str  # "real", "trivial" or "latency"
     path: str
     argv: tuple[str, ...]  # e.g. ("python3", "-", "--deadline", "50")
 

@@ -179,9 +179,11 @@ METHOD = """\
   its `cuda_utils` with gcc, so the real probe costs about 0.26 s of CPU per container here).
 - **real**: the shipped probe (`fleetcheck.probe.probe_source()`, `probe_argv("python3", ...)`).
   **trivial**: a script that prints what the real probe printed in the first container and
-  nothing else, so that only the orchestration is left. fleetcheck offers no option to choose
-  the probe, so `bench/fleetcheck_with_probe.py` swaps `fleetcheck.probe.probe_source` and then
-  runs the real CLI, `fleetcheck.cli.main`.
+  nothing else, so that only the orchestration is left. **latency**: the trivial probe after a
+  2 s sleep. It stands in for a GPU node, whose probe mostly waits on `import torch` (4–6 s),
+  and it shows what concurrency buys when the nodes are slow rather than busy.
+  fleetcheck offers no option to choose the probe, so `bench/fleetcheck_with_probe.py`
+  swaps `fleetcheck.probe.probe_source` and then runs the real CLI, `fleetcheck.cli.main`.
 - **floor**: `pct exec VMID --keep-env 0 -- python3 - ... < probe.py` for every container,
   run directly with no SSH, `cores` at a time. **floor-wide**: the same, with as many at a
   time as fleetcheck runs (min(64, 8 × hosts)).
@@ -232,13 +234,13 @@ def write_results(path: Path, rows: Sequence[Row], machine: Mapping[str, object]
         text += [
             "## The proposed auditor fixes, measured",
             "",
-            "Run separately, after the table above, with `python bench/run.py --contenders "
-            "floor,floor-wide,fleetcheck,fleetcheck+fixes` (3 runs at 100 containers, 1 at",
-            "500). **fleetcheck+fixes** is the same CLI with",
-            "`bench/proposed_fixes.py` applied in-process: `json` renders one compact line per",
-            "node with the C encoder, `hostfirst` takes the host's channel before a global slot,",
-            "and `gcm` prefers aes128-gcm. **floor-wide** runs the probes directly, as many at a",
-            "time as fleetcheck does.",
+            "Run separately, after the table above, with `python bench/run.py --contenders",
+            "floor,floor-wide,fleetcheck,fleetcheck+fixes` (3 runs at 100 containers, 1 at 500)",
+            "and with `--probes latency` (1 run at 500). **fleetcheck+fixes** is the same CLI",
+            "with `bench/proposed_fixes.py` applied in-process: `json` renders one compact line",
+            "per node with the C encoder, `hostfirst` takes the host's channel before a global",
+            "slot, and `gcm` prefers aes128-gcm. **floor-wide** runs the probes directly, as many",
+            "at a time as fleetcheck does.",
             "",
             *table(supplement),
             "",
@@ -263,11 +265,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("results_json")
     parser.add_argument("--supplement", nargs="*", default=[],
                         help="JSON of runs with floor-wide and fleetcheck+fixes")
+    parser.add_argument("--notes", help="markdown to include after the targets (findings)")
     parser.add_argument("-o", "--output", required=True)
     args = parser.parse_args(argv)
     rows, machine, runs = load_rows(Path(args.results_json))
     supplement = [row for extra in args.supplement for row in load_rows(Path(extra))[0]]
-    write_results(Path(args.output), rows, machine, runs, supplement=supplement)
+    notes = [*Path(args.notes).read_text().splitlines(), ""] if args.notes else []
+    write_results(Path(args.output), rows, machine, runs, supplement=supplement, extra=notes)
     return 0
 
 

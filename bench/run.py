@@ -80,8 +80,26 @@ def trivial_probe(fleet: BenchFleet, real: Probe, workdir: Path) -> Probe:
     return Probe("trivial", str(path), real.argv)
 
 
+#: --quick measures only what its line needs: the floor and fleetcheck with the real probe,
+#: fleetcheck and ansible with the trivial one.
+QUICK_SKIP = {"real": ("ansible",), "trivial": ("floor",)}
+
+#: Seconds the latency probe sleeps: a GPU node's probe spends 4-6 s mostly waiting on
+#: `import torch` (docs/probe-performance.md); sleeping costs the loopback machine no CPU.
+LATENCY_PROBE_SLEEP = 2.0
+
+
+def latency_probe(trivial: Probe, workdir: Path) -> Probe:
+    """The trivial probe after a sleep: what concurrency buys when nodes are slow, not busy."""
+    path = workdir / "latency_probe.py"
+    path.write_text(f"import time\ntime.sleep({LATENCY_PROBE_SLEEP})\n"
+                    + Path(trivial.path).read_text())
+    return Probe("latency", str(path), trivial.argv)
+
+
 def measure_size(containers: int, contenders: list[str], probes: list[str], runs: int,
-                 workdir: Path, timeout: float, log, loop_runs: int) -> list[Row]:
+                 workdir: Path, timeout: float, log, loop_runs: int,
+                 quick: bool = False) -> list[Row]:
     size_dir = workdir / f"fleet-{containers}"
     size_dir.mkdir(parents=True, exist_ok=True)
     log(f"building a fleet of {containers} containers")
@@ -89,13 +107,16 @@ def measure_size(containers: int, contenders: list[str], probes: list[str], runs
     rows: list[Row] = []
     try:
         real = real_probe(size_dir)
-        kinds = {"real": real, "trivial": trivial_probe(fleet, real, size_dir)}
+        trivial = trivial_probe(fleet, real, size_dir)
+        kinds = {"real": real, "trivial": trivial, "latency": latency_probe(trivial, size_dir)}
         for kind in probes:
             probe = kinds[kind]
-            outcomes: dict[str, list[Outcome]] = {name: [] for name in contenders}
+            names = [name for name in contenders if name not in QUICK_SKIP.get(kind, ())] \
+                if quick else contenders
+            outcomes: dict[str, list[Outcome]] = {name: [] for name in names}
             for run in range(runs):
                 # Interleaved, so that drift over time hits every contender alike.
-                for name in contenders:
+                for name in names:
                     if name == "ssh-loop" and run >= loop_runs:
                         continue
                     outcome = CONTENDERS[name](Context(fleet, probe, size_dir, timeout))
@@ -108,7 +129,7 @@ def measure_size(containers: int, contenders: list[str], probes: list[str], runs
                         + (f" ({outcome.note})" if outcome.note else "")
                         + ("" if outcome.ok == outcome.total
                            else f"\n{m.stderr.decode(errors='replace')[-800:]}"))
-            for name in contenders:
+            for name in names:
                 rows.append(Row.from_outcomes(containers, kind, name, outcomes[name]))
     finally:
         fleet.close()
@@ -154,12 +175,14 @@ def save_results(path: Path, rows: list[Row], runs: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
-                        help="100 containers, one run each, floor/fleetcheck/ansible only")
+                        help="100 containers, one run each: floor and fleetcheck with the real "
+                        "probe, fleetcheck and ansible with the trivial one")
     parser.add_argument("--sizes", default="10,100,500", help="container counts (comma list)")
     parser.add_argument("--runs", type=int, default=3, help="runs per measurement (median)")
     parser.add_argument("--contenders", default="floor,fleetcheck,ansible,ssh-loop",
                         help=f"subset of {','.join(CONTENDERS)}")
-    parser.add_argument("--probes", default="real,trivial", help="real, trivial or both")
+    parser.add_argument("--probes", default="real,trivial",
+                        help="real, trivial and/or latency (the trivial probe after a 2 s sleep)")
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="seconds before one contender's run is killed")
     parser.add_argument("--results", default=str(REPO / "bench" / "results.md"),
@@ -194,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         for size in sizes:
             loop_runs = runs if size < 500 else min(runs, args.loop_runs_large)
             rows += measure_size(size, contenders, probes, runs, workdir, args.timeout, log,
-                                 loop_runs)
+                                 loop_runs, quick=args.quick)
             if not args.quick:
                 # After every size, so that a long run interrupted later still leaves figures.
                 save_results(Path(args.results), rows, runs)
