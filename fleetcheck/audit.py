@@ -101,7 +101,7 @@ def _pct_failure(target: Target, stderr: str) -> tuple[str, str] | None:
     if refused is not None:
         return "error", refused
     if NOT_RUNNING in stderr and f"'{target.vmid}'" in stderr:
-        return "skipped", "container not running"
+        return "skipped", "container stopped"
     if NO_CONFIG in stderr and "Configuration file" in stderr:
         return "error", f"container {target.vmid} does not exist on {target.host.name}"
     return None

@@ -92,7 +92,7 @@ def test_listed_containers_stopped_unknown_and_probe_host(fleet: Fleet) -> None:
     assert rows(report)[0] == ("pve1", "warn", "no NVIDIA GPU on this node")
     assert rows(report)[1:] == [
         ("pve1/101", *GPU_OK),
-        ("pve1/102", "skipped", "container not running"),
+        ("pve1/102", "skipped", "container stopped"),
         ("pve1/777", "error", "container 777 does not exist on pve1"),
     ]
 

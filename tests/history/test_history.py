@@ -190,4 +190,4 @@ def test_diff_json_shape() -> None:
 def test_hostile_reason_in_diff_text_is_one_printable_line() -> None:
     evil = node("a", "fail", reason="boom\n\x1b[31mred")
     assert diff_reports(run(1, node("a")), run(2, evil)).lines()[1] == (
-        "  new failure: a: ok -> fail: boom [31mred")
+        "  new failure: a: ok -> fail: boom \\x1b[31mred")
