@@ -127,8 +127,19 @@ def report_from_dict(data: Mapping[str, Any], source: str = "<report>") -> Repor
 
 
 def dumps_report(report: Report) -> str:
-    """The audit JSON document, indented, ending in a newline."""
-    return json.dumps(report_to_dict(report), indent=2, ensure_ascii=False) + "\n"
+    """The audit JSON document, ending in a newline: the header indented, one line per node.
+
+    One compact line per node keeps the file greppable and diffable by node, and lets
+    json's C encoder do the work (with `indent`, json falls back to its pure-Python encoder,
+    the largest item of the auditor's CPU profile at 500 nodes).
+    """
+    data = report_to_dict(report)
+    nodes = data.pop("nodes")
+    head = json.dumps(data, indent=2, ensure_ascii=False)
+    if not nodes:
+        return head[:-2] + ',\n  "nodes": []\n}\n'
+    body = ",\n".join("    " + json.dumps(node, ensure_ascii=False) for node in nodes)
+    return head[:-2] + ',\n  "nodes": [\n' + body + "\n  ]\n}\n"
 
 
 def load_report(path: str | os.PathLike[str]) -> Report:
