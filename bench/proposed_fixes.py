@@ -8,7 +8,8 @@ bench/fleetcheck_with_probe.py. Each patch is the smallest change that tests one
              the largest single item of the auditor's CPU profile.
 - hostfirst: a node waits for a channel of its host before it takes one of the global
              `concurrency` slots, so that slots are not held by nodes queued behind their
-             host's `max_sessions`.
+             host's `max_sessions`. Measured: no gain (500 containers, 5 s sleeping probe:
+             48.0 s against 48.5 s); the global slots were already busy.
 - gcm:       prefer aes128-gcm@openssh.com over chacha20-poly1305 (asyncssh builds two
              cipher contexts per chacha20 packet; AES-GCM is one AEAD call with AES-NI).
 """

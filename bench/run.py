@@ -89,17 +89,18 @@ QUICK_SKIP = {"real": ("ansible",), "trivial": ("floor",)}
 LATENCY_PROBE_SLEEP = 2.0
 
 
-def latency_probe(trivial: Probe, workdir: Path) -> Probe:
+def latency_probe(trivial: Probe, workdir: Path, sleep: float = LATENCY_PROBE_SLEEP) -> Probe:
     """The trivial probe after a sleep: what concurrency buys when nodes are slow, not busy."""
     path = workdir / "latency_probe.py"
-    path.write_text(f"import time\ntime.sleep({LATENCY_PROBE_SLEEP})\n"
+    path.write_text(f"import time\ntime.sleep({sleep})\n"
                     + Path(trivial.path).read_text())
     return Probe("latency", str(path), trivial.argv)
 
 
 def measure_size(containers: int, contenders: list[str], probes: list[str], runs: int,
                  workdir: Path, timeout: float, log, loop_runs: int,
-                 quick: bool = False) -> list[Row]:
+                 quick: bool = False,
+                 latency_sleep: float = LATENCY_PROBE_SLEEP) -> list[Row]:
     size_dir = workdir / f"fleet-{containers}"
     size_dir.mkdir(parents=True, exist_ok=True)
     log(f"building a fleet of {containers} containers")
@@ -108,7 +109,8 @@ def measure_size(containers: int, contenders: list[str], probes: list[str], runs
     try:
         real = real_probe(size_dir)
         trivial = trivial_probe(fleet, real, size_dir)
-        kinds = {"real": real, "trivial": trivial, "latency": latency_probe(trivial, size_dir)}
+        kinds = {"real": real, "trivial": trivial,
+                 "latency": latency_probe(trivial, size_dir, latency_sleep)}
         for kind in probes:
             probe = kinds[kind]
             names = [name for name in contenders if name not in QUICK_SKIP.get(kind, ())] \
@@ -183,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"subset of {','.join(CONTENDERS)}")
     parser.add_argument("--probes", default="real,trivial",
                         help="real, trivial and/or latency (the trivial probe after a 2 s sleep)")
+    parser.add_argument("--latency-sleep", type=float, default=LATENCY_PROBE_SLEEP,
+                        metavar="SECONDS", help="how long the latency probe sleeps (default 2)")
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="seconds before one contender's run is killed")
     parser.add_argument("--results", default=str(REPO / "bench" / "results.md"),
@@ -217,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         for size in sizes:
             loop_runs = runs if size < 500 else min(runs, args.loop_runs_large)
             rows += measure_size(size, contenders, probes, runs, workdir, args.timeout, log,
-                                 loop_runs, quick=args.quick)
+                                 loop_runs, quick=args.quick, latency_sleep=args.latency_sleep)
             if not args.quick:
                 # After every size, so that a long run interrupted later still leaves figures.
                 save_results(Path(args.results), rows, runs)
