@@ -210,6 +210,19 @@ def _discovery_failure(host: HostSpec, result: CommandResult) -> str:
     return f"`pct list` on {host.name} failed ({result.returncode}): {_last_line(result.stderr)}"
 
 
+def raise_open_files_limit() -> None:
+    """Lift the soft limit on open files to the hard one: one socket per host adds up."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY or hard > soft:
+            wanted = 1 << 20 if hard == resource.RLIM_INFINITY else hard
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    except (ImportError, ValueError, OSError):
+        pass  # not on this platform, or not allowed: the default limit still works
+
+
 class AuditRun:
     """One audit in progress; `partial_report()` may be called at any time (e.g. on Ctrl-C)."""
 
@@ -252,6 +265,7 @@ class AuditRun:
 
     async def run(self) -> Report:
         """Audit every selected node; returns the (possibly partial) report, never raises."""
+        raise_open_files_limit()
         self._connects = asyncio.Semaphore(max(1, self.connect_attempts))
         self._slots = asyncio.Semaphore(max(1, self.inventory.concurrency))
         tasks = [asyncio.ensure_future(self._audit_host(host)) for host in self.inventory.hosts]
@@ -395,6 +409,9 @@ class AuditRun:
         # _probe records its own failures; return_exceptions keeps one from ending the others.
         await asyncio.gather(*(self._probe(target, transport) for target in targets),
                              return_exceptions=True)
+        # Done with this host: give its socket back now, not when the whole fleet is done
+        # (one descriptor per host adds up past the soft limit on large fleets).
+        await transport.close()
 
     async def _discover(self, host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
         if host.api is not None:
