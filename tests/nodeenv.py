@@ -214,6 +214,8 @@ class Tensor:
 def _device_ok(device):
     if not cuda.is_available():
         raise RuntimeError("No CUDA GPUs are available")
+    if _CONFIG["broken_gpu"] is not None and device == "cuda:%d" % _CONFIG["broken_gpu"]:
+        raise RuntimeError("CUDA error: uncorrectable ECC error encountered")
     return device
 
 def arange(n, device="cpu", dtype=None):
@@ -465,7 +467,8 @@ def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_ar
         _write(site / "torch/version.py", "from typing import Optional\n"
                f"__version__ = {torch!r}\n{cuda_line}\nhip = None\n")
         _write(site / "torch/__init__.py", TORCH_INIT.replace(
-            "CONFIG_JSON", repr({"import_sleep": torch_config["import_sleep"]})))
+            "CONFIG_JSON", repr({"import_sleep": torch_config["import_sleep"],
+                                 "broken_gpu": torch_config["broken_gpu"]})))
         config = dict(torch_config, arch=list(torch_arch))
         _write(site / "torch/cuda.py", TORCH_CUDA.replace("CONFIG_JSON", repr(config)))
         _dist(site, "torch", torch.split("+")[0], "torch")
@@ -521,6 +524,7 @@ def make_node(
     torch_cuda: str | None = "13.0",
     torch_arch: tuple[str, ...] = DEFAULT_ARCH,
     torch_import_sleep: float = 0.0,
+    broken_gpu: int | None = None,
     triton: str | None = "3.6.0",
     triton_error: str | None = None,
     ptxas: str | None = "12.8",
@@ -539,6 +543,7 @@ def make_node(
     passed through), "mismatch" (libcuda of another version than the kernel module),
     "no-libcuda" (driver userspace absent), "proc-only" (nothing but /proc/driver/nvidia).
     cache: "ok", "unwritable" (TRITON_CACHE_DIR below a regular file) or "noexec".
+    broken_gpu: the index of a GPU on which every tensor operation fails (an ECC error).
     concurrent_write: a file "another job" writes (once) whenever the stub Triton loads its stub
     from a cache - a job filling the user's cache while the probe reads it.
     """
@@ -615,7 +620,8 @@ def make_node(
               libc_headers=libc_headers, empty=empty)
     if cc_env is not None:
         node_env["CC"] = cc_env
-    torch_config = {"import_sleep": torch_import_sleep, "available": available, "count": gpus,
+    torch_config = {"import_sleep": torch_import_sleep, "broken_gpu": broken_gpu,
+                    "available": available, "count": gpus,
                     "cc": [major, minor], "name": gpu_name, "warning": warning}
     _packages(site, torch=torch, torch_cuda=torch_cuda, torch_arch=torch_arch,
               torch_config=torch_config, triton=triton, triton_error=triton_error, ptxas=ptxas,

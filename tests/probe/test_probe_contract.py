@@ -136,3 +136,22 @@ def test_this_machine_has_no_gpu() -> None:
     assert doc["reason"] == "no NVIDIA GPU on this node"
     assert doc["facts"]["gpus"] == []
     assert doc["facts"]["python"]["executable"] == sys.executable
+
+
+def test_deep_runs_the_kernel_on_every_gpu(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node", gpus=4, gpu_name="NVIDIA B200", compute_capability="10.0")
+    rc, doc, _ = run_probe(node, "--deep")
+    kernel = {c["id"]: c for c in doc["checks"]}["triton_kernel"]
+    assert (rc, doc["triton"]["verdict"], kernel["status"]) == (0, "gpu", "pass")
+    assert kernel["summary"] == "JIT kernel verified on 4 GPU(s) in a fresh cache"
+    assert [d["index"] for d in kernel["evidence"]["devices"]] == [0, 1, 2, 3]
+
+
+def test_deep_fails_on_the_one_gpu_that_cannot_run_the_kernel(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node", gpus=8, broken_gpu=5)
+    rc, doc, _ = run_probe(node, "--deep")
+    kernel = {c["id"]: c for c in doc["checks"]}["triton_kernel"]
+    assert (rc, doc["status"], kernel["status"]) == (1, "fail", "fail")
+    assert kernel["summary"] == ("kernel failed on GPU 5: RuntimeError: CUDA error: "
+                                 "uncorrectable ECC error encountered")
+    assert [d["ok"] for d in kernel["evidence"]["devices"]] == [True] * 5 + [False] + [True] * 2
