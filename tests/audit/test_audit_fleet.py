@@ -9,23 +9,12 @@ from pathlib import Path
 import pytest
 from fleet import Fleet
 
-from fleetcheck.audit import AuditRun, run_audit
+from audit.support import GPU_OK, audit, rows
+from fleetcheck.audit import AuditRun
 from fleetcheck.inventory import InventoryError, load_inventory
 from fleetcheck.model import Report
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(120)]
-
-GPU_OK = ("ok", "Triton gpu (cuda)")
-
-
-def audit(fleet: Fleet, **kwargs: object) -> Report:
-    inventory = load_inventory(str(fleet.inventory))
-    return asyncio.run(run_audit(inventory, **kwargs))  # type: ignore[arg-type]
-
-
-def rows(report: Report) -> list[tuple[str, str, str]]:
-    return [(node.id, node.status, node.reason) for node in report.nodes]
-
 
 def test_every_kind_of_node_ends_as_data(fleet: Fleet) -> None:
     fleet.add_host("pve1")

@@ -11,8 +11,8 @@ import yaml
 from fleet import Fleet
 from nodeenv import make_node
 
+from audit.support import GPU_OK, audit, rows
 from fleetcheck.audit import run_audit
-from fleetcheck.inventory import load_inventory
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
     ApiOptions,
@@ -20,21 +20,8 @@ from fleetcheck.inventory.model import (
     HostSpec,
     Inventory,
 )
-from fleetcheck.model import Report
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(120)]
-
-GPU_OK = ("ok", "Triton gpu (cuda)")
-
-
-def audit(fleet: Fleet, **kwargs: object) -> Report:
-    inventory = load_inventory(str(fleet.inventory))
-    return asyncio.run(run_audit(inventory, **kwargs))  # type: ignore[arg-type]
-
-
-def rows(report: Report) -> list[tuple[str, str, str]]:
-    return [(node.id, node.status, node.reason) for node in report.nodes]
-
 
 def test_excluded_and_not_intersected_hosts_are_not_reported_when_down(fleet: Fleet) -> None:
     for name in ("pve1", "pve2"):
