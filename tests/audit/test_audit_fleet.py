@@ -16,6 +16,7 @@ from fleetcheck.model import Report
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(120)]
 
+
 def test_every_kind_of_node_ends_as_data(fleet: Fleet) -> None:
     fleet.add_host("pve1")
     for vmid, kind in [(101, "healthy"), (103, "stopped"), (104, "no-python"),

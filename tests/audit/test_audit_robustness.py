@@ -23,6 +23,7 @@ from fleetcheck.inventory.model import (
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(120)]
 
+
 def test_excluded_and_not_intersected_hosts_are_not_reported_when_down(fleet: Fleet) -> None:
     for name in ("pve1", "pve2"):
         fleet.add_host(name)
