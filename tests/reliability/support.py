@@ -207,3 +207,15 @@ def fill_filesystem(folder: Path) -> None:
                 assert exc.errno == errno.ENOSPC
                 return
     raise AssertionError("the tiny filesystem never filled up")
+
+
+def key_paths(node: object, prefix: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """Every key path of a nested dict/list, the root included."""
+    out = [prefix]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out += key_paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            out += key_paths(value, (*prefix, index))
+    return out

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from fleetcheck.inventory.errors import InventoryError
 from fleetcheck.inventory.load import load_inventory, parse_inventory
+from reliability.support import key_paths
 
 FUZZ = settings(
     max_examples=300,
@@ -62,19 +63,7 @@ trees = st.recursive(
 )
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every key path of a nested dict/list, the root included."""
-    out = [prefix]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            out += _paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            out += _paths(value, (*prefix, index))
-    return out
-
-
-VALID_PATHS = _paths(VALID)
+VALID_PATHS = key_paths(VALID)
 
 
 def _replace(doc: Any, path: tuple[Any, ...], value: Any) -> Any:

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetcheck.probe.results import ProbeOutput, ProbeOutputError, parse_probe_output
+from reliability.support import key_paths
 
 FUZZ = settings(max_examples=300, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -29,17 +30,6 @@ json_values = st.recursive(
                                st.dictionaries(st.text(max_size=10), children, max_size=4)),
     max_leaves=20,
 )
-
-
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            out += _paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            out += _paths(value, (*prefix, index))
-    return out
 
 
 def _replaced(path: tuple[Any, ...], value: Any) -> Any:
@@ -90,14 +80,14 @@ def test_arbitrary_json(value: Any, figures: Any) -> None:
 
 
 @FUZZ
-@given(path=st.sampled_from(_paths(VALID)), value=json_values)
+@given(path=st.sampled_from(key_paths(VALID)), value=json_values)
 def test_a_valid_document_with_one_value_replaced(path: Any, value: Any, figures: Any) -> None:
     figures.tried("probe-output parser")
     _parse(json.dumps(_replaced(path, value)).encode())
 
 
 @FUZZ
-@given(path=st.sampled_from([p for p in _paths(VALID) if p]))
+@given(path=st.sampled_from([p for p in key_paths(VALID) if p]))
 def test_a_valid_document_with_one_key_missing(path: Any, figures: Any) -> None:
     figures.tried("probe-output parser")
     doc = json.loads(json.dumps(VALID))
