@@ -326,8 +326,9 @@ def stage_lines(stdout):
 #: The workload's Python stack, in ONE process of the workload interpreter (import torch is the
 #: slow part, so torch facts, Triton's target and FLA share it). argv: fresh cache dir, then the
 #: user's TRITON_CACHE_DIR as JSON (null when unset). Python >= 3.8, stdlib + what it inspects.
-STACK_SCRIPT = r'''
-import json, os, re, subprocess, sys, time, warnings
+#: What every helper script starts with: its stage lines behind MARK, exception texts verbatim.
+HELPER_PRELUDE = r'''
+import json, sys
 MARK = "@@fleetcheck@@ "
 def emit(stage, data):
     data["stage"] = stage
@@ -335,6 +336,10 @@ def emit(stage, data):
     sys.stdout.flush()
 def err(e):
     return (type(e).__name__ + ": " + str(e))[-4000:]
+'''
+
+STACK_SCRIPT = HELPER_PRELUDE + r'''
+import os, re, subprocess, time, warnings
 fresh = sys.argv[1]
 user_cache = json.loads(sys.argv[2])
 import importlib.util, sysconfig
@@ -661,15 +666,8 @@ print(json.dumps({"executable": sys.executable, "version": "%d.%d.%d" % sys.vers
 '''
 
 #: The definitive end-to-end check (--deep): a real .py file, since @triton.jit reads the source.
-DEEP_SCRIPT = r'''
-import json, sys, time
-MARK = "@@fleetcheck@@ "
-def emit(stage, data):
-    data["stage"] = stage
-    sys.stdout.write(MARK + json.dumps(data, default=str) + "\n")
-    sys.stdout.flush()
-def err(e):
-    return (type(e).__name__ + ": " + str(e))[-4000:]
+DEEP_SCRIPT = HELPER_PRELUDE + r'''
+import time
 try:
     import torch
     import triton
