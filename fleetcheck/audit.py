@@ -252,6 +252,7 @@ class AuditRun:
         self._pending: dict[str, NodeResult] = {}
         self._total = 0
         self._transports: list[Transport] = []
+        self._closing: list[asyncio.Future[None]] = []
 
     def partial_report(self) -> Report:
         """Every node known so far; those still running count as interrupted errors."""
@@ -286,7 +287,7 @@ class AuditRun:
             task.cancel()
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
-        closing = [transport.close() for transport in self._transports]
+        closing = [*self._closing, *(transport.close() for transport in self._transports)]
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), 10)
 
@@ -375,15 +376,20 @@ class AuditRun:
     async def _audit_host(self, host: HostSpec) -> None:
         if not self._host_may_match(host):
             return
+        transport = self._host_transport(host)
         try:
-            await self._audit_selected_host(host)
+            await self._audit_selected_host(host, transport)
         except Exception as exc:  # noqa: BLE001 - a bug or an unexpected input: data, not a crash
             # Still pending only while its containers are being discovered.
             stage = "container discovery" if host.name in self._pending else "audit"
             self._finish_host(_host_node(host, "error", f"{stage} failed: {_one_line(exc)}"))
+        finally:
+            # Done with this host, however it ended: give its socket back now rather than when
+            # the whole fleet is done (one descriptor per host adds up on large fleets). Closed
+            # beside the host's task, so a slow close never counts against the audit's deadline.
+            self._closing.append(asyncio.ensure_future(transport.close()))
 
-    async def _audit_selected_host(self, host: HostSpec) -> None:
-        transport = self._host_transport(host)
+    async def _audit_selected_host(self, host: HostSpec, transport: Transport) -> None:
         discovered: list[DiscoveredContainer] | None = None
         if host.containers == ALL_CONTAINERS:
             self._pending[host.name] = _host_node(host, "error", INTERRUPTED_DISCOVERY)
@@ -409,9 +415,6 @@ class AuditRun:
         # _probe records its own failures; return_exceptions keeps one from ending the others.
         await asyncio.gather(*(self._probe(target, transport) for target in targets),
                              return_exceptions=True)
-        # Done with this host: give its socket back now, not when the whole fleet is done
-        # (one descriptor per host adds up past the soft limit on large fleets).
-        await transport.close()
 
     async def _discover(self, host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
         if host.api is not None:

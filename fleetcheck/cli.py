@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="deadline for the whole audit (default: the inventory's, or none)")
     audit.add_argument("--history", metavar="DIR",
                        help="keep this run in DIR and report what changed since the last one")
-    audit.add_argument("--keep", type=positive_count, default=90, metavar="N",
+    audit.add_argument("--keep", type=positive_count, default=None, metavar="N",
                        help="with --history: runs to keep (default: 90)")
     audit.add_argument("--on-change", metavar="CMD",
                        help="with --history: run CMD (no shell) with the changes on stdin "
@@ -294,6 +294,11 @@ def _unmatched_limit(inventory: Any, limit: list[str], report: Any) -> str | Non
     missing = [atom for atom in missing if atom.split("/", 1)[0] not in unlisted]
     if not missing:
         return None
+    from fleetcheck.inventory.limit import split_patterns
+
+    if any(atom[:1] in ("!", "&") for atom in split_patterns(limit) if atom):
+        return (f"--limit {', '.join(limit)}: selects no node of {', '.join(missing)} "
+                "(after discovery and the ! and & patterns)")
     return f"--limit {', '.join(missing)}: matched no node after discovery"
 
 
@@ -313,6 +318,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     fmt = _output_format(args)
     if args.on_change and not args.history:
         raise UsageError("--on-change needs --history DIR (changes are found against the last run)")
+    if args.keep is not None and not args.history:
+        raise UsageError("--keep needs --history DIR (it is how many runs the history keeps)")
     _check_output(args.output)
     if args.history:
         _check_history(args.history)
@@ -321,30 +328,39 @@ def cmd_audit(args: argparse.Namespace) -> int:
     report = _run_audit(inventory, args.limit, args.deep or policy.deep, policy, args.timeout,
                         progress=not args.no_progress)
     report = _with_fleet_checks(report, policy)
+    limit_error = _unmatched_limit(inventory, args.limit, report)
     history: Any = ()
     failing_since: Any = {}
     changes: list[str] = []
     hook_input = None
+    keep_run = args.history and not report.interrupted and not limit_error
     if args.history:
         from fleetcheck import history as hist
 
         previous = hist.previous_run(args.history, None)
-        if previous is not None:
+        if previous is not None and not limit_error:
             diff = hist.diff_reports(previous, report)
             changes = diff.lines()
-            if diff.changed and args.on_change and not report.interrupted:
+            if diff.changed and args.on_change and keep_run:
                 hook_input = "\n".join(changes) + "\n"
         if report.interrupted:
             # A partial run would read as failures now and recoveries tomorrow.
             print("fleetcheck: the audit was interrupted: this run is not kept in the history",
                   file=sys.stderr)
-        else:
-            hist.save_run(args.history, report, keep=args.keep)
         history = hist.history_summaries(args.history)
         failing_since = hist.failing_since(args.history, report)
     text = render(report, fmt, history=history, failing_since=failing_since, changes=changes,
                   **_file_options(args.output))
     _emit(text, args.output)
+    if keep_run:
+        from fleetcheck.history import HistoryError, save_run
+
+        try:
+            save_run(args.history, report, keep=args.keep or 90)
+        except HistoryError as exc:
+            # The report is written; a history that cannot take the run is a warning.
+            print(f"fleetcheck: warning: {exc}", file=sys.stderr)
+            hook_input = None
     if hook_input is not None:
         from fleetcheck.history import run_on_change
 
@@ -352,7 +368,6 @@ def cmd_audit(args: argparse.Namespace) -> int:
         problem = run_on_change(args.on_change, hook_input)
         if problem:
             print(f"fleetcheck: --on-change: {problem}", file=sys.stderr)
-    limit_error = _unmatched_limit(inventory, args.limit, report)
     if limit_error:
         print(f"fleetcheck: error: {limit_error}", file=sys.stderr)
         return EXIT_USAGE
@@ -371,7 +386,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     for line in gate_lines(report):
         print(line, file=sys.stderr)
     if args.json:
-        print(json.dumps(gate_json(report), indent=2))
+        _emit(json.dumps(gate_json(report), indent=2) + "\n", None)
     limit_error = _unmatched_limit(inventory, args.limit, report)
     if limit_error:
         print(f"fleetcheck: error: {limit_error}", file=sys.stderr)
@@ -385,7 +400,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if args.script:
         from fleetcheck.probe import probe_source
 
-        sys.stdout.write(probe_source())
+        _emit(probe_source(), None)
         return EXIT_OK
     from datetime import datetime, timezone
 
@@ -403,11 +418,11 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if args.format == "json":
         import json
 
-        print(json.dumps(node_to_dict(node), indent=2, ensure_ascii=False))
+        _emit(json.dumps(node_to_dict(node), indent=2, ensure_ascii=False) + "\n", None)
     else:
         from fleetcheck.render import render
 
-        sys.stdout.write(render(report, "table"))
+        _emit(render(report, "table"), None)
     return int(exit_code_for(report))
 
 
@@ -418,9 +433,9 @@ def cmd_inventory(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        print(json.dumps(inventory_to_json(inventory), indent=2))
+        _emit(json.dumps(inventory_to_json(inventory), indent=2) + "\n", None)
     else:
-        sys.stdout.write(render_inventory_graph(inventory))
+        _emit(render_inventory_graph(inventory), None)
     return EXIT_OK
 
 
@@ -449,10 +464,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
     diff = diff_reports(load_report(args.old), load_report(args.new))
     if args.json:
-        print(json.dumps(diff.to_dict(), indent=2, ensure_ascii=False))
+        _emit(json.dumps(diff.to_dict(), indent=2, ensure_ascii=False) + "\n", None)
     else:
-        for line in diff.lines():
-            print(line)
+        _emit("".join(line + "\n" for line in diff.lines()), None)
     return EXIT_FAILED if diff.changed else EXIT_OK
 
 
@@ -511,6 +525,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fleetcheck: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
-        # `fleetcheck ... | head` closed the pipe: not an error of ours.
-        sys.stderr.close()
-        return EXIT_OK
+        # Output goes through _emit, which survives a closed pipe; anything else that meets
+        # one ends as a shell reports a death by SIGPIPE, never as a pass.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 128 + 13

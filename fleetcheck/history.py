@@ -10,7 +10,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -120,10 +119,6 @@ def _runs_newest_first(
             report = load_report(path)
         except ReportFileError as exc:
             warn(f"skipping history file: {exc}")
-            continue
-        except zlib.error as exc:
-            # A damaged deflate stream raises zlib.error, which load_report lets through.
-            warn(f"skipping history file: {path}: cannot read: {exc}")
             continue
         yield path, report
 

@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import tempfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -152,7 +153,7 @@ def load_report(path: str | os.PathLike[str]) -> Report:
         data = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise ReportFileError(f"{source}: no such file") from None
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:
         raise ReportFileError(f"{source}: cannot read: {exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ReportFileError(f"{source}: not valid JSON: {exc}") from None
@@ -164,7 +165,8 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o
 
     The data goes to a temporary file in the same folder, is flushed to disk, then renamed
     over the target. On any error the temporary file is removed and the target is untouched.
-    A new file gets `mode`; an existing one keeps its own permissions. A symbolic link is
+    A new file gets `mode`; an existing one keeps its own permissions, less any write access
+    for group and others. A symbolic link is
     followed (its target is replaced, the link stays), and what is not a regular file — a
     device such as /dev/null, a FIFO — is written to directly, as the shell's `>` would.
     """
@@ -181,8 +183,9 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o
             handle.write(payload)
         return
     if info is not None:
-        # Replacing a file keeps the permissions its owner gave it (e.g. a 0600 report).
-        mode = info.st_mode & 0o777
+        # Replacing a file keeps the permissions its owner gave it (e.g. a 0600 report),
+        # except write access for group and others, which a report never gets.
+        mode = info.st_mode & 0o755
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -226,3 +226,56 @@ def test_an_interrupted_run_is_not_kept_and_fires_no_hook(tmp_path: Path) -> Non
     assert "not kept in the history" in result.stderr
     assert not seen.exists()
     assert len(list(history.iterdir())) == 1
+
+
+def test_keep_needs_history() -> None:
+    assert_one_line_error(fleetcheck("audit", "--keep", "3"), "--keep needs --history")
+
+
+def test_a_closed_pipe_keeps_the_gate_and_diff_exit_codes(tmp_path: Path) -> None:
+    plain = fleetcheck("gate", "inventory.example.yaml", "--json")
+    piped = subprocess.run(
+        ["bash", "-o", "pipefail", "-c",
+         f"{sys.executable} -m fleetcheck gate inventory.example.yaml --json | true"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert piped.returncode == plain.returncode
+    assert "Traceback" not in piped.stderr
+
+
+def test_a_damaged_gzip_report_is_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "run.json.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + b"\xff" * 40)
+    assert_one_line_error(fleetcheck("report", str(bad)), "run.json.gz: cannot read")
+    good = tmp_path / "good.json"
+    assert fleetcheck("audit", "-o", str(good)).returncode in (0, 1, 3)
+    result = fleetcheck("diff", str(bad), str(good))
+    assert_one_line_error(result, "run.json.gz")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: /proc passes the writability check")
+def test_a_history_that_fails_to_save_still_writes_the_report(tmp_path: Path) -> None:
+    report = tmp_path / "run.json"
+    result = fleetcheck("audit", "inventory.example.yaml", "-o", str(report),
+                        "--history", "/proc/fleetcheck-history")
+    assert result.returncode in (0, 1, 3)
+    assert "fleetcheck: warning: " in result.stderr
+    assert json.loads(report.read_text())["schema"] == "fleetcheck.audit/1"
+
+
+@pytest.mark.sshd
+def test_a_limit_typo_after_discovery_keeps_history_and_hook_untouched(fleet, tmp_path) -> None:
+    fleet.add_host("pve1")
+    fleet.add_container("pve1", 101)
+    inventory = str(fleet.write_inventory(timeout=30))
+    history, hook_ran, report = tmp_path / "runs", tmp_path / "hook-ran", tmp_path / "r.json"
+    assert fleetcheck("audit", inventory, "--history", str(history), "-o", str(report)
+                      ).returncode == 0
+    result = fleetcheck("audit", inventory, "--limit", "pve1/999", "--history", str(history),
+                        "--on-change", f"touch {hook_ran}", "-o", str(report))
+    assert_one_line_error(result, "--limit pve1/999: matched no node after discovery")
+    assert len(list(history.iterdir())) == 1
+    assert not hook_ran.exists()
+    assert json.loads(report.read_text())["nodes"] == []
+
+    emptied = fleetcheck("audit", inventory, "--limit", "pve1/101,!pve1/101")
+    assert_one_line_error(emptied, "selects no node of pve1/101 (after discovery and the ! and &")
