@@ -24,6 +24,10 @@ _UNVERIFIED_FIX = {
     "error": "run `fleetcheck audit` on this node for the probe's error output",
 }
 
+#: A probe that ran out of time: the node is slow (import torch, --deep), or hangs.
+_TIMEOUT_FIX = ("raise `timeout` for this host or container in the inventory (--deep needs "
+                "more), or look for what hangs: `fleetcheck probe` on the node itself")
+
 #: An unreachable node's fix when SSH refused its host key (texts of transport/ssh.py).
 _HOST_KEY_FIXES = (
     (re.compile(r"host key for .* is not in "),
@@ -58,6 +62,8 @@ def _fix(node: NodeResult) -> str:
                 return fix
     if node.status in ("unreachable", "skipped"):
         return _UNVERIFIED_FIX[node.status]
+    if node.status == "error" and node.reason.startswith("probe timed out after"):
+        return _TIMEOUT_FIX
     # A failing verdict is the root cause the reason names; its fix comes first.
     if node.triton.verdict not in ("gpu", "unknown") and node.triton.fix:
         return node.triton.fix

@@ -138,3 +138,15 @@ def test_json_for_schedulers() -> None:
     }
     assert gate_json(report(HEALTHY))["result"] == "pass"
     assert gate_json(report(DOWN))["result"] == "unverified"
+
+
+def test_a_probe_timeout_points_at_the_timeout() -> None:
+    slow = node("pve1/105", "error", "probe timed out after 60 s")
+    crashed = node("pve1/106", "error", "probe exited with status 2: boom")
+    assert gate_lines(report(slow, crashed)) == [
+        "pve1/105: error: probe timed out after 60 s (fix: raise `timeout` for this host or "
+        "container in the inventory (--deep needs more), or look for what hangs: "
+        "`fleetcheck probe` on the node itself)",
+        "pve1/106: error: probe exited with status 2: boom (fix: run `fleetcheck audit` on this "
+        "node for the probe's error output)",
+    ]
