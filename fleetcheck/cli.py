@@ -8,9 +8,14 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetcheck import __version__
+
+if TYPE_CHECKING:  # the CLI imports stages lazily, so that `--help` and `probe --script` stay fast
+    from fleetcheck.inventory.model import Inventory
+    from fleetcheck.model import Report
+    from fleetcheck.verdict import Policy
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -244,13 +249,13 @@ def _file_options(output: str | None) -> dict[str, Any]:
     return {"color": False, "width": 0} if _to_file(output) else {}
 
 
-def _load_policy(name: str | None) -> Any:
+def _load_policy(name: str | None) -> Policy:
     from fleetcheck.playbook import load_playbook
 
     return load_playbook(name)
 
 
-def _default_inventory() -> Any:
+def _default_inventory() -> Inventory:
     """The embedded default: this machine only, through the local transport."""
     import socket
 
@@ -261,8 +266,8 @@ def _default_inventory() -> Any:
     return Inventory(path="<built-in: this machine>", hosts=(host,))
 
 
-def _run_audit(inventory: Any, limit: list[str], deep: bool, policy: Any, timeout: float | None,
-               progress: bool) -> Any:
+def _run_audit(inventory: Inventory, limit: list[str], deep: bool, policy: Policy,
+               timeout: float | None, progress: bool) -> Report:
     """Run the audit with a progress bar on a TTY; Ctrl-C returns what was gathered."""
     from fleetcheck.audit import AuditRun
     from fleetcheck.inventory import check_limit
@@ -280,7 +285,7 @@ def _run_audit(inventory: Any, limit: list[str], deep: bool, policy: Any, timeou
     return report
 
 
-def _unmatched_limit(inventory: Any, limit: list[str], report: Any) -> str | None:
+def _unmatched_limit(inventory: Inventory, limit: list[str], report: Report) -> str | None:
     """The error for --limit patterns that selected nothing once containers were discovered."""
     if not limit or report.interrupted:
         return None
@@ -302,7 +307,7 @@ def _unmatched_limit(inventory: Any, limit: list[str], report: Any) -> str | Non
     return f"--limit {', '.join(missing)}: matched no node after discovery"
 
 
-def _with_fleet_checks(report: Any, policy: Any) -> Any:
+def _with_fleet_checks(report: Report, policy: Policy) -> Report:
     import dataclasses
 
     from fleetcheck.consistency import fleet_checks
@@ -470,7 +475,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_FAILED if diff.changed else EXIT_OK
 
 
-def _load_inventory(path: str) -> Any:
+def _load_inventory(path: str) -> Inventory:
     from fleetcheck.inventory import load_inventory
 
     return load_inventory(path)
