@@ -60,8 +60,21 @@ def test_terminal_line_leaves_no_control_character(text: str) -> None:
     assert "\n" not in terminal_line(text)
 
 
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs"))))
+#: What prometheus_label shows escaped on purpose, so `cat` of the textfile stays harmless:
+#: controls, surrogates, line/paragraph separators and the bidi/format controls.
+_NEUTRALISED = "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufeff"
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"),
+                                      blacklist_characters=_NEUTRALISED)))
 def test_prometheus_labels_round_trip_printable_text(text: str) -> None:
     exposition = f'm{{l="{prometheus_label(text)}"}} 1\n'
     (family,) = text_string_to_metric_families(exposition)
     assert family.samples[0].labels == {"l": text}
+
+
+def test_prometheus_labels_show_separators_and_bidi_controls_escaped() -> None:
+    label = prometheus_label("a\u2028b\u202ec")
+    exposition = f'm{{l="{label}"}} 1\n'
+    (family,) = text_string_to_metric_families(exposition)
+    assert family.samples[0].labels == {"l": "a\\u2028b\\u202ec"}
