@@ -338,7 +338,20 @@ def err(e):
     return (type(e).__name__ + ": " + str(e))[-4000:]
 '''
 
-STACK_SCRIPT = HELPER_PRELUDE + r'''
+#: Where the interpreter's Python.h lives, computed as Triton does (posix_local -> posix_prefix).
+PY_INCLUDE = r'''
+import sysconfig
+def py_include():
+    if hasattr(sysconfig, "get_default_scheme"):
+        scheme = sysconfig.get_default_scheme()
+    else:
+        scheme = sysconfig._get_default_scheme()
+    if scheme == "posix_local":
+        scheme = "posix_prefix"
+    return sysconfig.get_paths(scheme=scheme)["include"]
+'''
+
+STACK_SCRIPT = HELPER_PRELUDE + PY_INCLUDE + r'''
 import os, re, subprocess, time, warnings
 fresh = sys.argv[1]
 user_cache = json.loads(sys.argv[2])
@@ -352,14 +365,6 @@ def spec_dir(name):
         return None
     locs = list(spec.submodule_search_locations or [])
     return locs[0] if locs else (os.path.dirname(spec.origin) if spec.origin else None)
-def py_include():
-    if hasattr(sysconfig, "get_default_scheme"):
-        scheme = sysconfig.get_default_scheme()
-    else:
-        scheme = sysconfig._get_default_scheme()
-    if scheme == "posix_local":
-        scheme = "posix_prefix"
-    return sysconfig.get_paths(scheme=scheme)["include"]
 def dist_meta(path):
     text = ""
     for name in ("METADATA", "PKG-INFO"):
@@ -653,16 +658,10 @@ if rc == 0:
 print(json.dumps(out))
 '''
 
-PYINFO_SCRIPT = r'''
-import json, sys, sysconfig
-if hasattr(sysconfig, "get_default_scheme"):
-    scheme = sysconfig.get_default_scheme()
-else:
-    scheme = sysconfig._get_default_scheme()
-if scheme == "posix_local":
-    scheme = "posix_prefix"
+PYINFO_SCRIPT = PY_INCLUDE + r'''
+import json, sys
 print(json.dumps({"executable": sys.executable, "version": "%d.%d.%d" % sys.version_info[:3],
-                  "include": sysconfig.get_paths(scheme=scheme)["include"]}))
+                  "include": py_include()}))
 '''
 
 #: The definitive end-to-end check (--deep): a real .py file, since @triton.jit reads the source.
