@@ -193,6 +193,13 @@ def _to_file(output: str | None) -> bool:
     return output not in (None, "-", "/dev/stdout")
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null after its reader left, so the flush at exit stays quiet."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def _emit(text: str, output: str | None) -> None:
     """Print to stdout, or write FILE atomically (readable, never group/world-writable)."""
     if output is None or not _to_file(output):
@@ -201,10 +208,8 @@ def _emit(text: str, output: str | None) -> None:
             sys.stdout.flush()
         except BrokenPipeError:
             # `fleetcheck … | head`: the reader left; the exit code must still say what was
-            # found, and Python must not complain again when it flushes at exit.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
+            # found.
+            _silence_stdout()
         return
     from fleetcheck.reportio import write_atomic
 
@@ -532,7 +537,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # Output goes through _emit, which survives a closed pipe; anything else that meets
         # one ends as a shell reports a death by SIGPIPE, never as a pass.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        _silence_stdout()
         return 128 + 13
