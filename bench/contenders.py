@@ -153,7 +153,7 @@ def run_fleetcheck(ctx: Context, fixes: str = "") -> Outcome:
 
 def run_fleetcheck_fixed(ctx: Context) -> Outcome:
     """fleetcheck with bench/proposed_fixes.py applied: what the proposed changes would gain."""
-    return run_fleetcheck(ctx, fixes="json,hostfirst,gcm")
+    return run_fleetcheck(ctx, fixes="gcm")
 
 
 # -- (c) ansible-core ad-hoc raw ---------------------------------------------------------------

@@ -7,7 +7,7 @@ source: it replaces `fleetcheck.probe.probe_source` before the audit module is i
 again after, in case that module bound the name itself), then calls `fleetcheck.cli.main`.
 Everything else — inventory, SSH, rendering, the JSON file — is the shipped code path.
 
-With BENCH_FIXES=json,hostfirst,gcm, the proposed fixes of bench/proposed_fixes.py are
+With BENCH_FIXES=gcm, the proposed fixes of bench/proposed_fixes.py are
 applied first (PROBE.py may then be "-" for the shipped probe).
 
 With BENCH_PROFILE=FILE in the environment, the run is profiled on CPU time (not wall time:
