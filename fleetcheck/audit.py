@@ -79,18 +79,25 @@ def _host_node(host: HostSpec, status: str, reason: str) -> NodeResult:
                       reason=reason, labels=host.labels)
 
 
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _last_line(data: bytes) -> str:
     lines = [line.strip() for line in data.decode("utf-8", "replace").splitlines()]
     lines = [line for line in lines if line]
-    text = lines[-1] if lines else ""
-    return text if len(text) <= 200 else text[:197] + "..."
+    return _clip(lines[-1] if lines else "")
 
 
 def _one_line(exc: BaseException) -> str:
     """`Type: message` on one line, for an exception no stage expected (no traceback)."""
     lines = str(exc).strip().splitlines()
-    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-    return text if len(text) <= 200 else text[:197] + "..."
+    return _clip(f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__)
+
+
+def _timed_out(target: Target, duration_s: float) -> NodeResult:
+    return _node(target, "error", f"probe timed out after {target.timeout:g} s",
+                 duration_s=duration_s)
 
 
 def _pct_failure(target: Target, stderr: str) -> tuple[str, str] | None:
@@ -146,7 +153,7 @@ def node_from_result(
     if result.truncated:
         return _node(target, "error", f"output exceeded {OUTPUT_CAP} bytes", **timing)
     if result.timed_out:
-        return _node(target, "error", f"probe timed out after {target.timeout:g} s", **timing)
+        return _timed_out(target, duration_s)
     if result.signal is not None:
         detail = _last_line(result.stderr)
         reason = f"probe killed by signal {result.signal}" + (f": {detail}" if detail else "")
@@ -194,8 +201,7 @@ async def probe_target(
     except TransportError as exc:
         return _node(target, exc.kind, str(exc), duration_s=time.monotonic() - started)
     except asyncio.TimeoutError:
-        return _node(target, "error", f"probe timed out after {target.timeout:g} s",
-                     duration_s=time.monotonic() - started)
+        return _timed_out(target, time.monotonic() - started)
     return node_from_result(target, result, policy, time.monotonic() - started)
 
 
