@@ -7,7 +7,7 @@ import contextlib
 import functools
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime, timezone
 from fnmatch import fnmatchcase
 from typing import Any
@@ -51,6 +51,10 @@ PROBE_MARGIN = 5.0
 DISCOVERY_TIMEOUT = 30.0
 #: Seconds beyond the node timeout and the remote kill: bounds a stalled SSH channel open.
 CHANNEL_SLACK = 10.0
+
+
+#: Runs on a node through its transport before its probe (`fleetcheck fix --apply`'s repair).
+BeforeProbe = Callable[[Target, Transport], Awaitable[None]]
 
 
 def utc_now() -> str:
@@ -242,8 +246,10 @@ class AuditRun:
         observer: AuditObserver | None = None,
         audit_timeout: float | None = None,
         connect_attempts: int = DEFAULT_CONNECT_ATTEMPTS,
+        before_probe: BeforeProbe | None = None,
     ) -> None:
         self.inventory = inventory
+        self.before_probe = before_probe
         self.limit = list(limit or [])
         self.deep = deep or policy.deep
         self.policy = policy
@@ -444,6 +450,10 @@ class AuditRun:
                 yield
 
         try:
+            if self.before_probe is not None:
+                # Under a fleet slot too: the repair counts against the same concurrency.
+                async with self._slots:
+                    await self.before_probe(target, transport)
             node = await probe_target(target, transport, deep=self.deep, policy=self.policy,
                                       admit=fleet_slot)
         except Exception as exc:  # noqa: BLE001 - one node's surprise must not end the others

@@ -725,7 +725,9 @@ def os_release():
             key, _, value = line.partition("=")
             values[key.strip()] = value.strip().strip("\"'")
     return {"id": values.get("ID"), "version_id": values.get("VERSION_ID"),
-            "pretty_name": values.get("PRETTY_NAME")}
+            "pretty_name": values.get("PRETTY_NAME"),
+            # `fleetcheck fix` picks the package manager by ID, then by ID_LIKE (rocky, pop...).
+            "id_like": values.get("ID_LIKE")}
 
 
 def container_kind():

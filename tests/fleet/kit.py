@@ -51,7 +51,21 @@ import yaml
 SSHD = "/usr/sbin/sshd"
 KINDS = ("healthy", "no-compiler", "no-python", "stopped", "hang", "garbage", "crash")
 _HERE = Path(__file__).resolve().parent
-_TOOLS = ("env", "sh", "cat", "sleep", "ls", "uname", "id", "true")
+_TOOLS = ("env", "sh", "cat", "sleep", "ls", "uname", "id", "true", "tee", "ln", "mkdir")
+
+
+def debian_repo() -> dict[str, Any]:
+    """The packages the apt-get stand-in can install: what a fix asks for on Debian 12."""
+    gcc = shutil.which("gcc") or "/usr/bin/gcc"
+    xy = "{}.{}".format(*sys.version_info[:2])
+    tools = {tool: shutil.which(tool) or f"/usr/bin/{tool}" for tool in ("as", "ld")}
+    return {
+        "gcc": {"version": "4:12.2.0-3", "size_kb": 5232, "links": {"gcc": gcc}},
+        "libc6-dev": {"version": "2.36-9+deb12u10", "size_kb": 1904},
+        "binutils": {"version": "2.40-2", "size_kb": 2900, "links": tools},
+        f"python{xy}-dev": {"version": f"{xy}.2-1+deb12u1", "size_kb": 505},
+        "libc-bin": {"version": "2.36-9+deb12u10", "size_kb": 608},
+    }
 
 
 @dataclass
@@ -199,8 +213,15 @@ class Fleet:
     def add_container(
         self, host: str, vmid: int, kind: str = "healthy", *, name: str | None = None,
         env: dict[str, str] | None = None, timeout: float | None = None, lock: str = "",
+        node: dict[str, Any] | None = None, packages: dict[str, Any] | None = None,
     ) -> Path:
-        """A container of `kind` on `host`; returns its directory."""
+        """A container of `kind` on `host`; returns its directory.
+
+        `node`: extra make_node options for healthy/no-compiler kinds (tests/nodeenv.py).
+        `packages`: install the apt-get stand-in (tests/fleet/apt_standin.py); its state
+        starts from {"repo": debian_repo(), "installed": {}, "network": True, "root": True}
+        updated with this dict.
+        """
         if kind not in KINDS:
             raise ValueError(f"unknown container kind {kind!r}; one of {KINDS}")
         fhost = self.hosts[host]
@@ -216,8 +237,11 @@ class Fleet:
         node_env = {"PATH": str(bindir), "HOME": str(cdir / "root"),
                     "FLEETCHECK_SYSROOT": str(cdir / "sysroot"),
                     "FLEETCHECK_FLEET_MARK": self.mark}
+        node_bin = bindir  # where the node's tools live: an installed package links into it
         if kind in ("healthy", "no-compiler") and self._nodeenv is not None:
-            made = self._nodeenv.make_node(cdir / "node", compiler=kind == "healthy")
+            made = self._nodeenv.make_node(cdir / "node", compiler=kind == "healthy",
+                                           **(node or {}))
+            node_bin = made.bindir
             made_env = dict(made.env)
             made_env["PATH"] = f"{made_env.get('PATH', '')}:{bindir}".strip(":")
             node_env.update(made_env)
@@ -238,6 +262,14 @@ class Fleet:
             self._script(bindir / "python3",
                          "import sys\nsys.stderr.write('Traceback (most recent call last):\\n"
                          "MemoryError\\n')\nsys.exit(3)")
+        if packages is not None:
+            state: dict[str, Any] = {"node_bin": str(node_bin), "repo": debian_repo(),
+                                     "installed": {}, "network": True, "root": True}
+            state.update(packages)
+            (cdir / "packages.json").write_text(json.dumps(state, indent=1))
+            (bindir / "apt-get").write_text(
+                f"#!{self.python}\n" + (_HERE / "apt_standin.py").read_text())
+            (bindir / "apt-get").chmod(0o755)
         node_env.update(env or {})
         config = {"name": name or f"ct{vmid}-{kind}",
                   "status": "stopped" if kind == "stopped" else "running",

@@ -185,5 +185,5 @@ def test_healthy_facts(tmp_path: Path) -> None:
     assert facts["fla"] == {"version": "0.6.0", "device_platform": "cuda"}
     assert facts["compiler"] == {"path": str(node.bindir / "gcc"), "source": "gcc"}
     assert facts["os"] == {"id": "debian", "version_id": "12",
-                           "pretty_name": "Debian GNU/Linux 12 (bookworm)"}
+                           "pretty_name": "Debian GNU/Linux 12 (bookworm)", "id_like": None}
     assert facts["memory_bytes"] == 131072000 * 1024

@@ -1,0 +1,342 @@
+"""The repair planner: a probed node's failing causes -> the steps that fix them, where they run.
+
+Owns which causes fleetcheck repairs itself (safe and local: packages, the ld.so.conf.d entry
+and `ldconfig`, the `libcuda.so` symlink) and which it only prints for the host's admin or
+the workload's owner (device pass-through, drivers, fabric manager, the venv's torch/Triton,
+the workload's environment). Every step is an argv list; every name or path taken from the
+node's facts is checked against a strict pattern before it enters one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetcheck.checks import CHECKS_BY_ID, causal_rank
+from fleetcheck.fix.distro import (
+    Family,
+    UnsafeName,
+    family_for,
+    install_argv,
+    python_headers_package,
+    python_xy,
+)
+from fleetcheck.model import Check, NodeResult, Report
+
+#: Our own ld.so.conf.d file: one line, ours alone, so the step is idempotent and revertible.
+LDCONF_FILE = "/etc/ld.so.conf.d/fleetcheck-libcuda.conf"
+#: The path Triton itself runs (it is hard-coded there, so it is the one that must work).
+LDCONFIG = "/sbin/ldconfig"
+#: A directory as it may appear in a step: absolute, no spaces, quotes, newlines or `..`.
+_SAFE_DIR = re.compile(r"^/[A-Za-z0-9._+@/-]{0,4000}$")
+_VERSION = re.compile(r"^[0-9]{1,4}(?:\.[0-9]{1,4}){0,3}$")
+#: Where the interpreter's headers come from a distribution package (else the person's job).
+_DISTRO_INCLUDE = ("/usr/include/", "/usr/local/include/")
+
+#: What a fix never touches, whatever the node's causes: said in every plan.
+LEAVES_ALONE = (
+    "the workload's Python packages (torch, triton, flash-linear-attention)",
+    "the workload's environment and the user's Triton cache",
+    "the host: container configuration, drivers, services",
+)
+#: Causes that are the host's (its admin's) to fix, never run from the node.
+HOST_CAUSES = frozenset({"dev_nodes_missing", "zero_active_drivers", "driver_userspace_mismatch",
+                         "driver_too_old", "fabric_manager_not_ready", "gpu_present"})
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command the fix runs on the node, as root there."""
+
+    cause: str
+    why: str
+    argv: tuple[str, ...]
+    #: Text fed on stdin (a file's content for `tee`), or None.
+    input: str | None = None
+
+
+@dataclass(frozen=True)
+class ManualAction:
+    """A repair fleetcheck prints and never runs: `who` is "host" or "person"."""
+
+    cause: str
+    who: str
+    summary: str
+    lines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """What fixing one failing node takes: steps to run, actions to print, where they run."""
+
+    node: NodeResult
+    where: str
+    causes: tuple[str, ...]
+    steps: tuple[Step, ...] = ()
+    manual: tuple[ManualAction, ...] = ()
+    #: Why some safe cause got no step (unknown distribution, an unsafe name...), or "".
+    note: str = ""
+    leaves_alone: tuple[str, ...] = LEAVES_ALONE
+
+
+@dataclass(frozen=True)
+class FixPlan:
+    """The plan for a whole selection: failing nodes planned, unverified ones listed."""
+
+    plans: tuple[NodePlan, ...]
+    #: Nodes that could not be probed: nothing is known to plan from (id, status, reason).
+    unverified: tuple[tuple[str, str, str], ...] = ()
+    #: Nodes with no failing cause: never touched.
+    untouched: tuple[str, ...] = ()
+    source: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def runnable(self) -> tuple[NodePlan, ...]:
+        """The plans with at least one step to run."""
+        return tuple(plan for plan in self.plans if plan.steps)
+
+
+def node_kind(node: NodeResult) -> str:
+    """host, lxc, qemu, docker or podman: the node's `kind` when it has one, else from its id."""
+    kind = getattr(node, "kind", None)
+    if isinstance(kind, str) and kind:
+        return kind
+    return "lxc" if node.vmid is not None else "host"
+
+
+def where_it_runs(node: NodeResult) -> str:
+    """Where and as whom the node's steps run: the transport its probe ran through."""
+    kind = node_kind(node)
+    if kind == "lxc":
+        return (f"inside LXC container {node.vmid} on {node.host}, as root, "
+                f"through `pct exec {node.vmid}`")
+    if kind == "qemu":
+        return (f"inside VM {node.vmid} on {node.host}, as root, "
+                f"through the QEMU guest agent (`qm guest exec {node.vmid}`)")
+    if kind in ("docker", "podman"):
+        parent = getattr(node, "parent", None) or node.host
+        return f"inside {kind} container {node.name} on {parent}, through `{kind} exec`"
+    return f"on {node.host} itself, over SSH as the inventory's login (`sudo -n` when set)"
+
+
+def failing_causes(node: NodeResult) -> list[Check]:
+    """The node's failing causes in causal order (the root cause first).
+
+    Causes are the catalogue's checks; fleetcheck's own (torch_cuda, triton_target...) only
+    restate a cause's consequence and get no repair of their own.
+    """
+    return sorted((c for c in node.checks if c.status == "fail"
+                   and (c.id not in CHECKS_BY_ID or CHECKS_BY_ID[c.id].catalogue)),
+                  key=lambda check: causal_rank(check.id))
+
+
+def _safe_dir(path: object) -> str | None:
+    if not isinstance(path, str) or not _SAFE_DIR.match(path):
+        return None
+    if path != os.path.normpath(path) or "/../" in f"{path}/":
+        return None
+    return path
+
+
+def _libcuda_dir(node: NodeResult) -> str | None:
+    """The directory holding the libcuda.so.1 the loader found, when it is a real driver dir."""
+    check = node.check("libcuda_not_in_ldcache")
+    loaded = check.evidence.get("dlopen") if check else None
+    directory = _safe_dir(os.path.dirname(loaded)) if isinstance(loaded, str) else None
+    # A forward-compat or link-time stub dir in the cache breaks more than it fixes.
+    if directory is None or any(part in ("compat", "stubs") for part in directory.split("/")):
+        return None
+    return directory
+
+
+def _python_headers(
+    node: NodeResult, family: Family, *, failed: bool
+) -> tuple[list[str], ManualAction | None]:
+    """(packages, manual action) for Python.h: a package only for a distribution interpreter.
+
+    `failed`: the headers check itself failed; otherwise (alongside a missing compiler) the
+    package is added only when the probe found no Python.h.
+    """
+    check = node.check("python_headers_missing")
+    evidence = check.evidence if check else {}
+    if not failed and evidence.get("python_h_exists") is True:
+        return [], None
+    xy = python_xy(node.facts)
+    include = evidence.get("include")
+    python = node.facts.get("python")
+    executable = python.get("executable") if isinstance(python, Mapping) else None
+    if isinstance(include, str):
+        distro = include.startswith(_DISTRO_INCLUDE)
+    else:
+        distro = isinstance(executable, str) and executable.startswith(("/usr/bin/", "/bin/"))
+    if xy is None or not distro:
+        where = include if isinstance(include, str) else "its include directory"
+        return [], ManualAction(
+            "python_headers_missing", "person",
+            f"Python.h for {executable or 'the workload interpreter'} belongs in {where}, "
+            "which no distribution package provides",
+            (f"reinstall that interpreter with its headers (pyenv, conda and uv builds ship "
+             f"them in {where})",))
+    return [python_headers_package(family, xy)], None
+
+
+def _manual_for(node: NodeResult, check: Check) -> ManualAction:
+    """The printed repair for a cause that belongs to the host or to a person."""
+    vmid = node.vmid
+    facts = node.facts
+    driver = facts.get("driver") if isinstance(facts.get("driver"), Mapping) else {}
+    assert isinstance(driver, Mapping)
+    module = driver.get("kernel_module")
+    if not isinstance(module, str) or not _VERSION.match(module):
+        module = "<the host's driver version>"
+    kind = node_kind(node)
+    if check.id in ("dev_nodes_missing", "zero_active_drivers") and kind == "lxc":
+        found = facts.get("gpu_count")
+        count = found if isinstance(found, int) and 0 < found <= 64 else 1
+        lines = [f"# on {node.host}: append to /etc/pve/lxc/{vmid}.conf, then "
+                 f"pct stop {vmid} && pct start {vmid}",
+                 "lxc.cgroup2.devices.allow: c 195:* rwm",
+                 "lxc.cgroup2.devices.allow: c <major of nvidia-uvm in the host's /proc/devices>"
+                 ":* rwm"]
+        lines += [f"lxc.mount.entry: /dev/nvidia{i} dev/nvidia{i} none bind,optional,"
+                  "create=file" for i in range(count)]
+        lines += [f"lxc.mount.entry: /dev/{name} dev/{name} none bind,optional,create=file"
+                  for name in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools")]
+        return ManualAction(check.id, "host", check.summary, tuple(lines))
+    if check.id == "driver_userspace_mismatch":
+        return ManualAction(check.id, "host", check.summary, (
+            f"install the driver's user-space libraries at exactly {module} in the node "
+            f"(NVIDIA-Linux-x86_64-{module}.run --no-kernel-module), or match the host's "
+            "driver to the node's",))
+    if check.id == "fabric_manager_not_ready":
+        return ManualAction(check.id, "host", check.summary, (
+            f"# on {node.host}: nvidia-fabricmanager at exactly the driver's version {module}",
+            "systemctl enable --now nvidia-fabricmanager",))
+    who = "host" if check.id in HOST_CAUSES else "person"
+    return ManualAction(check.id, who, check.summary, (check.fix,) if check.fix else ())
+
+
+def plan_node(node: NodeResult) -> NodePlan | None:
+    """The plan for a failing node; None for a node that is not failing (never touched)."""
+    if node.status != "fail":
+        return None
+    causes = failing_causes(node)
+    if not causes and node.triton.cause:
+        # A verdict whose cause check is not itself marked failing (a saved report).
+        found = node.check(node.triton.cause)
+        causes = [found] if found else []
+    family, unknown = family_for(node.facts)
+    packages: list[tuple[str, str]] = []
+    steps: list[Step] = []
+    manual: list[ManualAction] = []
+    notes: list[str] = []
+
+    def want(cause: str, names: list[str]) -> None:
+        for name in names:
+            if name not in [p for _, p in packages]:
+                packages.append((cause, name))
+
+    for check in causes:
+        cause = check.id
+        if cause in ("no_c_compiler", "no_linker", "libc_headers_missing",
+                     "python_headers_missing"):
+            if family is None:
+                notes.append(f"{cause}: {unknown}")
+                manual.append(ManualAction(cause, "person", check.summary,
+                                           (check.fix,) if check.fix else ()))
+                continue
+            try:
+                if cause == "no_c_compiler":
+                    want(cause, list(family.compiler))
+                    names, action = _python_headers(node, family, failed=False)
+                    want(cause, names)
+                    if action is not None:
+                        manual.append(action)
+                elif cause == "no_linker":
+                    want(cause, list(family.linker))
+                elif cause == "libc_headers_missing":
+                    want(cause, list(family.libc_headers))
+                else:
+                    names, action = _python_headers(node, family, failed=True)
+                    want(cause, names)
+                    if action is not None:
+                        manual.append(action)
+            except UnsafeName as exc:
+                notes.append(f"{cause}: {exc}")
+        elif cause == "libcuda_not_in_ldcache":
+            directory = _libcuda_dir(node)
+            if directory is None:
+                manual.append(ManualAction(cause, "person", check.summary, (
+                    "set TRITON_LIBCUDA_PATH=<dir of the real libcuda.so.1> in the workload's "
+                    "environment",)))
+                continue
+            steps.append(Step(cause, f"list {directory} for the loader in {LDCONF_FILE}",
+                              ("tee", LDCONF_FILE), input=directory + "\n"))
+            steps.append(Step(cause, "rebuild the loader cache", (LDCONFIG,)))
+        elif cause == "libcuda_unversioned_missing":
+            dirs = check.evidence.get("dirs")
+            directory = _safe_dir(dirs[0]) if isinstance(dirs, list) and dirs else None
+            if directory is None:
+                manual.append(ManualAction(cause, "person", check.summary, (check.fix,)))
+                continue
+            steps.append(Step(cause, f"add libcuda.so next to libcuda.so.1 in {directory}",
+                              ("ln", "-s", "--", "libcuda.so.1", f"{directory}/libcuda.so")))
+        elif cause in ("cache_dir_unwritable", "cache_dir_noexec"):
+            manual.append(_cache_action(node, check))
+        elif cause == "cc_env_invalid":
+            manual.append(ManualAction(cause, "person", check.summary, (
+                "unset CC in the workload's environment (inventory `env:`, the service "
+                "unit), or set it to an installed compiler: CC=/usr/bin/gcc",)))
+        else:
+            action = _manual_for(node, check)
+            if action.lines and any(a.lines == action.lines for a in manual):
+                # zero_active_drivers after dev_nodes_missing: the same lines, said once.
+                action = ManualAction(action.cause, action.who, action.summary,
+                                      ("(the lines above)",))
+            manual.append(action)
+    if not causes:
+        manual.append(ManualAction(node.triton.cause or "unknown", "person", node.reason,
+                                   (node.triton.fix,) if node.triton.fix else ()))
+    if packages and family is not None:
+        why = "install " + " ".join(name for _, name in packages)
+        cause = packages[0][0]
+        steps[:0] = [Step(cause, "refresh the package lists", refresh)
+                     for refresh in family.refresh] + [
+            Step(cause, why, tuple(install_argv(family, [name for _, name in packages])))]
+        if family.caveat:
+            notes.append(family.caveat)
+    return NodePlan(node=node, where=where_it_runs(node), causes=tuple(c.id for c in causes),
+                    steps=tuple(steps), manual=tuple(manual), note="; ".join(notes))
+
+
+def _cache_action(node: NodeResult, check: Check) -> ManualAction:
+    cache = check.evidence.get("cache_dir")
+    home = check.evidence.get("HOME")
+    target = "$HOME/.triton/cache" if isinstance(home, str) and home else "<a dir of its own>"
+    return ManualAction(check.id, "person", check.summary, (
+        f"as the workload's user: mkdir -p -m 0700 {target} on a local mount without noexec, "
+        f"and set TRITON_CACHE_DIR={target} in the workload's environment"
+        + (f" (now {cache})" if isinstance(cache, str) else ""),
+        "the cache is per user: a root-owned directory made by fleetcheck would not be the "
+        "user's to write",))
+
+
+def plan_report(report: Report, source: str = "") -> FixPlan:
+    """Plan every failing node of an audit; list the unverified ones and the untouched."""
+    plans = []
+    unverified = []
+    untouched = []
+    for node in report.nodes:
+        plan = plan_node(node)
+        if plan is not None:
+            plans.append(plan)
+        elif node.status in ("error", "unreachable"):
+            unverified.append((node.id, node.status, node.reason))
+        else:
+            untouched.append(node.id)
+    return FixPlan(plans=tuple(plans), unverified=tuple(unverified), untouched=tuple(untouched),
+                   source=source)

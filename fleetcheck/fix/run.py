@@ -1,0 +1,106 @@
+"""`fleetcheck fix --apply`: run each node's plan where its probe ran, then probe it again.
+
+The audit's scheduler does the reaching (inventory, discovery, one connection per host, the
+transport of each node kind, bounds, Ctrl-C): this module gives it a `before_probe` step that
+runs the node's plan through the node's own transport, so the after-probe follows on the
+same connection. Only the nodes with steps to run are selected; a node without a plan that
+the scheduler still reaches is probed and never touched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from fleetcheck.audit import INTERRUPTED as PROBE_INTERRUPTED
+from fleetcheck.audit import AuditRun
+from fleetcheck.fix.apply import NodeOutcome, run_steps
+from fleetcheck.fix.plan import FixPlan
+from fleetcheck.inventory import Inventory, Target
+from fleetcheck.model import NodeResult, Report
+from fleetcheck.observer import AuditObserver
+from fleetcheck.transport.interface import Transport
+from fleetcheck.transport.pct import sudo_prefix
+from fleetcheck.verdict import DEFAULT_POLICY, Policy
+
+
+class FixRun:
+    """One `--apply` in progress; `outcomes()` and `after_report()` may be read at any time."""
+
+    def __init__(
+        self,
+        inventory: Inventory,
+        plan: FixPlan,
+        *,
+        policy: Policy = DEFAULT_POLICY,
+        deep: bool = False,
+        observer: AuditObserver | None = None,
+        audit_timeout: float | None = None,
+    ) -> None:
+        self.plan = plan
+        self._outcomes = {item.node.id: NodeOutcome(item) for item in plan.runnable}
+        if not self._outcomes:
+            raise ValueError("no node has a step to run")
+        # Exact ids, so that no glob widens the selection. A host's id also selects its
+        # containers: those are probed again, never touched (`_repair` has no plan for them).
+        limit = [_literal(node_id) for node_id in self._outcomes]
+        self.audit = AuditRun(inventory, limit=limit, deep=deep, policy=policy,
+                              observer=observer, audit_timeout=audit_timeout,
+                              before_probe=self._repair)
+        self._after: Report | None = None
+
+    async def _repair(self, target: Target, transport: Transport) -> None:
+        outcome = self._outcomes.get(target.id)
+        if outcome is None:
+            return  # selected by accident of a pattern: probed, never touched
+        # A host's own login may not be root: its commands go through `sudo -n` when the
+        # inventory says so. Inside a container or VM the transport already runs as root.
+        prefix = sudo_prefix(target.host.sudo) if target.vmid is None else []
+        async with transport.session() as run:
+            await run_steps(outcome, run, timeout=target.timeout, prefix=prefix)
+
+    async def run(self) -> Report:
+        """Apply every plan and probe the nodes again; the after-probe's report."""
+        self._after = await self.audit.run()
+        return self._after
+
+    def after_report(self) -> Report:
+        """The after-probe so far (every node known; unfinished ones as interrupted)."""
+        return self._after if self._after is not None else self.audit.partial_report()
+
+    def outcomes(self) -> list[NodeOutcome]:
+        """Each planned node's outcome, with its after-probe when there is one."""
+        after = {node.id: node for node in self.after_report().nodes}
+        result = []
+        for node_id, outcome in self._outcomes.items():
+            node = after.get(node_id)
+            if node is not None and not (node.status == "error"
+                                         and node.reason == PROBE_INTERRUPTED):
+                outcome.after = node
+            result.append(outcome)
+        return result
+
+
+def _literal(node_id: str) -> str:
+    """A --limit pattern matching exactly `node_id` (glob characters bracketed)."""
+    return "".join(f"[{char}]" if char in "*?[" else char for char in node_id)
+
+
+def merged_report(before: Report, after: Report, *, interrupted: bool) -> Report:
+    """The selection as it stands after the fix: re-probed nodes replaced, others as before."""
+    fresh: dict[str, NodeResult] = {node.id: node for node in after.nodes}
+    nodes = tuple(fresh.get(node.id, node) for node in before.nodes)
+    return dataclasses.replace(before, started_at=after.started_at,
+                               finished_at=after.finished_at, nodes=nodes,
+                               interrupted=interrupted or after.interrupted)
+
+
+def selected_nodes(report: Report, limit: Sequence[str]) -> Report:
+    """The nodes of a saved report that `--limit` selects (groups are the inventory's)."""
+    if not limit:
+        return report
+    from fleetcheck.inventory import matches_limit
+
+    nodes = tuple(node for node in report.nodes
+                  if matches_limit(node.id, node.labels, list(limit), {}))
+    return dataclasses.replace(report, nodes=nodes)
