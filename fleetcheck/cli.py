@@ -169,6 +169,36 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--history", metavar="DIR",
                         help="add the trend and 'failing since' from this history directory")
 
+    fix = sub.add_parser(
+        "fix", help="plan the repair of every failing node; --apply runs it and probes again",
+        description="Print, per failing node, its cause, the exact commands for its "
+        "distribution, where they run (as root, inside the node, through the node's "
+        "transport) and what is left to the host's admin or a person. Nothing changes "
+        "without --apply. With --apply the plans run (each node's stops at its first failing "
+        "command), the nodes are probed again and the before -> after table is printed; "
+        "the exit code is the audit's, for the after-state.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    fix.add_argument("source", metavar="INVENTORY|RESULTS.json",
+                     help="an inventory (probed first) or a saved audit JSON (.json, .json.gz; "
+                     "--apply reaches its nodes through the inventory it names)")
+    _add_selection(fix)
+    fix.add_argument("--apply", action="store_true",
+                     help="run the safe, local steps as root on the nodes, then probe them again")
+    fix.add_argument("--yes", "-y", action="store_true",
+                     help="with --apply: do not ask (needed when stdin is not a terminal)")
+    fix.add_argument("-o", "--output", metavar="FILE", default=None,
+                     help="write the JSON record of the plan and of what ran where (atomically)")
+    fix.add_argument("--playbook", "-p", metavar="FILE|NAME",
+                     help="what counts as failing (default: the built-in default playbook)")
+    fix.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
+                     help="deadline for each phase (the first probe; the repair and the "
+                     "probe after it)")
+    fix.add_argument("--history", metavar="DIR",
+                     help="with --apply: keep the after-probe in DIR like any audit")
+    fix.add_argument("--no-progress", action="store_true",
+                     help="no progress bar (it is only drawn on a terminal anyway)")
+
     diff = sub.add_parser(
         "diff", help="what changed between two saved audits",
         description="Compare two saved audits. Exit 0: no change, 1: changes, 2: trouble.",
@@ -480,6 +510,115 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_FAILED if diff.changed else EXIT_OK
 
 
+def _is_results(path: str) -> bool:
+    """A saved audit (by its name: .json or .gz), else an inventory."""
+    return path.lower().endswith((".json", ".gz"))
+
+
+def _confirm(question: str) -> bool:
+    """Ask on the terminal; anything but y/yes is no."""
+    try:
+        answer = input(question)
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+def cmd_fix(args: argparse.Namespace) -> int:
+    from fleetcheck.fix import plan_report
+    from fleetcheck.fix.render import record_dict, render_outcomes, render_plan
+    from fleetcheck.fix.run import FixRun, merged_report, selected_nodes
+    from fleetcheck.model import exit_code_for
+
+    if args.history and not args.apply:
+        raise UsageError("--history needs --apply (a dry run probes nothing new)")
+    if args.apply and not args.yes and not sys.stdin.isatty():
+        raise UsageError("--apply without a terminal to confirm on needs --yes "
+                         "(nothing was changed)")
+    _check_output(args.output)
+    if args.history:
+        _check_history(args.history)
+    policy = _load_policy(args.playbook)
+    started = _utc_now()
+    if _is_results(args.source):
+        from fleetcheck.reportio import load_report
+
+        before = selected_nodes(load_report(args.source), args.limit)
+        inventory = None
+        if args.apply:
+            if not before.inventory or before.inventory.startswith("<"):
+                raise UsageError(f"{args.source}: names no inventory file to reach its nodes "
+                                 "through; run `fleetcheck fix INVENTORY --apply`")
+            inventory = _load_inventory(before.inventory)
+    else:
+        inventory = _load_inventory(args.source)
+        before = _run_audit(inventory, args.limit, policy.deep, policy, args.timeout,
+                            progress=not args.no_progress)
+        limit_error = _unmatched_limit(inventory, args.limit, before)
+        if limit_error:
+            raise UsageError(limit_error)
+    plan = plan_report(before, source=args.source)
+    runnable = plan.runnable
+    applying = bool(args.apply and runnable)
+    _emit(render_plan(plan, apply=applying), None)
+
+    def write_record(outcomes: list[Any], applied: bool, interrupted: bool) -> None:
+        if args.output is None:
+            return
+        import json
+
+        data = record_dict(plan, outcomes, started_at=started, finished_at=_utc_now(),
+                           applied=applied, interrupted=interrupted, inventory=before.inventory)
+        _emit(json.dumps(data, indent=2, ensure_ascii=False) + "\n", args.output)
+
+    if not applying:
+        if args.apply:
+            print("fleetcheck: nothing to apply: no failing node has a step fleetcheck runs",
+                  file=sys.stderr)
+        write_record([], applied=False, interrupted=False)
+        return int(exit_code_for(before))
+    commands = sum(len(item.steps) for item in runnable)
+    if not args.yes and not _confirm(f"Run these {commands} command(s) as root on "
+                                     f"{len(runnable)} node(s)? [y/N] "):
+        print("fleetcheck: nothing was changed", file=sys.stderr)
+        write_record([], applied=False, interrupted=False)
+        return int(exit_code_for(before))
+    assert inventory is not None
+    from fleetcheck.render.progress import progress_observer
+
+    interrupted = False
+    with progress_observer(sys.stderr, enabled=not args.no_progress) as observer:
+        run = FixRun(inventory, plan, policy=policy, deep=policy.deep, observer=observer,
+                     audit_timeout=args.timeout)
+        try:
+            asyncio.run(run.run())
+        except KeyboardInterrupt:
+            print("fleetcheck: interrupted: recording what ran", file=sys.stderr)
+            interrupted = True
+        finally:
+            # Whatever happened, the record says every command that ran, where, and how.
+            after = run.after_report()
+            interrupted = interrupted or after.interrupted
+            outcomes = run.outcomes()
+            write_record(outcomes, applied=True, interrupted=interrupted)
+    _emit("\n" + render_outcomes(outcomes), None)
+    state = merged_report(before, after, interrupted=interrupted)
+    if args.history and not state.interrupted:
+        from fleetcheck.history import HistoryError, save_run
+
+        try:
+            save_run(args.history, state)
+        except HistoryError as exc:
+            print(f"fleetcheck: warning: {exc}", file=sys.stderr)
+    return int(exit_code_for(state))
+
+
+def _utc_now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _load_inventory(path: str) -> Inventory:
     from fleetcheck.inventory import load_inventory
 
@@ -493,6 +632,7 @@ COMMANDS = {
     "inventory": cmd_inventory,
     "report": cmd_report,
     "diff": cmd_diff,
+    "fix": cmd_fix,
 }
 
 

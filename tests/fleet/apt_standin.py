@@ -3,7 +3,9 @@
 Installed as `<container>/bin/apt-get` (shebang to the test interpreter), on the container's
 PATH. Its state is `<container>/packages.json`:
 {"node_bin": DIR, "installed": {name: version}, "repo": {name: {"version", "size_kb",
-"links": {tool: target}}}, "network": true, "root": true}. Installing a package really
+"links": {tool: target}}}, "network": true, "root": true, "delay": 0}. Every call is
+appended to `<container>/apt-get.log` (one JSON argv a line). `delay` seconds pass, lock
+held, before an install starts downloading (a slow mirror). Installing a package really
 links its tools (e.g. gcc -> the machine's gcc) into the node's PATH, so the next probe sees
 them. `<container>/var/lib/dpkg/lock-frontend` is taken with fcntl as dpkg does: a process
 holding it makes `install` fail as apt does, naming the holder. Texts from apt 2.6.1
@@ -17,6 +19,7 @@ import json
 import os
 import struct
 import sys
+import time
 
 HERE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 STATE = os.path.join(HERE, "packages.json")
@@ -100,6 +103,8 @@ def update(state):
 
 def install(state, names):
     take_lock(state)
+    if state.get("delay"):
+        time.sleep(state["delay"])
     out("Reading package lists...")
     out("Building dependency tree...")
     out("Reading state information...")
@@ -157,6 +162,8 @@ def install(state, names):
 
 
 def main(argv):
+    with open(os.path.join(HERE, "apt-get.log"), "a", encoding="utf-8") as log:
+        log.write(json.dumps(argv) + "\n")
     state = load()
     options = [a for a in argv if a.startswith("-")]
     words = [a for a in argv if not a.startswith("-")]

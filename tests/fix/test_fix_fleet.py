@@ -1,0 +1,176 @@
+"""`fleetcheck fix` on the loopback fleet: real sshd, the pct stand-in, an apt-get stand-in.
+
+The apt-get stand-in really installs (links gcc into the node's PATH), so the after-probe
+sees what the fix did; it prints apt's texts for success, a missing package, a held dpkg
+lock and no network, and logs every call, so a dry run can be checked to have run nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fleet import Fleet
+
+from fleetcheck.cli import main
+from fleetcheck.history import run_files
+from fleetcheck.reportio import load_report
+
+pytestmark = [pytest.mark.sshd, pytest.mark.slow]
+
+INSTALL = ["env", "LC_ALL=C", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y",
+           "--no-install-recommends", "--no-upgrade", "gcc", "libc6-dev"]
+
+
+def _fleet(fleet: Fleet, **packages: Any) -> Path:
+    fleet.add_host("pve1")
+    fleet.add_container("pve1", 100, "healthy")
+    cdir = fleet.add_container("pve1", 101, "no-compiler", packages=packages)
+    fleet.write_inventory(timeout=60)
+    return cdir
+
+
+def _tree(root: Path) -> dict[str, tuple[int, float]]:
+    """Every path under `root` with its size and mtime: what a dry run must leave alone."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        info = path.lstat()
+        found[str(path.relative_to(root))] = (info.st_size, info.st_mtime)
+    return found
+
+
+def _apt_calls(cdir: Path) -> list[list[str]]:
+    log = cdir / "apt-get.log"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _record(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def test_dry_run_prints_the_plan_and_changes_nothing(fleet: Fleet, capsys: Any,
+                                                     tmp_path: Path) -> None:
+    cdir = _fleet(fleet)
+    before = _tree(fleet.root / "hosts")
+    record = tmp_path / "plan.json"
+    code = main(["fix", str(fleet.inventory), "--no-progress", "-o", str(record)])
+    out = capsys.readouterr().out
+    assert code == 1  # the audit's code for the state as it is: a node fails
+    assert "pve1/101  fail  Triton cpu-fallback: no C compiler" in out
+    assert "runs inside LXC container 101 on pve1, as root, through `pct exec 101`" in out
+    assert f"$ {' '.join(INSTALL)}" in out
+    assert "pve1/100" not in out.split("not touched")[0]
+    assert "not touched (no failing cause): 1 node(s)" in out
+    assert _apt_calls(cdir) == []
+    after = _tree(fleet.root / "hosts")
+    # The probes' own traces (sshd's log) aside, not one file changed.
+    changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+    assert {k for k in changed if "/sshd/" not in f"/{k}"} == set()
+    data = _record(record)
+    assert data["applied"] is False
+    assert data["nodes"][0]["steps"][1]["argv"] == INSTALL
+    assert data["nodes"][0]["outcome"] == "dry run"
+
+
+def test_apply_turns_a_no_compiler_node_into_gpu(fleet: Fleet, capsys: Any,
+                                                 tmp_path: Path) -> None:
+    cdir = _fleet(fleet)
+    record = tmp_path / "fix.json"
+    history = tmp_path / "runs"
+    code = main(["fix", str(fleet.inventory), "--limit", "pve1/101", "--apply", "--yes",
+                 "--no-progress", "-o", str(record), "--history", str(history)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert _apt_calls(cdir) == [["update"], INSTALL[4:]]
+    table = out.split("\n\n")[-1]
+    assert table.splitlines()[0].split() == ["node", "before", "ran", "after", "outcome"]
+    assert table.splitlines()[1].split() == ["pve1/101", "fail", "(no_c_compiler)", "2/2",
+                                             "ok", "(gpu)", "fixed"]
+    assert (cdir / "node" / "bin" / "gcc").is_symlink()
+    data = _record(record)
+    node = data["nodes"][0]
+    assert (data["applied"], data["interrupted"], node["outcome"]) == (True, False, "fixed")
+    assert [run["argv"] for run in node["ran"]] == [[*INSTALL[:3], "apt-get", "update"],
+                                                    INSTALL]
+    assert "Setting up gcc (4:12.2.0-3) ..." in node["ran"][1]["stdout"]
+    assert node["after"]["status"] == "ok" and node["after"]["verdict"] == "gpu"
+    # The history sees the after-probe like any audit.
+    (saved,) = run_files(history)
+    assert [(n.id, n.status) for n in load_report(saved).nodes] == [("pve1/101", "ok")]
+
+
+@pytest.mark.parametrize(("packages", "error"), [
+    ({"repo": {"libc6-dev": {"version": "2.36-9+deb12u10"}}},
+     "E: Unable to locate package gcc"),
+    ({"network": False}, "E: Unable to fetch some archives, maybe run apt-get update or try "
+                         "with --fix-missing?"),
+])
+def test_a_fix_that_fails_leaves_the_node_failing_with_apts_error(
+        fleet: Fleet, capsys: Any, tmp_path: Path, packages: dict[str, Any], error: str) -> None:
+    cdir = _fleet(fleet, **packages)
+    record = tmp_path / "fix.json"
+    code = main(["fix", str(fleet.inventory), "--limit", "pve1/101", "--apply", "--yes",
+                 "--no-progress", "-o", str(record)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "fix failed" in out
+    assert f"exit status 100: {error}" in out
+    node = _record(record)["nodes"][0]
+    assert node["outcome"] == "fix failed"
+    assert node["ran"][-1]["returncode"] == 100 and error in node["ran"][-1]["stderr"]
+    assert node["after"]["status"] == "fail" and node["after"]["cause"] == "no_c_compiler"
+    assert not (cdir / "node" / "bin" / "gcc").exists()
+
+
+def test_a_held_dpkg_lock_fails_once_with_apts_text(fleet: Fleet, capsys: Any,
+                                                    tmp_path: Path) -> None:
+    cdir = _fleet(fleet)
+    lock = cdir / "var" / "lib" / "dpkg" / "lock-frontend"
+    lock.parent.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT)\n"
+         "fcntl.lockf(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        code = main(["fix", str(fleet.inventory), "--limit", "pve1/101", "--apply", "--yes",
+                     "--no-progress", "-o", str(tmp_path / "fix.json")])
+    finally:
+        holder.kill()
+        holder.wait()
+    out = capsys.readouterr().out
+    assert code == 1
+    held = ("E: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend), "
+            "is another process using it?")
+    assert held in out
+    stderr = _record(tmp_path / "fix.json")["nodes"][0]["ran"][-1]["stderr"]
+    assert (f"E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process "
+            f"{holder.pid} (python") in stderr
+    assert [call[0] for call in _apt_calls(cdir)] == ["update", "install"]  # no retry loop
+
+
+def test_an_interrupted_apply_still_writes_a_complete_record(fleet: Fleet, capsys: Any,
+                                                             tmp_path: Path) -> None:
+    cdir = _fleet(fleet, delay=60)
+    record = tmp_path / "fix.json"
+    code = main(["fix", str(fleet.inventory), "--limit", "pve1/101", "--apply", "--yes",
+                 "--no-progress", "--timeout", "20", "-o", str(record)])
+    out = capsys.readouterr().out
+    assert code == 3  # interrupted: nothing verified
+    data = _record(record)
+    node = data["nodes"][0]
+    assert (data["interrupted"], node["outcome"]) == (True, "interrupted")
+    assert node["ran"][0]["ok"] is True
+    assert node["ran"][1]["argv"] == INSTALL
+    assert node["ran"][1]["error"] == "interrupted while running"
+    assert node["after"] is None
+    assert "interrupted" in out
+    assert not (cdir / "node" / "bin" / "gcc").exists()
+    assert [p for p in os.listdir(tmp_path) if p.startswith(".fix.json")] == []
