@@ -108,6 +108,8 @@ def test_apply_turns_a_no_compiler_node_into_gpu(fleet: Fleet, capsys: Any,
 @pytest.mark.parametrize(("packages", "error"), [
     ({"repo": {"libc6-dev": {"version": "2.36-9+deb12u10"}}},
      "E: Unable to locate package gcc"),
+    ({"root": False}, "E: Unable to acquire the dpkg frontend lock "
+                      "(/var/lib/dpkg/lock-frontend), are you root?"),
     ({"network": False}, "E: Unable to fetch some archives, maybe run apt-get update or try "
                          "with --fix-missing?"),
 ])
@@ -174,3 +176,49 @@ def test_an_interrupted_apply_still_writes_a_complete_record(fleet: Fleet, capsy
     assert "interrupted" in out
     assert not (cdir / "node" / "bin" / "gcc").exists()
     assert [p for p in os.listdir(tmp_path) if p.startswith(".fix.json")] == []
+
+
+def test_two_kinds_of_fix_on_one_host_share_one_connection_per_phase(
+        fleet: Fleet, capsys: Any, tmp_path: Path) -> None:
+    cdir = _fleet(fleet)
+    fleet.add_container("pve1", 102, "healthy",
+                        node={"triton": "3.5.0", "libcuda_unversioned": False})
+    fleet.write_inventory(timeout=60)
+    code = main(["fix", str(fleet.inventory), "--apply", "--yes", "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    libdir = fleet.root / "hosts" / "pve1" / "containers" / "102" / "node" / "lib"
+    assert f"$ ln -s -- libcuda.so.1 {libdir}/libcuda.so" in out
+    rows = [line.split() for line in out.split("\n\n")[-1].splitlines()[1:]]
+    assert [(row[0], row[-1]) for row in rows] == [("pve1/101", "fixed"), ("pve1/102", "fixed")]
+    assert os.readlink(libdir / "libcuda.so") == "libcuda.so.1"
+    assert _apt_calls(cdir)[-1] == INSTALL[4:]
+    # The first probe and the repair with its after-probe: one login each.
+    assert fleet.accepted_logins("pve1") == 2
+
+
+def test_fix_from_saved_results_reaches_nodes_through_their_inventory(
+        fleet: Fleet, capsys: Any, tmp_path: Path) -> None:
+    cdir = _fleet(fleet)
+    results = tmp_path / "audit.json"
+    assert main(["audit", str(fleet.inventory), "-o", str(results), "--no-progress"]) == 1
+    capsys.readouterr()
+    assert main(["fix", str(results), "--limit", "pve1/100"]) == 0
+    assert "0 failing node(s)" in capsys.readouterr().out
+    assert main(["fix", str(results), "--apply", "--yes", "--no-progress"]) == 0
+    table = capsys.readouterr().out.split("\n\n")[-1]
+    assert table.splitlines()[1].split() == ["pve1/101", "fail", "(no_c_compiler)", "2/2",
+                                             "ok", "(gpu)", "fixed"]
+    assert _apt_calls(cdir)[-1] == INSTALL[4:]
+
+
+def test_interactive_no_changes_nothing(fleet: Fleet, capsys: Any,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    cdir = _fleet(fleet)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    asked = []
+    monkeypatch.setattr("builtins.input", lambda question: asked.append(question) or "n")
+    assert main(["fix", str(fleet.inventory), "--apply", "--no-progress"]) == 1
+    assert asked == ["Run these 2 command(s) as root on 1 node(s)? [y/N] "]
+    assert "nothing was changed" in capsys.readouterr().err
+    assert _apt_calls(cdir) == []
