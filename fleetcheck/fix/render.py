@@ -62,7 +62,7 @@ def render_plan(fix: FixPlan, *, apply: bool) -> str:
     commands = sum(len(plan.steps) for plan in fix.plans)
     nodes = len(fix.runnable)
     if apply:
-        mode = f"--apply: runs {commands} command(s) as root on {nodes} node(s)"
+        mode = "--apply: they run as root, each node's in order"
     else:
         mode = "dry run: nothing is changed (--apply runs the commands)"
     lines = [f"fleetcheck fix: {len(fix.plans)} failing node(s), {commands} command(s) to run "
