@@ -559,7 +559,11 @@ def cmd_fix(args: argparse.Namespace) -> int:
             raise UsageError(limit_error)
     plan = plan_report(before, source=args.source)
     runnable = plan.runnable
-    applying = bool(args.apply and runnable)
+    if args.apply and before.interrupted:
+        # A partial picture is no ground for changing nodes: plan it, apply nothing.
+        print("fleetcheck: the first probe was interrupted: nothing is applied",
+              file=sys.stderr)
+    applying = bool(args.apply and runnable and not before.interrupted)
     _emit(render_plan(plan, apply=applying), None)
 
     def write_record(outcomes: list[Any], applied: bool, interrupted: bool) -> None:
@@ -572,7 +576,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
         _emit(json.dumps(data, indent=2, ensure_ascii=False) + "\n", args.output)
 
     if not applying:
-        if args.apply:
+        if args.apply and not before.interrupted:
             print("fleetcheck: nothing to apply: no failing node has a step fleetcheck runs",
                   file=sys.stderr)
         write_record([], applied=False, interrupted=False)

@@ -222,3 +222,16 @@ def test_interactive_no_changes_nothing(fleet: Fleet, capsys: Any,
     assert asked == ["Run these 2 command(s) as root on 1 node(s)? [y/N] "]
     assert "nothing was changed" in capsys.readouterr().err
     assert _apt_calls(cdir) == []
+
+
+def test_nothing_is_applied_after_an_interrupted_first_probe(fleet: Fleet, capsys: Any) -> None:
+    cdir = _fleet(fleet)
+    fleet.add_container("pve1", 102, "hang")
+    fleet.write_inventory(timeout=60)
+    code = main(["fix", str(fleet.inventory), "--apply", "--yes", "--no-progress",
+                 "--timeout", "8"])
+    captured = capsys.readouterr()
+    assert code == 1  # pve1/101 was seen failing before the deadline
+    assert "the first probe was interrupted: nothing is applied" in captured.err
+    assert "apt-get install" in captured.out  # the plan is still shown
+    assert _apt_calls(cdir) == []
