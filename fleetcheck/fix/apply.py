@@ -26,8 +26,9 @@ STILL_FAILING = "still failing"
 FIX_FAILED = "fix failed"
 INTERRUPTED = "interrupted"
 NOT_APPLIED = "not applied"
+NOT_REACHED = "not reached"
 UNVERIFIED = "unverified"
-OUTCOMES = (FIXED, STILL_FAILING, FIX_FAILED, INTERRUPTED, NOT_APPLIED, UNVERIFIED)
+OUTCOMES = (FIXED, STILL_FAILING, FIX_FAILED, INTERRUPTED, NOT_APPLIED, NOT_REACHED, UNVERIFIED)
 
 
 def _tail(data: bytes) -> str:
@@ -89,9 +90,13 @@ class NodeOutcome:
 
     @property
     def outcome(self) -> str:
-        """fixed, still failing, fix failed, interrupted, not applied or unverified."""
+        """One of OUTCOMES."""
         if not self.plan.steps:
             return NOT_APPLIED
+        if not self.ran and self.after is not None and self.after.status in (
+                "unreachable", "error"):
+            # Its host could not be reached (or its guests listed): nothing ran.
+            return NOT_REACHED
         if not self.finished:
             return INTERRUPTED
         if self.failed_step is not None:

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 
 from fleetcheck.audit import INTERRUPTED as PROBE_INTERRUPTED
 from fleetcheck.audit import AuditRun
-from fleetcheck.fix.apply import NodeOutcome, run_steps
+from fleetcheck.fix.apply import NodeOutcome, StepRun, run_steps
 from fleetcheck.fix.plan import FixPlan
 from fleetcheck.inventory import Inventory, Target
 from fleetcheck.model import NodeResult, Report
 from fleetcheck.observer import AuditObserver
-from fleetcheck.transport.interface import Transport
+from fleetcheck.transport.interface import Transport, TransportError
 from fleetcheck.transport.pct import sudo_prefix
 from fleetcheck.verdict import DEFAULT_POLICY, Policy
 
@@ -56,8 +56,17 @@ class FixRun:
         # A host's own login may not be root: its commands go through `sudo -n` when the
         # inventory says so. Inside a container or VM the transport already runs as root.
         prefix = sudo_prefix(target.host.sudo) if target.vmid is None else []
-        async with transport.session() as run:
-            await run_steps(outcome, run, timeout=target.timeout, prefix=prefix)
+        try:
+            async with transport.session() as run:
+                await run_steps(outcome, run, timeout=target.timeout, prefix=prefix)
+        except TransportError as exc:
+            # No session at all (the host went away since the first probe): the first step
+            # could not run; the after-probe will say how the node looks now.
+            if not outcome.finished:
+                first = outcome.plan.steps[len(outcome.ran)]
+                outcome.ran.append(StepRun(step=first, argv=tuple(first.argv),
+                                           error=f"{exc.kind}: {exc}"))
+                outcome.finished = True
 
     async def run(self) -> Report:
         """Apply every plan and probe the nodes again; the after-probe's report."""
@@ -74,6 +83,9 @@ class FixRun:
         result = []
         for node_id, outcome in self._outcomes.items():
             node = after.get(node_id)
+            host = after.get(outcome.plan.node.host)
+            if node is None and host is not None and host.status in ("unreachable", "error"):
+                node = host  # a host that could not be reached stands for its nodes
             if node is not None and not (node.status == "error"
                                          and node.reason == PROBE_INTERRUPTED):
                 outcome.after = node

@@ -235,3 +235,32 @@ def test_nothing_is_applied_after_an_interrupted_first_probe(fleet: Fleet, capsy
     assert "the first probe was interrupted: nothing is applied" in captured.err
     assert "apt-get install" in captured.out  # the plan is still shown
     assert _apt_calls(cdir) == []
+
+
+@pytest.mark.parametrize(("containers", "outcome"), [("all", "not reached"),
+                                                    ("listed", "fix failed")])
+def test_a_host_gone_since_the_audit_is_an_outcome_not_a_crash(
+        fleet: Fleet, capsys: Any, tmp_path: Path, containers: str, outcome: str) -> None:
+    fleet.add_host("pve1", containers=containers)
+    fleet.add_container("pve1", 101, "no-compiler", packages={})
+    fleet.write_inventory(timeout=60)
+    results = tmp_path / "audit.json"
+    assert main(["audit", str(fleet.inventory), "-o", str(results), "--no-progress"]) == 1
+    process = fleet.hosts["pve1"].process
+    assert process is not None
+    process.terminate()
+    process.wait(10)
+    record = tmp_path / "fix.json"
+    code = main(["fix", str(results), "--apply", "--yes", "--no-progress", "-o", str(record)])
+    out = capsys.readouterr().out
+    node = _record(record)["nodes"][0]
+    assert node["outcome"] == outcome
+    assert outcome in out
+    assert node["after"]["status"] == "unreachable"
+    assert "connection refused" in node["after"]["reason"].lower()
+    if containers == "all":
+        # The host could not list its containers: nothing ran; the last state known stands.
+        assert node["ran"] == [] and code == 1
+    else:
+        # The node was known without the host: its first command could not be run.
+        assert node["ran"][0]["error"].startswith("unreachable: ") and code == 3
