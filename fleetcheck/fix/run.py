@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from fleetcheck.audit import INTERRUPTED as PROBE_INTERRUPTED
 from fleetcheck.audit import AuditRun
 from fleetcheck.fix.apply import NodeOutcome, StepRun, run_steps
-from fleetcheck.fix.plan import FixPlan
+from fleetcheck.fix.plan import FixPlan, node_kind
 from fleetcheck.inventory import Inventory, Target
 from fleetcheck.model import NodeResult, Report
 from fleetcheck.observer import AuditObserver
@@ -55,7 +55,7 @@ class FixRun:
             return  # selected by accident of a pattern: probed, never touched
         # A host's own login may not be root: its commands go through `sudo -n` when the
         # inventory says so. Inside a container or VM the transport already runs as root.
-        prefix = sudo_prefix(target.host.sudo) if target.vmid is None else []
+        prefix = sudo_prefix(target.host.sudo) if node_kind(outcome.plan.node) == "host" else []
         try:
             async with transport.session() as run:
                 await run_steps(outcome, run, timeout=target.timeout, prefix=prefix)
