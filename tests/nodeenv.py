@@ -111,7 +111,7 @@ def build_libcuda(where: Path, *, version: str, init_rc: int, driver_version: in
 
 def _sysroot(root: Path, *, gpu: object, gpus: int, name: str, driver: str, container: str | None,
              dev_modes: dict[str, int], ldconfig: bool, ld_entries: list[tuple[str, str]],
-             mounts: list[tuple[str, str]]) -> None:
+             mounts: list[tuple[str, str]], os_release: str | None = None) -> None:
     has_proc = gpu is not False
     if has_proc:
         _write(root / "proc/driver/nvidia/version",
@@ -139,8 +139,9 @@ def _sysroot(root: Path, *, gpu: object, gpus: int, name: str, driver: str, cont
     for node, mode in dev_modes.items():
         path = _write(root / "dev" / node, "")
         path.chmod(mode)
-    _write(root / "etc/os-release", 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n'
-           'NAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n')
+    debian = ('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\n'
+              'VERSION_ID="12"\nID=debian\n')
+    _write(root / "etc/os-release", os_release or debian)
     if ldconfig:
         body = "".join(f"echo '\t{n} (libc6,x86-64) => {p}'\n" for n, p in ld_entries)
         _write(root / "sbin/ldconfig",
@@ -519,6 +520,7 @@ def make_node(
     python_headers: bool = True,
     ldconfig: bool = True,
     ldcache_has_libcuda: bool = True,
+    os_release: str | None = None,
     libcuda_unversioned: bool = True,
     torch: str | None = "2.11.0+cu130",
     torch_cuda: str | None = "13.0",
@@ -543,6 +545,7 @@ def make_node(
     passed through), "mismatch" (libcuda of another version than the kernel module),
     "no-libcuda" (driver userspace absent), "proc-only" (nothing but /proc/driver/nvidia).
     cache: "ok", "unwritable" (TRITON_CACHE_DIR below a regular file) or "noexec".
+    os_release: the text of /etc/os-release (default: Debian 12).
     broken_gpu: the index of a GPU on which every tensor operation fails (an ECC error).
     concurrent_write: a file "another job" writes (once) whenever the stub Triton loads its stub
     from a cache - a job filling the user's cache while the probe reads it.
@@ -612,7 +615,8 @@ def make_node(
         _write(root / "not-a-dir", "")
         node_env["TRITON_CACHE_DIR"] = str(root / "not-a-dir" / "cache")
     _sysroot(sysroot, gpu=gpu, gpus=gpus, name=gpu_name, driver=driver, container=container,
-             dev_modes=dev_modes, ldconfig=ldconfig, ld_entries=ld_entries, mounts=mounts)
+             dev_modes=dev_modes, ldconfig=ldconfig, ld_entries=ld_entries, mounts=mounts,
+             os_release=os_release)
     if gpu is not False:
         _nvidia_smi(bindir, gpu=gpu, gpus=gpus, name=gpu_name, cc=compute_capability,
                     memory_mib=memory_mib, driver=libcuda_version)

@@ -264,3 +264,33 @@ def test_a_host_gone_since_the_audit_is_an_outcome_not_a_crash(
     else:
         # The node was known without the host: its first command could not be run.
         assert node["ran"][0]["error"].startswith("unreachable: ") and code == 3
+
+
+ROCKY = ('NAME="Rocky Linux"\nVERSION="9.5 (Blue Onyx)"\nID="rocky"\nID_LIKE="rhel centos '
+         'fedora"\nVERSION_ID="9.5"\nPLATFORM_ID="platform:el9"\n')
+
+
+@pytest.mark.parametrize(("packages", "code", "outcome", "text"), [
+    ({}, 0, "fixed", "Complete!"),
+    ({"repo": {}}, 1, "fix failed", "Error: Unable to find a match: gcc glibc-devel"),
+    ({"network": False}, 1, "fix failed", "Error: Failed to download metadata for repo "
+                                          "'baseos'"),
+])
+def test_a_rocky_node_is_fixed_with_dnf(fleet: Fleet, capsys: Any, tmp_path: Path,
+                                        packages: dict[str, Any], code: int, outcome: str,
+                                        text: str) -> None:
+    fleet.add_host("pve1")
+    cdir = fleet.add_container("pve1", 101, "no-compiler", node={"os_release": ROCKY},
+                               packages={"manager": "dnf", **packages})
+    fleet.write_inventory(timeout=60)
+    record = tmp_path / "fix.json"
+    assert main(["fix", str(fleet.inventory), "--apply", "--yes", "--no-progress",
+                 "-o", str(record)]) == code
+    assert "$ env LC_ALL=C dnf install -y --setopt=install_weak_deps=False gcc glibc-devel" \
+        in capsys.readouterr().out
+    node = _record(record)["nodes"][0]
+    assert node["outcome"] == outcome
+    (run,) = node["ran"]
+    assert text in run["stdout"] + run["stderr"]
+    assert (cdir / "dnf.log").read_text().splitlines() == [json.dumps(
+        ["install", "-y", "--setopt=install_weak_deps=False", "gcc", "glibc-devel"])]

@@ -68,6 +68,18 @@ def debian_repo() -> dict[str, Any]:
     }
 
 
+def rhel_repo() -> dict[str, Any]:
+    """The packages the dnf stand-in can install: what a fix asks for on Rocky Linux 9."""
+    gcc = shutil.which("gcc") or "/usr/bin/gcc"
+    xy = "{}.{}".format(*sys.version_info[:2])
+    return {
+        "gcc": {"version": "11.5.0-5.el9_5", "size_kb": 32338, "links": {"gcc": gcc}},
+        "glibc-devel": {"version": "2.34-125.el9_5.1", "size_kb": 35},
+        "binutils": {"version": "2.35.2-54.el9", "size_kb": 4600},
+        f"python{xy}-devel": {"version": f"{xy}.9-1.el9", "size_kb": 247},
+    }
+
+
 @dataclass
 class FleetHost:
     """One loopback "Proxmox host": its sshd and its directories."""
@@ -218,9 +230,10 @@ class Fleet:
         """A container of `kind` on `host`; returns its directory.
 
         `node`: extra make_node options for healthy/no-compiler kinds (tests/nodeenv.py).
-        `packages`: install the apt-get stand-in (tests/fleet/apt_standin.py); its state
-        starts from {"repo": debian_repo(), "installed": {}, "network": True, "root": True}
-        updated with this dict.
+        `packages`: install a package-manager stand-in, "manager": "apt-get" (default,
+        tests/fleet/apt_standin.py) or "dnf" (dnf_standin.py); its state starts from
+        {"repo": debian_repo() or rhel_repo(), "installed": {}, "network": True, "root": True}
+        updated with the rest of this dict.
         """
         if kind not in KINDS:
             raise ValueError(f"unknown container kind {kind!r}; one of {KINDS}")
@@ -263,13 +276,16 @@ class Fleet:
                          "import sys\nsys.stderr.write('Traceback (most recent call last):\\n"
                          "MemoryError\\n')\nsys.exit(3)")
         if packages is not None:
-            state: dict[str, Any] = {"node_bin": str(node_bin), "repo": debian_repo(),
+            manager = packages.get("manager", "apt-get")
+            state: dict[str, Any] = {"node_bin": str(node_bin),
+                                     "repo": debian_repo() if manager == "apt-get"
+                                     else rhel_repo(),
                                      "installed": {}, "network": True, "root": True}
-            state.update(packages)
+            state.update({key: value for key, value in packages.items() if key != "manager"})
             (cdir / "packages.json").write_text(json.dumps(state, indent=1))
-            (bindir / "apt-get").write_text(
-                f"#!{self.python}\n" + (_HERE / "apt_standin.py").read_text())
-            (bindir / "apt-get").chmod(0o755)
+            standin = {"apt-get": "apt_standin.py", "dnf": "dnf_standin.py"}[manager]
+            (bindir / manager).write_text(f"#!{self.python}\n" + (_HERE / standin).read_text())
+            (bindir / manager).chmod(0o755)
         node_env.update(env or {})
         config = {"name": name or f"ct{vmid}-{kind}",
                   "status": "stopped" if kind == "stopped" else "running",
