@@ -1,4 +1,4 @@
-"""A Proxmox VE API stand-in: real HTTPS on 127.0.0.1, token check, the shared JSON fixtures.
+"""A Proxmox VE API stand-in: real HTTPS on 127.0.0.1, token check, fixtures in tests/fixtures.
 
 It answers as pve-http-server does: `{"data": ...}` bodies, the error text as the HTTP reason
 phrase (and, as since PVE 8.4, in `message`), 401 "invalid token value!" after a delay for a
@@ -28,8 +28,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-#: CI lays shared/ beside the checkout: <repo>/../shared/fixtures/proxmox.
-FIXTURES_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "proxmox"
+#: The Proxmox JSON fixtures ship with the tests (provenance: FIXTURES.md beside them).
+FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "proxmox"
 
 _FIXTURE_ROUTES = {
     "/nodes": "nodes.json",
