@@ -141,7 +141,15 @@ def build_parser() -> argparse.ArgumentParser:
         "fleetcheck probe --script | ssh node python3 -",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    probe.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    probe.add_argument("--format", "-f", choices=("table", "json", "prometheus"), default="table",
+                       help="table, the node's JSON, or Prometheus text for node_exporter's "
+                       "textfile collector")
+    probe.add_argument("-o", "--output", metavar="FILE", default=None,
+                       help="write to FILE atomically instead of stdout (a *.prom file for the "
+                       "textfile collector)")
+    probe.add_argument("--cache", metavar="FILE", default=None,
+                       help="also save the verdict to FILE (atomically) for `fleetcheck health "
+                       "--cache FILE`")
     probe.add_argument("--python", metavar="PATH",
                        help="the workload's interpreter to examine (default: python3 on PATH)")
     probe.add_argument("--deep", action="store_true",
@@ -151,6 +159,36 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--playbook", "-p", metavar="FILE|NAME",
                        help="what counts as failing (default: the built-in default playbook)")
     probe.add_argument("--script", action="store_true", help="print the probe's source and exit")
+
+    health = sub.add_parser(
+        "health", help="this node's health for Slurm (HealthCheckProgram) or node-problem-detector",
+        description="Say whether this node is healthy, from the verdict cached by `fleetcheck "
+        "probe --cache FILE` (fast: for Slurm's HealthCheckProgram, killed after 60 s) or from "
+        "a probe run now. Prints one line; exit 0 ok, 1 fail, 3 not verified (stale or missing "
+        "cache, probe error): node-problem-detector's OK / NonOK / Unknown. See "
+        "docs/integrations.md.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    health.add_argument("--cache", metavar="FILE",
+                        help="read the verdict `fleetcheck probe --cache FILE` saved, instead of "
+                        "probing now")
+    health.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
+                        help="a cached verdict older than this is not verified (default: 1800)")
+    health.add_argument("--npd", action="store_true",
+                        help="node-problem-detector custom plugin: at most 80 characters on stdout")
+    health.add_argument("--slurm", action="store_true",
+                        help="drain this Slurm node on failure with reason 'fleetcheck: CAUSE'; "
+                        "resume it when healthy, only if fleetcheck drained it")
+    health.add_argument("--node", metavar="NAME",
+                        help="the Slurm node name (default: $SLURMD_NODENAME, else hostname -s)")
+    health.add_argument("--drain-unverified", action="store_true",
+                        help="with --slurm, also drain when the node could not be verified")
+    health.add_argument("--python", metavar="PATH",
+                        help="without --cache: the workload's interpreter to examine")
+    health.add_argument("--playbook", "-p", metavar="FILE|NAME",
+                        help="without --cache: what counts as failing")
+    health.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
+                        help="without --cache: deadline for the probe (default: 60)")
 
     inventory = sub.add_parser(
         "inventory", help="show the resolved targets without connecting",
@@ -417,6 +455,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
     from fleetcheck.audit import local_node_result
     from fleetcheck.reportio import node_to_dict
 
+    output = getattr(args, "output", None)
+    cache = getattr(args, "cache", None)
+    _check_output(output)
+    _check_output(cache)
     policy = _load_policy(args.playbook)
     deep = args.deep or policy.deep
     timeout = args.timeout if args.timeout is not None else (180.0 if deep else 60.0)
@@ -425,15 +467,52 @@ def cmd_probe(args: argparse.Namespace) -> int:
     finished = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     report = Report(started_at=started, finished_at=finished, nodes=(node,),
                     inventory=None, playbook=policy.name)
+    code = int(exit_code_for(report))
+    if cache:
+        from fleetcheck.nodehealth import cache_document
+
+        _emit(cache_document(node_to_dict(node), code), cache)
     if args.format == "json":
         import json
 
-        _emit(json.dumps(node_to_dict(node), indent=2, ensure_ascii=False) + "\n", None)
+        _emit(json.dumps(node_to_dict(node), indent=2, ensure_ascii=False) + "\n", output)
     else:
         from fleetcheck.render import render
 
-        _emit(render(report, "table"), None)
-    return int(exit_code_for(report))
+        fmt = "prometheus" if args.format == "prometheus" else "table"
+        _emit(render(report, fmt, **_file_options(output)), output)
+    return code
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    from fleetcheck import nodehealth
+
+    if args.cache:
+        max_age = args.max_age if args.max_age is not None else nodehealth.DEFAULT_MAX_AGE_S
+        health = nodehealth.read_cache(args.cache, max_age)
+    else:
+        from fleetcheck.audit import local_node_result
+        from fleetcheck.model import Report, exit_code_for
+        from fleetcheck.reportio import node_to_dict
+
+        policy = _load_policy(args.playbook)
+        timeout = args.timeout if args.timeout is not None else 60.0
+        node = local_node_result(python=args.python, deep=policy.deep, timeout=timeout,
+                                 policy=policy)
+        report = Report(started_at="", finished_at="", nodes=(node,), inventory=None,
+                        playbook=policy.name)
+        health = nodehealth.health_of_node(node_to_dict(node), int(exit_code_for(report)))
+    line = nodehealth.npd_message(health) if args.npd else f"{health.state}: {health.message}"
+    if args.slurm:
+        try:
+            done = nodehealth.apply_to_slurm(health, args.node or nodehealth.slurm_node_name(),
+                                             drain_unknown=args.drain_unverified)
+        except nodehealth.SlurmError as exc:
+            print(f"fleetcheck: health: {exc}", file=sys.stderr)
+        else:
+            print(f"fleetcheck: health: {done}", file=sys.stderr)
+    _emit(line + "\n", None)
+    return health.exit_code
 
 
 def cmd_inventory(args: argparse.Namespace) -> int:
@@ -493,6 +572,7 @@ COMMANDS = {
     "inventory": cmd_inventory,
     "report": cmd_report,
     "diff": cmd_diff,
+    "health": cmd_health,
 }
 
 
