@@ -141,8 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
         "fleetcheck probe --script | ssh node python3 -",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    probe.add_argument("--format", "-f", choices=("table", "json", "prometheus"), default="table",
-                       help="table, the node's JSON, or Prometheus text for node_exporter's "
+    probe.add_argument("--format", "-f", choices=("table", "json", "prometheus"), default=None,
+                       help="table (default; inferred from -o's extension .json/.prom when "
+                       "given), the node's JSON, or Prometheus text for node_exporter's "
                        "textfile collector")
     probe.add_argument("-o", "--output", metavar="FILE", default=None,
                        help="write to FILE atomically instead of stdout (a *.prom file for the "
@@ -468,18 +469,21 @@ def cmd_probe(args: argparse.Namespace) -> int:
     report = Report(started_at=started, finished_at=finished, nodes=(node,),
                     inventory=None, playbook=policy.name)
     code = int(exit_code_for(report))
+    fmt = args.format
+    if fmt is None:
+        fmt = _output_format(argparse.Namespace(format=None, output=output))
+        fmt = fmt if fmt in ("json", "prometheus") else "table"
     if cache:
         from fleetcheck.nodehealth import cache_document
 
         _emit(cache_document(node_to_dict(node), code), cache)
-    if args.format == "json":
+    if fmt == "json":
         import json
 
         _emit(json.dumps(node_to_dict(node), indent=2, ensure_ascii=False) + "\n", output)
     else:
         from fleetcheck.render import render
 
-        fmt = "prometheus" if args.format == "prometheus" else "table"
         _emit(render(report, fmt, **_file_options(output)), output)
     return code
 

@@ -93,3 +93,18 @@ def test_probe_writes_the_textfile_atomically_and_it_lints(tmp_path: Path) -> No
         lint = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
                               text=True, timeout=60, check=False)
         assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_probe_infers_the_format_from_the_file_name_and_refuses_a_missing_folder(
+        tmp_path: Path) -> None:
+    prom = tmp_path / "fleetcheck.prom"
+    done = subprocess.run([sys.executable, "-m", "fleetcheck", "probe", "-o", str(prom)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode in (0, 1, 3), done.stderr
+    assert "# TYPE fleetcheck_node_status gauge" in prom.read_text()
+    missing = subprocess.run([sys.executable, "-m", "fleetcheck", "probe", "--cache",
+                              str(tmp_path / "no" / "node.json")], capture_output=True,
+                             text=True, timeout=120, check=False)
+    assert missing.returncode == 2
+    assert missing.stderr == (f"fleetcheck: error: {tmp_path / 'no' / 'node.json'}: folder "
+                              f"{tmp_path / 'no'} does not exist\n")
