@@ -45,6 +45,8 @@ else
   scripts/install.sh --download .wheelhouse
 fi
 py=.venv/bin/python
+# Tests that start `python3` or `fleetcheck` by name get the project's.
+export PATH="$PWD/.venv/bin:$PATH"
 "$py" -m ruff check fleetcheck tests bench scripts
 "$py" -m mypy
 exec "$py" -m pytest "$@"
