@@ -69,8 +69,8 @@ def refusal_reason(stderr: str, exit_status: int | None) -> str | None:
     for line in stderr.splitlines():
         if line.startswith(marker):
             reason = line[len(marker):].strip()
-            if len(reason) > 160:
-                reason = reason[:157] + "..."
+            if len(reason) > 240:
+                reason = reason[:237] + "..."
             return f"refused by the host's fleetcheck gatekeeper: {reason}"
     return None
 

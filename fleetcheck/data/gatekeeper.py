@@ -21,9 +21,11 @@ import hashlib
 import json
 import os
 import re
+import select
 import shlex
 import sys
 import tempfile
+import time
 
 NAME = "fleetcheck-gatekeeper"
 #: Exit status of a refused request (EX_NOPERM): distinct from pct's 255, a shell's 126/127,
@@ -31,6 +33,8 @@ NAME = "fleetcheck-gatekeeper"
 EXIT_REFUSED = 77
 #: Most bytes of probe accepted on stdin (the probe is about 100 KB).
 PROBE_MAX = 1 << 20
+#: Seconds the probe may take to arrive on stdin (it is sent at once, before the command runs).
+READ_SECONDS = 60
 #: Most characters of SSH_ORIGINAL_COMMAND accepted.
 COMMAND_MAX = 8192
 #: Replaced by `fleetcheck host-setup` in the copy it prints, to install this file on a host.
@@ -240,12 +244,28 @@ def read_allowed(path):
     return allowed
 
 
-def read_probe(stream, limit=PROBE_MAX):
-    """All of stdin, up to `limit` bytes; raises Refused beyond it."""
+def read_probe(stream, limit=PROBE_MAX, seconds=None):
+    """All of stdin, up to `limit` bytes and `seconds`; raises Refused beyond either.
+
+    The deadline matters because the outer `timeout` does not run yet: a client that never
+    closes stdin would otherwise hold the gatekeeper (and an sshd session) forever.
+    """
+    seconds = READ_SECONDS if seconds is None else seconds
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = None  # an in-memory stream (tests): nothing to wait for
+    deadline = time.monotonic() + seconds
     chunks = []
     size = 0
     while True:
-        chunk = stream.read(65536)
+        if fd is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise Refused("stdin not closed within %g s of the request" % seconds)
+            chunk = os.read(fd, 65536)
+        else:
+            chunk = stream.read(65536)
         if not chunk:
             return b"".join(chunks)
         size += len(chunk)
@@ -322,7 +342,8 @@ def gate(argv, environ, stdin, log, execvp=os.execvp):
             data = read_probe(stdin)
             digest = hashlib.sha256(data).hexdigest()
             if digest not in allowed:
-                raise Refused("probe sha256 %s is not in %s" % (digest, allow_path))
+                # A prefix keeps the node's reason on one readable line.
+                raise Refused("probe sha256 %s... is not in %s" % (digest[:16], allow_path))
             fd = _probe_fd(data)
             detail = "sha256 %s" % digest
         else:

@@ -167,7 +167,8 @@ def test_any_other_probe_is_refused(changed: bytes, allow: Path, tmp_path: Path)
     code, execvp = run_gate(wrapped(pct_exec_argv(101, probe())), changed, allow, log)
     assert (code, execvp.calls) == (GK.EXIT_REFUSED, [])
     digest = hashlib.sha256(changed).hexdigest()
-    assert f"refused from 127.0.0.9: probe sha256 {digest} is not in {allow}" in log.read_text()
+    refused = f"refused from 127.0.0.9: probe sha256 {digest[:16]}... is not in {allow}"
+    assert refused in log.read_text()
 
 
 def test_oversized_stdin_and_missing_allow_list_are_refused(tmp_path: Path, allow: Path,
@@ -206,3 +207,14 @@ def test_refusal_reason_names_the_gatekeeper() -> None:
         "refused by the host's fleetcheck gatekeeper: probe sha256 ab is not in /etc/f")
     assert refusal_reason(stderr, 1) is None
     assert refusal_reason("some probe said 77\n", GK.EXIT_REFUSED) is None
+
+
+def test_a_stdin_never_closed_is_refused_in_bounded_time() -> None:
+    read, write = os.pipe()
+    try:
+        with os.fdopen(read, "rb", buffering=0) as stream:
+            os.write(write, b"part of a probe")
+            with pytest.raises(GK.Refused, match=r"stdin not closed within 0\.2 s"):
+                GK.read_probe(stream, seconds=0.2)
+    finally:
+        os.close(write)
