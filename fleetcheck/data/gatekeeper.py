@@ -18,13 +18,11 @@ the file given with --log. Standard library only; Python 3.6 or later (PVE 7 shi
 """
 
 import hashlib
-import json
 import os
 import re
 import select
 import shlex
 import sys
-import tempfile
 import time
 
 NAME = "fleetcheck-gatekeeper"
@@ -279,6 +277,8 @@ def _probe_fd(data):
     if hasattr(os, "memfd_create"):
         fd = os.memfd_create("fleetcheck-probe", 0)
     else:
+        import tempfile  # only without memfd_create: imported late, it costs every request
+
         fd, path = tempfile.mkstemp(prefix="fleetcheck-probe-")
         os.unlink(path)
     view = memoryview(data)
@@ -368,6 +368,8 @@ def gate(argv, environ, stdin, log, execvp=os.execvp):
 # Installation (the copy `fleetcheck host-setup` prints, run with `python3 -` on the host).
 
 def _write_atomic(path, text, mode):
+    import tempfile
+
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".fleetcheck-")
@@ -418,6 +420,8 @@ def install(plan):
 
 def main(argv):
     if INSTALL is not None:
+        import json
+
         return install(json.loads(INSTALL))
     log_path = None
     if "--log" in argv:
