@@ -49,6 +49,10 @@ DENIED_ENV = frozenset({
     "PYTHONBREAKPOINT", "PYTHONWARNINGS", "PERL5OPT", "PERL5LIB", "NODE_OPTIONS",
 })
 
+#: Directories anyone may write to: an interpreter found there (by path, or through a PATH the
+#: request sets) could be a program any local user planted, run as root by the probe's command.
+WORLD_WRITABLE = ("/tmp/", "/var/tmp/", "/dev/shm/", "/run/user/", "/run/shm/")  # noqa: S108
+
 WORDS = {
     # pve-vmid: 100 .. 999999999.
     "VMID": r"[1-9][0-9]{2,8}",
@@ -144,13 +148,22 @@ SHAPES = {
 _COMPILED = {name: re.compile(pattern) for name, pattern in WORDS.items()}
 
 
+def _planted(path):
+    """Is `path` in (or is it) a directory anyone may write to?"""
+    path = path.rstrip("/") + "/"
+    return any(path.startswith(prefix) for prefix in WORLD_WRITABLE)
+
+
 def _word_ok(kind, word):
     if not _COMPILED[kind].fullmatch(word):
         return False
     if kind == "ASSIGN":
-        return word.split("=", 1)[0] not in DENIED_ENV
+        name, value = word.split("=", 1)
+        if name == "PATH":
+            return not any(_planted(entry) for entry in value.split(":") if entry)
+        return name not in DENIED_ENV
     if kind == "PYTHON":
-        return ".." not in word.split("/")
+        return ".." not in word.split("/") and not _planted(word)
     return True
 
 
@@ -207,7 +220,7 @@ def parse_request(command):
         raise Refused("no command given (interactive login is not allowed)")
     if len(command) > COMMAND_MAX:
         raise Refused("command longer than %d characters" % COMMAND_MAX)
-    if any(ord(char) < 32 and char != " " for char in command):
+    if any(ord(char) < 32 or 0x7F <= ord(char) < 0xA0 for char in command):
         raise Refused("control character in the command")
     try:
         words = shlex.split(command)

@@ -78,6 +78,8 @@ REFUSED = [
     PCT + "/usr/../usr/bin/python3 -", PCT + "python3 - --evil",
     PCT + "python3 - --python /bin/sh/../python3", PCT + "env LD_PRELOAD=/x.so python3 -",
     PCT + "env PYTHONSTARTUP=/x python3 -", PCT + "env PYTHONPATH=/x python3 -",
+    PCT + "/tmp/x/python3 -", PCT + "/dev/shm/python3 -", PCT + "python3 - --python /tmp/python3",
+    PCT + "env PATH=/usr/bin:/var/tmp/x python3 -", W + "pct list\x85",
     PCT + "env -S 'python3 -' python3 -", PCT + "/bin/sh -c 'exec \"$0\" \"$@\"' python3 -",
     W + "pct exec 101 --keep-env 1 -- python3 -", W + "pct exec 101 -- python3 -",
     W + "pct exec 10 --keep-env 0 -- python3 -", W + "pct exec '101;id' --keep-env 0 -- python3 -",
