@@ -220,3 +220,26 @@ def test_a_stdin_never_closed_is_refused_in_bounded_time() -> None:
                 GK.read_probe(stream, seconds=0.2)
     finally:
         os.close(write)
+
+
+def test_the_audit_reports_a_refusal_as_an_error_naming_the_gatekeeper() -> None:
+    # The hook in audit.py (#14) for a probe and for discovery; the stderr is the script's own.
+    from fleetcheck.audit import _discovery_failure, node_from_result
+    from fleetcheck.inventory.model import Target
+    from fleetcheck.transport.interface import CommandResult
+    from fleetcheck.verdict import DEFAULT_POLICY
+
+    host = HostSpec(name="pve1", address="127.0.0.1")
+    target = Target(host=host, vmid=101, name="ct", python="python3", env={}, labels=(),
+                    timeout=30)
+    stderr = b"fleetcheck-gatekeeper: refused: not a command an audit sends: pct list x\n"
+    refused = CommandResult(returncode=GK.EXIT_REFUSED, stdout=b"", stderr=stderr)
+    node = node_from_result(target, refused, DEFAULT_POLICY, 0.1)
+    expected = ("refused by the host's fleetcheck gatekeeper: not a command an audit sends: "
+                "pct list x")
+    assert (node.status, node.reason) == ("error", expected)
+    assert _discovery_failure(host, refused) == expected
+    # The same status without the gatekeeper's line is the probe's own business.
+    other = CommandResult(returncode=GK.EXIT_REFUSED, stdout=b"", stderr=b"boom\n")
+    assert node_from_result(target, other, DEFAULT_POLICY, 0.1).reason == (
+        "probe exited with status 77: boom")
