@@ -160,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--playbook", "-p", metavar="FILE|NAME",
                        help="what counts as failing (default: the built-in default playbook)")
     probe.add_argument("--script", action="store_true", help="print the probe's source and exit")
+    probe.add_argument("--sha256", action="store_true",
+                       help="with --script: print the SHA-256 of the probe's source instead "
+                       "(what a host's gatekeeper allow-list holds)")
 
     health = sub.add_parser(
         "health", help="this node's health for Slurm (HealthCheckProgram) or node-problem-detector",
@@ -215,7 +218,63 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("old")
     diff.add_argument("new")
     diff.add_argument("--json", action="store_true", help="JSON instead of text")
+    _add_host_setup(sub)
     return parser
+
+
+def _add_host_setup(sub: Any) -> None:
+    """`host-setup`: the least-privilege audit key's gatekeeper for a host (docs/security.md)."""
+    from fleetcheck.gatekeeper import (
+        DEFAULT_AUTHORIZED_KEYS,
+        DEFAULT_HASH_PATH,
+        DEFAULT_HOST_PYTHON,
+        DEFAULT_SCRIPT_PATH,
+    )
+
+    setup = sub.add_parser(
+        "host-setup", help="restrict an audit key to running the probe (prints an installer)",
+        description="Print a standard-library program that, run as root on a Proxmox host "
+        "(fleetcheck host-setup --key KEY.pub | ssh root@HOST python3 -), installs the "
+        "fleetcheck gatekeeper, adds this fleetcheck's probe hash to the host's allow-list and "
+        "puts KEY in authorized_keys as restrict,command=\"gatekeeper\": the key can then run "
+        "nothing but the audit's commands and the pinned probe. Run it again after an upgrade.",
+    )
+    setup.add_argument("--key", required=True, metavar="FILE",
+                       help="the audit key's public key (.pub)")
+    setup.add_argument("--python", default=DEFAULT_HOST_PYTHON, metavar="PATH",
+                       help=f"the host's Python 3 (default: {DEFAULT_HOST_PYTHON})")
+    setup.add_argument("--script-path", default=DEFAULT_SCRIPT_PATH, metavar="PATH",
+                       help=f"where the gatekeeper goes (default: {DEFAULT_SCRIPT_PATH})")
+    setup.add_argument("--hash-file", default=DEFAULT_HASH_PATH, metavar="PATH",
+                       help=f"the probe hash allow-list (default: {DEFAULT_HASH_PATH})")
+    setup.add_argument("--authorized-keys", default=DEFAULT_AUTHORIZED_KEYS, metavar="PATH",
+                       help="the login's authorized_keys on the host "
+                       f"(default: {DEFAULT_AUTHORIZED_KEYS})")
+    setup.add_argument("--from", dest="from_patterns", metavar="PATTERNS",
+                       help="also restrict the key to these client addresses (from=\"...\")")
+    setup.add_argument("--log", metavar="PATH",
+                       help="log to this file instead of syslog (hosts without syslog)")
+    shown = setup.add_mutually_exclusive_group()
+    shown.add_argument("--print-line", action="store_true",
+                       help="print only the authorized_keys line")
+    shown.add_argument("--print-script", action="store_true",
+                       help="print only the gatekeeper script")
+
+
+def cmd_host_setup(args: argparse.Namespace) -> int:
+    from fleetcheck.gatekeeper import HostSetup, read_public_key, script_source
+
+    setup = HostSetup(public_key=read_public_key(args.key), python=args.python,
+                      script_path=args.script_path, hash_path=args.hash_file,
+                      authorized_keys=args.authorized_keys, log_path=args.log,
+                      from_patterns=args.from_patterns)
+    if args.print_line:
+        _emit(setup.key_line() + "\n", None)
+    elif args.print_script:
+        _emit(script_source(), None)
+    else:
+        _emit(setup.installer(), None)
+    return EXIT_OK
 
 
 def _output_format(args: argparse.Namespace) -> str:
@@ -446,6 +505,13 @@ def cmd_gate(args: argparse.Namespace) -> int:
 def cmd_probe(args: argparse.Namespace) -> int:
     from fleetcheck.model import Report, exit_code_for
 
+    if args.sha256:
+        if not args.script:
+            raise UsageError("--sha256 goes with --script (fleetcheck probe --script --sha256)")
+        from fleetcheck.gatekeeper import probe_sha256
+
+        _emit(probe_sha256() + "\n", None)
+        return EXIT_OK
     if args.script:
         from fleetcheck.probe import probe_source
 
@@ -577,6 +643,7 @@ COMMANDS = {
     "report": cmd_report,
     "diff": cmd_diff,
     "health": cmd_health,
+    "host-setup": cmd_host_setup,
 }
 
 
@@ -590,6 +657,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
         ("fleetcheck.reportio", "ReportFileError"),
         ("fleetcheck.history", "HistoryError"),
         ("fleetcheck.render", "RenderError"),
+        ("fleetcheck.gatekeeper", "HostSetupError"),
     ):
         try:
             imported = __import__(module, fromlist=[name])
