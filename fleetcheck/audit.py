@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from fnmatch import fnmatchcase
 from typing import Any
 
+from fleetcheck.gatekeeper import refusal_reason  # gatekeeper (#14)
 from fleetcheck.inventory import (
     ALL_CONTAINERS,
     DiscoveredContainer,
@@ -126,6 +127,10 @@ def _without_document(
     stderr = result.stderr.decode("utf-8", "replace")
     code = result.returncode
     if code != 0:
+        # gatekeeper (#14): the host's forced command refused it; to be relocated after #11.
+        gatekept = refusal_reason(stderr, code)
+        if gatekept is not None:
+            return "error", gatekept
         refused = _pct_failure(target, stderr)
         if refused is not None:
             return refused
@@ -210,6 +215,10 @@ async def probe_target(
 
 
 def _discovery_failure(host: HostSpec, result: CommandResult) -> str:
+    # gatekeeper (#14): the host's forced command refused it; to be relocated after #11.
+    gatekept = refusal_reason(result.stderr.decode("utf-8", "replace"), result.returncode)
+    if gatekept is not None:
+        return gatekept
     refused = pct_refusal(result.stderr.decode("utf-8", "replace"), host.name)
     if refused is not None:
         return refused

@@ -1,10 +1,18 @@
-"""A Proxmox VE API stand-in: real HTTPS on 127.0.0.1, token check, the shared JSON fixtures.
+"""A Proxmox VE API stand-in: real HTTPS on 127.0.0.1, token check, fixtures in tests/fixtures.
 
 It answers as pve-http-server does: `{"data": ...}` bodies, the error text as the HTTP reason
 phrase (and, as since PVE 8.4, in `message`), 401 "invalid token value!" after a delay for a
 wrong token (3 s on a real host; a parameter here so tests stay fast), 500 "Configuration file
 'nodes/N/lxc/V.conf' does not exist" for an unknown container, 400 "Parameter verification
 failed." for a bad `type`, 501 for an unknown path.
+
+Permissions (`FakePveApi.privileges`, None: a token without privilege separation, which may do
+everything) are checked as pve-access-control's RPCEnvironment does: an ACL on a path holds
+for the paths below it, a guest's privileges also come from its pool (`/pool/NAME`), lists
+(`/cluster/resources`, `/nodes/N/lxc`) leave out the guests the token may not audit, and a
+single guest's route answers 403 "Permission check failed (/vms/VMID, PRIV)" (raise_perm_exc).
+Running a command through the QEMU guest agent needs VM.GuestAgent.Unrestricted from PVE 9,
+VM.Monitor before (`pve_major`).
 """
 
 from __future__ import annotations
@@ -28,8 +36,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-#: CI lays shared/ beside the checkout: <repo>/../shared/fixtures/proxmox.
-FIXTURES_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "proxmox"
+#: The Proxmox JSON fixtures ship with the tests (provenance: FIXTURES.md beside them).
+FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "proxmox"
 
 _FIXTURE_ROUTES = {
     "/nodes": "nodes.json",
@@ -110,6 +118,40 @@ class FakePveApi:
     requests: list[tuple[str, str, bool]] = field(default_factory=list)
     url: str = ""
     ca_path: Path | None = None
+    #: ACL path -> privileges granted to the token there; None grants everything.
+    privileges: dict[str, set[str]] | None = None
+    #: Guest VMID -> its pool, for ACLs on /pool/NAME.
+    pools: dict[int, str] = field(default_factory=dict)
+    #: Major PVE version: decides the guest-agent exec privilege.
+    pve_major: int = 9
+
+    def allowed(self, path: str, privilege: str) -> bool:
+        """Does the token hold `privilege` on `path` (ACLs propagate down the tree)?"""
+        if self.privileges is None:
+            return True
+        parts = path.rstrip("/").split("/")
+        prefixes = ["/".join(parts[:i]) or "/" for i in range(len(parts), 0, -1)]
+        return any(privilege in self.privileges.get(prefix, set()) for prefix in prefixes)
+
+    def vm_allowed(self, vmid: int, privilege: str) -> bool:
+        """RPCEnvironment check_vm_perm: the guest's pool first, then /vms/VMID."""
+        pool = self.pools.get(vmid)
+        if pool and self.allowed(f"/pool/{pool}", privilege):
+            return True
+        return self.allowed(f"/vms/{vmid}", privilege)
+
+    def agent_exec_privilege(self) -> str:
+        """The privilege `POST .../agent/exec` checks (qemu-server API2/Qemu/Agent.pm)."""
+        return "VM.GuestAgent.Unrestricted" if self.pve_major >= 9 else "VM.Monitor"
+
+    def visible(self, route: str, data: Any) -> Any:
+        """A list route's data without the guests the token may not audit (no 403 for lists)."""
+        listed = route.startswith("/cluster/resources") or (
+            route.startswith("/nodes/") and route.endswith("/lxc"))
+        if not listed or not isinstance(data, list):
+            return data
+        return [row for row in data if not (isinstance(row, dict) and "vmid" in row)
+                or self.vm_allowed(int(row["vmid"]), "VM.Audit")]
 
     def data_for(self, route: str) -> Any:
         if route in self.overrides:
@@ -155,11 +197,21 @@ def _handler(api: FakePveApi) -> type[BaseHTTPRequestHandler]:
                     )
                     return
                 route = f"{path}?type={kind}" if kind else path
+            segments = path.strip("/").split("/")
+            if (len(segments) >= 4 and segments[0] == "nodes" and segments[2] in ("lxc", "qemu")
+                    and segments[3].isdigit()
+                    and not api.vm_allowed(int(segments[3]), "VM.Audit")):
+                self._forbidden(f"/vms/{segments[3]}, VM.Audit")
+                return
+            if path == "/access/permissions":
+                self._answer(200, "OK", {"data": {
+                    acl: {priv: 1 for priv in sorted(privs)}
+                    for acl, privs in (api.privileges or {"/": {"Administrator"}}).items()}})
+                return
             data = api.data_for(route)
             if data is not None:
-                self._answer(200, "OK", {"data": data})
+                self._answer(200, "OK", {"data": api.visible(route, data)})
                 return
-            segments = path.strip("/").split("/")
             if len(segments) >= 4 and segments[0] == "nodes" and segments[2] == "lxc":
                 message = (
                     f"Configuration file 'nodes/{segments[1]}/lxc/{segments[3]}.conf' "
@@ -168,6 +220,33 @@ def _handler(api: FakePveApi) -> type[BaseHTTPRequestHandler]:
                 self._answer(500, message, {"data": None, "message": message + "\n"})
                 return
             self._answer(501, f"Method 'GET {parts.path}' not implemented", {"data": None})
+
+        def do_POST(self) -> None:
+            """Only `POST /nodes/N/qemu/VMID/agent/exec`: the permission check, then a pid."""
+            auth = self.headers.get("Authorization")
+            api.requests.append(("POST", self.path, auth is not None))
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            if auth != f"PVEAPIToken={api.user}!{api.token_name}={api.secret}":
+                time.sleep(api.unauthorized_delay)
+                self._answer(401, "invalid token value!", {"data": None})
+                return
+            path = urlsplit(self.path).path
+            segments = path[len("/api2/json"):].strip("/").split("/")
+            if (len(segments) == 6 and segments[0] == "nodes" and segments[2] == "qemu"
+                    and segments[3].isdigit() and segments[4:] == ["agent", "exec"]):
+                privilege = api.agent_exec_privilege()
+                if not api.vm_allowed(int(segments[3]), privilege):
+                    self._forbidden(f"/vms/{segments[3]}, {privilege}")
+                    return
+                self._answer(200, "OK", {"data": {"pid": 4242}})
+                return
+            self._answer(501, f"Method 'POST {path}' not implemented", {"data": None})
+
+        def _forbidden(self, what: str) -> None:
+            # PVE::Exception raise_perm_exc: "Permission check failed ($what)", HTTP 403.
+            message = f"Permission check failed ({what})"
+            self._answer(403, message, {"data": None, "message": message + "\n"})
 
         def _answer(self, status: int, reason: str, body: dict[str, Any]) -> None:
             payload = json.dumps(body).encode()

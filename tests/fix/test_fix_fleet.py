@@ -294,3 +294,25 @@ def test_a_rocky_node_is_fixed_with_dnf(fleet: Fleet, capsys: Any, tmp_path: Pat
     assert text in run["stdout"] + run["stderr"]
     assert (cdir / "dnf.log").read_text().splitlines() == [json.dumps(
         ["install", "-y", "--setopt=install_weak_deps=False", "gcc", "glibc-devel"])]
+
+
+def test_an_audit_key_restricted_by_the_gatekeeper_cannot_repair(
+        fleet: Fleet, capsys: Any, tmp_path: Path) -> None:
+    from gatekeeper.test_forced_command import install_gatekeeper, keygen
+
+    key = keygen(tmp_path / "audit_ed25519")
+    cdir = _fleet(fleet)
+    install_gatekeeper(fleet.hosts["pve1"], key.with_suffix(".pub"))
+    inventory = tmp_path / "restricted.yaml"
+    fleet.write_inventory(inventory, timeout=60, ssh={"identity_file": str(key)})
+    record = tmp_path / "fix.json"
+    code = main(["fix", str(inventory), "--apply", "--yes", "--no-progress", "-o", str(record)])
+    out = capsys.readouterr().out
+    assert code == 1
+    node = _record(record)["nodes"][0]
+    assert node["outcome"] == "fix failed"
+    (refused,) = node["ran"]
+    assert refused["returncode"] == 77
+    assert refused["stderr"].startswith("fleetcheck-gatekeeper: refused: ")
+    assert "exit status 77: fleetcheck-gatekeeper: refused: " in out
+    assert _apt_calls(cdir) == []
