@@ -294,22 +294,13 @@ def _unmatched_limit(inventory: Inventory, limit: list[str], report: Report) -> 
     """The error for --limit patterns that selected nothing once containers were discovered."""
     if not limit or report.interrupted:
         return None
-    from fleetcheck.inventory import unmatched_patterns
+    from fleetcheck.inventory import unmatched_limit_error
 
-    missing = unmatched_patterns(limit, [(n.id, n.labels) for n in report.nodes],
-                                 inventory.groups)
     # A host that could not be listed stands for its containers: not a typo in --limit.
-    unlisted = {n.id for n in report.nodes if n.vmid is None and n.status in
-                ("unreachable", "error")}
-    missing = [atom for atom in missing if atom.split("/", 1)[0] not in unlisted]
-    if not missing:
-        return None
-    from fleetcheck.inventory.limit import split_patterns
-
-    if any(atom[:1] in ("!", "&") for atom in split_patterns(limit) if atom):
-        return (f"--limit {', '.join(limit)}: selects no node of {', '.join(missing)} "
-                "(after discovery and the ! and & patterns)")
-    return f"--limit {', '.join(missing)}: matched no node after discovery"
+    unlisted = [n.id for n in report.nodes if n.vmid is None and n.status in
+                ("unreachable", "error")]
+    return unmatched_limit_error(limit, [(n.id, n.labels) for n in report.nodes],
+                                 inventory.groups, unlisted)
 
 
 def _with_fleet_checks(report: Report, policy: Policy) -> Report:
@@ -419,7 +410,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     policy = _load_policy(args.playbook)
     deep = args.deep or policy.deep
-    timeout = args.timeout if args.timeout is not None else (180.0 if deep else 60.0)
+    from fleetcheck.transport.interface import DEFAULT_DEEP_NODE_TIMEOUT, DEFAULT_NODE_TIMEOUT
+
+    default = DEFAULT_DEEP_NODE_TIMEOUT if deep else DEFAULT_NODE_TIMEOUT
+    timeout = args.timeout if args.timeout is not None else default
     started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     node = local_node_result(python=args.python, deep=deep, timeout=timeout, policy=policy)
     finished = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

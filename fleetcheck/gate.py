@@ -8,6 +8,7 @@ from typing import Any
 from fleetcheck.checks import causal_rank
 from fleetcheck.model import NodeResult, Report
 from fleetcheck.render.sanitize import terminal_line
+from fleetcheck.text import clip
 
 GATE_SCHEMA = "fleetcheck.gate/1"
 
@@ -52,7 +53,7 @@ def sanitise(text: str, limit: int = _MAX_TEXT) -> str:
     characters are shown as `\\xNN` as every terminal renderer shows them, and long text is
     clipped to `limit` characters."""
     cleaned = terminal_line(" ".join(text.split()))
-    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
+    return clip(cleaned, limit)
 
 
 def _fix(node: NodeResult) -> str:

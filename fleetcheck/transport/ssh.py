@@ -18,7 +18,11 @@ import asyncssh
 
 from fleetcheck.inventory.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import (
+    OUTPUT_CAP,
+    STDERR_CAP,
+    BudgetFor,
     CommandResult,
+    NodeBudget,
     RunCommand,
     Transport,
     TransportError,
@@ -27,13 +31,6 @@ from fleetcheck.transport.interface import (
 #: Connection attempts in flight at once, fleet-wide: below sshd's MaxStartups (10:30:100),
 #: which starts dropping unauthenticated connections at random beyond 10.
 DEFAULT_CONNECT_ATTEMPTS = 8
-#: Most stdout bytes kept per command; a node printing more is cut off and marked truncated.
-OUTPUT_CAP = 8 * 1024 * 1024
-STDERR_CAP = 256 * 1024
-#: Seconds between the remote `timeout`'s TERM and its KILL.
-KILL_AFTER = 5
-#: Extra seconds the client waits beyond the remote kill, for the exit status to arrive.
-CLIENT_GRACE = 2.0
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 RUN_TAG_VAR = "FLEETCHECK_RUN"
 
@@ -41,7 +38,9 @@ RUN_TAG_VAR = "FLEETCHECK_RUN"
 _KNOWN_HOSTS_LOCK = threading.Lock()
 
 
-def remote_command(argv: list[str], timeout: float, tag: str = "") -> str:
+def remote_command(
+    argv: list[str], timeout: float, tag: str = "", *, budget: BudgetFor = NodeBudget
+) -> str:
     """The one place argv becomes a remote command line: quoted, under the host's `timeout`.
 
     A client-side timeout does not stop a remote process (it is reparented to init and keeps
@@ -50,7 +49,9 @@ def remote_command(argv: list[str], timeout: float, tag: str = "") -> str:
     commands of an aborted audit can be found and stopped early (see `kill_abandoned`).
     """
     tagged = ["env", f"{RUN_TAG_VAR}={tag}", *argv] if tag else argv
-    return shlex.join(["timeout", "-k", str(KILL_AFTER), f"{max(timeout, 1.0):g}", *tagged])
+    limits = budget(timeout)
+    return shlex.join(["timeout", "-k", str(limits.kill_after), f"{limits.remote_timeout:g}",
+                       *tagged])
 
 
 class _CappedSession(asyncssh.SSHClientSession[bytes]):
@@ -157,8 +158,10 @@ class SshTransport(Transport):
         *,
         connect_limiter: asyncio.Semaphore | None = None,
         output_cap: int = OUTPUT_CAP,
+        budget: BudgetFor = NodeBudget,
     ) -> None:
         self.host = host
+        self.budget = budget
         self.options = host.ssh
         self.address = host.address or host.name
         self.output_cap = output_cap
@@ -345,7 +348,7 @@ class SshTransport(Transport):
             async def run(
                 argv: list[str], *, input: bytes | None = None, timeout: float
             ) -> CommandResult:
-                command = remote_command(argv, timeout, self.tag)
+                command = remote_command(argv, timeout, self.tag, budget=self.budget)
                 return await self._run_channel(conn, command, input, timeout)
 
             yield run
@@ -366,7 +369,7 @@ class SshTransport(Transport):
         timed_out = False
         try:
             await asyncio.wait_for(
-                asyncio.shield(session.done), timeout + KILL_AFTER + CLIENT_GRACE
+                asyncio.shield(session.done), self.budget(timeout).client_wait
             )
         except asyncio.TimeoutError:
             timed_out = True
