@@ -15,6 +15,7 @@ import functools
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -198,6 +199,16 @@ def raise_open_files_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
     except (ImportError, ValueError, OSError):
         pass  # not on this platform, or not allowed: the default limit still works
+
+
+@dataclass(frozen=True)
+class AuditParts:
+    """What the scheduler is given besides the inventory; a bench or a test swaps any of them."""
+
+    transports: TransportFactory | None = None
+    #: The probe payload fed to each node's Python; None: the shipped probe.
+    probe: bytes | None = None
+    budget: BudgetFor = NodeBudget
 
 
 class AuditRun:

@@ -272,16 +272,17 @@ def _default_inventory() -> Inventory:
 
 
 def _run_audit(inventory: Inventory, limit: list[str], deep: bool, policy: Policy,
-               timeout: float | None, progress: bool) -> Report:
+               timeout: float | None, progress: bool, parts: Any = None) -> Report:
     """Run the audit with a progress bar on a TTY; Ctrl-C returns what was gathered."""
-    from fleetcheck.audit import AuditRun
+    from fleetcheck.audit import AuditParts, AuditRun
     from fleetcheck.inventory import check_limit
     from fleetcheck.render.progress import progress_observer
 
     check_limit(inventory, limit)
     with progress_observer(sys.stderr, enabled=progress) as observer:
         run = AuditRun(inventory, limit=limit or None, deep=deep, policy=policy,
-                       observer=observer, audit_timeout=timeout)
+                       observer=observer, audit_timeout=timeout,
+                       **vars(parts or AuditParts()))
         try:
             report = asyncio.run(run.run())
         except KeyboardInterrupt:
@@ -327,7 +328,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     inventory = _load_inventory(args.inventory) if args.inventory else _default_inventory()
     policy = _load_policy(args.playbook)
     report = _run_audit(inventory, args.limit, args.deep or policy.deep, policy, args.timeout,
-                        progress=not args.no_progress)
+                        progress=not args.no_progress, parts=args.parts)
     report = _with_fleet_checks(report, policy)
     limit_error = _unmatched_limit(inventory, args.limit, report)
     history: Any = ()
@@ -382,7 +383,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     inventory = _load_inventory(args.inventory)
     policy = _load_policy(args.playbook)
-    report = _run_audit(inventory, args.limit, policy.deep, policy, args.timeout, progress=False)
+    report = _run_audit(inventory, args.limit, policy.deep, policy, args.timeout, progress=False,
+                        parts=args.parts)
     report = _with_fleet_checks(report, policy)
     for line in gate_lines(report):
         print(line, file=sys.stderr)
@@ -511,12 +513,15 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, parts: Any = None) -> int:
+    """The `fleetcheck` command; `parts` (an `audit.AuditParts`) lets a bench swap the
+    audit's transports, probe payload or node budget without patching modules."""
     if hasattr(sys.stdout, "reconfigure"):
         # A report must be written even if a node sent text this terminal cannot encode.
         sys.stdout.reconfigure(errors="replace")
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.parts = parts
     if not args.command:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
