@@ -11,16 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck import __version__
+from fleetcheck.verdict import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
 
 if TYPE_CHECKING:  # the CLI imports stages lazily, so that `--help` and `probe --script` stay fast
     from fleetcheck.inventory.model import Inventory
     from fleetcheck.model import Report
     from fleetcheck.verdict import Policy
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_UNVERIFIED = 3
 
 FORMATS = ("table", "html", "json", "junit", "prometheus")
 
@@ -298,8 +295,10 @@ def _unmatched_limit(inventory: Inventory, limit: list[str], report: Report) -> 
     from fleetcheck.inventory import unmatched_limit_error
 
     # A host that could not be listed stands for its containers: not a typo in --limit.
+    from fleetcheck.verdict import UNVERIFIED_STATUSES
+
     unlisted = [n.id for n in report.nodes if n.vmid is None and n.status in
-                ("unreachable", "error")]
+                UNVERIFIED_STATUSES]
     return unmatched_limit_error(limit, [(n.id, n.labels) for n in report.nodes],
                                  inventory.groups, unlisted)
 
@@ -314,8 +313,8 @@ def _with_fleet_checks(report: Report, policy: Policy) -> Report:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from fleetcheck.model import exit_code_for
     from fleetcheck.render import render
+    from fleetcheck.verdict import exit_code_for
 
     fmt = _output_format(args)
     if args.on_change and not args.history:
@@ -398,13 +397,14 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from fleetcheck.model import Report, exit_code_for
+    from fleetcheck.model import Report
+    from fleetcheck.verdict import exit_code_for
 
     if args.script:
         from fleetcheck.probe import probe_source
 
         _emit(probe_source(), None)
-        return EXIT_OK
+        return EXIT_PASS
     from datetime import datetime, timezone
 
     from fleetcheck.audit import local_node_result
@@ -442,7 +442,7 @@ def cmd_inventory(args: argparse.Namespace) -> int:
         _emit(json.dumps(inventory_to_json(inventory), indent=2) + "\n", None)
     else:
         _emit(render_inventory_graph(inventory), None)
-    return EXIT_OK
+    return EXIT_PASS
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -459,7 +459,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         failing_since = hist.failing_since(args.history, report)
     _emit(render(report, _output_format(args), history=history, failing_since=failing_since,
                  **_file_options(args.output)), args.output)
-    return EXIT_OK
+    return EXIT_PASS
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -473,7 +473,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         _emit(json.dumps(diff.to_dict(), indent=2, ensure_ascii=False) + "\n", None)
     else:
         _emit("".join(line + "\n" for line in diff.lines()), None)
-    return EXIT_FAILED if diff.changed else EXIT_OK
+    return EXIT_FAIL if diff.changed else EXIT_PASS
 
 
 def _load_inventory(path: str) -> Inventory:

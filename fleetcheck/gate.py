@@ -9,15 +9,9 @@ from fleetcheck.checks import causal_rank
 from fleetcheck.model import NodeResult, Report
 from fleetcheck.render.sanitize import terminal_line
 from fleetcheck.text import clip
+from fleetcheck.verdict import EXIT_FAIL, EXIT_PASS, GATE_UNVERIFIED, gate_exit_code
 
 GATE_SCHEMA = "fleetcheck.gate/1"
-
-EXIT_PASS = 0
-EXIT_FAIL = 1
-EXIT_UNVERIFIED = 3
-
-#: For a gate, a node it could not look at is not a pass: skipped (stopped) ones included.
-GATE_UNVERIFIED = frozenset({"error", "unreachable", "skipped"})
 
 _UNVERIFIED_FIX = {
     "unreachable": "check that the node is up and reachable over SSH, then run the gate again",
@@ -89,19 +83,6 @@ def _blocking(report: Report) -> list[dict[str, str]]:
                     blocking.append({"node": "fleet", "status": "fail",
                                      "cause": check.summary, "fix": check.fix, "check": check.id})
     return blocking
-
-
-def gate_exit_code(report: Report) -> int:
-    """0 every selected node verified and passing; 1 something failed; 3 some not verified.
-
-    An empty selection verifies nothing, so it cannot pass: 3.
-    """
-    statuses = {node.status for node in report.nodes}
-    if "fail" in statuses or any(check.status == "fail" for check in report.fleet_checks):
-        return EXIT_FAIL
-    if statuses & GATE_UNVERIFIED or report.interrupted or not report.nodes:
-        return EXIT_UNVERIFIED
-    return EXIT_PASS
 
 
 def gate_lines(report: Report) -> list[str]:

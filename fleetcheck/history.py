@@ -20,7 +20,7 @@ from fleetcheck.consistency import fact_label, fact_value
 from fleetcheck.gate import sanitise
 from fleetcheck.model import NodeResult, Report, RunSummary
 from fleetcheck.reportio import ReportFileError, dumps_report, load_report, write_atomic
-from fleetcheck.verdict import CONSISTENCY_KEYS
+from fleetcheck.verdict import CONSISTENCY_KEYS, FAILING_STATUSES, HEALTHY_STATUSES
 
 #: Runs kept by default (`--keep`).
 DEFAULT_KEEP = 90
@@ -29,8 +29,6 @@ DEFAULT_KEEP = 90
 _RUN_NAME = re.compile(r"^(\d{8}T\d{6}Z)(?:-(\d+))?\.json\.gz$")
 
 #: Statuses counted as "failing" for "failing since": the node is not usable as it is.
-FAILING_STATUSES = frozenset({"fail", "error", "unreachable"})
-_HEALTHY = frozenset({"ok", "warn"})
 
 Warn = Callable[[str], None]
 
@@ -208,9 +206,6 @@ class ReportDiff:
     def changed(self) -> bool:
         return bool(self.changes)
 
-    def of_kind(self, kind: str) -> tuple[Change, ...]:
-        return tuple(change for change in self.changes if change.kind == kind)
-
     def lines(self) -> list[str]:
         """The diff as text, one line per change, printable characters only."""
         span = f"from {self.old_started_at or '?'} to {self.new_started_at or '?'}"
@@ -253,7 +248,7 @@ def _node_changes(old: NodeResult, new: NodeResult) -> list[Change]:
     if old.status != new.status:
         if new.status == "fail":
             kind = "new-failure"
-        elif old.status in FAILING_STATUSES and new.status in _HEALTHY:
+        elif old.status in FAILING_STATUSES and new.status in HEALTHY_STATUSES:
             kind = "recovered"
         else:
             kind = "status"

@@ -1,13 +1,40 @@
-"""Checks and Triton verdict of one node -> its status and one-line reason, under a policy."""
+"""Judgement: a node's status and one-line reason under a policy, the status sets and exit codes.
+
+Owns what a status means (which count as failing, unverified, healthy, probed) and the exit
+codes of `audit`, `report`, `probe` and `gate`; the status vocabulary itself is the data
+contract in `model.py`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from fleetcheck.checks import causal_rank
 from fleetcheck.model import Check, TritonVerdict
+
+if TYPE_CHECKING:
+    from fleetcheck.model import Report
+
+#: Exit codes (the README's table): passed; a node failed; bad input or usage; unverified.
+EXIT_PASS = 0
+EXIT_FAIL = 1
+EXIT_USAGE = 2
+EXIT_UNVERIFIED = 3
+
+#: Node statuses that mean "could not be verified" (exit code 3 when nothing failed).
+UNVERIFIED_STATUSES = frozenset({"error", "unreachable"})
+#: For a gate, a node it could not look at is not a pass: skipped (stopped) ones included.
+GATE_UNVERIFIED = UNVERIFIED_STATUSES | {"skipped"}
+#: Statuses that need someone's attention (history's "failing since", the failing-only views).
+FAILING_STATUSES = frozenset({"fail"}) | UNVERIFIED_STATUSES
+#: Statuses of a node that was verified and may run jobs.
+HEALTHY_STATUSES = frozenset({"ok", "warn"})
+#: Statuses a node can have once the probe printed its document (what fleet rules compare).
+PROBED_STATUSES = HEALTHY_STATUSES | {"fail", "error"}
+#: The statuses the probe itself may report (its document's `status`).
+PROBE_STATUSES = ("ok", "warn", "fail", "error")
 
 #: Facts that fleet consistency can compare across nodes (see fleetcheck.consistency).
 CONSISTENCY_KEYS = (
@@ -37,7 +64,6 @@ class Policy:
     consistent: tuple[str, ...] = ()
     #: Treat warnings as failures.
     strict_warnings: bool = False
-    extra: dict[str, object] = field(default_factory=dict)
     #: Facts that should be equal across the selection: a mismatch only warns.
     consistent_warn: tuple[str, ...] = ()
     #: One line saying what the playbook is for.
@@ -121,3 +147,30 @@ def evaluate_node(
     if warned is not None:
         return "warn", warned.summary
     return "ok", f"Triton {triton.verdict}" + (f" ({triton.backend})" if triton.backend else "")
+
+
+def exit_code_for(report: Report) -> int:
+    """The documented exit code: 0 passed, 1 a node failed, 3 some nodes (or all) unverified."""
+    statuses = {node.status for node in report.nodes}
+    failed = "fail" in statuses or any(c.status == "fail" for c in report.fleet_checks)
+    if failed:
+        return EXIT_FAIL
+    if statuses & UNVERIFIED_STATUSES or report.interrupted:
+        return EXIT_UNVERIFIED
+    if not statuses & HEALTHY_STATUSES:
+        # Nothing was verified (no node, or every one skipped): not a pass.
+        return EXIT_UNVERIFIED
+    return EXIT_PASS
+
+
+def gate_exit_code(report: Report) -> int:
+    """0 every selected node verified and passing; 1 something failed; 3 some not verified.
+
+    An empty selection verifies nothing, so it cannot pass: 3.
+    """
+    statuses = {node.status for node in report.nodes}
+    if "fail" in statuses or any(check.status == "fail" for check in report.fleet_checks):
+        return EXIT_FAIL
+    if statuses & GATE_UNVERIFIED or report.interrupted or not report.nodes:
+        return EXIT_UNVERIFIED
+    return EXIT_PASS

@@ -11,9 +11,9 @@ from typing import Any
 
 from fleetcheck.model import CHECK_STATUSES, PROBE_SCHEMA, VERDICTS, Check, TritonVerdict
 from fleetcheck.text import clip
+from fleetcheck.verdict import PROBE_STATUSES
 
 #: Statuses a probe reports for its node.
-PROBE_STATUSES = ("ok", "warn", "fail", "error")
 #: Bounds applied to everything read from a node.
 MAX_TEXT = 4096
 MAX_ITEMS = 200

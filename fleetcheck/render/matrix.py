@@ -18,8 +18,6 @@ _CELL_RANK = {state: index for index, state in enumerate(CELL_STATES)}
 SPANNING_STATUSES = frozenset({"unreachable", "error", "skipped"})
 #: Node statuses listed below the matrix, most urgent first.
 PROBLEM_ORDER = ("fail", "error", "unreachable", "warn")
-#: Statuses the "failing only" views keep.
-FAILING_STATUSES = frozenset({"fail", "error", "unreachable"})
 
 _VERDICT_STATE = {
     "gpu": "pass",
