@@ -98,37 +98,37 @@ def host_may_match(
     return True
 
 
-def _may_select(
-    host: HostSpec, atom: str, groups: Mapping[str, Sequence[str]],
-    seen: frozenset[str] = frozenset(),
-) -> bool:
+def _may_select(host: HostSpec, atom: str, groups: Mapping[str, Sequence[str]]) -> bool:
     """Whether `atom` may select some node of `host`, its containers not yet known."""
-    if atom in ("all", "*"):
-        return True
-    label = _label_of(atom)
-    if label is not None:
-        # Containers carry their host's labels, and Proxmox tags when the API lists them.
-        return host.api is not None or any(fnmatchcase(x, label) for x in host.labels)
-    if atom in groups and atom not in seen:
-        return any(_may_select(host, member, groups, seen | {atom}) for member in groups[atom])
-    return fnmatchcase(host.name, atom.split("/", 1)[0])
+    return _host_atom(host, atom, groups, every=False)
 
 
-def _selects_all_of(
-    host: HostSpec, atom: str, groups: Mapping[str, Sequence[str]],
+def _selects_all_of(host: HostSpec, atom: str, groups: Mapping[str, Sequence[str]]) -> bool:
+    """Whether `atom` selects every node `host` may have, its containers not yet known."""
+    return _host_atom(host, atom, groups, every=True)
+
+
+def _host_atom(
+    host: HostSpec, atom: str, groups: Mapping[str, Sequence[str]], *, every: bool,
     seen: frozenset[str] = frozenset(),
 ) -> bool:
-    """Whether `atom` selects every node `host` may have, its containers not yet known."""
+    """`atom` against a host whose containers are unknown: may it select some node of the
+    host, or (`every`) does it select all of them?"""
     if atom in ("all", "*"):
         return True
     label = _label_of(atom)
     if label is not None:
-        # Containers carry their host's labels as well as their own.
+        # Containers carry their host's labels as well as their own, and Proxmox tags when
+        # the API lists them: the tags may select some, never surely all.
+        if not every and host.api is not None:
+            return True
         return any(fnmatchcase(value, label) for value in host.labels)
     if atom in groups and atom not in seen:
-        return any(_selects_all_of(host, member, groups, seen | {atom})
+        return any(_host_atom(host, member, groups, every=every, seen=seen | {atom})
                    for member in groups[atom])
     host_glob, slash, vmid_glob = atom.partition("/")
+    if not every:
+        return fnmatchcase(host.name, host_glob)
     if slash:
         return not host.probe_host and vmid_glob == "*" and fnmatchcase(host.name, host_glob)
     return fnmatchcase(host.name, atom)
