@@ -16,7 +16,6 @@ import socket
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from fleetcheck.inventory import (
@@ -40,6 +39,7 @@ from fleetcheck.observer import AuditObserver, NullObserver
 from fleetcheck.probe import probe_argv, probe_source
 from fleetcheck.probe.results import ProbeOutputError, parse_probe_output
 from fleetcheck.text import clip, last_line
+from fleetcheck.timestamps import utc_now
 from fleetcheck.transport.factory import TransportFactory
 from fleetcheck.transport.interface import (
     DEFAULT_NODE_TIMEOUT,
@@ -58,11 +58,6 @@ INTERRUPTED = "interrupted before the probe finished"
 INTERRUPTED_DISCOVERY = "interrupted before its containers were discovered"
 #: How long `pct list` may take on a host.
 DISCOVERY_TIMEOUT = 30.0
-
-
-def utc_now() -> str:
-    """ISO 8601 UTC with a Z, to the second (the audit JSON's timestamps)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @functools.cache

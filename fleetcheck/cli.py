@@ -405,10 +405,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
         _emit(probe_source(), None)
         return EXIT_PASS
-    from datetime import datetime, timezone
-
     from fleetcheck.audit import local_node_result
     from fleetcheck.reportio import node_to_dict
+    from fleetcheck.timestamps import utc_now
 
     policy = _load_policy(args.playbook)
     deep = args.deep or policy.deep
@@ -416,9 +415,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     default = DEFAULT_DEEP_NODE_TIMEOUT if deep else DEFAULT_NODE_TIMEOUT
     timeout = args.timeout if args.timeout is not None else default
-    started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    started = utc_now()
     node = local_node_result(python=args.python, deep=deep, timeout=timeout, policy=policy)
-    finished = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    finished = utc_now()
     report = Report(started_at=started, finished_at=finished, nodes=(node,),
                     inventory=None, playbook=policy.name)
     if args.format == "json":

@@ -7,8 +7,7 @@ from typing import Any
 
 from fleetcheck.checks import causal_rank
 from fleetcheck.model import NodeResult, Report
-from fleetcheck.render.sanitize import terminal_line
-from fleetcheck.text import clip
+from fleetcheck.render.sanitize import sanitise
 from fleetcheck.verdict import EXIT_FAIL, EXIT_PASS, GATE_UNVERIFIED, gate_exit_code
 
 GATE_SCHEMA = "fleetcheck.gate/1"
@@ -37,18 +36,6 @@ _HOST_KEY_FIXES = (
      "known_hosts; if a key for it is already there and changed, find out why before "
      "ssh-keygen -R HOST"),
 )
-
-#: Longest cause or fix shown on one gate line; a node's text beyond that is noise.
-_MAX_TEXT = 300
-
-
-def sanitise(text: str, limit: int = _MAX_TEXT) -> str:
-    """One terminal-safe line: whitespace runs (newlines too) become one space, other control
-    characters are shown as `\\xNN` as every terminal renderer shows them, and long text is
-    clipped to `limit` characters."""
-    cleaned = terminal_line(" ".join(text.split()))
-    return clip(cleaned, limit)
-
 
 def _fix(node: NodeResult) -> str:
     if node.status == "unreachable":

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck.consistency import fact_label, fact_value
-from fleetcheck.gate import sanitise
 from fleetcheck.model import NodeResult, Report, RunSummary
+from fleetcheck.render.sanitize import sanitise
 from fleetcheck.reportio import ReportFileError, dumps_report, load_report, write_atomic
+from fleetcheck.timestamps import parse_time
 from fleetcheck.verdict import CONSISTENCY_KEYS, FAILING_STATUSES, HEALTHY_STATUSES
 
 #: Runs kept by default (`--keep`).
@@ -41,16 +42,8 @@ def _stderr_warning(message: str) -> None:
     print(f"fleetcheck: warning: {message}", file=sys.stderr)
 
 
-def _parse_time(text: str) -> datetime | None:
-    try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
-
-
 def _stamp(report: Report) -> str:
-    moment = _parse_time(report.started_at) or datetime.now(timezone.utc)
+    moment = parse_time(report.started_at.strip()) or datetime.now(timezone.utc)
     return moment.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
@@ -152,14 +145,14 @@ def failing_since(
     (the report itself, once saved) are not looked at; a run without the node, or with the
     node healthy, ends the streak.
     """
-    current = _parse_time(report.started_at)
+    current = parse_time(report.started_at.strip())
     since = {node.id: report.started_at for node in report.nodes
              if node.status in FAILING_STATUSES}
     open_streaks = set(since)
     for _, older in _runs_newest_first(directory, warn):
         if not open_streaks:
             break
-        moment = _parse_time(older.started_at)
+        moment = parse_time(older.started_at.strip())
         if older.started_at == report.started_at or (current and moment and moment >= current):
             continue
         statuses = {node.id: node.status for node in older.nodes}

@@ -22,9 +22,9 @@ from fleetcheck.render.matrix import (
     problem_nodes,
     root_cause,
 )
-from fleetcheck.render.prometheus import parse_timestamp
 from fleetcheck.render.sanitize import as_text, terminal_block, terminal_line
 from fleetcheck.render.trend import trend_chart
+from fleetcheck.timestamps import parse_timestamp
 from fleetcheck.verdict import FAILING_STATUSES
 
 _STATUS_RANK = {status: index for index, status in enumerate(NODE_STATUSES)}
