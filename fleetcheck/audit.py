@@ -27,11 +27,8 @@ from fleetcheck.inventory import (
     InventoryError,
     SkippedTarget,
     Target,
-    discover_via_api,
     host_may_match,
     matches_limit,
-    parse_pct_list,
-    pct_list_argv,
     targets_for_host,
 )
 from fleetcheck.model import NodeResult, Report
@@ -50,14 +47,10 @@ from fleetcheck.transport.interface import (
     Transport,
     TransportError,
 )
-from fleetcheck.transport.pct import pct_list_failure
-from fleetcheck.transport.ssh import DEFAULT_CONNECT_ATTEMPTS
 from fleetcheck.verdict import DEFAULT_POLICY, Policy, evaluate_node
 
 INTERRUPTED = "interrupted before the probe finished"
 INTERRUPTED_DISCOVERY = "interrupted before its containers were discovered"
-#: How long `pct list` may take on a host.
-DISCOVERY_TIMEOUT = 30.0
 
 
 @functools.cache
@@ -218,7 +211,7 @@ class AuditRun:
         policy: Policy = DEFAULT_POLICY,
         observer: AuditObserver | None = None,
         audit_timeout: float | None = None,
-        connect_attempts: int = DEFAULT_CONNECT_ATTEMPTS,
+        connect_attempts: int | None = None,
         transports: TransportFactory | None = None,
         probe: bytes | None = None,
         budget: BudgetFor = NodeBudget,
@@ -230,7 +223,10 @@ class AuditRun:
         self.observer: AuditObserver = observer or NullObserver()
         self.audit_timeout = audit_timeout if audit_timeout is not None else (
             inventory.audit_timeout)
-        self.transports = transports or TransportFactory(connect_attempts=connect_attempts)
+        if transports is None:
+            transports = (TransportFactory() if connect_attempts is None
+                          else TransportFactory(connect_attempts=connect_attempts))
+        self.transports = transports
         self.probe = probe
         self.budget = budget
         self.started_at = utc_now()
@@ -343,12 +339,7 @@ class AuditRun:
                              return_exceptions=True)
 
     async def _discover(self, host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
-        if host.api is not None:
-            return await discover_via_api(host)
-        result = await transport.run(pct_list_argv(host), timeout=DISCOVERY_TIMEOUT)
-        if result.returncode != 0 or result.timed_out:
-            raise DiscoveryError(pct_list_failure(result, host.name), host=host.name)
-        return parse_pct_list(result.stdout.decode("utf-8", "replace"))
+        return await self.transports.list_containers(host, transport)
 
     async def _probe(self, target: Target, host_transport: Transport) -> None:
         transport = self.transports.for_target(target, host_transport)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fleetcheck.inventory.discovery import parse_pct_list, pct_list_argv, targets_for_host
+from fleetcheck.inventory.discovery import parse_pct_list, targets_for_host
 from fleetcheck.inventory.errors import DiscoveryError, InventoryError
 from fleetcheck.inventory.graph import inventory_to_json, render_inventory_graph
 from fleetcheck.inventory.limit import (
@@ -46,7 +46,6 @@ __all__ = [
     "matches_limit",
     "parse_inventory",
     "parse_pct_list",
-    "pct_list_argv",
     "render_inventory_graph",
     "targets_for_host",
     "unmatched_limit_error",

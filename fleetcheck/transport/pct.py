@@ -9,6 +9,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
+from fleetcheck.inventory.discovery import parse_pct_list
+from fleetcheck.inventory.errors import DiscoveryError
+from fleetcheck.inventory.model import DiscoveredContainer, HostSpec
 from fleetcheck.text import last_line
 from fleetcheck.transport.interface import CommandResult, RunCommand, Transport
 
@@ -17,6 +20,8 @@ NOT_RUNNING = "not running!"
 NO_CONFIG = "does not exist"
 NEEDS_ROOT = "please run as root"
 SUDO_PROMPT_REFUSED = "sudo: a password is required"
+#: How long `pct list` may take on a host.
+PCT_LIST_TIMEOUT = 30.0
 
 
 def pct_refusal(stderr: str, host: str) -> str | None:
@@ -61,6 +66,19 @@ def pct_list_failure(result: CommandResult, host: str) -> str:
 def sudo_prefix(sudo: bool) -> list[str]:
     """`sudo -n` (never prompt: a prompt would hang the audit) when the host login is not root."""
     return ["sudo", "-n"] if sudo else []
+
+
+def pct_list_argv(host: HostSpec) -> list[str]:
+    """The command that lists a host's containers; pct refuses non-root, hence `sudo -n`."""
+    return [*sudo_prefix(host.sudo), "pct", "list"]
+
+
+async def pct_list(host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
+    """The containers `pct list` shows on `host`; DiscoveryError saying why when it fails."""
+    result = await transport.run(pct_list_argv(host), timeout=PCT_LIST_TIMEOUT)
+    if result.returncode != 0 or result.timed_out:
+        raise DiscoveryError(pct_list_failure(result, host.name), host=host.name)
+    return parse_pct_list(result.stdout.decode("utf-8", "replace"))
 
 
 def pct_exec_argv(vmid: int, argv: list[str], *, sudo: bool = False) -> list[str]:
