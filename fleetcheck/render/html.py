@@ -18,14 +18,12 @@ from fleetcheck.render.matrix import (
     build_rows,
     display_name,
     fallback_nodes,
-    node_fix,
     problem_nodes,
-    root_cause,
 )
 from fleetcheck.render.sanitize import as_text, terminal_block, terminal_line
 from fleetcheck.render.trend import trend_chart
 from fleetcheck.timestamps import parse_timestamp
-from fleetcheck.verdict import FAILING_STATUSES
+from fleetcheck.verdict import FAILING_STATUSES, node_fix, root_cause
 
 _STATUS_RANK = {status: index for index, status in enumerate(NODE_STATUSES)}
 _FACT_ITEMS_MAX = 400
