@@ -11,7 +11,13 @@ from typing import Any
 import yaml
 
 from fleetcheck.checks import CHECKS_BY_ID
-from fleetcheck.inventory.yamlsrc import KeyPath, YamlDocument, YamlWording, load_yaml
+from fleetcheck.inventory.yamlsrc import (
+    KeyPath,
+    YamlDocument,
+    YamlWording,
+    load_yaml,
+    read_source,
+)
 from fleetcheck.model import VERDICTS
 from fleetcheck.verdict import CONSISTENCY_KEYS, DEFAULT_POLICY, Policy
 
@@ -49,6 +55,15 @@ class _PlaybookWording(YamlWording):
 
     def problem(self, text: str) -> Exception:
         return PlaybookError(text)
+
+    def not_found(self, path: str) -> Exception:
+        return PlaybookError(f"{path}: no such playbook file")
+
+    def not_utf8(self, path: str) -> Exception:
+        return PlaybookError(f"{path}:1: not UTF-8 text")
+
+    def unreadable(self, path: str, exc: OSError) -> Exception:
+        return PlaybookError(f"{path}: cannot read: {exc.strerror}")
 
     def bad_character(self, path: str, line: int, char: int) -> Exception:
         return PlaybookError(f"{path}:{line}: invalid YAML: character U+{char:04X} is not allowed")
@@ -251,14 +266,7 @@ def load_playbook(path_or_name: str | None) -> Policy:
         raise PlaybookError("--playbook: empty playbook name")
     path = Path(path_or_name).expanduser()
     if path.is_file() or not _is_bare_name(path_or_name):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise PlaybookError(f"{path_or_name}: no such playbook file") from None
-        except UnicodeDecodeError:
-            raise PlaybookError(f"{path_or_name}:1: not UTF-8 text") from None
-        except OSError as exc:
-            raise PlaybookError(f"{path_or_name}: cannot read: {exc.strerror}") from None
+        text = read_source(path, path_or_name, _PLAYBOOK_WORDING)
         return parse_playbook(text, path_or_name, path.stem)
     names = builtin_playbooks()
     if path_or_name not in names:

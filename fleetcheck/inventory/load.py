@@ -19,7 +19,13 @@ from fleetcheck.inventory.model import (
     Inventory,
     SshOptions,
 )
-from fleetcheck.inventory.yamlsrc import KeyPath, YamlDocument, load_yaml
+from fleetcheck.inventory.yamlsrc import (
+    INVENTORY_WORDING,
+    KeyPath,
+    YamlDocument,
+    load_yaml,
+    read_source,
+)
 from fleetcheck.text import clip
 from fleetcheck.transport.interface import DEFAULT_NODE_TIMEOUT
 
@@ -143,16 +149,7 @@ def schema_keys() -> tuple[str, ...]:
 
 def load_inventory(path: str) -> Inventory:
     """Read and validate the inventory at `path`; raise InventoryError (one line) if wrong."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise InventoryError(f"{path}: inventory file not found") from None
-    except UnicodeDecodeError:
-        raise InventoryError(f"{path}: not a UTF-8 text file") from None
-    except OSError as exc:
-        raise InventoryError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return parse_inventory(text, path)
+    return parse_inventory(read_source(path, path, INVENTORY_WORDING), path)
 
 
 def parse_inventory(text: str, path: str) -> Inventory:

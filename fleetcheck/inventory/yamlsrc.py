@@ -6,6 +6,7 @@ keeps its own error messages by passing a `YamlWording` (the inventory's is the 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,15 @@ class YamlWording:
     def problem(self, text: str) -> Exception:
         """Any other refusal, already worded "FILE:LINE: KEY: problem"."""
         return InventoryError(text)
+
+    def not_found(self, path: str) -> Exception:
+        return self.problem(f"{path}: inventory file not found")
+
+    def not_utf8(self, path: str) -> Exception:
+        return self.problem(f"{path}: not a UTF-8 text file")
+
+    def unreadable(self, path: str, exc: OSError) -> Exception:
+        return self.problem(f"{path}: cannot read: {exc.strerror or exc}")
 
     def bad_character(self, path: str, line: int, char: int) -> Exception:
         return self.problem(f"{path}:{line}: character U+{char:04X} is not allowed in YAML")
@@ -103,6 +113,19 @@ class YamlDocument:
         where = f"{self.path}:{self.line(path)}"
         key = format_path(path)
         return InventoryError(f"{where}: {key}: {problem}" if key else f"{where}: {problem}")
+
+
+def read_source(file: str | os.PathLike[str], shown: str, wording: YamlWording) -> str:
+    """The UTF-8 text of `file` (named `shown` in messages), or `wording`'s error."""
+    try:
+        with open(file, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise wording.not_found(shown) from None
+    except UnicodeDecodeError:
+        raise wording.not_utf8(shown) from None
+    except OSError as exc:
+        raise wording.unreadable(shown, exc) from None
 
 
 def load_yaml(
