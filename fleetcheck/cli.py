@@ -337,10 +337,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
     keep_run = args.history and not report.interrupted and not limit_error
     if args.history:
         from fleetcheck import history as hist
+        from fleetcheck.rundiff import diff_reports
 
         previous = hist.previous_run(args.history, None)
         if previous is not None and not limit_error:
-            diff = hist.diff_reports(previous, report)
+            diff = diff_reports(previous, report)
             changes = diff.lines()
             if diff.changed and args.on_change and keep_run:
                 hook_input = "\n".join(changes) + "\n"
@@ -363,7 +364,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             print(f"fleetcheck: warning: {exc}", file=sys.stderr)
             hook_input = None
     if hook_input is not None:
-        from fleetcheck.history import run_on_change
+        from fleetcheck.hook import run_on_change
 
         # After the report is written: the hook may read it.
         problem = run_on_change(args.on_change, hook_input)
@@ -464,8 +465,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     import json
 
-    from fleetcheck.history import diff_reports
     from fleetcheck.reportio import load_report
+    from fleetcheck.rundiff import diff_reports
 
     diff = diff_reports(load_report(args.old), load_report(args.new))
     if args.json:
