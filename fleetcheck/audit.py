@@ -69,14 +69,14 @@ def _host_node(host: HostSpec, status: str, reason: str) -> NodeResult:
                       reason=reason, labels=host.labels)
 
 
-def _clip(text: str) -> str:
+def _short(text: str) -> str:
     return clip(text, 200, mark="...")
 
 
 def _one_line(exc: BaseException) -> str:
     """`Type: message` on one line, for an exception no stage expected (no traceback)."""
     lines = str(exc).strip().splitlines()
-    return _clip(f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__)
+    return _short(f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__)
 
 
 def _timed_out(target: Target, duration_s: float) -> NodeResult:
