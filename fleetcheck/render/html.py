@@ -14,18 +14,16 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from fleetcheck.checks import CHECKS_BY_ID, COLUMNS
 from fleetcheck.model import NODE_STATUSES, Check, NodeResult, Report, RunSummary
 from fleetcheck.render.matrix import (
-    FAILING_STATUSES,
     Row,
     build_rows,
     display_name,
     fallback_nodes,
-    node_fix,
     problem_nodes,
-    root_cause,
 )
-from fleetcheck.render.prometheus import parse_timestamp
 from fleetcheck.render.sanitize import as_text, terminal_block, terminal_line
 from fleetcheck.render.trend import trend_chart
+from fleetcheck.timestamps import parse_timestamp
+from fleetcheck.verdict import FAILING_STATUSES, node_fix, root_cause
 
 _STATUS_RANK = {status: index for index, status in enumerate(NODE_STATUSES)}
 _FACT_ITEMS_MAX = 400

@@ -17,11 +17,10 @@ from fleetcheck.render.matrix import (
     build_rows,
     display_name,
     fallback_nodes,
-    node_fix,
     problem_nodes,
-    root_cause,
 )
 from fleetcheck.render.sanitize import terminal_block, terminal_line
+from fleetcheck.verdict import node_fix, root_cause
 
 #: Columns dropped first when the terminal is narrow, those showing a problem last;
 #: Node, Status and Triton always stay.
