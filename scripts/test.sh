@@ -22,4 +22,5 @@ fi
 python3 -m pip install -q --disable-pip-version-check -e '.[dev]'
 python3 -m ruff check fleetcheck tests bench scripts
 python3 -m mypy
+python3 scripts/fetch_test_wheels.py
 exec python3 -m pytest "$@"
