@@ -547,7 +547,7 @@ def _dist(site: Path, name: str, version: str, package: str) -> None:
 def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_arch: tuple[str, ...],
               torch_config: dict[str, object], triton: str | None, triton_error: str | None,
               ptxas: str | None, ptxas_blackwell: str | None, extra_triton_dist: str | None,
-              fla: str | None, concurrent_write: Path | None) -> None:
+              fla: str | None, concurrent_write: Path | None, vllm: str | None = None) -> None:
     _write(site / "_fleetcheck_stub_api.py", STUB_API)
     if torch:
         cuda_line = f"cuda: Optional[str] = {torch_cuda!r}" if torch_cuda else \
@@ -560,6 +560,8 @@ def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_ar
         config = dict(torch_config, arch=list(torch_arch))
         _write(site / "torch/cuda.py", TORCH_CUDA.replace("CONFIG_JSON", repr(config)))
         _dist(site, "torch", torch.split("+")[0], "torch")
+        # torch >= 2.0 ships inductor (torch.compile's backend) as torch/_inductor.
+        _write(site / "torch/_inductor/__init__.py", "")
     if triton:
         parts = [int(p) for p in triton.split(".")[:3]]
         config = {"version": parts, "version_text": triton, "error": triton_error,
@@ -581,6 +583,9 @@ def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_ar
         if extra_triton_dist:
             name, version = extra_triton_dist.split()
             _dist(site, name, version, "triton")
+    if vllm:
+        _write(site / "vllm/__init__.py", f"__version__ = {vllm!r}\n")
+        _dist(site, "vllm", vllm, "vllm")
     if fla:
         _write(site / "fla/__init__.py", f"__version__ = {fla!r}\nimport fla.utils\n")
         _write(site / "fla/utils.py", FLA_UTILS)
@@ -628,6 +633,8 @@ def make_node(
     ldcache_libcuda: str | None = None,
     nvswitches: int = 0,
     cache_fstype: str | None = None,
+    vllm: str | None = None,
+    cxx: bool = False,
 ) -> NodeEnv:
     """Build a fake node under `root`.
 
@@ -641,6 +648,8 @@ def make_node(
     ldcache_libcuda: the only libcuda.so.1 path `ldconfig -p` lists (a stale one).
     nvswitches: NVSwitch devices under /proc/driver/nvidia-nvswitch/devices (HGX boards).
     cache_fstype: the file-system type of the Triton cache's mount (e.g. "nfs4").
+    vllm: a vLLM version to install (its package and metadata only: the probe never imports it).
+    cxx: put g++ on PATH (inductor's C++ compiler for its CPU/cpp-wrapper path).
     broken_gpu: the index of a GPU on which every tensor operation fails (an ECC error).
     concurrent_write: a file "another job" writes (once) whenever the stub Triton loads its stub
     from a cache - a job filling the user's cache while the probe reads it.
@@ -729,13 +738,15 @@ def make_node(
               libc_headers=libc_headers, empty=empty)
     if cc_env is not None:
         node_env["CC"] = cc_env
+    if cxx:
+        (bindir / "g++").symlink_to(shutil.which("g++") or GCC)
     torch_config = {"import_sleep": torch_import_sleep, "broken_gpu": broken_gpu,
                     "available": available, "count": gpus,
                     "cc": [major, minor], "name": gpu_name, "warning": warning}
     _packages(site, torch=torch, torch_cuda=torch_cuda, torch_arch=torch_arch,
               torch_config=torch_config, triton=triton, triton_error=triton_error, ptxas=ptxas,
               ptxas_blackwell=ptxas_blackwell, extra_triton_dist=extra_triton_dist, fla=fla,
-              concurrent_write=concurrent_write)
+              concurrent_write=concurrent_write, vllm=vllm)
     if warm_cache:
         _write(home / ".triton/cache" / STUB_KEY / "cuda_utils.so", "stub from an earlier run\n")
         _write(home / ".triton/cache" / "launcher-fleetcheck_add_one" / "cuda_utils.so", "stub\n")
