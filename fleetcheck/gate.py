@@ -8,6 +8,7 @@ from typing import Any
 from fleetcheck.checks import causal_rank
 from fleetcheck.model import NodeResult, Report
 from fleetcheck.render.sanitize import terminal_line
+from fleetcheck.verdict import frameworks_badge
 
 GATE_SCHEMA = "fleetcheck.gate/1"
 
@@ -80,8 +81,12 @@ def _blocking(report: Report) -> list[dict[str, str]]:
     for wanted in (("fail",), tuple(sorted(GATE_UNVERIFIED))):
         for node in report.nodes:
             if node.status in wanted:
-                blocking.append({"node": node.id, "status": node.status,
-                                 "cause": node.reason, "fix": _fix(node)})
+                item = {"node": node.id, "status": node.status, "cause": node.reason,
+                        "fix": _fix(node)}
+                frameworks = frameworks_badge(node.facts)
+                if frameworks:
+                    item["frameworks"] = frameworks
+                blocking.append(item)
         if wanted == ("fail",):
             for check in report.fleet_checks:
                 if check.status == "fail":
@@ -110,6 +115,8 @@ def gate_lines(report: Report) -> list[str]:
         line = f"{sanitise(item['node'], 120)}: {item['status']}: {sanitise(item['cause'])}"
         if item["fix"]:
             line += f" (fix: {sanitise(item['fix'])})"
+        if item.get("frameworks"):
+            line += f" [{sanitise(item['frameworks'])}]"
         lines.append(line)
     if not report.nodes:
         lines.append("no node selected: nothing was verified")

@@ -121,3 +121,47 @@ def evaluate_node(
     if warned is not None:
         return "warn", warned.summary
     return "ok", f"Triton {triton.verdict}" + (f" ({triton.backend})" if triton.backend else "")
+
+
+# What each framework will do (facts.frameworks of the probe) -------------------------------
+
+#: Frameworks in display order, with the names reports use.
+FRAMEWORKS = (("fla", "FLA"), ("vllm", "vLLM"), ("inductor", "inductor"))
+#: Outcome -> check-like state for badges: runs on the GPU, degraded, broken, unknown.
+FRAMEWORK_STATES = {
+    "gpu": "pass", "triton": "pass", "cpu-only": "warn", "cpu-fallback": "fail",
+    "fails-at-kernel": "fail", "triton-disabled": "fail", "no-triton": "fail",
+    "gpu-unsupported": "fail", "unknown": "error",
+}
+
+
+@dataclass(frozen=True)
+class FrameworkOutcome:
+    """One installed framework on one node: its outcome, badge state and one-line detail."""
+
+    key: str
+    label: str
+    outcome: str
+    state: str
+    detail: str
+
+
+def framework_outcomes(facts: Mapping[str, Any]) -> list[FrameworkOutcome]:
+    """The installed frameworks' outcomes from a node's facts (none for older probes)."""
+    frameworks = facts.get("frameworks") if isinstance(facts, Mapping) else None
+    if not isinstance(frameworks, Mapping):
+        return []
+    found = []
+    for key, label in FRAMEWORKS:
+        item = frameworks.get(key)
+        if not isinstance(item, Mapping) or not item.get("installed"):
+            continue
+        outcome = str(item.get("outcome") or "unknown")
+        found.append(FrameworkOutcome(key, label, outcome, FRAMEWORK_STATES.get(outcome, "error"),
+                                      str(item.get("detail") or "")))
+    return found
+
+
+def frameworks_badge(facts: Mapping[str, Any]) -> str:
+    """'FLA cpu-fallback, vLLM fails-at-kernel, inductor fails-at-kernel' ('' when none)."""
+    return ", ".join(f"{item.label} {item.outcome}" for item in framework_outcomes(facts))

@@ -2032,7 +2032,7 @@ class Probe:
             return ("skip", "no /sbin/ldconfig to ask (see ldconfig_binary_missing)", "", {})
         entries = parse_ldconfig(self.ld_result["stdout"])
         locs = [p for n, p in entries if "libcuda.so.1" in n]
-        loaded, real = self.loaded_libcuda()
+        loaded, _ = self.loaded_libcuda()
         evidence = {"ldconfig_libcuda": locs, "exists": {p: os.path.exists(p) for p in locs},
                     "dlopen": loaded}
         if not locs:

@@ -96,11 +96,12 @@ def test_fla_layout_unknown_to_the_probe_is_reported_not_crashed(tmp_path: Path)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: flash-linear-attention\n"
                                    "Version: 9.0.0\n\n")
     (info / "RECORD").write_text("fla/__init__.py,,\n")
-    code, doc, _ = run_probe(node)
+    _, doc, _ = run_probe(node)
     check = fla_check(doc)
     assert check["status"] == "warn"
     assert check["evidence"]["layout"] == "unknown"
-    assert check["evidence"]["error"] == "ModuleNotFoundError: No module named 'fla.utils.platforms'"
+    assert check["evidence"]["error"] == (
+        "ModuleNotFoundError: No module named 'fla.utils.platforms'")
     assert check["summary"].startswith("FLA 9.0.0: layout unknown to this probe")
     assert doc["triton"]["verdict"] == "gpu"
     assert doc["facts"]["frameworks"]["fla"]["outcome"] == "unknown"
