@@ -54,16 +54,22 @@ env -u CC PATH="$PYBIN" PYTHONPATH="$FLA" TRITON_CACHE_DIR="$(mktemp -d)" "$PY" 
   'import fla.utils as u; print("device_platform =", u.device_platform)' 2>&1 | grep -v '^ *warnings.warn' | sort | uniq -c | tail -5
 
 echo "## 3: stale ld cache entry (private mount namespace)"
-STALE=$WORK/stale/usr/local/cuda/compat/lib
-mkdir -p "$STALE"
+# A linker cache that lists libcuda.so.1 only at a path this machine lacks (as in an Apptainer
+# image built elsewhere), built with ldconfig -r in a scratch root, bound over /etc/ld.so.cache.
 REAL=$("$PY" -c 'import ctypes;ctypes.CDLL("libcuda.so.1");print([l.split()[-1] for l in open("/proc/self/maps") if "libcuda.so" in l][0])')
 echo "real libcuda: $REAL"
-ln -s "$REAL" "$STALE/libcuda.so.1"
-/sbin/ldconfig -C "$WORK/ld.so.cache" -f /dev/null "$STALE" && rm -rf "$WORK/stale"
-/sbin/ldconfig -p -C "$WORK/ld.so.cache" 2>/dev/null | head -3
+GONE=/usr/local/cuda/compat/lib
+[ -e "$GONE" ] && GONE=/usr/local/cuda-image/compat/lib
+R=$WORK/root
+mkdir -p "$R$GONE" "$R/etc" "$R/lib" "$R/usr/lib"
+cp "$REAL" "$R$GONE/$(basename "$REAL")"
+ln -s "$(basename "$REAL")" "$R$GONE/libcuda.so.1"
+echo "$GONE" > "$R/etc/ld.so.conf"
+/sbin/ldconfig -r "$R"
+/sbin/ldconfig -p -C "$R/etc/ld.so.cache"
 if unshare -m true 2>/dev/null; then
-  unshare -m sh -c "mount --bind '$WORK/ld.so.cache' /etc/ld.so.cache && /sbin/ldconfig -p | grep libcuda; \
-    TRITON_CACHE_DIR=\$(mktemp -d) '$PY' -c 'import triton; triton.runtime.driver.active.get_current_target()' 2>&1 | tail -2; \
+  unshare -m sh -c "mount --bind '$R/etc/ld.so.cache' /etc/ld.so.cache && /sbin/ldconfig -p | grep libcuda; \
+    TRITON_CACHE_DIR=\$(mktemp -d) '$PY' -c 'import triton; triton.runtime.driver.active.get_current_target()' 2>&1 | tail -3; \
     env TRITON_CACHE_DIR=\$(mktemp -d) '$PY' - < '$PROBE' > '$OUT/stale_ldcache.json'"
   "$PY" - "$OUT/stale_ldcache.json" <<'PYEOF'
 import json, sys
@@ -76,6 +82,18 @@ PYEOF
 else
   echo "unshare -m not permitted here"
 fi
+rm -rf "$R"
+
+echo "## 3b: torch.compile itself with no compiler (what inductor does)"
+"$(command -v timeout)" 180 env -u CC PATH="$PYBIN" TRITON_CACHE_DIR="$(mktemp -d)" "$PY" -c '
+import torch
+f = torch.compile(lambda x: x.sin() + 1)
+try:
+    print(f(torch.ones(8, device="cuda")))
+except Exception as e:
+    print("torch.compile raised", type(e).__name__ + ":", str(e).strip().splitlines()[0][:300])
+    print("  ...", [l for l in str(e).splitlines() if "C compiler" in l][:1])
+' 2>&1 | tail -4
 
 echo "## 4: the CUDA toolkit's stub libcuda first on LD_LIBRARY_PATH"
 STUB=$(ls /usr/local/cuda/lib64/stubs/libcuda.so /usr/local/cuda/targets/x86_64-linux/lib/stubs/libcuda.so 2>/dev/null | head -1)
