@@ -83,7 +83,7 @@ def _blocking(report: Report) -> list[dict[str, str]]:
             if node.status in wanted:
                 item = {"node": node.id, "status": node.status, "cause": node.reason,
                         "fix": _fix(node)}
-                frameworks = frameworks_badge(node.facts)
+                frameworks = frameworks_badge(node.facts, problems_only=True)
                 if frameworks:
                     item["frameworks"] = frameworks
                 blocking.append(item)

@@ -162,6 +162,10 @@ def framework_outcomes(facts: Mapping[str, Any]) -> list[FrameworkOutcome]:
     return found
 
 
-def frameworks_badge(facts: Mapping[str, Any]) -> str:
-    """'FLA cpu-fallback, vLLM fails-at-kernel, inductor fails-at-kernel' ('' when none)."""
-    return ", ".join(f"{item.label} {item.outcome}" for item in framework_outcomes(facts))
+def frameworks_badge(facts: Mapping[str, Any], *, problems_only: bool = False) -> str:
+    """'FLA cpu-fallback, vLLM fails-at-kernel, inductor fails-at-kernel' ('' when none).
+
+    With `problems_only`, only the frameworks that will not run on the GPU (the gate's view).
+    """
+    return ", ".join(f"{item.label} {item.outcome}" for item in framework_outcomes(facts)
+                     if not problems_only or item.state != "pass")

@@ -59,3 +59,12 @@ def test_framework_outcomes_in_every_report(tmp_path: Path) -> None:
 
 def test_no_framework_facts_adds_nothing() -> None:
     assert framework_outcomes({}) == [] and frameworks_badge({"frameworks": None}) == ""
+
+
+def test_the_gate_names_only_frameworks_that_will_not_run() -> None:
+    facts = {"frameworks": {
+        "fla": {"installed": True, "outcome": "gpu", "detail": "FLA 0.6.0 runs on the GPU"},
+        "vllm": {"installed": False, "outcome": "not-installed", "detail": "vLLM not installed"},
+        "inductor": {"installed": True, "outcome": "cpu-only", "detail": "no CUDA device"}}}
+    assert frameworks_badge(facts) == "FLA gpu, inductor cpu-only"
+    assert frameworks_badge(facts, problems_only=True) == "inductor cpu-only"
