@@ -1799,7 +1799,11 @@ class Probe:
         error = target.get("error") or ""
         evidence["error"] = error
         evidence["matches"] = classify_error(error + "\n" + self.stack_result["stderr"][-4000:])
-        return ("fail", "get_current_target() in a fresh cache: " + first_line(error), "",
+        # A cause no catalogue row names: say so, with the error, rather than guess one.
+        fix = "" if evidence["matches"] else (
+            "no known cause matches this error (see its text in the evidence): run the "
+            "workload's get_current_target() with the same environment to investigate")
+        return ("fail", "get_current_target() in a fresh cache: " + first_line(error), fix,
                 evidence)
 
     def check_stale_cache_masks_compiler(self):

@@ -228,3 +228,13 @@ def test_healthy_facts(tmp_path: Path) -> None:
     assert facts["os"] == {"id": "debian", "version_id": "12",
                            "pretty_name": "Debian GNU/Linux 12 (bookworm)"}
     assert facts["memory_bytes"] == 131072000 * 1024
+
+
+def test_a_cause_no_row_names_says_so_with_the_error(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node", triton_error="something new broke")
+    _, doc, _ = run_probe(node)
+    assert doc["triton"]["cause"] == "triton_target"
+    assert doc["triton"]["fix"].startswith("get_current_target() fails: no known cause matches")
+    target = next(c for c in doc["checks"] if c["id"] == "triton_target")
+    assert target["evidence"]["error"] == "RuntimeError: something new broke"
+    assert target["evidence"]["matches"] is None
