@@ -11,10 +11,12 @@ from fleetcheck.verdict import (
     EXIT_PASS,
     GATE_UNVERIFIED,
     blocking_fix,
+    frameworks_badge,
     gate_exit_code,
 )
 
 GATE_SCHEMA = "fleetcheck.gate/1"
+
 
 def _blocking(report: Report) -> list[dict[str, str]]:
     """The nodes and fleet findings that stop the job: failures first, then unverified."""
@@ -22,8 +24,12 @@ def _blocking(report: Report) -> list[dict[str, str]]:
     for wanted in (("fail",), tuple(sorted(GATE_UNVERIFIED))):
         for node in report.nodes:
             if node.status in wanted:
-                blocking.append({"node": node.id, "status": node.status,
-                                 "cause": node.reason, "fix": blocking_fix(node)})
+                item = {"node": node.id, "status": node.status, "cause": node.reason,
+                        "fix": blocking_fix(node)}
+                frameworks = frameworks_badge(node.facts, problems_only=True)
+                if frameworks:
+                    item["frameworks"] = frameworks
+                blocking.append(item)
         if wanted == ("fail",):
             for check in report.fleet_checks:
                 if check.status == "fail":
@@ -39,6 +45,8 @@ def gate_lines(report: Report) -> list[str]:
         line = f"{sanitise(item['node'], 120)}: {item['status']}: {sanitise(item['cause'])}"
         if item["fix"]:
             line += f" (fix: {sanitise(item['fix'])})"
+        if item.get("frameworks"):
+            line += f" [{sanitise(item['frameworks'])}]"
         lines.append(line)
     if not report.nodes:
         lines.append("no node selected: nothing was verified")
