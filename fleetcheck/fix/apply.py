@@ -13,12 +13,15 @@ from dataclasses import dataclass, field
 
 from fleetcheck.fix.plan import NodePlan, Step
 from fleetcheck.model import NodeResult
-from fleetcheck.transport.interface import CommandResult, RunCommand, TransportError
+from fleetcheck.transport.interface import (
+    CommandResult,
+    NodeBudget,
+    RunCommand,
+    TransportError,
+)
 
 #: Output kept per command and stream in the record (the end: apt's errors come last).
 OUTPUT_TAIL = 4000
-#: Seconds a step may wait beyond its own timeout for the transport (a stalled channel).
-STEP_SLACK = 15.0
 
 #: A node's outcome after --apply (the before -> after table's last column).
 FIXED = "fixed"
@@ -116,12 +119,14 @@ def with_privilege(argv: tuple[str, ...], prefix: list[str]) -> list[str]:
 
 
 async def run_steps(
-    outcome: NodeOutcome, run: RunCommand, *, timeout: float, prefix: list[str] | None = None,
+    outcome: NodeOutcome, run: RunCommand, *, budget: NodeBudget,
+    prefix: list[str] | None = None,
 ) -> bool:
     """Run the plan's steps in order through `run`; stop at the first failure. True if all ran.
 
-    Each command gets the node's timeout; a transport that does not answer within it (plus
-    STEP_SLACK) counts as a failed step. `outcome.ran` grows as each command returns.
+    Each command gets the node's budget as its probe does: the transport's timeout
+    (`budget.timeout`), and `budget.outer_bound` for a transport that does not answer at all;
+    either counts as a failed step. `outcome.ran` grows as each command returns.
     """
     for step in outcome.plan.steps:
         argv = with_privilege(step.argv, prefix or [])
@@ -130,7 +135,7 @@ async def run_steps(
         data = step.input.encode() if step.input is not None else None
         try:
             result: CommandResult = await asyncio.wait_for(
-                run(argv, input=data, timeout=timeout), timeout + STEP_SLACK)
+                run(argv, input=data, timeout=budget.timeout), budget.outer_bound)
         except TransportError as exc:
             record.error = str(exc)
         except asyncio.TimeoutError:

@@ -1,10 +1,12 @@
 """`fleetcheck fix --apply`: run each node's plan where its probe ran, then probe it again.
 
-The audit's scheduler does the reaching (inventory, discovery, one connection per host, the
-transport of each node kind, bounds, Ctrl-C): this module gives it a `before_probe` step that
-runs the node's plan through the node's own transport, so the after-probe follows on the
-same connection. Only the nodes with steps to run are selected; a node without a plan that
-the scheduler still reaches is probed and never touched.
+The audit's scheduler (`audit.AuditRun`, given the same `AuditParts`: the transport factory,
+the probe, the node budget) does the reaching: inventory, discovery, one connection per host,
+the transport of each node kind, bounds, Ctrl-C. This module gives it a `before_probe` step
+that runs the node's plan through the node's own transport, each command bounded by the
+node's budget, so the after-probe follows on the same connection. Only the nodes with steps
+to run are selected; a node without a plan that the scheduler still reaches is probed and
+never touched.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from fleetcheck.audit import INTERRUPTED as PROBE_INTERRUPTED
-from fleetcheck.audit import AuditRun
+from fleetcheck.audit import AuditParts, AuditRun
 from fleetcheck.fix.apply import NodeOutcome, StepRun, run_steps
 from fleetcheck.fix.plan import FixPlan, node_kind
 from fleetcheck.inventory import Inventory, Target
@@ -36,17 +38,21 @@ class FixRun:
         deep: bool = False,
         observer: AuditObserver | None = None,
         audit_timeout: float | None = None,
+        parts: AuditParts | None = None,
     ) -> None:
         self.plan = plan
+        self.parts = parts or AuditParts()
         self._outcomes = {item.node.id: NodeOutcome(item) for item in plan.runnable}
         if not self._outcomes:
             raise ValueError("no node has a step to run")
         # Exact ids, so that no glob widens the selection. A host's id also selects its
         # containers: those are probed again, never touched (`_repair` has no plan for them).
         limit = [_literal(node_id) for node_id in self._outcomes]
+        # The audit's own scheduler, given the same parts (transport factory, probe, budget):
+        # each node kind's transport comes from the factory, so a fix runs wherever a probe can.
         self.audit = AuditRun(inventory, limit=limit, deep=deep, policy=policy,
                               observer=observer, audit_timeout=audit_timeout,
-                              before_probe=self._repair)
+                              before_probe=self._repair, **vars(self.parts))
         self._after: Report | None = None
 
     async def _repair(self, target: Target, transport: Transport) -> None:
@@ -58,7 +64,8 @@ class FixRun:
         prefix = sudo_prefix(target.host.sudo) if node_kind(outcome.plan.node) == "host" else []
         try:
             async with transport.session() as run:
-                await run_steps(outcome, run, timeout=target.timeout, prefix=prefix)
+                await run_steps(outcome, run, budget=self.parts.budget(target.timeout),
+                                prefix=prefix)
         except TransportError as exc:
             # No session at all (the host went away since the first probe): the first step
             # could not run; the after-probe will say how the node looks now.

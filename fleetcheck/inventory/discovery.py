@@ -18,11 +18,6 @@ from fleetcheck.inventory.model import (
 _PCT_HEADER = ("VMID", "Status", "Lock", "Name")
 
 
-def pct_list_argv(host: HostSpec) -> list[str]:
-    """The command that lists a host's containers; pct refuses non-root, hence `sudo -n`."""
-    return ["sudo", "-n", "pct", "list"] if host.sudo else ["pct", "list"]
-
-
 def discovered_vmid(value: object) -> int | None:
     """A VMID from `pct list` or the API, checked like the inventory's (pve-vmid), else None.
 

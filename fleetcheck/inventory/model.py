@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from fleetcheck.transport.interface import DEFAULT_NODE_TIMEOUT
+
 #: `containers: all` in the inventory.
 ALL_CONTAINERS = "all"
 
@@ -72,7 +74,7 @@ class HostSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     labels: tuple[str, ...] = ()
     sudo: bool = False
-    timeout: float = 60.0
+    timeout: float = DEFAULT_NODE_TIMEOUT
     api: ApiOptions | None = None
     #: Where the host was declared, for messages: "inventory.yaml:12".
     origin: str = ""
