@@ -19,6 +19,7 @@ from fleetcheck.transport.interface import (
     RunCommand,
     TransportError,
 )
+from fleetcheck.verdict import HEALTHY_STATUSES, UNVERIFIED_STATUSES
 
 #: Output kept per command and stream in the record (the end: apt's errors come last).
 OUTPUT_TAIL = 4000
@@ -97,7 +98,7 @@ class NodeOutcome:
         if not self.plan.steps:
             return NOT_APPLIED
         if not self.ran and self.after is not None and self.after.status in (
-                "unreachable", "error"):
+                UNVERIFIED_STATUSES):
             # Its host could not be reached (or its guests listed): nothing ran.
             return NOT_REACHED
         if not self.finished:
@@ -106,7 +107,7 @@ class NodeOutcome:
             return FIX_FAILED
         if self.after is None:
             return INTERRUPTED
-        if self.after.status in ("ok", "warn"):
+        if self.after.status in HEALTHY_STATUSES:
             return FIXED
         if self.after.status == "fail":
             return STILL_FAILING

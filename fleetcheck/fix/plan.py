@@ -25,6 +25,7 @@ from fleetcheck.fix.distro import (
     python_xy,
 )
 from fleetcheck.model import Check, NodeResult, Report
+from fleetcheck.verdict import UNVERIFIED_STATUSES
 
 #: Our own ld.so.conf.d file: one line, ours alone, so the step is idempotent and revertible.
 LDCONF_FILE = "/etc/ld.so.conf.d/fleetcheck-libcuda.conf"
@@ -44,7 +45,8 @@ LEAVES_ALONE = (
 )
 #: Causes that are the host's (its admin's) to fix, never run from the node.
 HOST_CAUSES = frozenset({"dev_nodes_missing", "zero_active_drivers", "driver_userspace_mismatch",
-                         "driver_too_old", "fabric_manager_not_ready", "gpu_present"})
+                         "driver_too_old", "fabric_manager_not_ready", "gpu_present",
+                         "driver_too_old_for_bundled_ptxas", "gpu_arch_unsupported"})
 
 
 @dataclass(frozen=True)
@@ -142,10 +144,9 @@ def _safe_dir(path: object) -> str | None:
     return path
 
 
-def _libcuda_dir(node: NodeResult) -> str | None:
+def _libcuda_dir(check: Check) -> str | None:
     """The directory holding the libcuda.so.1 the loader found, when it is a real driver dir."""
-    check = node.check("libcuda_not_in_ldcache")
-    loaded = check.evidence.get("dlopen") if check else None
+    loaded = check.evidence.get("dlopen")
     directory = _safe_dir(os.path.dirname(loaded)) if isinstance(loaded, str) else None
     # A forward-compat or link-time stub dir in the cache breaks more than it fixes.
     if directory is None or any(part in ("compat", "stubs") for part in directory.split("/")):
@@ -267,8 +268,10 @@ def plan_node(node: NodeResult) -> NodePlan | None:
                         manual.append(action)
             except UnsafeName as exc:
                 notes.append(f"{cause}: {exc}")
-        elif cause == "libcuda_not_in_ldcache":
-            directory = _libcuda_dir(node)
+        elif cause in ("libcuda_not_in_ldcache", "ldcache_stale_libcuda_entry"):
+            # Both: the loader finds the real libcuda.so.1, Triton's `ldconfig -p` does not
+            # (absent, or listed only at a path that does not exist here).
+            directory = _libcuda_dir(check)
             if directory is None:
                 manual.append(ManualAction(cause, "person", check.summary, (
                     "set TRITON_LIBCUDA_PATH=<dir of the real libcuda.so.1> in the workload's "
@@ -285,7 +288,7 @@ def plan_node(node: NodeResult) -> NodePlan | None:
                 continue
             steps.append(Step(cause, f"add libcuda.so next to libcuda.so.1 in {directory}",
                               ("ln", "-s", "--", "libcuda.so.1", f"{directory}/libcuda.so")))
-        elif cause in ("cache_dir_unwritable", "cache_dir_noexec"):
+        elif cause in ("cache_dir_unwritable", "cache_dir_noexec", "cache_on_network_fs"):
             manual.append(_cache_action(node, check))
         elif cause == "cc_env_invalid":
             manual.append(ManualAction(cause, "person", check.summary, (
@@ -334,7 +337,7 @@ def plan_report(report: Report, source: str = "") -> FixPlan:
         plan = plan_node(node)
         if plan is not None:
             plans.append(plan)
-        elif node.status in ("error", "unreachable"):
+        elif node.status in UNVERIFIED_STATUSES:
             unverified.append((node.id, node.status, node.reason))
         else:
             untouched.append(node.id)

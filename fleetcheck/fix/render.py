@@ -14,6 +14,7 @@ from fleetcheck.fix.apply import NodeOutcome, StepRun
 from fleetcheck.fix.plan import FixPlan, NodePlan
 from fleetcheck.model import NodeResult
 from fleetcheck.render.sanitize import terminal_line
+from fleetcheck.verdict import HEALTHY_STATUSES, root_cause
 
 FIX_SCHEMA = "fleetcheck.fix/1"
 
@@ -24,8 +25,8 @@ def command_line(argv: Sequence[str]) -> str:
 
 
 def _cause_word(node: NodeResult) -> str:
-    failing = [c.id for c in node.checks if c.status == "fail"]
-    return node.triton.cause or (failing[0] if failing else "") or "-"
+    cause = root_cause(node)
+    return cause.id if cause is not None else (node.triton.cause or "-")
 
 
 def _plan_lines(plan: NodePlan) -> list[str]:
@@ -81,7 +82,7 @@ def render_plan(fix: FixPlan, *, apply: bool) -> str:
 def _after_word(node: NodeResult | None) -> str:
     if node is None:
         return "-"
-    if node.status in ("ok", "warn"):
+    if node.status in HEALTHY_STATUSES:
         return f"{node.status} ({node.triton.verdict})"
     return f"{node.status} ({_cause_word(node)})"
 
@@ -91,7 +92,7 @@ def _detail(outcome: NodeOutcome) -> str:
     if failed is not None:
         return f"{command_line(failed.argv)}: {terminal_line(failed.failure())}"
     after = outcome.after
-    if after is not None and after.status not in ("ok", "warn"):
+    if after is not None and after.status not in HEALTHY_STATUSES:
         return terminal_line(after.reason)
     return ""
 

@@ -23,7 +23,7 @@ from fleetcheck.model import NodeResult, Report
 from fleetcheck.observer import AuditObserver
 from fleetcheck.transport.interface import Transport, TransportError
 from fleetcheck.transport.pct import sudo_prefix
-from fleetcheck.verdict import DEFAULT_POLICY, Policy
+from fleetcheck.verdict import DEFAULT_POLICY, UNVERIFIED_STATUSES, Policy
 
 
 class FixRun:
@@ -91,7 +91,7 @@ class FixRun:
         for node_id, outcome in self._outcomes.items():
             node = after.get(node_id)
             host = after.get(outcome.plan.node.host)
-            if node is None and host is not None and host.status in ("unreachable", "error"):
+            if node is None and host is not None and host.status in UNVERIFIED_STATUSES:
                 node = host  # a host that could not be reached stands for its nodes
             if node is not None and not (node.status == "error"
                                          and node.reason == PROBE_INTERRUPTED):

@@ -137,6 +137,16 @@ def test_libcuda_not_in_ldcache_writes_our_own_ld_so_conf_entry(tmp_path: Path) 
         (("tee", LDCONF_FILE), libdir + "\n"), ((LDCONFIG,), None)]
 
 
+def test_a_stale_ldcache_entry_gets_the_real_dir_listed(tmp_path: Path) -> None:
+    node = probed(tmp_path / "n", ldcache_libcuda="/usr/local/cuda/compat/lib/libcuda.so.1")
+    plan = plan_node(node)
+    assert plan is not None
+    assert plan.causes[0] == "ldcache_stale_libcuda_entry"
+    libdir = str(tmp_path / "n" / "lib")
+    assert [(s.argv, s.input) for s in plan.steps] == [
+        (("tee", LDCONF_FILE), libdir + "\n"), ((LDCONFIG,), None)]
+
+
 @pytest.mark.parametrize("loaded", ["/usr/local/cuda/compat/libcuda.so.1",
                                     "/usr/local/cuda/lib64/stubs/libcuda.so.1",
                                     "/x/../etc/libcuda.so.1", "/x y/libcuda.so.1",
