@@ -221,6 +221,58 @@ def _manual_for(node: NodeResult, check: Check) -> ManualAction:
     return ManualAction(check.id, who, check.summary, (check.fix,) if check.fix else ())
 
 
+#: Causes a distribution package repairs.
+PACKAGE_CAUSES = ("no_c_compiler", "no_linker", "libc_headers_missing", "python_headers_missing")
+#: Causes repaired by listing the real libcuda directory for the loader: the loader finds
+#: libcuda.so.1, Triton's `ldconfig -p` does not (absent, or only at a path missing here).
+LOADER_CAUSES = ("libcuda_not_in_ldcache", "ldcache_stale_libcuda_entry")
+CACHE_CAUSES = ("cache_dir_unwritable", "cache_dir_noexec", "cache_on_network_fs")
+
+
+def _packages(node: NodeResult, check: Check, family: Family) -> tuple[list[str],
+                                                                       ManualAction | None]:
+    """(package names, printed action) for one of PACKAGE_CAUSES on this family."""
+    if check.id == "no_c_compiler":
+        names, action = _python_headers(node, family, failed=False)
+        return [*family.compiler, *names], action
+    if check.id == "no_linker":
+        return list(family.linker), None
+    if check.id == "libc_headers_missing":
+        return list(family.libc_headers), None
+    return _python_headers(node, family, failed=True)
+
+
+def _loader_steps(check: Check) -> list[Step] | ManualAction:
+    directory = _libcuda_dir(check)
+    if directory is None:
+        return ManualAction(check.id, "person", check.summary, (
+            "set TRITON_LIBCUDA_PATH=<dir of the real libcuda.so.1> in the workload's "
+            "environment",))
+    return [Step(check.id, f"list {directory} for the loader in {LDCONF_FILE}",
+                 ("tee", LDCONF_FILE), input=directory + "\n"),
+            Step(check.id, "rebuild the loader cache", (LDCONFIG,))]
+
+
+def _symlink_steps(check: Check) -> list[Step] | ManualAction:
+    dirs = check.evidence.get("dirs")
+    directory = _safe_dir(dirs[0]) if isinstance(dirs, list) and dirs else None
+    if directory is None:
+        return ManualAction(check.id, "person", check.summary, (check.fix,))
+    return [Step(check.id, f"add libcuda.so next to libcuda.so.1 in {directory}",
+                 ("ln", "-s", "--", "libcuda.so.1", f"{directory}/libcuda.so"))]
+
+
+def _printed(node: NodeResult, check: Check) -> ManualAction:
+    """The action for a cause fleetcheck does not repair itself."""
+    if check.id in CACHE_CAUSES:
+        return _cache_action(node, check)
+    if check.id == "cc_env_invalid":
+        return ManualAction(check.id, "person", check.summary, (
+            "unset CC in the workload's environment (inventory `env:`, the service unit), "
+            "or set it to an installed compiler: CC=/usr/bin/gcc",))
+    return _manual_for(node, check)
+
+
 def plan_node(node: NodeResult) -> NodePlan | None:
     """The plan for a failing node; None for a node that is not failing (never touched)."""
     if node.status != "fail":
@@ -231,85 +283,54 @@ def plan_node(node: NodeResult) -> NodePlan | None:
         found = node.check(node.triton.cause)
         causes = [found] if found else []
     family, unknown = family_for(node.facts)
-    packages: list[tuple[str, str]] = []
+    packages: dict[str, str] = {}  # name -> the cause that wants it, in order
     steps: list[Step] = []
     manual: list[ManualAction] = []
     notes: list[str] = []
-
-    def want(cause: str, names: list[str]) -> None:
-        for name in names:
-            if name not in [p for _, p in packages]:
-                packages.append((cause, name))
-
     for check in causes:
-        cause = check.id
-        if cause in ("no_c_compiler", "no_linker", "libc_headers_missing",
-                     "python_headers_missing"):
+        repair: list[Step] | ManualAction | None = None
+        if check.id in PACKAGE_CAUSES:
             if family is None:
-                notes.append(f"{cause}: {unknown}")
-                manual.append(ManualAction(cause, "person", check.summary,
-                                           (check.fix,) if check.fix else ()))
-                continue
-            try:
-                if cause == "no_c_compiler":
-                    want(cause, list(family.compiler))
-                    names, action = _python_headers(node, family, failed=False)
-                    want(cause, names)
-                    if action is not None:
-                        manual.append(action)
-                elif cause == "no_linker":
-                    want(cause, list(family.linker))
-                elif cause == "libc_headers_missing":
-                    want(cause, list(family.libc_headers))
-                else:
-                    names, action = _python_headers(node, family, failed=True)
-                    want(cause, names)
-                    if action is not None:
-                        manual.append(action)
-            except UnsafeName as exc:
-                notes.append(f"{cause}: {exc}")
-        elif cause in ("libcuda_not_in_ldcache", "ldcache_stale_libcuda_entry"):
-            # Both: the loader finds the real libcuda.so.1, Triton's `ldconfig -p` does not
-            # (absent, or listed only at a path that does not exist here).
-            directory = _libcuda_dir(check)
-            if directory is None:
-                manual.append(ManualAction(cause, "person", check.summary, (
-                    "set TRITON_LIBCUDA_PATH=<dir of the real libcuda.so.1> in the workload's "
-                    "environment",)))
-                continue
-            steps.append(Step(cause, f"list {directory} for the loader in {LDCONF_FILE}",
-                              ("tee", LDCONF_FILE), input=directory + "\n"))
-            steps.append(Step(cause, "rebuild the loader cache", (LDCONFIG,)))
-        elif cause == "libcuda_unversioned_missing":
-            dirs = check.evidence.get("dirs")
-            directory = _safe_dir(dirs[0]) if isinstance(dirs, list) and dirs else None
-            if directory is None:
-                manual.append(ManualAction(cause, "person", check.summary, (check.fix,)))
-                continue
-            steps.append(Step(cause, f"add libcuda.so next to libcuda.so.1 in {directory}",
-                              ("ln", "-s", "--", "libcuda.so.1", f"{directory}/libcuda.so")))
-        elif cause in ("cache_dir_unwritable", "cache_dir_noexec", "cache_on_network_fs"):
-            manual.append(_cache_action(node, check))
-        elif cause == "cc_env_invalid":
-            manual.append(ManualAction(cause, "person", check.summary, (
-                "unset CC in the workload's environment (inventory `env:`, the service "
-                "unit), or set it to an installed compiler: CC=/usr/bin/gcc",)))
+                notes.append(f"{check.id}: {unknown}")
+                repair = ManualAction(check.id, "person", check.summary,
+                                     (check.fix,) if check.fix else ())
+            else:
+                try:
+                    names, repair = _packages(node, check, family)
+                except UnsafeName as exc:
+                    names = []
+                    notes.append(f"{check.id}: {exc}")
+                for name in names:
+                    packages.setdefault(name, check.id)
+        elif check.id in LOADER_CAUSES:
+            repair = _loader_steps(check)
+        elif check.id == "libcuda_unversioned_missing":
+            repair = _symlink_steps(check)
         else:
-            action = _manual_for(node, check)
-            if action.lines and any(a.lines == action.lines for a in manual):
+            repair = _printed(node, check)
+        if isinstance(repair, list):
+            # Two causes with one repair (both loader causes): its steps once.
+            steps += [step for step in repair if step.argv not in [s.argv for s in steps]]
+        elif repair is not None:
+            if repair.lines and any(a.lines == repair.lines for a in manual):
                 # zero_active_drivers after dev_nodes_missing: the same lines, said once.
-                action = ManualAction(action.cause, action.who, action.summary,
-                                      ("(the lines above)",))
-            manual.append(action)
+                repair = ManualAction(repair.cause, repair.who, repair.summary,
+                                     ("(the lines above)",))
+            manual.append(repair)
     if not causes:
         manual.append(ManualAction(node.triton.cause or "unknown", "person", node.reason,
                                    (node.triton.fix,) if node.triton.fix else ()))
     if packages and family is not None:
-        why = "install " + " ".join(name for _, name in packages)
-        cause = packages[0][0]
-        steps[:0] = [Step(cause, "refresh the package lists", refresh)
-                     for refresh in family.refresh] + [
-            Step(cause, why, tuple(install_argv(family, [name for _, name in packages])))]
+        try:
+            install = tuple(install_argv(family, list(packages)))
+        except UnsafeName as exc:
+            notes.append(str(exc))
+        else:
+            cause = next(iter(packages.values()))
+            steps[:0] = [Step(cause, "refresh the package lists", refresh)
+                         for refresh in family.refresh]
+            steps.insert(len(family.refresh), Step(cause, "install " + " ".join(packages),
+                                                   install))
         if family.caveat:
             notes.append(family.caveat)
     return NodePlan(node=node, where=where_it_runs(node), causes=tuple(c.id for c in causes),

@@ -147,6 +147,15 @@ def test_a_stale_ldcache_entry_gets_the_real_dir_listed(tmp_path: Path) -> None:
         (("tee", LDCONF_FILE), libdir + "\n"), ((LDCONFIG,), None)]
 
 
+def test_two_causes_with_one_repair_get_its_steps_once() -> None:
+    evidence = {"dlopen": "/usr/lib/x86_64-linux-gnu/libcuda.so.1"}
+    plan = plan_node(_node(_facts("debian"),
+                           Check("libcuda_not_in_ldcache", "fail", "a", evidence=evidence),
+                           Check("ldcache_stale_libcuda_entry", "fail", "b", evidence=evidence)))
+    assert plan is not None
+    assert [s.argv for s in plan.steps] == [("tee", LDCONF_FILE), (LDCONFIG,)]
+
+
 @pytest.mark.parametrize("loaded", ["/usr/local/cuda/compat/libcuda.so.1",
                                     "/usr/local/cuda/lib64/stubs/libcuda.so.1",
                                     "/x/../etc/libcuda.so.1", "/x y/libcuda.so.1",
