@@ -670,10 +670,33 @@ def _confirm(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
+def _fix_before(args: argparse.Namespace, policy: Policy) -> tuple[Inventory | None, Report]:
+    """The state to plan from: a saved audit (and, to apply, the inventory it names), or a
+    probe of the inventory now."""
+    if _is_results(args.source):
+        from fleetcheck.fix.run import selected_nodes
+        from fleetcheck.reportio import load_report
+
+        before = selected_nodes(load_report(args.source), args.limit)
+        if not args.apply:
+            return None, before
+        if not before.inventory or before.inventory.startswith("<"):
+            raise UsageError(f"{args.source}: names no inventory file to reach its nodes "
+                             "through; run `fleetcheck fix INVENTORY --apply`")
+        return _load_inventory(before.inventory), before
+    inventory = _load_inventory(args.source)
+    before = _run_audit(inventory, args.limit, policy.deep, policy, args.timeout,
+                        progress=not args.no_progress, parts=args.parts)
+    limit_error = _unmatched_limit(inventory, args.limit, before)
+    if limit_error:
+        raise UsageError(limit_error)
+    return inventory, before
+
+
 def cmd_fix(args: argparse.Namespace) -> int:
     from fleetcheck.fix import plan_report
     from fleetcheck.fix.render import record_dict, render_outcomes, render_plan
-    from fleetcheck.fix.run import FixRun, merged_report, selected_nodes
+    from fleetcheck.fix.run import merged_report
     from fleetcheck.timestamps import utc_now
     from fleetcheck.verdict import exit_code_for
 
@@ -687,23 +710,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
         _check_history(args.history)
     policy = _load_policy(args.playbook)
     started = utc_now()
-    if _is_results(args.source):
-        from fleetcheck.reportio import load_report
-
-        before = selected_nodes(load_report(args.source), args.limit)
-        inventory = None
-        if args.apply:
-            if not before.inventory or before.inventory.startswith("<"):
-                raise UsageError(f"{args.source}: names no inventory file to reach its nodes "
-                                 "through; run `fleetcheck fix INVENTORY --apply`")
-            inventory = _load_inventory(before.inventory)
-    else:
-        inventory = _load_inventory(args.source)
-        before = _run_audit(inventory, args.limit, policy.deep, policy, args.timeout,
-                            progress=not args.no_progress, parts=args.parts)
-        limit_error = _unmatched_limit(inventory, args.limit, before)
-        if limit_error:
-            raise UsageError(limit_error)
+    inventory, before = _fix_before(args, policy)
     plan = plan_report(before, source=args.source)
     runnable = plan.runnable
     if args.apply and before.interrupted:
@@ -735,6 +742,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
         write_record([], applied=False, interrupted=False)
         return int(exit_code_for(before))
     assert inventory is not None
+    from fleetcheck.fix.run import FixRun
     from fleetcheck.render.progress import progress_observer
 
     interrupted = False
