@@ -316,3 +316,23 @@ def test_an_audit_key_restricted_by_the_gatekeeper_cannot_repair(
     assert refused["stderr"].startswith("fleetcheck-gatekeeper: refused: ")
     assert "exit status 77: fleetcheck-gatekeeper: refused: " in out
     assert _apt_calls(cdir) == []
+
+
+def test_a_node_with_a_second_cause_is_still_failing_with_the_new_one(
+        fleet: Fleet, capsys: Any, tmp_path: Path) -> None:
+    fleet.add_host("pve1")
+    fleet.add_container("pve1", 101, "no-compiler", node={"cache": "unwritable"}, packages={})
+    fleet.write_inventory(timeout=60)
+    record = tmp_path / "fix.json"
+    code = main(["fix", str(fleet.inventory), "--apply", "--yes", "--no-progress",
+                 "-o", str(record)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "cache_dir_unwritable: Triton cache" in out  # printed for a person, never run
+    table = out.split("\n\n")[-1].splitlines()
+    assert table[1].split() == ["pve1/101", "fail", "(no_c_compiler)", "2/2", "fail",
+                                "(cache_dir_unwritable)", "still", "failing"]
+    assert "cannot be created" in table[2]
+    node = _record(record)["nodes"][0]
+    assert (node["outcome"], node["after"]["cause"]) == ("still failing",
+                                                         "cache_dir_unwritable")
