@@ -71,6 +71,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("libcuda", "libcuda"),
     ("cache", "Cache"),
     ("fla", "FLA"),
+    # What each installed framework will do (facts.frameworks): fed by no check of its own.
+    ("frameworks", "Frameworks"),
 )
 
 

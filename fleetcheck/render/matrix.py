@@ -9,6 +9,7 @@ from typing import Any
 
 from fleetcheck.checks import CHECKS_BY_ID, COLUMNS, causal_rank
 from fleetcheck.model import Check, NodeResult, Report
+from fleetcheck.verdict import framework_outcomes
 
 #: Cell states, best first; a cell shows the worst state of its checks.
 CELL_STATES = ("none", "pass", "skip", "warn", "error", "fail")
@@ -49,6 +50,12 @@ SHORT_LABELS = {
     "stale_cache_masks_compiler": "stale",
     "blackwell_no_allocator": "no alloc",
     "fla_fallback_hidden": "cpu",
+}
+#: Short cell words for a framework's outcome (verdict.FRAMEWORK_STATES has the full set).
+FRAMEWORK_SHORT = {
+    "gpu": "gpu", "triton": "gpu", "cpu-only": "cpu", "cpu-fallback": "cpu",
+    "fails-at-kernel": "kernel", "triton-disabled": "off", "no-triton": "off",
+    "gpu-unsupported": "unsup", "unknown": "?",
 }
 _STATE_WORDS = {"pass": "ok", "skip": "skip", "warn": "warn", "error": "error", "fail": "fail"}
 
@@ -169,7 +176,19 @@ def column_of(check_id: str) -> str | None:
     return "triton" if info.column == "verdict" else info.column
 
 
+def frameworks_cell(node: NodeResult) -> Cell:
+    """'FLA cpu vLLM off': each installed framework's outcome; the cell shows the worst."""
+    outcomes = framework_outcomes(node.facts if isinstance(node.facts, Mapping) else {})
+    if not outcomes:
+        return Cell("frameworks", "none", "—", ())
+    state = worst_state([item.state for item in outcomes])
+    text = " ".join(f"{item.label} {FRAMEWORK_SHORT.get(item.outcome, '?')}" for item in outcomes)
+    return Cell("frameworks", state, text, ())
+
+
 def build_cell(node: NodeResult, column: str) -> Cell:
+    if column == "frameworks":
+        return frameworks_cell(node)
     checks = sorted(
         (c for c in node.checks if column_of(c.id) == column), key=lambda c: causal_rank(c.id)
     )

@@ -83,7 +83,9 @@ class _Layout:
             self.widths[key] = max(cell_len(text) for text in texts)
         # Columns where some node has a problem are the last to go: they explain the failures.
         troubled = {c.column for row in rows for c in row.cells if c.state in _PROBLEM_STATES}
-        self.drop_order = sorted(DROP_ORDER, key=lambda key: key in troubled)
+        # Frameworks goes first even then: it restates the Triton verdict per framework, and
+        # each framework's outcome has its own line under "Causes and fixes".
+        self.drop_order = ["frameworks", *sorted(DROP_ORDER, key=lambda key: key in troubled)]
         self.dropped: list[str] = []
         if width is not None:
             self._fit_to(width)

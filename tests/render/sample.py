@@ -53,6 +53,30 @@ def _facts(gpus: int, name: str = "NVIDIA H200", compiler: bool = True) -> dict[
     }
 
 
+#: What the probe reports per framework (facts.frameworks), for a GPU node and a fallback one.
+FRAMEWORKS_GPU = {
+    "fla": {"installed": False, "outcome": "not-installed",
+            "detail": "flash-linear-attention not installed"},
+    "vllm": {"installed": True, "version": "0.11.0", "outcome": "triton",
+             "detail": "vLLM uses Triton on the GPU"},
+    "inductor": {"installed": True, "version": "2.11.0+cu130", "outcome": "triton",
+                 "cxx": "/usr/bin/g++",
+                 "detail": "torch.compile (inductor): Triton path usable; "
+                           "C++ compiler /usr/bin/g++"},
+}
+FRAMEWORKS_FALLBACK = {
+    "fla": {"installed": True, "version": "0.6.0", "outcome": "cpu-fallback",
+            "detail": "FLA 0.6.0 falls back to CPU: RuntimeError: Failed to find C compiler. "
+                      "Please specify via CC environment variable or set "
+                      "triton.knobs.build.impl."},
+    "vllm": {"installed": False, "outcome": "not-installed", "detail": "vLLM not installed"},
+    "inductor": {"installed": True, "version": "2.11.0+cu130", "outcome": "fails-at-kernel",
+                 "cxx": None,
+                 "detail": "torch.compile (inductor): BackendCompilerFailed at code generation: "
+                           "no C compiler"},
+}
+
+
 def _checks(**overrides: Check) -> tuple[Check, ...]:
     return tuple(overrides.get(cid, Check(cid, "pass", "ok")) for cid in _PASSING)
 
@@ -75,12 +99,13 @@ def sample_report() -> Report:
     gpu = TritonVerdict("gpu", "cuda")
     nodes = (
         NodeResult("pve1", "pve1", None, "pve1", "ok", "Triton gpu (cuda)", gpu,
-                   _checks(), _facts(8), 6.2),
+                   _checks(), {**_facts(8), "frameworks": FRAMEWORKS_GPU}, 6.2),
         NodeResult("pve1/201", "pve1", 201, "trainer", "fail",
                    "Triton cpu-fallback: no C compiler: CC unset, no gcc or clang on PATH",
                    TritonVerdict("cpu-fallback", None, "no_c_compiler", COMPILER_FIX),
                    _checks(no_c_compiler=fallback_cause, triton_target=fallback_target),
-                   {**_facts(2, compiler=False), "container": "lxc"}, 7.9),
+                   {**_facts(2, compiler=False), "container": "lxc",
+                    "frameworks": FRAMEWORKS_FALLBACK}, 7.9),
         NodeResult("pve1/202", "pve1", 202, "inference", "warn", stale.summary, gpu,
                    _checks(stale_cache_masks_compiler=stale),
                    {**_facts(4), "container": "lxc"}, 5.1),

@@ -33,7 +33,8 @@ def test_narrow_terminal_drops_columns_instead_of_wrapping() -> None:
     assert table[0] == "NODE                     STATUS       TRITON        COMPILER"
     assert table[2] == "pve1/201 trainer         FAIL         CPU-FALLBACK  missing"
     assert all(len(line) <= 60 for line in text.splitlines())
-    assert "(hidden for width: FLA, libcuda, Headers, Driver,\nCUDA/torch, GPUs, Cache)" in text
+    assert ("(hidden for width: Frameworks, FLA, libcuda, Headers,\n"
+            "Driver, CUDA/torch, GPUs, Cache)") in text
 
 
 def test_medium_width_drops_the_quiet_columns_first() -> None:
@@ -41,18 +42,18 @@ def test_medium_width_drops_the_quiet_columns_first() -> None:
     # Cache holds a warning (stale), so it outlives Headers and libcuda, which are all ok.
     assert lines[0].split() == ["NODE", "STATUS", "GPUS", "DRIVER", "CUDA/TORCH", "TRITON",
                                 "COMPILER", "CACHE"]
-    assert "(hidden for width: FLA, libcuda, Headers)" in lines
+    assert "(hidden for width: Frameworks, FLA, libcuda, Headers)" in lines
 
 
 def test_colour_matches_golden_and_marks_the_fallback_row() -> None:
-    text = render_terminal(sample_report(), width=160, color=True)
+    text = render_terminal(sample_report(), width=185, color=True)
     assert_golden("table-color.txt", text)
     # The Triton cell of the cpu-fallback row is bold white on red.
     assert "\x1b[1;37;41mCPU-FALLBACK\x1b[0m" in text
 
 
 def test_hostile_names_print_literally_and_inert() -> None:
-    text = render_terminal(sample_report(), width=160, color=True)
+    text = render_terminal(sample_report(), width=185, color=True)
     without_styles = ANSI.sub("", text)
     # The only escape sequences are our own SGR styles: the node's ESC is shown as text.
     assert "\x1b" not in without_styles
