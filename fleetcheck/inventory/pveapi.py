@@ -9,18 +9,23 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from fleetcheck.inventory.discovery import discovered_vmid
 from fleetcheck.inventory.errors import DiscoveryError
+from fleetcheck.inventory.listings import parse_guest_rows
 from fleetcheck.inventory.model import ApiOptions, DiscoveredContainer, HostSpec
 
-#: pve-common split_list: tags are separated by `,`, `;` or whitespace.
-_TAG_SEPARATORS = re.compile(r"[,;\s]+")
 _VERIFY_FAILED = re.compile(r"certificate verify failed: ([^(')\"]+)")
 _ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
 
 
 async def discover_via_api(host: HostSpec) -> list[DiscoveredContainer]:
-    """The containers on `host`'s Proxmox node, from GET /cluster/resources?type=vm.
+    """The containers on `host`'s Proxmox node (see `discover_guests_via_api`)."""
+    return (await discover_guests_via_api(host))[0]
+
+
+async def discover_guests_via_api(
+    host: HostSpec,
+) -> tuple[list[DiscoveredContainer], list[DiscoveredContainer]]:
+    """(containers, VMs) on `host`'s Proxmox node, from GET /cluster/resources?type=vm.
 
     Raises DiscoveryError (one line, naming the host, never the token) when the token is
     missing, the API refuses it, TLS verification fails, the node is unknown or offline, or
@@ -44,7 +49,8 @@ async def discover_via_api(host: HostSpec) -> list[DiscoveredContainer]:
             host=host.name,
         ) from None
     _check_node(nodes, node, host.name, api)
-    return containers_from_resources(resources, node, host.name)
+    return (containers_from_resources(resources, node, host.name),
+            containers_from_resources(resources, node, host.name, "qemu"))
 
 
 def read_token_secret(api: ApiOptions, host: str) -> str:
@@ -77,44 +83,21 @@ def read_token_secret(api: ApiOptions, host: str) -> str:
     raise DiscoveryError(f"{host}: api: neither token_env nor token_file is set", host=host)
 
 
-def split_tags(tags: object) -> tuple[str, ...]:
-    """ "gpu;prod" -> ("gpu", "prod"), as PVE reads its tag lists."""
-    if not isinstance(tags, str):
-        return ()
-    return tuple(dict.fromkeys(t for t in _TAG_SEPARATORS.split(tags) if t))
-
-
 def containers_from_resources(
-    rows: Iterable[Any], node: str, host: str = ""
+    rows: Iterable[Any], node: str, host: str = "", kind: str = "lxc"
 ) -> list[DiscoveredContainer]:
-    """LXC rows of /cluster/resources (which also lists qemu VMs) for one node."""
-    found: list[DiscoveredContainer] = []
-    for row in rows:
-        if not isinstance(row, dict):
-            raise DiscoveryError(f"{host}: unexpected Proxmox API answer (not a list of objects)")
-        if row.get("type") != "lxc" or row.get("node") != node:
-            continue
-        try:
-            # Hosts before pve-container 5.0.10 send the vmid as a string.
-            vmid = discovered_vmid(row["vmid"])
-            template = bool(int(row.get("template") or 0))
-            if vmid is None:
-                raise ValueError("not a VMID")
-        except (KeyError, TypeError, ValueError):
-            raise DiscoveryError(
-                f"{host}: unexpected Proxmox API row for {row.get('id', '?')}", host=host
-            ) from None
-        found.append(
-            DiscoveredContainer(
-                vmid=vmid,
-                status=str(row.get("status") or "unknown"),
-                name=str(row.get("name") or f"CT{vmid}"),
-                lock=str(row.get("lock") or ""),
-                template=template,
-                tags=split_tags(row.get("tags")),
-            )
-        )
-    return sorted(found, key=lambda c: c.vmid)
+    """The `kind` rows ("lxc" or "qemu") of /cluster/resources?type=vm for one node.
+
+    A row that is not an object or has no readable VMID becomes one entry with `problem`
+    set (an error node), never the failure of the whole host.
+    """
+    if not isinstance(rows, list):
+        raise DiscoveryError(f"{host}: unexpected Proxmox API answer (not a list of objects)",
+                             host=host)
+    mine = [row for row in rows
+            if not isinstance(row, dict) or (row.get("type") == kind and row.get("node") == node)]
+    default = "CT{vmid}" if kind == "lxc" else "VM {vmid}"
+    return parse_guest_rows(mine, f"GET /cluster/resources ({kind})", default)
 
 
 def _check_node(nodes: Any, node: str, host: str, api: ApiOptions) -> None:

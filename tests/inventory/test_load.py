@@ -38,7 +38,7 @@ MISTAKES = [
         BASE + "    containers: all\n    frobnicate: 1\n",
         (
             "inv.yaml:5: hosts.pve1.frobnicate: unknown key (valid: address, transport, enabled, "
-            "ssh, api, probe_host, containers, python, env, labels, sudo, timeout)"
+            "ssh, api, probe_host, containers, vms, oci, python, env, labels, sudo, timeout)"
         ),
         id="unknown-no-close",
     ),
@@ -84,12 +84,12 @@ MISTAKES = [
     ),
     pytest.param(
         "hosts:\n  pve1:\n    containers: all\n",
-        "inv.yaml:2: hosts.pve1.address: missing (required unless transport: local)",
+        "inv.yaml:2: hosts.pve1.address: missing (required unless transport: local or api)",
         id="missing-address",
     ),
     pytest.param(
         BASE,
-        "inv.yaml:2: hosts.pve1: nothing to probe: set containers or probe_host: true",
+        "inv.yaml:2: hosts.pve1: nothing to probe: set containers, vms, oci or probe_host: true",
         id="nothing-to-probe",
     ),
     pytest.param(
@@ -129,7 +129,7 @@ MISTAKES = [
     ),
     pytest.param(
         BASE + "    containers: all\n    transport: telnet\n",
-        "inv.yaml:5: hosts.pve1.transport: must be one of ssh, local, got 'telnet'",
+        "inv.yaml:5: hosts.pve1.transport: must be one of ssh, local, api, got 'telnet'",
         id="transport-bad",
     ),
     pytest.param(
@@ -531,7 +531,8 @@ def test_an_empty_file_is_one_line(tmp_path: Path) -> None:
 def test_the_example_inventory_loads_with_only_this_machine_enabled() -> None:
     inventory = load_inventory(str(EXAMPLE))
     assert [(h.name, h.transport) for h in inventory.hosts] == [("this-machine", "local")]
-    assert [h.name for h in inventory.disabled_hosts] == ["pve1", "pve2", "pve3", "pve4"]
+    assert [h.name for h in inventory.disabled_hosts] == ["pve1", "pve2", "pve3", "pve4", "pve5",
+                                                          "pve6"]
     assert inventory.concurrency == 64
     assert inventory.audit_timeout == 600.0
 
@@ -549,15 +550,15 @@ def _example_keys(node: Any, path: str) -> set[str]:
                 child = f"{path}.{key}" if path else key
             keys.add(child)
             keys |= _example_keys(value, child)
-    elif isinstance(node, list) and path.endswith(".containers"):
+    elif isinstance(node, list) and path.endswith((".containers", ".vms")):
         for item in node:
             keys |= _example_keys(item, f"{path}[]")
     return keys
 
 
 def _by_section(key: str) -> str:
-    """defaults.ssh.port and hosts.*.ssh.port are one key: ssh.port (same for api)."""
-    for section in (".ssh.", ".api."):
+    """defaults.ssh.port and hosts.*.ssh.port are one key: ssh.port (same for api, oci)."""
+    for section in (".ssh.", ".api.", ".oci."):
         if section in key:
             return section[1:] + key.split(section, 1)[1]
     return key
