@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from fleetcheck.inventory.errors import DiscoveryError
@@ -14,6 +14,7 @@ from fleetcheck.inventory.listings import parse_guest_rows
 from fleetcheck.inventory.model import ApiOptions, DiscoveredContainer, HostSpec
 
 _VERIFY_FAILED = re.compile(r"certificate verify failed: ([^(')\"]+)")
+_T = TypeVar("_T")
 _ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
 
 
@@ -122,29 +123,49 @@ def _check_node(nodes: Any, node: str, host: str, api: ApiOptions) -> None:
 
 def _fetch(api: ApiOptions, secret: str, host: str) -> tuple[Any, Any]:
     """GET /nodes and /cluster/resources?type=vm; every library error becomes DiscoveryError."""
+    client = api_client(api, secret, host)
+    return call_api(api, secret, host, lambda: (client.nodes.get(),
+                                                client.cluster.resources.get(type="vm")))
+
+
+def api_client(api: ApiOptions, secret: str, host: str) -> Any:
+    """A proxmoxer client for `api` with the token (no request is made yet)."""
     # Imported here: proxmoxer's https backend silences urllib3 warnings process-wide on
-    # import, which only API discovery should pay for.
-    import requests
-    from proxmoxer import ProxmoxAPI, ResourceException
+    # import, which only API users should pay for.
+    from proxmoxer import ProxmoxAPI
 
     parts = urlsplit(api.url)
     prefix = parts.path.strip("/")
     if prefix.endswith("api2/json"):
         prefix = prefix[: -len("api2/json")].strip("/")
+    return call_api(api, secret, host, lambda: ProxmoxAPI(
+        parts.hostname,
+        port=parts.port or 8006,
+        path_prefix=prefix or None,
+        user=api.user,
+        token_name=api.token_name,
+        token_value=secret,
+        verify_ssl=api.verify_tls,
+        timeout=api.timeout,
+    ))
+
+
+def call_api(
+    api: ApiOptions, secret: str, host: str, request: Callable[[], _T],
+    forbidden: str = "it needs the PVEAuditor role on /vms and /nodes",
+) -> _T:
+    """`request()` (blocking proxmoxer calls); every library error becomes DiscoveryError.
+
+    The message is one line naming the host and the URL, never the secret; `forbidden` says
+    what a 403 lacks.
+    """
+    import requests
+    from proxmoxer import ResourceException
+
     try:
-        client = ProxmoxAPI(
-            parts.hostname,
-            port=parts.port or 8006,
-            path_prefix=prefix or None,
-            user=api.user,
-            token_name=api.token_name,
-            token_value=secret,
-            verify_ssl=api.verify_tls,
-            timeout=api.timeout,
-        )
-        return client.nodes.get(), client.cluster.resources.get(type="vm")
+        return request()
     except ResourceException as exc:
-        message = _resource_message(exc, api)
+        message = _resource_message(exc, api, forbidden)
     except requests.exceptions.SSLError as exc:
         reason = _VERIFY_FAILED.search(str(exc))
         detail = reason.group(1).strip() if reason else "TLS handshake failed"
@@ -169,7 +190,7 @@ def _fetch(api: ApiOptions, secret: str, host: str) -> tuple[Any, Any]:
     raise DiscoveryError(text, host=host)
 
 
-def _resource_message(exc: Any, api: ApiOptions) -> str:
+def _resource_message(exc: Any, api: ApiOptions, forbidden: str) -> str:
     status = getattr(exc, "status_code", None)
     reason = str(getattr(exc, "content", "") or getattr(exc, "status_message", "")).strip()
     if status == 401:
@@ -181,6 +202,6 @@ def _resource_message(exc: Any, api: ApiOptions) -> str:
     if status == 403:
         return (
             f"403 {reason or 'forbidden'}: token {api.user}!{api.token_name} lacks permission "
-            "(it needs the PVEAuditor role on /vms and /nodes)"
+            f"({forbidden})"
         )
     return f"{status} {reason}".strip()
