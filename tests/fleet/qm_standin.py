@@ -157,7 +157,7 @@ def cmd_guest_exec(args):
         result["signal"] = -proc.returncode
     else:
         result["exitcode"] = proc.returncode
-    for handle, key in zip(outputs, ("out", "err")):
+    for handle, key in zip(outputs, ("out", "err"), strict=True):
         handle.seek(0)
         captured = handle.read(OUTPUT_CAP + 1)
         if captured:
