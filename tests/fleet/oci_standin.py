@@ -128,7 +128,19 @@ def cmd_exec(args):
     root = os.path.join(STORE, name, "root")
     if os.path.isdir(root):
         os.chdir(root)
+    path = env.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+    program = command[0]
+    if "/" not in program:
+        for folder in path.split(":"):
+            candidate = os.path.join(folder, program)
+            if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+                program = candidate
+                break
+        else:
+            not_found(command[0], name)
     if user is not None:
+        # Resolved as root above; the user only needs to be able to run the binary.
+        program = os.path.realpath(program)
         uid_text, _, gid_text = user.partition(":")
         try:
             uid = int(uid_text) if uid_text.isdigit() else pwd.getpwnam(uid_text).pw_uid
@@ -141,16 +153,6 @@ def cmd_exec(args):
         gid = int(gid_text) if gid_text.isdigit() else uid
         os.setgid(gid)
         os.setuid(uid)
-    path = env.get("PATH", "/usr/local/bin:/usr/bin:/bin")
-    program = command[0]
-    if "/" not in program:
-        for folder in path.split(":"):
-            candidate = os.path.join(folder, program)
-            if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
-                program = candidate
-                break
-        else:
-            not_found(command[0], name)
     try:
         os.execve(program, command, env)
     except FileNotFoundError:
