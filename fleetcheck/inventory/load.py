@@ -414,7 +414,7 @@ class _Builder:
                 if raw.get(key):
                     raise self.fail((*path, key), "needs SSH: a transport: api host reaches "
                                     "only its VMs (through the guest agent)")
-            if "api" not in raw and "url" not in {k for k in ctx["api"]}:
+            if "api" not in raw and "url" not in ctx["api"]:
                 raise self.fail((*path, "api"), "missing (transport: api needs the API url)")
         ssh_raw = self.mapping(raw.get("ssh") or {}, (*path, "ssh"), SSH_KEYS)
         ssh_items = {**ctx["ssh"], **{k: (v, (*path, "ssh", k)) for k, v in ssh_raw.items()}}
