@@ -64,7 +64,8 @@ def targets_for_host(
     given it only supplies names and Proxmox tags. Docker/Podman containers named in an
     `oci:` follow the node they run in; `oci: {containers: all}` is left to `oci_targets`
     once that node's `docker ps` is known. Python, env, labels and timeout inherit
-    defaults -> host -> guest -> OCI container.
+    defaults -> host -> guest, and defaults -> host -> OCI container (an image does not see
+    its guest's interpreter); labels and timeout also guest -> OCI container.
     """
     nodes: list[Target | SkippedTarget] = []
     if host.probe_host:
@@ -200,8 +201,10 @@ def oci_targets(
             host=parent.host,
             vmid=parent.vmid,
             name=spec.name,
-            python=spec.python or parent.python,
-            env=_merge_env(parent.env, spec.env),
+            # An image is its own filesystem: the guest's interpreter and environment do not
+            # apply inside it, the host's (and the defaults') do.
+            python=spec.python or parent.host.python,
+            env=_merge_env(parent.host.env, spec.env),
             labels=_merge_labels(parent.labels, spec.labels),
             timeout=spec.timeout if spec.timeout is not None else parent.timeout,
             container=spec.name,
