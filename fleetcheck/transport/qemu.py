@@ -20,6 +20,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from fleetcheck.inventory.errors import DiscoveryError
+from fleetcheck.inventory.listings import parse_qm_list
+from fleetcheck.inventory.model import DiscoveredContainer, HostSpec
 from fleetcheck.transport.interface import (
     CommandResult,
     RunCommand,
@@ -183,6 +186,29 @@ def qm_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, s
             if f"env: '{tool}'" in stderr:
                 return "error", f"{tool} not found on {host}"
     return None
+
+
+def qm_list_failure(result: CommandResult, host: str) -> str:
+    """Why `qm list` on `host` gave no VM list."""
+    stderr = result.stderr.decode("utf-8", "replace")
+    if SUDO_PROMPT_REFUSED in stderr:
+        return (f"sudo on {host} asks for a password (sudo -n): allow the login to run qm "
+                "without a password (NOPASSWD)")
+    if result.returncode == 127:
+        return f"qm not found on {host}: is it a Proxmox VE host?"
+    if result.timed_out:
+        return f"`qm list` on {host} timed out"
+    return f"`qm list` on {host} failed ({result.returncode}): {_last_line(stderr)}"
+
+
+async def qm_list(host: HostSpec, transport: Transport, timeout: float
+                  ) -> list[DiscoveredContainer]:
+    """The VMs `qm list` shows on `host`; DiscoveryError saying why when it fails."""
+    argv = [*sudo_prefix(host.sudo), "qm", "list"]
+    result = await transport.run(argv, timeout=timeout)
+    if result.returncode != 0 or result.timed_out:
+        raise DiscoveryError(qm_list_failure(result, host.name), host=host.name)
+    return parse_qm_list(result.stdout.decode("utf-8", "replace"))
 
 
 def _last_line(text: str) -> str:

@@ -166,6 +166,20 @@ class QemuApiTransport(Transport):
             yield self.run
 
 
+class ApiHostTransport(Transport):
+    """A `transport: api` host: no SSH and no shell, only its VMs' agents through `agent`."""
+
+    def __init__(self, api: ApiOptions, host_name: str, *, slots: int = 8) -> None:
+        self.agent = ApiAgent(api, host_name, slots=slots)
+        self.host_name = host_name
+
+    async def run(
+        self, argv: list[str], *, input: bytes | None = None, timeout: float
+    ) -> CommandResult:
+        raise TransportError(f"{self.host_name} has no SSH (transport: api): only its VMs are "
+                             "reached, through the guest agent", kind="error")
+
+
 def _is_text(data: bytes) -> bool:
     try:
         data.decode("utf-8")
