@@ -21,20 +21,24 @@ from fleetcheck.inventory import (
     InventoryError,
     SkippedTarget,
     Target,
-    discover_via_api,
     matches_limit,
-    parse_pct_list,
-    pct_list_argv,
     targets_for_host,
 )
+from fleetcheck.inventory.discovery import needs_discovery, oci_targets
 from fleetcheck.inventory.limit import split_patterns
 from fleetcheck.model import NodeResult, Report
 from fleetcheck.observer import AuditObserver, NullObserver
 from fleetcheck.probe import probe_argv, probe_source
 from fleetcheck.probe.results import ProbeOutputError, parse_probe_output
 from fleetcheck.transport.interface import CommandResult, Transport, TransportError
+from fleetcheck.transport.kinds import (
+    api_host_transport,
+    list_guests,
+    list_oci,
+    target_transport,
+)
 from fleetcheck.transport.local import LocalTransport
-from fleetcheck.transport.pct import NO_CONFIG, NOT_RUNNING, PctTransport, pct_refusal
+from fleetcheck.transport.pct import NO_CONFIG, NOT_RUNNING, pct_refusal
 from fleetcheck.transport.ssh import (
     DEFAULT_CONNECT_ATTEMPTS,
     KILL_AFTER,
@@ -71,7 +75,8 @@ def _probe_input() -> bytes:
 
 def _node(target: Target | SkippedTarget, status: str, reason: str, **extra: Any) -> NodeResult:
     return NodeResult(id=target.id, host=target.host.name, vmid=target.vmid, name=target.name,
-                      status=status, reason=reason, labels=target.labels, **extra)
+                      status=status, reason=reason, labels=target.labels, kind=target.kind,
+                      parent=target.parent, **extra)
 
 
 def _host_node(host: HostSpec, status: str, reason: str) -> NodeResult:
@@ -102,7 +107,7 @@ def _timed_out(target: Target, duration_s: float) -> NodeResult:
 
 def _pct_failure(target: Target, stderr: str) -> tuple[str, str] | None:
     """(status, reason) when pct or sudo, not the probe, refused to run (their stderr texts)."""
-    if target.vmid is None:
+    if target.vmid is None or target.kind != "lxc":
         return None  # the host's own probe runs without pct or sudo
     refused = pct_refusal(stderr, target.host.name)
     if refused is not None:
@@ -115,14 +120,17 @@ def _pct_failure(target: Target, stderr: str) -> tuple[str, str] | None:
 
 
 def _without_document(
-    target: Target, result: CommandResult, problem: ProbeOutputError
+    target: Target, transport: Transport | None, result: CommandResult,
+    problem: ProbeOutputError,
 ) -> tuple[str, str]:
     """(status, reason) for a command that printed no probe document: who refused, or why."""
-    where = "in container" if target.vmid is not None else f"on {target.host.name}"
+    where = {"host": f"on {target.host.name}", "qemu": "in VM"}.get(target.kind, "in container")
     stderr = result.stderr.decode("utf-8", "replace")
     code = result.returncode
     if code != 0:
-        refused = _pct_failure(target, stderr)
+        explain = getattr(transport, "explain_failure", None)
+        refused = (explain(result) if explain is not None else None) or _pct_failure(
+            target, stderr)
         if refused is not None:
             return refused
         if code == 127:
@@ -141,7 +149,8 @@ def _without_document(
 
 
 def node_from_result(
-    target: Target, result: CommandResult, policy: Policy, duration_s: float
+    target: Target, result: CommandResult, policy: Policy, duration_s: float,
+    transport: Transport | None = None,
 ) -> NodeResult:
     """Sort one command result into a node: the probe's verdict, or why there is none.
 
@@ -161,7 +170,7 @@ def node_from_result(
     try:
         output = parse_probe_output(result.stdout)
     except ProbeOutputError as exc:
-        status, reason = _without_document(target, result, exc)
+        status, reason = _without_document(target, transport, result, exc)
         return _node(target, status, reason, **timing)
     status, reason = evaluate_node(output.checks, output.triton, policy, facts=output.facts)
     return _node(target, status, reason, triton=output.triton, checks=tuple(output.checks),
@@ -202,7 +211,7 @@ async def probe_target(
         return _node(target, exc.kind, str(exc), duration_s=time.monotonic() - started)
     except asyncio.TimeoutError:
         return _timed_out(target, time.monotonic() - started)
-    return node_from_result(target, result, policy, time.monotonic() - started)
+    return node_from_result(target, result, policy, time.monotonic() - started, transport)
 
 
 def _discovery_failure(host: HostSpec, result: CommandResult) -> str:
@@ -266,7 +275,9 @@ class AuditRun:
             node for node_id, node in self._pending.items() if node_id not in self._done
         ]
         nodes.sort(key=lambda node: (self._host_order.get(node.host, len(self._host_order)),
-                                     -1 if node.vmid is None else node.vmid))
+                                     -1 if node.vmid is None else node.vmid,
+                                     node.id != node.parent and node.kind in ("docker", "podman"),
+                                     node.id))
         return Report(started_at=self.started_at, finished_at=utc_now(), nodes=tuple(nodes),
                       inventory=self.inventory.path, interrupted=self.interrupted)
 
@@ -317,6 +328,8 @@ class AuditRun:
         transport: Transport
         if host.transport == "local":
             transport = LocalTransport()
+        elif host.transport == "api":
+            transport = api_host_transport(host)
         else:
             transport = SshTransport(host, connect_limiter=self._connects)
         self._transports.append(transport)
@@ -330,7 +343,7 @@ class AuditRun:
         """
         if not self.limit:
             return True
-        if host.containers != ALL_CONTAINERS:
+        if not needs_discovery(host):
             # Its nodes are known without connecting.
             return any(self._selected(node) for node in targets_for_host(host, None))
         if matches_limit(host.name, host.labels, self.limit, self.inventory.groups):
@@ -397,10 +410,11 @@ class AuditRun:
 
     async def _audit_selected_host(self, host: HostSpec, transport: Transport) -> None:
         discovered: list[DiscoveredContainer] | None = None
-        if host.containers == ALL_CONTAINERS:
+        vms: list[DiscoveredContainer] | None = None
+        if ALL_CONTAINERS in (host.containers, host.vms):
             self._pending[host.name] = _host_node(host, "error", INTERRUPTED_DISCOVERY)
             try:
-                discovered = await self._discover(host, transport)
+                discovered, vms = await list_guests(host, transport)
             except TransportError as exc:
                 self._finish_host(_host_node(host, exc.kind, str(exc)))
                 return
@@ -409,7 +423,9 @@ class AuditRun:
                 self._finish_host(_host_node(host, "error", reason))
                 return
             self._pending.pop(host.name, None)
-        nodes = [node for node in targets_for_host(host, discovered) if self._selected(node)]
+        nodes = targets_for_host(host, discovered, vms)
+        nodes += await self._discover_oci(host, nodes, transport)
+        nodes = [node for node in nodes if self._selected(node)]
         targets = [node for node in nodes if isinstance(node, Target)]
         for target in targets:
             self._pending[target.id] = _node(target, "error", INTERRUPTED)
@@ -417,23 +433,39 @@ class AuditRun:
         self.observer.targets_resolved(self._total)
         for skipped in nodes:
             if isinstance(skipped, SkippedTarget):
-                self._finish(_node(skipped, "skipped", skipped.reason))
+                self._finish(_node(skipped, skipped.status, skipped.reason))
         # _probe records its own failures; return_exceptions keeps one from ending the others.
         await asyncio.gather(*(self._probe(target, transport) for target in targets),
                              return_exceptions=True)
 
-    async def _discover(self, host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
-        if host.api is not None:
-            return await discover_via_api(host)
-        result = await transport.run(pct_list_argv(host), timeout=DISCOVERY_TIMEOUT)
-        if result.returncode != 0 or result.timed_out:
-            raise DiscoveryError(_discovery_failure(host, result), host=host.name)
-        return parse_pct_list(result.stdout.decode("utf-8", "replace"))
+    async def _discover_oci(
+        self, host: HostSpec, nodes: list[Target | SkippedTarget], transport: Transport
+    ) -> list[Target | SkippedTarget]:
+        """The Docker/Podman containers of every node with `oci: {containers: all}`."""
+        parents = [node for node in nodes if isinstance(node, Target) and node.oci is not None
+                   and node.runtime is None and node.oci.containers == ALL_CONTAINERS]
+        if host.oci is not None and host.oci.containers == ALL_CONTAINERS and not host.probe_host:
+            parents.append(Target(host=host, vmid=None, name=host.name, python=host.python,
+                                  env=dict(host.env), labels=host.labels, timeout=host.timeout,
+                                  oci=host.oci))
+
+        async def one(parent: Target) -> list[Target | SkippedTarget]:
+            assert parent.oci is not None
+            runtime = parent.oci.runtime
+            try:
+                return oci_targets(parent, await list_oci(parent, transport))
+            except (DiscoveryError, TransportError) as exc:
+                status = str(getattr(exc, "status", "") or getattr(exc, "kind", "error"))
+                return [SkippedTarget(parent.host, parent.vmid, f"{runtime}:*",
+                                      f"container discovery failed: {exc}", parent.labels,
+                                      kind=runtime, runtime=runtime, container="*",
+                                      status=status)]
+
+        found = await asyncio.gather(*(one(parent) for parent in parents))
+        return [node for group in found for node in group]
 
     async def _probe(self, target: Target, host_transport: Transport) -> None:
-        transport: Transport = host_transport
-        if target.vmid is not None:
-            transport = PctTransport(host_transport, target.vmid, sudo=target.host.sudo)
+        transport = target_transport(target, host_transport)
 
         @contextlib.asynccontextmanager
         async def fleet_slot() -> AsyncIterator[None]:

@@ -225,3 +225,12 @@ def _merge_env(*layers: Mapping[str, str]) -> dict[str, str]:
     for layer in layers:
         merged.update(layer)
     return merged
+
+
+def needs_discovery(host: HostSpec) -> bool:
+    """Whether some of `host`'s nodes are known only after a listing runs on it."""
+    if ALL_CONTAINERS in (host.containers, host.vms):
+        return True
+    guests = [g for g in (*host.containers, *host.vms) if isinstance(g, ContainerSpec)]
+    return any(oci is not None and oci.containers == ALL_CONTAINERS
+               for oci in (host.oci, *(g.oci for g in guests)))

@@ -1,0 +1,122 @@
+"""One audit over LXC containers, QEMU VMs and Docker/Podman containers inside both."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from fleet import Fleet
+
+from audit.support import GPU_OK, audit, rows
+
+pytestmark = [pytest.mark.sshd, pytest.mark.timeout(180)]
+
+
+def kinds(report: object) -> list[tuple[str, str, str | None]]:
+    return [(n.id, n.kind, n.parent) for n in report.nodes]  # type: ignore[attr-defined]
+
+
+def test_lxc_vms_and_docker_inside_both_in_one_run(fleet: Fleet) -> None:
+    fleet.add_host("pve1", containers="listed", vms="all")
+    fleet.add_container("pve1", 101)
+    fleet.add_oci("pve1", "docker", "trainer", "no-compiler", vmid=101, mode="listed")
+    fleet.add_vm("pve1", 300)
+    fleet.add_vm("pve1", 301, "stopped")
+    fleet.add_vm("pve1", 302, agent="none")
+    fleet.add_vm("pve1", 303, agent="off")
+    fleet.add_oci("pve1", "podman", "infer", vmid=300, mode="listed")
+    fleet.write_inventory(timeout=30)
+    # vms: all cannot carry a VM's oci:, so VM 300 is listed with its podman container.
+    data = yaml.safe_load(fleet.inventory.read_text())  # type: ignore[union-attr]
+    data["hosts"]["pve1"]["vms"] = [{"vmid": 300, "oci": {"runtime": "podman",
+                                                         "containers": ["infer"]}},
+                                    301, 302, 303]
+    fleet.inventory.write_text(yaml.safe_dump(data))  # type: ignore[union-attr]
+
+    report = audit(fleet)
+
+    assert kinds(report) == [
+        ("pve1/101", "lxc", "pve1"),
+        ("pve1/101/docker:trainer", "docker", "pve1/101"),
+        ("pve1/300", "qemu", "pve1"),
+        ("pve1/300/podman:infer", "podman", "pve1/300"),
+        ("pve1/301", "qemu", "pve1"),
+        ("pve1/302", "qemu", "pve1"),
+        ("pve1/303", "qemu", "pve1"),
+    ]
+    by_id = {n.id: n for n in report.nodes}
+    assert (by_id["pve1/101"].status, by_id["pve1/101"].reason) == GPU_OK
+    trainer = by_id["pve1/101/docker:trainer"]
+    assert (trainer.status, trainer.triton.verdict, trainer.triton.cause) == (
+        "fail", "cpu-fallback", "no_c_compiler")
+    assert (by_id["pve1/300"].status, by_id["pve1/300"].reason) == GPU_OK
+    assert by_id["pve1/300/podman:infer"].triton.verdict == "gpu"
+    assert rows(report)[4:] == [
+        ("pve1/301", "skipped", "VM stopped"),
+        ("pve1/302", "error", "VM 302 has no QEMU guest agent configured: set it with "
+                              "`qm set 302 --agent 1` and install qemu-guest-agent in the guest"),
+        ("pve1/303", "error", "the QEMU guest agent in VM 303 does not answer: start "
+                              "qemu-guest-agent in the guest (or the agent is disabled)"),
+    ]
+    assert fleet.accepted_logins("pve1") == 1
+
+
+def test_discovered_vms_and_docker_containers(fleet: Fleet) -> None:
+    fleet.add_host("pve1", probe_host=True, vms="all")
+    fleet.add_vm("pve1", 300)
+    fleet.add_vm("pve1", 301, "stopped")
+    fleet.add_vm("pve1", 9000, "stopped", template=True)
+    fleet.add_oci("pve1", "docker", "infer")
+    fleet.add_oci("pve1", "docker", "paused", state="paused")
+    fleet.add_oci("pve1", "docker", "gone", state="exited")
+    fleet.write_inventory(timeout=30)
+
+    report = audit(fleet)
+
+    assert [(n.id, n.status) for n in report.nodes] == [
+        ("pve1", "warn"),
+        ("pve1/docker:infer", "ok"),
+        ("pve1/docker:paused", "skipped"),
+        ("pve1/300", "ok"),
+        ("pve1/301", "skipped"),
+        ("pve1/9000", "skipped"),
+    ]
+    assert {n.id: n.reason for n in report.nodes}["pve1/9000"] == "template"
+
+
+def test_one_odd_discovery_line_is_one_error_node(fleet: Fleet) -> None:
+    host = fleet.add_host("pve1", pvesh=False)
+    fleet.add_container("pve1", 101)
+    fleet.add_container("pve1", 103)
+    # A line pct would never print: a warning on stdout, and a row cut short.
+    original = (host.dir / "bin" / "pct").read_text()
+    (host.dir / "bin" / "pct").write_text(original.replace(
+        "sys.stdout.write(\"\".join(f\"{a:<10} {b:<10} {c:<12} {d:<20}\\n\" for a, b, c, d in rows))",
+        "sys.stdout.write(\"\".join(f\"{a:<10} {b:<10} {c:<12} {d:<20}\\n\" for a, b, c, d in rows)"
+        " + \"102        running\\n\")"))
+    fleet.write_inventory(timeout=30)
+
+    report = audit(fleet)
+
+    assert rows(report) == [
+        ("pve1/101", *GPU_OK),
+        ("pve1/102", "error", "discovery could not read `pct list` line 4: unexpected line: "
+                              "102 running"),
+        ("pve1/103", *GPU_OK),
+    ]
+
+
+def test_node_json_has_kind_and_parent(fleet: Fleet, tmp_path: Path) -> None:
+    from fleetcheck.render.json import render_json
+
+    fleet.add_host("pve1", containers="listed")
+    fleet.add_container("pve1", 101)
+    fleet.add_oci("pve1", "docker", "t", vmid=101, mode="listed")
+    fleet.write_inventory(timeout=30)
+    nodes = json.loads(render_json(audit(fleet)))["nodes"]
+    assert [(n["id"], n["kind"], n["parent"], n["vmid"]) for n in nodes] == [
+        ("pve1/101", "lxc", "pve1", 101),
+        ("pve1/101/docker:t", "docker", "pve1/101", 101),
+    ]
