@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,39 @@ def test_node_json_has_kind_and_parent(fleet: Fleet, tmp_path: Path) -> None:
         ("pve1/101", "lxc", "pve1", 101),
         ("pve1/101/docker:t", "docker", "pve1/101", 101),
     ]
+
+
+def test_a_host_without_ssh_reaches_its_vms_through_the_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from fakes.pve_api import FIXTURES_DIR, FakePveApi, FakeVm, serve_pve_api
+
+    from fleetcheck.audit import run_audit
+    from fleetcheck.inventory import parse_inventory
+
+    if not (FIXTURES_DIR / "cluster_resources_vm.json").is_file():
+        pytest.skip(f"shared Proxmox fixtures not found at {FIXTURES_DIR}")
+    import nodeenv  # type: ignore[import-not-found]
+
+    node = nodeenv.make_node(tmp_path / "vm200", compiler=False)
+    # The agent's environment: no HOME; coreutils' timeout on PATH, no compiler.
+    sysbin = tmp_path / "sysbin"
+    sysbin.mkdir()
+    (sysbin / "timeout").symlink_to(shutil.which("timeout") or "/usr/bin/timeout")
+    env = {k: v for k, v in node.env.items() if k != "HOME"}
+    env.update(TRITON_HOME=str(tmp_path / "vm200"), PATH=f"{env['PATH']}:{sysbin}")
+    with serve_pve_api(FakePveApi(FIXTURES_DIR), tmp_path / "tls") as api:
+        monkeypatch.setenv("FLEETCHECK_TEST_PVE_TOKEN", api.secret)
+        # cluster_resources_vm.json lists qemu/200 running on pve1.
+        api.vms[200] = FakeVm(env=env, cwd=str(tmp_path))
+        inventory = parse_inventory(
+            f"defaults: {{python: {node.python}}}\n"
+            "hosts:\n  pve1:\n    transport: api\n    vms: all\n    timeout: 30\n"
+            f"    api: {{url: '{api.url}', user: fleet@pve, token_name: audit,\n"
+            f"          token_env: FLEETCHECK_TEST_PVE_TOKEN, verify_tls: '{api.ca_path}'}}\n",
+            str(tmp_path / "inv.yaml"))
+        report = asyncio.run(run_audit(inventory))
+    assert [(n.id, n.kind, n.status, n.triton.cause) for n in report.nodes] == [
+        ("pve1/200", "qemu", "fail", "no_c_compiler")]

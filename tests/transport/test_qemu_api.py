@@ -119,3 +119,12 @@ def test_a_command_that_outlives_the_bound_is_a_timeout(api: FakePveApi) -> None
     for proc, _ in api.sessions.values():
         proc.kill()
         proc.wait()
+
+
+def test_a_guest_without_coreutils_timeout(api: FakePveApi) -> None:
+    api.vms[300] = FakeVm(env={"PATH": "/nonexistent"})
+    result, transport = run(api, 300, ["python3", "-"], input=b"print(1)")
+    status, reason = transport.explain_failure(result) or ("", "")
+    assert status == "error"
+    assert reason.startswith("VM 300 has no `timeout` command (coreutils): fleetcheck probes "
+                             "Linux guests; agent said: ")
