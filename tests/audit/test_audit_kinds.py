@@ -153,3 +153,46 @@ def test_a_host_without_ssh_reaches_its_vms_through_the_api(
         report = asyncio.run(run_audit(inventory))
     assert [(n.id, n.kind, n.status, n.triton.cause) for n in report.nodes] == [
         ("pve1/200", "qemu", "fail", "no_c_compiler")]
+
+
+def test_faults_inside_vms_and_runtimes_are_clear_node_statuses(fleet: Fleet) -> None:
+    host = fleet.add_host("pve1", containers="listed", vms="listed")
+    fleet.add_vm("pve1", 300, "no-python")
+    fleet.add_vm("pve1", 301, "garbage")
+    fleet.add_oci("pve1", "docker", "slim", "no-python", mode="listed")
+    fleet.add_oci("pve1", "docker", "chatty", "garbage", mode="listed")
+    fleet.add_oci("pve1", "docker", "stopped", state="exited", mode="listed")
+    fleet.add_container("pve1", 101)
+    fleet.add_oci("pve1", "podman", "x", vmid=101, mode="all")
+    (host.dir / "containers" / "101" / "oci" / "podman" / "ps-extra").write_text("not json\n")
+    fleet.write_inventory(timeout=30)
+
+    report = audit(fleet)
+
+    assert rows(report) == [
+        ("pve1/docker:chatty", "error", "probe output is not one JSON document: Expecting "
+                                        "value (output begins 'Welcome to container shell!')"),
+        ("pve1/docker:slim", "error", "python3 not found in docker container 'slim' on pve1"),
+        ("pve1/docker:stopped", "skipped", "container not running"),
+        ("pve1/101", *GPU_OK),
+        ("pve1/101/podman:unreadable-2", "error", "discovery could not read `podman ps` line 2: "
+                                                  "unexpected line: not json"),
+        ("pve1/101/podman:x", *GPU_OK),
+        ("pve1/300", "error", "python3 not found in VM"),
+        ("pve1/301", "error", "probe output is not one JSON document: Expecting value (output "
+                              "begins 'Welcome to container shell!')"),
+    ]
+
+
+def test_a_runtime_that_cannot_list_is_one_node(fleet: Fleet) -> None:
+    fleet.add_host("pve1", containers="listed", probe_host=True)
+    store = fleet.add_oci("pve1", "docker", "a").parent
+    (store / "daemon-down").write_text("")
+    fleet.write_inventory(timeout=30)
+
+    report = audit(fleet)
+
+    assert rows(report)[1:] == [
+        ("pve1/docker:*", "error", "container discovery failed: `docker ps` on pve1: docker "
+                                   "daemon on pve1 is not running"),
+    ]
