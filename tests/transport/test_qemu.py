@@ -164,3 +164,28 @@ def test_qm_json_is_read_as_printed() -> None:
     text = json.dumps({"exitcode": 1, "exited": 1, "err-data": "boom\n"}, indent=3)
     assert parse_qm_reply(CommandResult(0, text.encode(), b""), "VM 1") == CommandResult(
         1, b"", b"boom\n")
+
+
+@pytest.mark.parametrize(
+    ("result", "expected"),
+    [
+        (CommandResult(1, b"", b"ERROR: Invalid syntax. Default option is not allowed more "
+                               b"than '1' time(s).\r\nType \"TIMEOUT /?\" for usage.\r\n"),
+         ("skipped", "Windows guest: fleetcheck probes Linux guests")),
+        (CommandResult(255, b"", b"VM 300 qga command 'guest-exec-status' failed - got "
+                                 b"timeout\n"),
+         ("error", "guest agent of VM 300: VM 300 qga command 'guest-exec-status' failed - "
+                   "got timeout")),
+        (CommandResult(1, b"", b"sudo: a password is required\n"),
+         ("error", "sudo on pve1 asks for a password (sudo -n): allow the login to run qm "
+                   "without a password (NOPASSWD)")),
+        (CommandResult(127, b"", b"env: 'qm': No such file or directory\n"),
+         ("error", "qm not found on pve1")),
+        (CommandResult(2, b"", b"Traceback ...\nValueError: x\n"), None),
+    ],
+    ids=["windows", "agent-timeout", "sudo", "no-qm", "guest-failure"],
+)
+def test_qm_and_agent_texts(result: CommandResult, expected: tuple[str, str] | None) -> None:
+    from fleetcheck.transport.qemu import qm_exec_failure
+
+    assert qm_exec_failure(result, 300, "pve1") == expected
