@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from fnmatch import fnmatchcase
 from typing import Any
 
+from fleetcheck.gatekeeper import refusal_reason  # gatekeeper (#14)
 from fleetcheck.inventory import (
     ALL_CONTAINERS,
     DiscoveredContainer,
@@ -128,6 +129,10 @@ def _without_document(
     stderr = result.stderr.decode("utf-8", "replace")
     code = result.returncode
     if code != 0:
+        # gatekeeper (#14): the host's forced command refused it; to be relocated after #11.
+        gatekept = refusal_reason(stderr, code)
+        if gatekept is not None:
+            return "error", gatekept
         explain = getattr(transport, "explain_failure", None)
         refused = (explain(result) if explain is not None else None) or _pct_failure(
             target, stderr)
@@ -215,6 +220,10 @@ async def probe_target(
 
 
 def _discovery_failure(host: HostSpec, result: CommandResult) -> str:
+    # gatekeeper (#14): the host's forced command refused it; to be relocated after #11.
+    gatekept = refusal_reason(result.stderr.decode("utf-8", "replace"), result.returncode)
+    if gatekept is not None:
+        return gatekept
     refused = pct_refusal(result.stderr.decode("utf-8", "replace"), host.name)
     if refused is not None:
         return refused

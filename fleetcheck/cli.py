@@ -141,7 +141,16 @@ def build_parser() -> argparse.ArgumentParser:
         "fleetcheck probe --script | ssh node python3 -",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    probe.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    probe.add_argument("--format", "-f", choices=("table", "json", "prometheus"), default=None,
+                       help="table (default; inferred from -o's extension .json/.prom when "
+                       "given), the node's JSON, or Prometheus text for node_exporter's "
+                       "textfile collector")
+    probe.add_argument("-o", "--output", metavar="FILE", default=None,
+                       help="write to FILE atomically instead of stdout (a *.prom file for the "
+                       "textfile collector)")
+    probe.add_argument("--cache", metavar="FILE", default=None,
+                       help="also save the verdict to FILE (atomically) for `fleetcheck health "
+                       "--cache FILE`")
     probe.add_argument("--python", metavar="PATH",
                        help="the workload's interpreter to examine (default: python3 on PATH)")
     probe.add_argument("--deep", action="store_true",
@@ -151,6 +160,39 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--playbook", "-p", metavar="FILE|NAME",
                        help="what counts as failing (default: the built-in default playbook)")
     probe.add_argument("--script", action="store_true", help="print the probe's source and exit")
+    probe.add_argument("--sha256", action="store_true",
+                       help="with --script: print the SHA-256 of the probe's source instead "
+                       "(what a host's gatekeeper allow-list holds)")
+
+    health = sub.add_parser(
+        "health", help="this node's health for Slurm (HealthCheckProgram) or node-problem-detector",
+        description="Say whether this node is healthy, from the verdict cached by `fleetcheck "
+        "probe --cache FILE` (fast: for Slurm's HealthCheckProgram, killed after 60 s) or from "
+        "a probe run now. Prints one line; exit 0 ok, 1 fail, 3 not verified (stale or missing "
+        "cache, probe error): node-problem-detector's OK / NonOK / Unknown. See "
+        "docs/integrations.md.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    health.add_argument("--cache", metavar="FILE",
+                        help="read the verdict `fleetcheck probe --cache FILE` saved, instead of "
+                        "probing now")
+    health.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
+                        help="a cached verdict older than this is not verified (default: 1800)")
+    health.add_argument("--npd", action="store_true",
+                        help="node-problem-detector custom plugin: at most 80 characters on stdout")
+    health.add_argument("--slurm", action="store_true",
+                        help="drain this Slurm node on failure with reason 'fleetcheck: CAUSE'; "
+                        "resume it when healthy, only if fleetcheck drained it")
+    health.add_argument("--node", metavar="NAME",
+                        help="the Slurm node name (default: $SLURMD_NODENAME, else hostname -s)")
+    health.add_argument("--drain-unverified", action="store_true",
+                        help="with --slurm, also drain when the node could not be verified")
+    health.add_argument("--python", metavar="PATH",
+                        help="without --cache: the workload's interpreter to examine")
+    health.add_argument("--playbook", "-p", metavar="FILE|NAME",
+                        help="without --cache: what counts as failing")
+    health.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
+                        help="without --cache: deadline for the probe (default: 60)")
 
     inventory = sub.add_parser(
         "inventory", help="show the resolved targets without connecting",
@@ -176,7 +218,63 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("old")
     diff.add_argument("new")
     diff.add_argument("--json", action="store_true", help="JSON instead of text")
+    _add_host_setup(sub)
     return parser
+
+
+def _add_host_setup(sub: Any) -> None:
+    """`host-setup`: the least-privilege audit key's gatekeeper for a host (docs/security.md)."""
+    from fleetcheck.gatekeeper import (
+        DEFAULT_AUTHORIZED_KEYS,
+        DEFAULT_HASH_PATH,
+        DEFAULT_HOST_PYTHON,
+        DEFAULT_SCRIPT_PATH,
+    )
+
+    setup = sub.add_parser(
+        "host-setup", help="restrict an audit key to running the probe (prints an installer)",
+        description="Print a standard-library program that, run as root on a Proxmox host "
+        "(fleetcheck host-setup --key KEY.pub | ssh root@HOST python3 -), installs the "
+        "fleetcheck gatekeeper, adds this fleetcheck's probe hash to the host's allow-list and "
+        "puts KEY in authorized_keys as restrict,command=\"gatekeeper\": the key can then run "
+        "nothing but the audit's commands and the pinned probe. Run it again after an upgrade.",
+    )
+    setup.add_argument("--key", required=True, metavar="FILE",
+                       help="the audit key's public key (.pub)")
+    setup.add_argument("--python", default=DEFAULT_HOST_PYTHON, metavar="PATH",
+                       help=f"the host's Python 3 (default: {DEFAULT_HOST_PYTHON})")
+    setup.add_argument("--script-path", default=DEFAULT_SCRIPT_PATH, metavar="PATH",
+                       help=f"where the gatekeeper goes (default: {DEFAULT_SCRIPT_PATH})")
+    setup.add_argument("--hash-file", default=DEFAULT_HASH_PATH, metavar="PATH",
+                       help=f"the probe hash allow-list (default: {DEFAULT_HASH_PATH})")
+    setup.add_argument("--authorized-keys", default=DEFAULT_AUTHORIZED_KEYS, metavar="PATH",
+                       help="the login's authorized_keys on the host "
+                       f"(default: {DEFAULT_AUTHORIZED_KEYS})")
+    setup.add_argument("--from", dest="from_patterns", metavar="PATTERNS",
+                       help="also restrict the key to these client addresses (from=\"...\")")
+    setup.add_argument("--log", metavar="PATH",
+                       help="log to this file instead of syslog (hosts without syslog)")
+    shown = setup.add_mutually_exclusive_group()
+    shown.add_argument("--print-line", action="store_true",
+                       help="print only the authorized_keys line")
+    shown.add_argument("--print-script", action="store_true",
+                       help="print only the gatekeeper script")
+
+
+def cmd_host_setup(args: argparse.Namespace) -> int:
+    from fleetcheck.gatekeeper import HostSetup, read_public_key, script_source
+
+    setup = HostSetup(public_key=read_public_key(args.key), python=args.python,
+                      script_path=args.script_path, hash_path=args.hash_file,
+                      authorized_keys=args.authorized_keys, log_path=args.log,
+                      from_patterns=args.from_patterns)
+    if args.print_line:
+        _emit(setup.key_line() + "\n", None)
+    elif args.print_script:
+        _emit(script_source(), None)
+    else:
+        _emit(setup.installer(), None)
+    return EXIT_OK
 
 
 def _output_format(args: argparse.Namespace) -> str:
@@ -407,6 +505,13 @@ def cmd_gate(args: argparse.Namespace) -> int:
 def cmd_probe(args: argparse.Namespace) -> int:
     from fleetcheck.model import Report, exit_code_for
 
+    if args.sha256:
+        if not args.script:
+            raise UsageError("--sha256 goes with --script (fleetcheck probe --script --sha256)")
+        from fleetcheck.gatekeeper import probe_sha256
+
+        _emit(probe_sha256() + "\n", None)
+        return EXIT_OK
     if args.script:
         from fleetcheck.probe import probe_source
 
@@ -417,6 +522,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
     from fleetcheck.audit import local_node_result
     from fleetcheck.reportio import node_to_dict
 
+    output = getattr(args, "output", None)
+    cache = getattr(args, "cache", None)
+    _check_output(output)
+    _check_output(cache)
     policy = _load_policy(args.playbook)
     deep = args.deep or policy.deep
     timeout = args.timeout if args.timeout is not None else (180.0 if deep else 60.0)
@@ -425,15 +534,55 @@ def cmd_probe(args: argparse.Namespace) -> int:
     finished = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     report = Report(started_at=started, finished_at=finished, nodes=(node,),
                     inventory=None, playbook=policy.name)
-    if args.format == "json":
+    code = int(exit_code_for(report))
+    fmt = args.format
+    if fmt is None:
+        fmt = _output_format(argparse.Namespace(format=None, output=output))
+        fmt = fmt if fmt in ("json", "prometheus") else "table"
+    if cache:
+        from fleetcheck.nodehealth import cache_document
+
+        _emit(cache_document(node_to_dict(node), code), cache)
+    if fmt == "json":
         import json
 
-        _emit(json.dumps(node_to_dict(node), indent=2, ensure_ascii=False) + "\n", None)
+        _emit(json.dumps(node_to_dict(node), indent=2, ensure_ascii=False) + "\n", output)
     else:
         from fleetcheck.render import render
 
-        _emit(render(report, "table"), None)
-    return int(exit_code_for(report))
+        _emit(render(report, fmt, **_file_options(output)), output)
+    return code
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    from fleetcheck import nodehealth
+
+    if args.cache:
+        max_age = args.max_age if args.max_age is not None else nodehealth.DEFAULT_MAX_AGE_S
+        health = nodehealth.read_cache(args.cache, max_age)
+    else:
+        from fleetcheck.audit import local_node_result
+        from fleetcheck.model import Report, exit_code_for
+        from fleetcheck.reportio import node_to_dict
+
+        policy = _load_policy(args.playbook)
+        timeout = args.timeout if args.timeout is not None else 60.0
+        node = local_node_result(python=args.python, deep=policy.deep, timeout=timeout,
+                                 policy=policy)
+        report = Report(started_at="", finished_at="", nodes=(node,), inventory=None,
+                        playbook=policy.name)
+        health = nodehealth.health_of_node(node_to_dict(node), int(exit_code_for(report)))
+    line = nodehealth.npd_message(health) if args.npd else f"{health.state}: {health.message}"
+    if args.slurm:
+        try:
+            done = nodehealth.apply_to_slurm(health, args.node or nodehealth.slurm_node_name(),
+                                             drain_unknown=args.drain_unverified)
+        except nodehealth.SlurmError as exc:
+            print(f"fleetcheck: health: {exc}", file=sys.stderr)
+        else:
+            print(f"fleetcheck: health: {done}", file=sys.stderr)
+    _emit(line + "\n", None)
+    return health.exit_code
 
 
 def cmd_inventory(args: argparse.Namespace) -> int:
@@ -493,6 +642,8 @@ COMMANDS = {
     "inventory": cmd_inventory,
     "report": cmd_report,
     "diff": cmd_diff,
+    "health": cmd_health,
+    "host-setup": cmd_host_setup,
 }
 
 
@@ -506,6 +657,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
         ("fleetcheck.reportio", "ReportFileError"),
         ("fleetcheck.history", "HistoryError"),
         ("fleetcheck.render", "RenderError"),
+        ("fleetcheck.gatekeeper", "HostSetupError"),
     ):
         try:
             imported = __import__(module, fromlist=[name])

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Install what the test suite needs on a fresh Debian machine (when missing), then run it all:
 # lint (ruff), types (mypy) and pytest. Arguments are passed to pytest.
+# Everything Python goes into the project's venv (.venv, made by scripts/install.sh), so this
+# works with the "externally managed" (PEP 668) python3 of Debian, Proxmox VE and Ubuntu.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +13,14 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v timeout >/dev/null 2>&1 || need+=(coreutils)
 command -v pgrep >/dev/null 2>&1 || need+=(procps)
+# A real Slurm (tests/integrations/test_slurm.py) and promtool (the Prometheus rules' tests).
+[ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/slurmd ] || need+=(slurm-wlm)
+[ -x /usr/sbin/munged ] && command -v mungekey >/dev/null 2>&1 || need+=(munge)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+# The README's install is tested with Debian's own python3 (PEP 668), which needs its venv.
+if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1; then
+  need+=(python3-venv)
+fi
 if [ "${#need[@]}" -gt 0 ]; then
   echo "installing Debian packages: ${need[*]}" >&2
   sudo=()
@@ -18,8 +28,25 @@ if [ "${#need[@]}" -gt 0 ]; then
   "${sudo[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+# Debian starts munge and slurm daemons on install; the tests run their own, in a temp folder.
+for unit in slurmctld slurmd; do
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active -q "$unit" 2>/dev/null; then
+    echo "note: $unit.service is running; the tests start their own on other ports" >&2
+  fi
+done
 
-python3 -m pip install -q --disable-pip-version-check -e '.[dev]'
-python3 -m ruff check fleetcheck tests bench scripts
-python3 -m mypy
-exec python3 -m pytest "$@"
+scripts/install.sh --dev
+# Wheels for the offline-install test (tests/integrations/test_install.py): fetched here, in
+# the set-up, so no test reaches the network.
+# They are made by the interpreter the test installs with: Debian's own python3 when present.
+if [ -x /usr/bin/python3 ]; then
+  PYTHON=/usr/bin/python3 VENV=.wheelhouse/.venv scripts/install.sh --download .wheelhouse
+else
+  scripts/install.sh --download .wheelhouse
+fi
+py=.venv/bin/python
+# Tests that start `python3` or `fleetcheck` by name get the project's.
+export PATH="$PWD/.venv/bin:$PATH"
+"$py" -m ruff check fleetcheck tests bench scripts
+"$py" -m mypy
+exec "$py" -m pytest "$@"

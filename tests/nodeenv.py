@@ -1,7 +1,7 @@
 """Fake node environments for the probe: a sysroot, a PATH, a stub libcuda and stub packages.
 
 Only what cannot exist on a CI machine is faked (the GPU and its driver, torch and Triton
-wheels), and the fakes speak the real texts of /work/shared/reference/triton-failures.md:
+wheels), and the fakes speak the real texts of Triton's failures (docs/checks.md lists them):
 the stub Triton looks for the compiler exactly as Triton does (CC, else gcc, else clang on PATH),
 really compiles its `cuda_utils` stub with it (so a missing linker or header fails for real),
 runs `/sbin/ldconfig -p` (under FLEETCHECK_SYSROOT) to find libcuda, and honours

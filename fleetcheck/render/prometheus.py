@@ -21,6 +21,7 @@ _HELP = {
     "fleetcheck_triton_fallback": "1 when Triton falls back to CPU on the node (cause labelled).",
     "fleetcheck_check_status": "1 for each check of each node, labelled with its status.",
     "fleetcheck_fleet_check_status": "1 for each fleet-wide check, labelled with its status.",
+    "fleetcheck_node_version": "Always 1; one per version a node reports (driver, torch, ...).",
 }
 
 
@@ -99,4 +100,17 @@ def render_prometheus(report: Report) -> str:
     for check in report.fleet_checks:
         status = check.status if check.status in CHECK_STATUSES else "error"
         out.add("fleetcheck_fleet_check_status", 1, check=check.id, status=status)
+    _add_versions(out, report)
     return out.text()
+
+
+def _add_versions(out: _Exposition, report: Report) -> None:
+    """One sample per node and compared fact, so a rule can count distinct values (drift)."""
+    from fleetcheck.consistency import fact_value
+    from fleetcheck.verdict import CONSISTENCY_KEYS
+
+    for node in report.nodes:
+        for key in CONSISTENCY_KEYS:
+            value = fact_value(node.facts, key)
+            if value is not None:
+                out.add("fleetcheck_node_version", 1, node=node.id, key=key, version=value)

@@ -7,6 +7,7 @@ runtime's `exec -i` on its parent's transport, whatever that parent is.
 
 from __future__ import annotations
 
+from fleetcheck.gatekeeper import refusal_reason
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
@@ -92,7 +93,7 @@ async def _pct_list(host: HostSpec, transport: Transport) -> list[DiscoveredCont
     result = await transport.run(pct_list_argv(host), timeout=LISTING_TIMEOUT)
     if result.returncode != 0 or result.timed_out:
         stderr = result.stderr.decode("utf-8", "replace")
-        reason = pct_refusal(stderr, host.name)
+        reason = refusal_reason(stderr, result.returncode) or pct_refusal(stderr, host.name)
         if reason is None:
             if result.returncode == 127:
                 reason = f"pct not found on {host.name}: is it a Proxmox VE host?"

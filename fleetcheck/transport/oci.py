@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
+from fleetcheck.gatekeeper import refusal_reason
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.listings import parse_oci_ps
 from fleetcheck.inventory.model import DiscoveredOci
@@ -111,7 +112,9 @@ async def oci_list(
     if code == 0 and not (result.timed_out or result.signal or result.truncated):
         return parse_oci_ps(result.stdout.decode("utf-8", "replace"), runtime)
     explain = getattr(parent, "explain_failure", None)
-    refused = (explain(result) if explain is not None else None) or oci_exec_failure(
+    gatekept = refusal_reason(result.stderr.decode("utf-8", "replace"), code)
+    refused = (("error", gatekept) if gatekept else None) or (
+        explain(result) if explain is not None else None) or oci_exec_failure(
         result, runtime, "", where)
     if result.timed_out:
         status, detail = "error", "timed out"

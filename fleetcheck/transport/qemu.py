@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from fleetcheck.gatekeeper import refusal_reason
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.listings import parse_qm_list
 from fleetcheck.inventory.model import DiscoveredContainer, HostSpec
@@ -191,6 +192,9 @@ def qm_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, s
 def qm_list_failure(result: CommandResult, host: str) -> str:
     """Why `qm list` on `host` gave no VM list."""
     stderr = result.stderr.decode("utf-8", "replace")
+    gatekept = refusal_reason(stderr, result.returncode)
+    if gatekept is not None:
+        return gatekept
     if SUDO_PROMPT_REFUSED in stderr:
         return (f"sudo on {host} asks for a password (sudo -n): allow the login to run qm "
                 "without a password (NOPASSWD)")

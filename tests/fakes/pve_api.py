@@ -1,10 +1,18 @@
-"""A Proxmox VE API stand-in: real HTTPS on 127.0.0.1, token check, the shared JSON fixtures.
+"""A Proxmox VE API stand-in: real HTTPS on 127.0.0.1, token check, fixtures in tests/fixtures.
 
 It answers as pve-http-server does: `{"data": ...}` bodies, the error text as the HTTP reason
 phrase (and, as since PVE 8.4, in `message`), 401 "invalid token value!" after a delay for a
 wrong token (3 s on a real host; a parameter here so tests stay fast), 500 "Configuration file
 'nodes/N/lxc/V.conf' does not exist" for an unknown container, 400 "Parameter verification
 failed." for a bad `type`, 501 for an unknown path.
+
+Permissions (`FakePveApi.privileges`, None: a token without privilege separation, which may do
+everything) are checked as pve-access-control's RPCEnvironment does: an ACL on a path holds
+for the paths below it, a guest's privileges also come from its pool (`/pool/NAME`), lists
+(`/cluster/resources`, `/nodes/N/lxc`) leave out the guests the token may not audit, and a
+single guest's route answers 403 "Permission check failed (/vms/VMID, PRIV)" (raise_perm_exc).
+Running a command through the QEMU guest agent needs VM.GuestAgent.Unrestricted from PVE 9,
+VM.Monitor before (`pve_major`).
 """
 
 from __future__ import annotations
@@ -28,8 +36,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-#: CI lays shared/ beside the checkout: <repo>/../shared/fixtures/proxmox.
-FIXTURES_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "proxmox"
+#: The Proxmox JSON fixtures ship with the tests (provenance: FIXTURES.md beside them).
+FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "proxmox"
 
 _FIXTURE_ROUTES = {
     "/nodes": "nodes.json",
@@ -110,13 +118,45 @@ class FakePveApi:
     requests: list[tuple[str, str, bool]] = field(default_factory=list)
     url: str = ""
     ca_path: Path | None = None
-    #: QEMU VMs whose guest agent answers agent/exec and agent/exec-status, by VMID.
+    #: QEMU VMs whose guest agent answers agent/exec and agent/exec-status, by VMID. With
+    #: none, agent/exec answers every VM with pid 4242 once the privilege check passed.
     vms: dict[int, FakeVm] = field(default_factory=dict)
-    #: The privilege the token lacks for agent/exec ("VM.GuestAgent.Unrestricted" on PVE 9,
-    #: "VM.Monitor" before), or None when it has it.
-    missing_privilege: str | None = None
     #: Running and finished guest commands by pid (each forgotten after its "exited" answer).
     sessions: dict[int, Any] = field(default_factory=dict)
+    #: ACL path -> privileges granted to the token there; None grants everything.
+    privileges: dict[str, set[str]] | None = None
+    #: Guest VMID -> its pool, for ACLs on /pool/NAME.
+    pools: dict[int, str] = field(default_factory=dict)
+    #: Major PVE version: decides the guest-agent exec privilege.
+    pve_major: int = 9
+
+    def allowed(self, path: str, privilege: str) -> bool:
+        """Does the token hold `privilege` on `path` (ACLs propagate down the tree)?"""
+        if self.privileges is None:
+            return True
+        parts = path.rstrip("/").split("/")
+        prefixes = ["/".join(parts[:i]) or "/" for i in range(len(parts), 0, -1)]
+        return any(privilege in self.privileges.get(prefix, set()) for prefix in prefixes)
+
+    def vm_allowed(self, vmid: int, privilege: str) -> bool:
+        """RPCEnvironment check_vm_perm: the guest's pool first, then /vms/VMID."""
+        pool = self.pools.get(vmid)
+        if pool and self.allowed(f"/pool/{pool}", privilege):
+            return True
+        return self.allowed(f"/vms/{vmid}", privilege)
+
+    def agent_exec_privilege(self) -> str:
+        """The privilege `POST .../agent/exec` checks (qemu-server API2/Qemu/Agent.pm)."""
+        return "VM.GuestAgent.Unrestricted" if self.pve_major >= 9 else "VM.Monitor"
+
+    def visible(self, route: str, data: Any) -> Any:
+        """A list route's data without the guests the token may not audit (no 403 for lists)."""
+        listed = route.startswith("/cluster/resources") or (
+            route.startswith("/nodes/") and route.endswith("/lxc"))
+        if not listed or not isinstance(data, list):
+            return data
+        return [row for row in data if not (isinstance(row, dict) and "vmid" in row)
+                or self.vm_allowed(int(row["vmid"]), "VM.Audit")]
 
     def data_for(self, route: str) -> Any:
         if route in self.overrides:
@@ -161,9 +201,13 @@ def agent_route(
     action, vmid = segments[5], segments[3]
     if (action == "exec") != (method == "POST"):
         return 501, f"Method '{method} /api2/json{path}' not implemented", {"data": None}
-    if api.missing_privilege:
-        message = f"Permission check failed (/vms/{vmid}, {api.missing_privilege})"
+    privilege = api.agent_exec_privilege()
+    if vmid.isdigit() and not api.vm_allowed(int(vmid), privilege):
+        message = f"Permission check failed (/vms/{vmid}, {privilege})"
         return 403, message, {"data": None, "message": message + "\n"}
+    if not api.vms and action == "exec":
+        # No guest modelled: the privilege check is all there is to test.
+        return 200, "OK", {"data": {"pid": 4242}}
 
     def died(message: str) -> tuple[int, str, dict[str, Any]]:
         return 500, message, {"data": None, "message": message + "\n"}
@@ -288,11 +332,21 @@ def _handler(api: FakePveApi) -> type[BaseHTTPRequestHandler]:
                     )
                     return
                 route = f"{path}?type={kind}" if kind else path
+            segments = path.strip("/").split("/")
+            if (len(segments) >= 4 and segments[0] == "nodes" and segments[2] in ("lxc", "qemu")
+                    and segments[3].isdigit()
+                    and not api.vm_allowed(int(segments[3]), "VM.Audit")):
+                self._forbidden(f"/vms/{segments[3]}, VM.Audit")
+                return
+            if path == "/access/permissions":
+                self._answer(200, "OK", {"data": {
+                    acl: {priv: 1 for priv in sorted(privs)}
+                    for acl, privs in (api.privileges or {"/": {"Administrator"}}).items()}})
+                return
             data = api.data_for(route)
             if data is not None:
-                self._answer(200, "OK", {"data": data})
+                self._answer(200, "OK", {"data": api.visible(route, data)})
                 return
-            segments = path.strip("/").split("/")
             if len(segments) >= 4 and segments[0] == "nodes" and segments[2] == "lxc":
                 message = (
                     f"Configuration file 'nodes/{segments[1]}/lxc/{segments[3]}.conf' "
@@ -321,6 +375,11 @@ def _handler(api: FakePveApi) -> type[BaseHTTPRequestHandler]:
                 self._answer(501, f"Method 'POST {parts.path}' not implemented", {"data": None})
                 return
             self._answer(agent[0], agent[1], agent[2])
+
+        def _forbidden(self, what: str) -> None:
+            # PVE::Exception raise_perm_exc: "Permission check failed ($what)", HTTP 403.
+            message = f"Permission check failed ({what})"
+            self._answer(403, message, {"data": None, "message": message + "\n"})
 
         def _answer(self, status: int, reason: str, body: dict[str, Any]) -> None:
             payload = json.dumps(body).encode()

@@ -1,4 +1,4 @@
-"""Fixtures of the inventory tests: the shared Proxmox fixtures and the fake PVE API."""
+"""Fixtures of the inventory tests: the Proxmox fixtures in tests/fixtures and the fake PVE API."""
 
 from __future__ import annotations
 
@@ -11,14 +11,13 @@ from fakes.pve_api import FIXTURES_DIR, FakePveApi, serve_pve_api
 
 @pytest.fixture
 def fixtures_dir() -> Path:
-    """<repo>/../shared/fixtures/proxmox, where CI lays the shared fixtures."""
-    if not (FIXTURES_DIR / "FIXTURES.md").is_file():
-        pytest.skip(f"shared Proxmox fixtures not found at {FIXTURES_DIR}")
+    """tests/fixtures/proxmox: the fixtures ship with the tests, so a fresh clone has them."""
+    assert (FIXTURES_DIR / "FIXTURES.md").is_file(), f"Proxmox fixtures missing: {FIXTURES_DIR}"
     return FIXTURES_DIR
 
 
 @pytest.fixture
 def pve_api(fixtures_dir: Path, tmp_path: Path) -> Iterator[FakePveApi]:
-    """The fake Proxmox API over HTTPS on 127.0.0.1, serving the shared fixtures."""
+    """The fake Proxmox API over HTTPS on 127.0.0.1, serving those fixtures."""
     with serve_pve_api(FakePveApi(fixtures_dir), tmp_path / "tls") as api:
         yield api

@@ -102,9 +102,13 @@ def test_the_apis_refusals_read_like_qms(
     assert transport.explain_failure(result) == expected
 
 
-@pytest.mark.parametrize("privilege", ["VM.GuestAgent.Unrestricted", "VM.Monitor"])
-def test_a_token_without_the_agent_privilege(api: FakePveApi, privilege: str) -> None:
-    api.missing_privilege = privilege
+@pytest.mark.parametrize(("major", "privilege"), [(9, "VM.GuestAgent.Unrestricted"),
+                                                  (8, "VM.Monitor")])
+def test_a_token_without_the_agent_privilege(
+    api: FakePveApi, major: int, privilege: str
+) -> None:
+    api.pve_major = major
+    api.privileges = {"/vms/300": {"VM.Audit"}}
     with pytest.raises(TransportError) as info:
         run(api, 300, ["python3", "-"], input=b"print(1)")
     assert info.value.kind == "error"

@@ -1,0 +1,156 @@
+"""The least-privilege audit key: the host gatekeeper's set-up and its refusals seen by the audit.
+
+The gatekeeper itself is `fleetcheck/data/gatekeeper.py`, a standard-library script that runs on
+each Proxmox host as the forced command of the audit key and owns the grammar of what an audit
+may send, the refusal exit status and the refusal text. This module owns the fleetcheck side:
+the hash of the probe in use, the `authorized_keys` line and installer `fleetcheck host-setup`
+prints, and `refusal_reason`, which turns the gatekeeper's refusal into a node's reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+import re
+from dataclasses import dataclass
+from importlib import resources
+from types import ModuleType
+
+from fleetcheck import __version__
+
+DEFAULT_SCRIPT_PATH = "/usr/local/lib/fleetcheck/gatekeeper.py"
+DEFAULT_HASH_PATH = "/etc/fleetcheck/probe.sha256"
+DEFAULT_AUTHORIZED_KEYS = "~/.ssh/authorized_keys"
+DEFAULT_HOST_PYTHON = "/usr/bin/python3"
+
+#: Words allowed in a path written into the key's `command="..."`: no quote, no space, no `$`.
+_SAFE_PATH = re.compile(r"/[A-Za-z0-9_./+-]*")
+_KEY_TYPES = re.compile(r"(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp(256|384|521)|"
+                        r"sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)")
+
+
+class HostSetupError(Exception):
+    """A bad host-setup request (unreadable key, unsafe path); one line, exit code 2."""
+
+
+def script_source() -> str:
+    """The gatekeeper's source, as installed on hosts."""
+    return resources.files("fleetcheck").joinpath("data/gatekeeper.py").read_text("utf-8")
+
+
+@functools.cache
+def script_module() -> ModuleType:
+    """The gatekeeper loaded as a module: its grammar, exit status and texts, for the audit."""
+    source = resources.files("fleetcheck").joinpath("data/gatekeeper.py")
+    with resources.as_file(source) as path:
+        spec = importlib.util.spec_from_file_location("fleetcheck_gatekeeper_script", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module
+
+
+def probe_sha256() -> str:
+    """SHA-256 of the probe exactly as the audit sends it on stdin."""
+    from fleetcheck.probe import probe_source
+
+    return hashlib.sha256(probe_source().encode()).hexdigest()
+
+
+def refusal_reason(stderr: str, exit_status: int | None) -> str | None:
+    """The node reason when the host's gatekeeper refused the command, else None."""
+    script = script_module()
+    if exit_status != script.EXIT_REFUSED:
+        return None
+    marker = f"{script.NAME}: refused: "
+    for line in stderr.splitlines():
+        if line.startswith(marker):
+            reason = line[len(marker):].strip()
+            if len(reason) > 240:
+                reason = reason[:237] + "..."
+            return f"refused by the host's fleetcheck gatekeeper: {reason}"
+    return None
+
+
+@dataclass(frozen=True)
+class HostSetup:
+    """Where the gatekeeper lives on a host and which key it guards."""
+
+    public_key: str
+    python: str = DEFAULT_HOST_PYTHON
+    script_path: str = DEFAULT_SCRIPT_PATH
+    hash_path: str = DEFAULT_HASH_PATH
+    authorized_keys: str = DEFAULT_AUTHORIZED_KEYS
+    log_path: str | None = None
+    from_patterns: str | None = None
+
+    def __post_init__(self) -> None:
+        for what, value in (("--python", self.python), ("--script-path", self.script_path),
+                            ("--hash-file", self.hash_path), ("--log", self.log_path)):
+            if value is not None and not _SAFE_PATH.fullmatch(value):
+                raise HostSetupError(f"{what} {value!r}: needs an absolute path of letters, "
+                                     "digits and ._+-/ (it goes into authorized_keys)")
+        if self.from_patterns is not None and not re.fullmatch(r"[A-Za-z0-9_.:*?!/,-]+",
+                                                               self.from_patterns):
+            raise HostSetupError(f"--from {self.from_patterns!r}: not a list of host patterns")
+        self.key_words()
+
+    def key_words(self) -> tuple[str, str, str]:
+        """(type, base64 blob, comment) of the public key; raises HostSetupError."""
+        words = self.public_key.strip().split()
+        if len(words) < 2 or not _KEY_TYPES.fullmatch(words[0]):
+            raise HostSetupError("the public key is not an OpenSSH public key line "
+                                 "(e.g. ssh-ed25519 AAAA... comment)")
+        if not re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", words[1]):
+            raise HostSetupError("the public key's base64 blob is malformed")
+        comment = " ".join(words[2:])
+        return words[0], words[1], re.sub(r"[^A-Za-z0-9_.@:+-]", "_", comment)
+
+    def command(self) -> str:
+        """The forced command: isolated Python (-I ignores PYTHON* and the user's site)."""
+        words = [self.python, "-I", self.script_path, "--allow", self.hash_path]
+        if self.log_path:
+            words += ["--log", self.log_path]
+        return " ".join(words)
+
+    def key_line(self) -> str:
+        """The authorized_keys line: no forwarding, no PTY, no rc, only the gatekeeper."""
+        kind, blob, comment = self.key_words()
+        options = ["restrict", f'command="{self.command()}"']
+        if self.from_patterns:
+            options.insert(1, f'from="{self.from_patterns}"')
+        return " ".join([",".join(options), kind, blob, *([comment] if comment else [])])
+
+    def installer(self) -> str:
+        """A standard-library program that installs all of it when run as root on the host.
+
+        The gatekeeper's own source with its INSTALL constant set to this plan, to be piped
+        into `ssh root@host python3 -`.
+        """
+        source = script_source()
+        plan = {
+            "script": source, "script_path": self.script_path, "hash_path": self.hash_path,
+            "hashes": [[probe_sha256(), f"fleetcheck {__version__} probe"]],
+            "authorized_keys": self.authorized_keys, "key_line": self.key_line(),
+            "key_blob": self.key_words()[1],
+        }
+        marker = "\nINSTALL = None\n"
+        if marker not in source:
+            raise AssertionError("the gatekeeper script lost its INSTALL constant")
+        return source.replace(marker, f"\nINSTALL = {json.dumps(json.dumps(plan))}\n", 1)
+
+
+def read_public_key(path: str) -> str:
+    """The first key line of a .pub file; raises HostSetupError naming the file."""
+    try:
+        with open(os.path.expanduser(path), encoding="utf-8") as handle:
+            lines = [line for line in handle.read().splitlines()
+                     if line.strip() and not line.startswith("#")]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HostSetupError(f"cannot read public key {path}: {exc}") from None
+    if not lines:
+        raise HostSetupError(f"{path}: no public key in it")
+    return lines[0]

@@ -1,0 +1,245 @@
+"""The gatekeeper's grammar, probe pinning and logging, in-process (no sshd): fast cases.
+
+Accepted requests are built by fleetcheck's own code (remote_command, pct_exec_argv,
+probe_argv), so a change in what the audit sends that the grammar does not follow fails here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleetcheck.gatekeeper import probe_sha256, refusal_reason, script_module
+from fleetcheck.inventory.discovery import pct_list_argv
+from fleetcheck.inventory.model import HostSpec
+from fleetcheck.probe import probe_argv, probe_source
+from fleetcheck.transport.pct import pct_exec_argv
+from fleetcheck.transport.ssh import remote_command
+
+GK = script_module()
+PROBE = probe_source().encode()
+TAG = "0123456789abcdef"
+
+
+def wrapped(argv: list[str], tag: str = TAG) -> str:
+    return remote_command(argv, 30, tag)
+
+
+def probe(python: str = "python3", **kwargs: Any) -> list[str]:
+    return probe_argv(python, deep=kwargs.pop("deep", False), deadline=25, **kwargs)
+
+
+ENV = ["env", "CUDA_VISIBLE_DEVICES=0", "PATH=/opt/venv/bin:/usr/bin", "NOTE=a b;c$(d)"]
+
+#: (request, runs the probe): every shape an audit sends today and the ones #12 adds.
+ACCEPTED = [
+    (wrapped(pct_list_argv(HostSpec(name="h", address=None))), False),
+    (wrapped(pct_list_argv(HostSpec(name="h", address=None, sudo=True))), False),
+    (remote_command(["pct", "list"], 30, ""), False),
+    (wrapped(probe()), True),
+    (wrapped(probe("/opt/conda/bin/python3.11", deep=True, workload_python="/opt/x/python")),
+     True),
+    (wrapped([*ENV, *probe()]), True),
+    (wrapped(pct_exec_argv(101, probe())), True),
+    (wrapped(pct_exec_argv(999999999, [*ENV, *probe("/usr/bin/python3")], sudo=True)), True),
+    (wrapped(["qm", "list"]), False),
+    (wrapped(["sudo", "-n", "qm", "list"]), False),
+    (wrapped(["pvesh", "get", "/nodes/pve-1/lxc", "--output-format", "json"]), False),
+    (wrapped(["pvesh", "get", "/nodes/pve1/qemu", "--output-format", "json"]), False),
+    (wrapped(["sudo", "-n", "qm", "guest", "exec", "200", "--pass-stdin", "1", "--timeout", "40",
+              "--", "timeout", "-k", "5", "30", *ENV, *probe()]), True),
+    (wrapped(["docker", "exec", "-i", "--user", "1000:1000", "--env", "A=1", "--env", "B=2",
+              "trainer-1", *probe()]), True),
+    (wrapped(pct_exec_argv(101, ["podman", "exec", "-i", "web.app", *probe()], sudo=True)),
+     True),
+    (wrapped(["docker", "ps", "--format", "{{json .}}"]), False),
+    (wrapped(pct_exec_argv(101, ["podman", "ps", "--format", "{{json .}}"])), False),
+    (shlex.join(["pkill", "-TERM", "-f", "--", f"FLEETCHECK_RU[N]={TAG}"]), False),
+]
+
+W = "timeout -k 5 30 "
+PCT = W + "pct exec 101 --keep-env 0 -- "
+#: Requests refused by the grammar alone (the probe's hash is checked only after it).
+REFUSED = [
+    "", "   ", "sh", "bash -i", "id", "cat /etc/shadow", "pct list",
+    W + "pct list; id", W + "pct list && id", W + "pct list | tee x", W + "pct list > x",
+    W + "pct list $(id)", W + "pct list `id`", W + "pct list\nid", W + "pct list\x1b",
+    W + "'pct list'", W + "pct enter 101", W + "pct push 101 /etc/passwd /root/p",
+    W + "pct pull 101 /etc/shadow s", W + "pct set 101 --memory 1", W + "pct destroy 101",
+    W + "pct console 101", W + "pct start 101", PCT + "id", PCT + "sh -c id",
+    PCT + "python3 -c 'import os'", PCT + "python3 /root/x.py", PCT + "perl -e 1",
+    PCT + "bash -", PCT + "/bin/sh -", PCT + "node -", PCT + "python3x -",
+    PCT + "/usr/../usr/bin/python3 -", PCT + "python3 - --evil",
+    PCT + "python3 - --python /bin/sh/../python3", PCT + "env LD_PRELOAD=/x.so python3 -",
+    PCT + "env PYTHONSTARTUP=/x python3 -", PCT + "env PYTHONPATH=/x python3 -",
+    PCT + "/tmp/x/python3 -", PCT + "/dev/shm/python3 -", PCT + "python3 - --python /tmp/python3",
+    PCT + "env PATH=/usr/bin:/var/tmp/x python3 -", W + "pct list\x85",
+    PCT + "env -S 'python3 -' python3 -", PCT + "/bin/sh -c 'exec \"$0\" \"$@\"' python3 -",
+    W + "pct exec 101 --keep-env 1 -- python3 -", W + "pct exec 101 -- python3 -",
+    W + "pct exec 10 --keep-env 0 -- python3 -", W + "pct exec '101;id' --keep-env 0 -- python3 -",
+    "timeout -s KILL 30 pct list", "timeout -k 5 30 env FLEETCHECK_RUN=x;id pct list",
+    W + "sudo pct list", W + "sudo -n -u nobody pct list", W + "sudo -n sh -c id",
+    W + "qm guest exec 101 -- sh -c id", W + "qm terminal 101", W + "qm guest passwd 101 root",
+    W + "pvesh get /access/users", W + "pvesh set /nodes/pve1/lxc/101/config",
+    W + "pvesh create /nodes/pve1/lxc", W + "pvesh get /nodes/pve1/lxc",
+    W + "docker run --privileged -v /:/h alpine", W + "docker exec -i --privileged c python3 -",
+    W + "docker exec -it c python3 -", W + "docker exec -i c sh", W + "docker ps",
+    "pkill -f sshd", "pkill -KILL -f -- FLEETCHECK_RU[N]=abc", "scp -t /tmp",
+    "rsync --server -e.LsfxC . /tmp", "internal-sftp", "sftp", W + "x" * 9000,
+]
+
+
+@pytest.mark.parametrize(("request_line", "runs_probe"), ACCEPTED)
+def test_audit_requests_are_accepted(request_line: str, runs_probe: bool) -> None:
+    words, _shape, probe_flag = GK.parse_request(request_line)
+    assert words == shlex.split(request_line)
+    assert probe_flag is runs_probe
+
+
+@pytest.mark.parametrize("request_line", REFUSED)
+def test_other_requests_are_refused(request_line: str) -> None:
+    with pytest.raises(GK.Refused):
+        GK.parse_request(request_line)
+
+
+def test_grammar_tables_are_one_place() -> None:
+    # Every shape name is unique and each shape ends in a word or marker the matcher knows.
+    assert set(GK.SHAPES) == {*GK.INNER_SHAPES, "cleanup"}
+    for name, shape in GK.SHAPES.items():
+        assert shape[0] in ("timeout", "pkill"), name
+
+
+class Exec:
+    """Stands in for os.execvp: records the argv and what its stdin holds."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[str], bytes]] = []
+
+    def __call__(self, file: str, argv: list[str]) -> None:
+        with os.fdopen(os.dup(0), "rb") as stdin:
+            self.calls.append((file, argv, stdin.read()))
+
+
+@pytest.fixture
+def allow(tmp_path: Path) -> Path:
+    path = tmp_path / "probe.sha256"
+    path.write_text(f"# pinned\n{probe_sha256()}  # fleetcheck\n")
+    return path
+
+
+def run_gate(request_line: str, stdin: bytes, allow: Path, log: Path) -> tuple[int, Exec]:
+    execvp = Exec()
+    saved = os.dup(0)
+    try:
+        code = GK.gate(["--allow", str(allow), "--log", str(log)],
+                       {"SSH_ORIGINAL_COMMAND": request_line, "SSH_CLIENT": "127.0.0.9 5 22"},
+                       io.BytesIO(stdin), GK.Log(str(log), "127.0.0.9 5 22"), execvp=execvp)
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+    return code, execvp
+
+
+def test_pinned_probe_runs_with_its_exact_bytes(allow: Path, tmp_path: Path) -> None:
+    log = tmp_path / "gk.log"
+    line = wrapped(pct_exec_argv(101, probe()))
+    code, execvp = run_gate(line, PROBE, allow, log)
+    assert code == 0
+    assert execvp.calls == [("timeout", shlex.split(line), PROBE)]
+    text = log.read_text()
+    assert f"allowed from 127.0.0.9: pct exec probe sha256 {probe_sha256()}" in text
+
+
+def flipped(data: bytes, at: int) -> bytes:
+    return data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:]
+
+
+@pytest.mark.parametrize("changed", [
+    flipped(PROBE, 0), flipped(PROBE, len(PROBE) // 2), flipped(PROBE, len(PROBE) - 1),
+    PROBE + b"\n", PROBE[:-1], b"", b"import os; os.system('id')\n",
+], ids=["first-byte", "middle-byte", "last-byte", "appended", "truncated", "empty", "trojan"])
+def test_any_other_probe_is_refused(changed: bytes, allow: Path, tmp_path: Path) -> None:
+    log = tmp_path / "gk.log"
+    code, execvp = run_gate(wrapped(pct_exec_argv(101, probe())), changed, allow, log)
+    assert (code, execvp.calls) == (GK.EXIT_REFUSED, [])
+    digest = hashlib.sha256(changed).hexdigest()
+    refused = f"refused from 127.0.0.9: probe sha256 {digest[:16]}... is not in {allow}"
+    assert refused in log.read_text()
+
+
+def test_oversized_stdin_and_missing_allow_list_are_refused(tmp_path: Path, allow: Path,
+                                                             capsys: Any) -> None:
+    log = tmp_path / "gk.log"
+    line = wrapped(probe())
+    code, execvp = run_gate(line, b"#" * (GK.PROBE_MAX + 1), allow, log)
+    assert (code, execvp.calls) == (GK.EXIT_REFUSED, [])
+    code, execvp = run_gate(line, PROBE, tmp_path / "absent", log)
+    assert (code, execvp.calls) == (GK.EXIT_REFUSED, [])
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (f"fleetcheck-gatekeeper: refused: probe on stdin larger than "
+                      f"{GK.PROBE_MAX} bytes")
+    assert err[1].startswith("fleetcheck-gatekeeper: refused: cannot read the probe allow-list")
+
+
+def test_discovery_gets_no_stdin(allow: Path, tmp_path: Path) -> None:
+    code, execvp = run_gate(wrapped(["pct", "list"]), b"ignored", allow, tmp_path / "gk.log")
+    assert code == 0
+    assert execvp.calls[0][2] == b""
+
+
+def test_syslog_is_the_default_and_never_fails(monkeypatch: Any) -> None:
+    sent: list[tuple[int, str]] = []
+    import syslog
+
+    monkeypatch.setattr(syslog, "syslog", lambda priority, line: sent.append((priority, line)))
+    GK.Log(None)("refused", "not a command an audit sends: id")
+    assert sent == [(syslog.LOG_WARNING, "refused from local: not a command an audit sends: id")]
+    GK.Log("/nonexistent-dir/gk.log")("refused", "x")  # unwritable: no exception
+
+
+def test_refusal_reason_names_the_gatekeeper() -> None:
+    stderr = "fleetcheck-gatekeeper: refused: probe sha256 ab is not in /etc/f\n"
+    assert refusal_reason(stderr, GK.EXIT_REFUSED) == (
+        "refused by the host's fleetcheck gatekeeper: probe sha256 ab is not in /etc/f")
+    assert refusal_reason(stderr, 1) is None
+    assert refusal_reason("some probe said 77\n", GK.EXIT_REFUSED) is None
+
+
+def test_a_stdin_never_closed_is_refused_in_bounded_time() -> None:
+    read, write = os.pipe()
+    try:
+        with os.fdopen(read, "rb", buffering=0) as stream:
+            os.write(write, b"part of a probe")
+            with pytest.raises(GK.Refused, match=r"stdin not closed within 0\.2 s"):
+                GK.read_probe(stream, seconds=0.2)
+    finally:
+        os.close(write)
+
+
+def test_the_audit_reports_a_refusal_as_an_error_naming_the_gatekeeper() -> None:
+    # The hook in audit.py (#14) for a probe and for discovery; the stderr is the script's own.
+    from fleetcheck.audit import _discovery_failure, node_from_result
+    from fleetcheck.inventory.model import Target
+    from fleetcheck.transport.interface import CommandResult
+    from fleetcheck.verdict import DEFAULT_POLICY
+
+    host = HostSpec(name="pve1", address="127.0.0.1")
+    target = Target(host=host, vmid=101, name="ct", python="python3", env={}, labels=(),
+                    timeout=30)
+    stderr = b"fleetcheck-gatekeeper: refused: not a command an audit sends: pct list x\n"
+    refused = CommandResult(returncode=GK.EXIT_REFUSED, stdout=b"", stderr=stderr)
+    node = node_from_result(target, refused, DEFAULT_POLICY, 0.1)
+    expected = ("refused by the host's fleetcheck gatekeeper: not a command an audit sends: "
+                "pct list x")
+    assert (node.status, node.reason) == ("error", expected)
+    assert _discovery_failure(host, refused) == expected
+    # The same status without the gatekeeper's line is the probe's own business.
+    other = CommandResult(returncode=GK.EXIT_REFUSED, stdout=b"", stderr=b"boom\n")
+    assert node_from_result(target, other, DEFAULT_POLICY, 0.1).reason == (
+        "probe exited with status 77: boom")

@@ -1,0 +1,196 @@
+"""A real one-node Slurm cluster on this machine: munged, slurmctld and slurmd (Debian's slurm-wlm).
+
+Everything lives in one private folder: the munge key and socket, slurm.conf, the state and
+spool folders, the logs. The daemons run in the foreground as our children, on free TCP ports
+on 127.0.0.1, so nothing outside the folder is used or left behind. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BINARIES = ("munged", "mungekey", "slurmctld", "slurmd", "sinfo", "scontrol", "sbatch", "squeue")
+
+#: How long one daemon may take to come up, and one state change to show.
+START_TIMEOUT_S = 30.0
+WAIT_TIMEOUT_S = 45.0
+
+
+def missing_binaries() -> list[str]:
+    found = {name: shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin") for name in
+             BINARIES}
+    return [name for name, path in found.items() if path is None]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _binary(name: str) -> str:
+    path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
+    assert path, name
+    return path
+
+
+@dataclass
+class SlurmCluster:
+    """One node (this host's short name) in one partition; root only (SlurmdUser=root)."""
+
+    root: Path
+    extra_conf: list[str] = field(default_factory=list)
+    node: str = field(default_factory=lambda: os.uname().nodename.split(".")[0])
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def conf(self) -> Path:
+        return self.root / "slurm.conf"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "SLURM_CONF": str(self.conf)}
+
+    def start(self) -> None:
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.root.chmod(0o700)  # munged refuses a key or socket in a folder others can write
+        for sub in ("state", "spool"):
+            (self.root / sub).mkdir(exist_ok=True)
+        key = self.root / "munge.key"
+        subprocess.run([_binary("mungekey"), "--create", "--keyfile", str(key)], check=True,
+                       capture_output=True, timeout=30)
+        key.chmod(0o400)
+        sock = self.root / "munge.sock"
+        self._spawn("munged", [_binary("munged"), "--foreground", "--force",
+                               "--socket", str(sock), "--key-file", str(key),
+                               "--pid-file", str(self.root / "munged.pid"),
+                               "--log-file", str(self.root / "munged.log"),
+                               "--seed-file", str(self.root / "munge.seed")])
+        self._wait(sock.exists, "munged socket", START_TIMEOUT_S)
+        self.conf.write_text(self._slurm_conf(sock), encoding="utf-8")
+        self._spawn("slurmctld", [_binary("slurmctld"), "-D", "-f", str(self.conf)])
+        self._wait(lambda: self._run_ok(["scontrol", "ping"]) and b"UP" in self._ping(),
+                   "slurmctld answering scontrol ping", START_TIMEOUT_S)
+        self._spawn("slurmd", [_binary("slurmd"), "-D", "-f", str(self.conf)])
+        self.wait_for(lambda state, _reason: state.rstrip("*") in ("idle", "mixed", "allocated")
+                      and not state.endswith("*"), "node registered and idle")
+
+    def _slurm_conf(self, munge_socket: Path) -> str:
+        r = self.root
+        lines = [
+            "ClusterName=fleetcheck-test",
+            f"SlurmctldHost={self.node}(127.0.0.1)",
+            f"SlurmctldPort={_free_port()}",
+            f"SlurmdPort={_free_port()}",
+            "SlurmUser=root",
+            "SlurmdUser=root",
+            "AuthType=auth/munge",
+            "CredType=cred/munge",
+            f"AuthInfo=socket={munge_socket}",
+            f"StateSaveLocation={r / 'state'}",
+            f"SlurmdSpoolDir={r / 'spool'}",
+            f"SlurmctldPidFile={r / 'slurmctld.pid'}",
+            f"SlurmdPidFile={r / 'slurmd.pid'}",
+            f"SlurmctldLogFile={r / 'slurmctld.log'}",
+            f"SlurmdLogFile={r / 'slurmd.log'}",
+            # No cgroup on a test machine: track processes by parent pid, bind nothing.
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "JobAcctGatherType=jobacct_gather/none",
+            "AccountingStorageType=accounting_storage/none",
+            "SchedulerType=sched/builtin",
+            "SelectType=select/cons_tres",
+            "MpiDefault=none",
+            "ReturnToService=2",
+            "SlurmdTimeout=60",
+            *self.extra_conf,
+            f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN",
+            f"PartitionName=gpu Nodes={self.node} Default=YES MaxTime=INFINITE State=UP",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        log = open(self.root / f"{name}.out", "wb")
+        self.processes[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                                env=self.env, start_new_session=True)
+        log.close()
+
+    def _ping(self) -> bytes:
+        return subprocess.run(["scontrol", "ping"], env=self.env, capture_output=True,
+                              timeout=15, check=False).stdout
+
+    def _run_ok(self, argv: list[str]) -> bool:
+        return subprocess.run(argv, env=self.env, capture_output=True, timeout=15,
+                              check=False).returncode == 0
+
+    def _wait(self, ready: Callable[[], bool], what: str, limit: float) -> None:
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            for name, process in self.processes.items():
+                if process.poll() is not None:
+                    raise AssertionError(f"{name} exited ({process.returncode}) waiting for "
+                                         f"{what}:\n{self.logs()}")
+            if ready():
+                return
+            time.sleep(0.25)
+        raise AssertionError(f"timed out after {limit:g} s waiting for {what}:\n{self.logs()}")
+
+    def run(self, *argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(list(argv), env=self.env, capture_output=True, text=True,
+                              timeout=30, check=False)
+
+    def node_state(self) -> tuple[str, str]:
+        """(state, reason) as sinfo prints them: ("drained", "fleetcheck: ...")."""
+        done = self.run("sinfo", "-h", "-N", "-n", self.node, "-o", "%T|%E")
+        assert done.returncode == 0, done.stderr
+        state, _, reason = done.stdout.splitlines()[0].partition("|")
+        return state.strip(), reason.strip()
+
+    def wait_for(self, ready: Callable[[str, str], bool], what: str,
+                 limit: float = WAIT_TIMEOUT_S) -> tuple[str, str]:
+        seen: list[tuple[str, str]] = []
+
+        def check() -> bool:
+            seen.append(self.node_state())
+            return ready(*seen[-1])
+
+        self._wait(check, f"{what} (last: {seen[-1] if seen else None})", limit)
+        return seen[-1]
+
+    def reset_node(self) -> None:
+        """Cancel every job and bring the node back to idle for the next test."""
+        self.run("scancel", "--full", "-u", "root")
+        state, _ = self.node_state()
+        if "drain" in state or state.startswith("down"):
+            self.run("scontrol", "update", f"NodeName={self.node}", "State=RESUME")
+        self.wait_for(lambda st, _r: st == "idle", "node idle again")
+
+    def logs(self) -> str:
+        parts = []
+        for name in ("slurmctld.log", "slurmd.log", "munged.log", "slurmctld.out", "slurmd.out"):
+            path = self.root / name
+            if path.exists():
+                tail = path.read_text(errors="replace").splitlines()[-15:]
+                parts.append(f"--- {name}\n" + "\n".join(tail))
+        return "\n".join(parts)
+
+    def stop(self) -> None:
+        # slurmd first (it talks to slurmctld while shutting down), munged last.
+        for name in ("slurmd", "slurmctld", "munged"):
+            process = self.processes.get(name)
+            if process is None or process.poll() is not None:
+                continue
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
