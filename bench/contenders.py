@@ -5,7 +5,7 @@
               the probe is not purely CPU-bound (it waits on gcc, ldconfig, nvidia-smi), so
               `cores` at a time is not the least time the machine can do
 - fleetcheck: `fleetcheck audit INVENTORY --format json -o FILE` (the real CLI, a subprocess)
-- fleetcheck+fixes: the same CLI with bench/proposed_fixes.py applied in-process
+- fleetcheck+fixes: the same CLI given bench/proposed_fixes.py's transport factory
 - ansible:    ansible-core ad-hoc `raw`, forks 50, one inventory entry per container
 - ssh-loop:   a sequential shell loop of `ssh HOST pct exec VMID -- python3 - < probe.py`
 
@@ -138,7 +138,7 @@ def run_fleetcheck(ctx: Context, fixes: str = "") -> Outcome:
         else:
             argv = [sys.executable, str(REPO / "bench" / "fleetcheck_with_probe.py"),
                     ctx.probe.path, *cli]
-            note = "probe_source replaced in-process (bench/fleetcheck_with_probe.py)"
+            note = "probe payload injected as AuditParts (bench/fleetcheck_with_probe.py)"
     measured = run_measured(argv, env=env, timeout=ctx.timeout,
                             known_children=fleet.server_pids)
     ok = 0

@@ -66,18 +66,18 @@ def build(root: Path, hosts: int, per_host: int) -> tuple[object, Path, Path]:
 
 
 def floor_commands(fleet: object, kind: str) -> list[list[str]]:
-    from fleetcheck.audit import probe_deadline
     from fleetcheck.probe import probe_argv
-    from fleetcheck.transport.qemu import guest_command, guest_deadlines, qm_exec_argv
+    from fleetcheck.transport.interface import NodeBudget
+    from fleetcheck.transport.qemu import guest_command, qm_exec_argv
 
-    argv = probe_argv("python3", deep=False, deadline=probe_deadline(NODE_TIMEOUT))
+    budget = NodeBudget(NODE_TIMEOUT)
+    argv = probe_argv("python3", deep=False, deadline=budget.probe_deadline)
     commands = []
     for host in fleet.hosts.values():  # type: ignore[attr-defined]
         bindir = host.dir / "bin"
         if kind == "qemu":
-            deadlines = guest_deadlines(NODE_TIMEOUT)
             for vmid in host.vm_ids:
-                qm = qm_exec_argv(vmid, guest_command(argv, deadlines), deadlines.qm_wait)
+                qm = qm_exec_argv(vmid, guest_command(argv, budget), budget.guest_wait)
                 commands.append([str(bindir / "qm"), *qm[1:]])
         else:
             for name in host.oci[None][2]:

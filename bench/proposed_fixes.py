@@ -1,4 +1,4 @@
-"""Proposed auditor fixes, applied in-process to measure them before they are made for real.
+"""Proposed auditor fixes, injected as a transport factory, measured before they are made.
 
 Selected with BENCH_FIXES=gcm (comma list) when fleetcheck runs through
 bench/fleetcheck_with_probe.py. Each patch is the smallest change that tests one idea. Two
@@ -13,30 +13,46 @@ per node by json's C encoder, and a node taking its host's session before a flee
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from typing import Any
+
+from fleetcheck.inventory.model import HostSpec
+from fleetcheck.transport.factory import TransportFactory
+from fleetcheck.transport.interface import Transport
+from fleetcheck.transport.ssh import SshTransport
 
 FIXES = ("gcm",)
 
 
-def _fix_gcm() -> None:
-    from fleetcheck.transport import ssh
+GCM_FIRST = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com",
+             "chacha20-poly1305@openssh.com", "aes128-ctr"]
 
-    original = ssh.SshTransport._connect_kwargs
 
-    def _connect_kwargs(self: Any, known_hosts: Any) -> dict[str, Any]:
-        kwargs = original(self, known_hosts)
-        kwargs["encryption_algs"] = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com",
-                                     "chacha20-poly1305@openssh.com", "aes128-ctr"]
+class _GcmFirstSsh(SshTransport):
+    def _connect_kwargs(self, known_hosts: Any) -> dict[str, Any]:
+        kwargs = super()._connect_kwargs(known_hosts)
+        kwargs["encryption_algs"] = GCM_FIRST
         return kwargs
 
-    ssh.SshTransport._connect_kwargs = _connect_kwargs  # type: ignore[method-assign]
+
+class FixedTransports(TransportFactory):
+    """fleetcheck's transport factory with the chosen fixes, handed to the audit (no patching)."""
+
+    def __init__(self, fixes: Sequence[str]) -> None:
+        super().__init__()
+        self.fixes = tuple(fixes)
+
+    def ssh_transport(self, host: HostSpec, connects: asyncio.Semaphore) -> Transport:
+        if "gcm" in self.fixes:
+            return _GcmFirstSsh(host, connect_limiter=connects)
+        return super().ssh_transport(host, connects)
 
 
-def apply(names: str) -> list[str]:
-    applied = []
-    for name in filter(None, (part.strip() for part in names.split(","))):
+def transport_factory(names: str) -> FixedTransports:
+    """The factory for BENCH_FIXES=NAME,...; an unknown name ends the run with the list."""
+    chosen = [name for name in (part.strip() for part in names.split(",")) if name]
+    for name in chosen:
         if name not in FIXES:
             raise SystemExit(f"unknown fix {name!r}; one of {', '.join(FIXES)}")
-        globals()[f"_fix_{name}"]()
-        applied.append(name)
-    return applied
+    return FixedTransports(chosen)

@@ -183,7 +183,7 @@ METHOD = """\
   2 s sleep. It stands in for a GPU node, whose probe mostly waits on `import torch` (4–6 s),
   and it shows what concurrency buys when the nodes are slow rather than busy.
   fleetcheck offers no option to choose the probe, so `bench/fleetcheck_with_probe.py`
-  swaps `fleetcheck.probe.probe_source` and then runs the real CLI, `fleetcheck.cli.main`.
+  hands the probe to the real CLI, `fleetcheck.cli.main(argv, parts=AuditParts(probe=...))`.
 - **floor**: `pct exec VMID --keep-env 0 -- python3 - ... < probe.py` for every container,
   run directly with no SSH, `cores` at a time. **floor-wide**: the same, with as many at a
   time as fleetcheck runs (min(64, 8 × hosts)).
@@ -237,7 +237,7 @@ def write_results(path: Path, rows: Sequence[Row], machine: Mapping[str, object]
             "Run separately, after the table above, with `python bench/run.py --contenders",
             "floor,floor-wide,fleetcheck,fleetcheck+fixes` (3 runs at 100 containers, 1 at 500)",
             "and with `--probes latency` (1 run at 500). **fleetcheck+fixes** is the same CLI",
-            "with `bench/proposed_fixes.py` applied in-process: `gcm` prefers aes128-gcm (the",
+            "given `bench/proposed_fixes.py`'s transport factory: `gcm` prefers aes128-gcm (the",
             "compact JSON and host-first fixes once measured here are now fleetcheck's own).",
             "**floor-wide** runs the probes directly, as many",
             "at a time as fleetcheck does.",

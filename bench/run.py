@@ -48,12 +48,12 @@ def build_fleet(containers: int, workdir: Path) -> BenchFleet:
 
 
 def real_probe(workdir: Path) -> Probe:
-    from fleetcheck.audit import probe_deadline
     from fleetcheck.probe import probe_argv, probe_source
+    from fleetcheck.transport.interface import NodeBudget
 
     path = workdir / "probe.py"
     path.write_text(probe_source())
-    argv = probe_argv("python3", deep=False, deadline=probe_deadline(NODE_TIMEOUT))
+    argv = probe_argv("python3", deep=False, deadline=NodeBudget(NODE_TIMEOUT).probe_deadline)
     return Probe("real", str(path), tuple(argv))
 
 

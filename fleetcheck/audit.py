@@ -1,4 +1,11 @@
-"""The audit: inventory targets -> concurrent probing over the transports -> one Report."""
+"""The audit scheduler: inventory targets -> concurrent probing -> one Report.
+
+It is given its parts (`AuditRun(inventory, transports=..., probe=..., budget=...)`): a
+transport factory (`transport/factory.py` chooses each node's transport), the probe payload
+and a node budget (`transport/interface.py` derives every deadline from a node's timeout).
+Node selection is `inventory/limit.py`'s, a transport's refusal wording its own module's, and
+the verdict `verdict.py`'s; this module only queues, times and sorts results.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +15,9 @@ import functools
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from datetime import datetime, timezone
-from fnmatch import fnmatchcase
+from dataclasses import dataclass
 from typing import Any
 
-from fleetcheck.gatekeeper import refusal_reason  # gatekeeper (#14)
 from fleetcheck.inventory import (
     ALL_CONTAINERS,
     DiscoveredContainer,
@@ -22,55 +27,36 @@ from fleetcheck.inventory import (
     InventoryError,
     SkippedTarget,
     Target,
+    host_may_match,
     matches_limit,
     targets_for_host,
 )
-from fleetcheck.inventory.discovery import needs_discovery, oci_targets
-from fleetcheck.inventory.limit import split_patterns
+from fleetcheck.inventory.discovery import oci_targets
 from fleetcheck.model import NodeResult, Report
 from fleetcheck.observer import AuditObserver, NullObserver
 from fleetcheck.probe import probe_argv, probe_source
 from fleetcheck.probe.results import ProbeOutputError, parse_probe_output
-from fleetcheck.transport.interface import CommandResult, Transport, TransportError
-from fleetcheck.transport.kinds import (
-    api_host_transport,
-    list_guests,
-    list_oci,
-    target_transport,
-)
-from fleetcheck.transport.local import LocalTransport
-from fleetcheck.transport.pct import NO_CONFIG, NOT_RUNNING, pct_refusal
-from fleetcheck.transport.ssh import (
-    DEFAULT_CONNECT_ATTEMPTS,
-    KILL_AFTER,
+from fleetcheck.text import clip, last_line
+from fleetcheck.timestamps import utc_now
+from fleetcheck.transport.factory import TransportFactory
+from fleetcheck.transport.interface import (
+    DEFAULT_NODE_TIMEOUT,
     OUTPUT_CAP,
-    SshTransport,
+    BudgetFor,
+    CommandResult,
+    NodeBudget,
+    Transport,
+    TransportError,
 )
 from fleetcheck.verdict import DEFAULT_POLICY, Policy, evaluate_node
 
 INTERRUPTED = "interrupted before the probe finished"
 INTERRUPTED_DISCOVERY = "interrupted before its containers were discovered"
-#: Seconds the probe keeps for itself below the node timeout, so it reports before it is killed.
-PROBE_MARGIN = 5.0
-#: How long `pct list` may take on a host.
-DISCOVERY_TIMEOUT = 30.0
-#: Seconds beyond the node timeout and the remote kill: bounds a stalled SSH channel open.
-CHANNEL_SLACK = 10.0
-
-
-def utc_now() -> str:
-    """ISO 8601 UTC with a Z, to the second (the audit JSON's timestamps)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def probe_deadline(timeout: float) -> float:
-    """The probe's own deadline: short of the node timeout, never below half of it."""
-    return round(max(timeout - PROBE_MARGIN, timeout / 2), 1)
 
 
 @functools.cache
-def _probe_input() -> bytes:
-    # Encoded once per process: hundreds of nodes share the same bytes.
+def shipped_probe() -> bytes:
+    """The shipped probe's payload, encoded once per process: hundreds of nodes share it."""
     return probe_source().encode()
 
 
@@ -85,20 +71,14 @@ def _host_node(host: HostSpec, status: str, reason: str) -> NodeResult:
                       reason=reason, labels=host.labels)
 
 
-def _clip(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _last_line(data: bytes) -> str:
-    lines = [line.strip() for line in data.decode("utf-8", "replace").splitlines()]
-    lines = [line for line in lines if line]
-    return _clip(lines[-1] if lines else "")
+def _short(text: str) -> str:
+    return clip(text, 200, mark="...")
 
 
 def _one_line(exc: BaseException) -> str:
     """`Type: message` on one line, for an exception no stage expected (no traceback)."""
     lines = str(exc).strip().splitlines()
-    return _clip(f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__)
+    return _short(f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__)
 
 
 def _timed_out(target: Target, duration_s: float) -> NodeResult:
@@ -106,47 +86,24 @@ def _timed_out(target: Target, duration_s: float) -> NodeResult:
                  duration_s=duration_s)
 
 
-def _pct_failure(target: Target, stderr: str) -> tuple[str, str] | None:
-    """(status, reason) when pct or sudo, not the probe, refused to run (their stderr texts)."""
-    if target.vmid is None or target.kind != "lxc":
-        return None  # the host's own probe runs without pct or sudo
-    refused = pct_refusal(stderr, target.host.name)
-    if refused is not None:
-        return "error", refused
-    if NOT_RUNNING in stderr and f"'{target.vmid}'" in stderr:
-        return "skipped", "container stopped"
-    if NO_CONFIG in stderr and "Configuration file" in stderr:
-        return "error", f"container {target.vmid} does not exist on {target.host.name}"
-    return None
-
-
 def _without_document(
-    target: Target, transport: Transport | None, result: CommandResult,
-    problem: ProbeOutputError,
+    target: Target, transport: Transport, result: CommandResult, problem: ProbeOutputError
 ) -> tuple[str, str]:
     """(status, reason) for a command that printed no probe document: who refused, or why."""
     where = {"host": f"on {target.host.name}", "qemu": "in VM"}.get(target.kind, "in container")
-    stderr = result.stderr.decode("utf-8", "replace")
     code = result.returncode
     if code != 0:
-        # gatekeeper (#14): the host's forced command refused it; to be relocated after #11.
-        gatekept = refusal_reason(stderr, code)
-        if gatekept is not None:
-            return "error", gatekept
-        explain = getattr(transport, "explain_failure", None)
-        refused = (explain(result) if explain is not None else None) or _pct_failure(
-            target, stderr)
+        # The transport's own tool (pct, sudo, the host's gatekeeper...) may have refused
+        # before the probe ran.
+        refused = transport.explain_failure(result)
         if refused is not None:
             return refused
         if code == 127:
-            for tool in ("sudo", "pct"):
-                if f"env: '{tool}'" in stderr:
-                    return "error", f"{tool} not found on {target.host.name}"
             return "error", f"{target.python} not found {where}"
         if code == 126:
             return "error", f"{target.python} cannot be run {where}"
         if not result.stdout.strip():
-            detail = _last_line(result.stderr) or "no output"
+            detail = last_line(result.stderr) or "no output"
             return "error", f"probe exited with status {code}: {detail}"
     head = result.stdout.lstrip()[:60].decode("utf-8", "replace").splitlines()
     begins = f" (output begins {head[0]!r})" if head else ""
@@ -154,14 +111,14 @@ def _without_document(
 
 
 def node_from_result(
-    target: Target, result: CommandResult, policy: Policy, duration_s: float,
-    transport: Transport | None = None,
+    target: Target, transport: Transport, result: CommandResult, policy: Policy,
+    duration_s: float,
 ) -> NodeResult:
     """Sort one command result into a node: the probe's verdict, or why there is none.
 
     The probe's document comes first: a probe that judged its node (and exited 1 for "fail")
-    keeps its verdict whatever else its stderr holds. pct's and sudo's error texts are read
-    only when there is no document.
+    keeps its verdict whatever else its stderr holds. The transport's refusals (pct's and
+    sudo's error texts) are read only when there is no document.
     """
     timing = {"duration_s": duration_s}
     if result.truncated:
@@ -169,7 +126,7 @@ def node_from_result(
     if result.timed_out:
         return _timed_out(target, duration_s)
     if result.signal is not None:
-        detail = _last_line(result.stderr)
+        detail = last_line(result.stderr)
         reason = f"probe killed by signal {result.signal}" + (f": {detail}" if detail else "")
         return _node(target, "error", reason, **timing)
     try:
@@ -189,6 +146,8 @@ async def probe_target(
     deep: bool = False,
     policy: Policy = DEFAULT_POLICY,
     admit: Callable[[], contextlib.AbstractAsyncContextManager[object]] | None = None,
+    probe: bytes | None = None,
+    budget: BudgetFor = NodeBudget,
 ) -> NodeResult:
     """Run the probe on one node over `transport` and judge it; never raises for a bad node.
 
@@ -196,42 +155,28 @@ async def probe_target(
     and then `admit()` (the audit's fleet-wide slot): waiting for either is queueing, which
     only the audit's own deadline bounds.
     """
-    argv = probe_argv(target.python, deep=deep, deadline=probe_deadline(target.timeout))
+    limits = budget(target.timeout)
+    payload = shipped_probe() if probe is None else probe
+    argv = probe_argv(target.python, deep=deep, deadline=limits.probe_deadline)
     if target.env:
         # pct (and sshd) replace the environment; `env` sets the node's on the far side.
         if "=" in argv[0]:
             # env would take "/opt/py=3.12/bin/python3" for one more assignment.
             argv = ["/bin/sh", "-c", 'exec "$0" "$@"', *argv]
         argv = ["env", *(f"{key}={value}" for key, value in sorted(target.env.items())), *argv]
-    # Bounds what the transport's own timeouts cannot: a stalled channel open.
-    bound = target.timeout + KILL_AFTER + CHANNEL_SLACK
     started = time.monotonic()
     try:
         async with transport.session() as run, (admit or contextlib.nullcontext)():
             started = time.monotonic()
             result = await asyncio.wait_for(
-                run(argv, input=_probe_input(), timeout=target.timeout), bound
+                # Bounds what the transport's own timeouts cannot: a stalled channel open.
+                run(argv, input=payload, timeout=limits.timeout), limits.outer_bound
             )
     except TransportError as exc:
         return _node(target, exc.kind, str(exc), duration_s=time.monotonic() - started)
     except asyncio.TimeoutError:
         return _timed_out(target, time.monotonic() - started)
-    return node_from_result(target, result, policy, time.monotonic() - started, transport)
-
-
-def _discovery_failure(host: HostSpec, result: CommandResult) -> str:
-    # gatekeeper (#14): the host's forced command refused it; to be relocated after #11.
-    gatekept = refusal_reason(result.stderr.decode("utf-8", "replace"), result.returncode)
-    if gatekept is not None:
-        return gatekept
-    refused = pct_refusal(result.stderr.decode("utf-8", "replace"), host.name)
-    if refused is not None:
-        return refused
-    if result.returncode == 127:
-        return f"pct not found on {host.name}: is it a Proxmox VE host?"
-    if result.timed_out:
-        return f"`pct list` on {host.name} timed out"
-    return f"`pct list` on {host.name} failed ({result.returncode}): {_last_line(result.stderr)}"
+    return node_from_result(target, transport, result, policy, time.monotonic() - started)
 
 
 def raise_open_files_limit() -> None:
@@ -247,6 +192,16 @@ def raise_open_files_limit() -> None:
         pass  # not on this platform, or not allowed: the default limit still works
 
 
+@dataclass(frozen=True)
+class AuditParts:
+    """What the scheduler is given besides the inventory; a bench or a test swaps any of them."""
+
+    transports: TransportFactory | None = None
+    #: The probe payload fed to each node's Python; None: the shipped probe.
+    probe: bytes | None = None
+    budget: BudgetFor = NodeBudget
+
+
 class AuditRun:
     """One audit in progress; `partial_report()` may be called at any time (e.g. on Ctrl-C)."""
 
@@ -259,7 +214,10 @@ class AuditRun:
         policy: Policy = DEFAULT_POLICY,
         observer: AuditObserver | None = None,
         audit_timeout: float | None = None,
-        connect_attempts: int = DEFAULT_CONNECT_ATTEMPTS,
+        connect_attempts: int | None = None,
+        transports: TransportFactory | None = None,
+        probe: bytes | None = None,
+        budget: BudgetFor = NodeBudget,
     ) -> None:
         self.inventory = inventory
         self.limit = list(limit or [])
@@ -268,7 +226,12 @@ class AuditRun:
         self.observer: AuditObserver = observer or NullObserver()
         self.audit_timeout = audit_timeout if audit_timeout is not None else (
             inventory.audit_timeout)
-        self.connect_attempts = connect_attempts
+        if transports is None:
+            transports = (TransportFactory() if connect_attempts is None
+                          else TransportFactory(connect_attempts=connect_attempts))
+        self.transports = transports
+        self.probe = probe
+        self.budget = budget
         self.started_at = utc_now()
         self.interrupted = False
         self._host_order = {host.name: index for index, host in enumerate(inventory.hosts)}
@@ -283,17 +246,16 @@ class AuditRun:
         nodes = list(self._done.values()) + [
             node for node_id, node in self._pending.items() if node_id not in self._done
         ]
+        # Host order, then the guest a node is or runs in, the guest before its containers.
         nodes.sort(key=lambda node: (self._host_order.get(node.host, len(self._host_order)),
                                      -1 if node.vmid is None else node.vmid,
-                                     node.id != node.parent and node.kind in ("docker", "podman"),
-                                     node.id))
+                                     node.kind in ("docker", "podman"), node.id))
         return Report(started_at=self.started_at, finished_at=utc_now(), nodes=tuple(nodes),
                       inventory=self.inventory.path, interrupted=self.interrupted)
 
     async def run(self) -> Report:
         """Audit every selected node; returns the (possibly partial) report, never raises."""
         raise_open_files_limit()
-        self._connects = asyncio.Semaphore(max(1, self.connect_attempts))
         self._slots = asyncio.Semaphore(max(1, self.inventory.concurrency))
         tasks = [asyncio.ensure_future(self._audit_host(host)) for host in self.inventory.hosts]
         try:
@@ -334,75 +296,12 @@ class AuditRun:
         return matches_limit(node.id, node.labels, self.limit, self.inventory.groups)
 
     def _host_transport(self, host: HostSpec) -> Transport:
-        transport: Transport
-        if host.transport == "local":
-            transport = LocalTransport()
-        elif host.transport == "api":
-            transport = api_host_transport(host)
-        else:
-            transport = SshTransport(host, connect_limiter=self._connects)
+        transport = self.transports.for_host(host)
         self._transports.append(transport)
         return transport
 
-    def _host_may_match(self, host: HostSpec) -> bool:
-        """False only when no node of `host` can be selected by the whole limit (`!`, `&` too).
-
-        Spares connecting to the host at all, and keeps a host the limit excludes out of the
-        report when it cannot be reached or its containers cannot be listed.
-        """
-        if not self.limit:
-            return True
-        if not needs_discovery(host):
-            # Its nodes are known without connecting.
-            return any(self._selected(node) for node in targets_for_host(host, None))
-        if matches_limit(host.name, host.labels, self.limit, self.inventory.groups):
-            return True
-        atoms = [atom for atom in split_patterns(self.limit) if atom]
-        plain = [atom for atom in atoms if atom[0] not in "!&"] or ["all"]
-        if not any(self._may_select(host, atom) for atom in plain):
-            return False
-        for atom in atoms:
-            if atom[0] == "&" and not self._may_select(host, atom[1:]):
-                return False
-            if atom[0] == "!" and self._selects_all_of(host, atom[1:]):
-                return False
-        return True
-
-    def _may_select(self, host: HostSpec, atom: str, seen: frozenset[str] = frozenset()) -> bool:
-        """Whether `atom` may select some node of `host`, its containers not yet known."""
-        groups = self.inventory.groups
-        if atom in ("all", "*"):
-            return True
-        for prefix in ("@", "label:"):
-            if atom.startswith(prefix):
-                # Containers carry their host's labels, and Proxmox tags when the API lists them.
-                glob = atom[len(prefix):]
-                return host.api is not None or any(fnmatchcase(x, glob) for x in host.labels)
-        if atom in groups and atom not in seen:
-            return any(self._may_select(host, member, seen | {atom}) for member in groups[atom])
-        return fnmatchcase(host.name, atom.split("/", 1)[0])
-
-    def _selects_all_of(
-        self, host: HostSpec, atom: str, seen: frozenset[str] = frozenset()
-    ) -> bool:
-        """Whether `atom` selects every node `host` may have, its containers not yet known."""
-        groups = self.inventory.groups
-        if atom in ("all", "*"):
-            return True
-        for prefix in ("@", "label:"):
-            if atom.startswith(prefix):
-                # Containers carry their host's labels as well as their own.
-                return any(fnmatchcase(label, atom[len(prefix):]) for label in host.labels)
-        if atom in groups and atom not in seen:
-            return any(self._selects_all_of(host, member, seen | {atom})
-                       for member in groups[atom])
-        host_glob, slash, vmid_glob = atom.partition("/")
-        if slash:
-            return not host.probe_host and vmid_glob == "*" and fnmatchcase(host.name, host_glob)
-        return fnmatchcase(host.name, atom)
-
     async def _audit_host(self, host: HostSpec) -> None:
-        if not self._host_may_match(host):
+        if not host_may_match(host, self.limit, self.inventory.groups):
             return
         transport = self._host_transport(host)
         try:
@@ -423,7 +322,7 @@ class AuditRun:
         if ALL_CONTAINERS in (host.containers, host.vms):
             self._pending[host.name] = _host_node(host, "error", INTERRUPTED_DISCOVERY)
             try:
-                discovered, vms = await list_guests(host, transport)
+                discovered, vms = await self.transports.list_guests(host, transport)
             except TransportError as exc:
                 self._finish_host(_host_node(host, exc.kind, str(exc)))
                 return
@@ -450,31 +349,36 @@ class AuditRun:
     async def _discover_oci(
         self, host: HostSpec, nodes: list[Target | SkippedTarget], transport: Transport
     ) -> list[Target | SkippedTarget]:
-        """The Docker/Podman containers of every node with `oci: {containers: all}`."""
+        """The Docker/Podman containers of every node with `oci: {containers: all}`.
+
+        A listing that fails is one node, `PARENT/RUNTIME:*`, saying why (skipped when the
+        parent itself is stopped); the parent and its other nodes are audited as usual.
+        """
         parents = [node for node in nodes if isinstance(node, Target) and node.oci is not None
                    and node.runtime is None and node.oci.containers == ALL_CONTAINERS]
         if host.oci is not None and host.oci.containers == ALL_CONTAINERS and not host.probe_host:
+            # Docker on the host, the host itself not probed: it is the parent all the same.
             parents.append(Target(host=host, vmid=None, name=host.name, python=host.python,
                                   env=dict(host.env), labels=host.labels, timeout=host.timeout,
                                   oci=host.oci))
 
-        async def one(parent: Target) -> list[Target | SkippedTarget]:
-            assert parent.oci is not None
-            runtime = parent.oci.runtime
+        async def containers_of(parent: Target) -> list[Target | SkippedTarget]:
             try:
-                return oci_targets(parent, await list_oci(parent, transport))
+                return oci_targets(parent, await self.transports.list_oci(parent, transport))
             except (DiscoveryError, TransportError) as exc:
+                assert parent.oci is not None
+                runtime = parent.oci.runtime
                 status = str(getattr(exc, "status", "") or getattr(exc, "kind", "error"))
                 return [SkippedTarget(parent.host, parent.vmid, f"{runtime}:*",
                                       f"container discovery failed: {exc}", parent.labels,
                                       kind=runtime, runtime=runtime, container="*",
                                       status=status)]
 
-        found = await asyncio.gather(*(one(parent) for parent in parents))
+        found = await asyncio.gather(*(containers_of(parent) for parent in parents))
         return [node for group in found for node in group]
 
     async def _probe(self, target: Target, host_transport: Transport) -> None:
-        transport = target_transport(target, host_transport)
+        transport = self.transports.for_target(target, host_transport)
 
         @contextlib.asynccontextmanager
         async def fleet_slot() -> AsyncIterator[None]:
@@ -486,7 +390,7 @@ class AuditRun:
 
         try:
             node = await probe_target(target, transport, deep=self.deep, policy=self.policy,
-                                      admit=fleet_slot)
+                                      admit=fleet_slot, probe=self.probe, budget=self.budget)
         except Exception as exc:  # noqa: BLE001 - one node's surprise must not end the others
             node = _node(target, "error", f"probe failed: {_one_line(exc)}")
         self._finish(node)
@@ -500,6 +404,9 @@ async def run_audit(
     policy: Policy = DEFAULT_POLICY,
     observer: AuditObserver | None = None,
     audit_timeout: float | None = None,
+    transports: TransportFactory | None = None,
+    probe: bytes | None = None,
+    budget: BudgetFor = NodeBudget,
 ) -> Report:
     """Audit the inventory; unreachable or broken nodes are results, not exceptions.
 
@@ -508,7 +415,8 @@ async def run_audit(
     errors. For KeyboardInterrupt outside asyncio's handling, use `AuditRun.partial_report()`.
     """
     run = AuditRun(inventory, limit=limit, deep=deep, policy=policy, observer=observer,
-                   audit_timeout=audit_timeout)
+                   audit_timeout=audit_timeout, transports=transports, probe=probe,
+                   budget=budget)
     return await run.run()
 
 
@@ -516,13 +424,16 @@ def local_node_result(
     *,
     python: str | None = None,
     deep: bool = False,
-    timeout: float = 60,
+    timeout: float = DEFAULT_NODE_TIMEOUT,
     env: dict[str, str] | None = None,
     policy: Policy = DEFAULT_POLICY,
+    transports: TransportFactory | None = None,
+    probe: bytes | None = None,
 ) -> NodeResult:
     """Probe the machine fleetcheck runs on (`fleetcheck probe`); the node id is its hostname."""
     name = socket.gethostname()
     host = HostSpec(name=name, address=None, transport="local", timeout=timeout)
     target = Target(host=host, vmid=None, name=name, python=python or "python3",
                     env=dict(env or {}), labels=(), timeout=timeout)
-    return asyncio.run(probe_target(target, LocalTransport(), deep=deep, policy=policy))
+    transport = (transports or TransportFactory()).for_host(host)
+    return asyncio.run(probe_target(target, transport, deep=deep, policy=policy, probe=probe))

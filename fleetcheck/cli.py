@@ -11,16 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck import __version__
+from fleetcheck.verdict import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
 
 if TYPE_CHECKING:  # the CLI imports stages lazily, so that `--help` and `probe --script` stay fast
     from fleetcheck.inventory.model import Inventory
     from fleetcheck.model import Report
     from fleetcheck.verdict import Policy
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_UNVERIFIED = 3
 
 FORMATS = ("table", "html", "json", "junit", "prometheus")
 
@@ -274,7 +271,7 @@ def cmd_host_setup(args: argparse.Namespace) -> int:
         _emit(script_source(), None)
     else:
         _emit(setup.installer(), None)
-    return EXIT_OK
+    return EXIT_PASS
 
 
 def _output_format(args: argparse.Namespace) -> str:
@@ -370,16 +367,17 @@ def _default_inventory() -> Inventory:
 
 
 def _run_audit(inventory: Inventory, limit: list[str], deep: bool, policy: Policy,
-               timeout: float | None, progress: bool) -> Report:
+               timeout: float | None, progress: bool, parts: Any = None) -> Report:
     """Run the audit with a progress bar on a TTY; Ctrl-C returns what was gathered."""
-    from fleetcheck.audit import AuditRun
+    from fleetcheck.audit import AuditParts, AuditRun
     from fleetcheck.inventory import check_limit
     from fleetcheck.render.progress import progress_observer
 
     check_limit(inventory, limit)
     with progress_observer(sys.stderr, enabled=progress) as observer:
         run = AuditRun(inventory, limit=limit or None, deep=deep, policy=policy,
-                       observer=observer, audit_timeout=timeout)
+                       observer=observer, audit_timeout=timeout,
+                       **vars(parts or AuditParts()))
         try:
             report = asyncio.run(run.run())
         except KeyboardInterrupt:
@@ -392,22 +390,15 @@ def _unmatched_limit(inventory: Inventory, limit: list[str], report: Report) -> 
     """The error for --limit patterns that selected nothing once containers were discovered."""
     if not limit or report.interrupted:
         return None
-    from fleetcheck.inventory import unmatched_patterns
+    from fleetcheck.inventory import unmatched_limit_error
 
-    missing = unmatched_patterns(limit, [(n.id, n.labels) for n in report.nodes],
-                                 inventory.groups)
     # A host that could not be listed stands for its containers: not a typo in --limit.
-    unlisted = {n.id for n in report.nodes if n.vmid is None and n.status in
-                ("unreachable", "error")}
-    missing = [atom for atom in missing if atom.split("/", 1)[0] not in unlisted]
-    if not missing:
-        return None
-    from fleetcheck.inventory.limit import split_patterns
+    from fleetcheck.verdict import UNVERIFIED_STATUSES
 
-    if any(atom[:1] in ("!", "&") for atom in split_patterns(limit) if atom):
-        return (f"--limit {', '.join(limit)}: selects no node of {', '.join(missing)} "
-                "(after discovery and the ! and & patterns)")
-    return f"--limit {', '.join(missing)}: matched no node after discovery"
+    unlisted = [n.id for n in report.nodes if n.vmid is None and n.status in
+                UNVERIFIED_STATUSES]
+    return unmatched_limit_error(limit, [(n.id, n.labels) for n in report.nodes],
+                                 inventory.groups, unlisted)
 
 
 def _with_fleet_checks(report: Report, policy: Policy) -> Report:
@@ -420,8 +411,8 @@ def _with_fleet_checks(report: Report, policy: Policy) -> Report:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from fleetcheck.model import exit_code_for
     from fleetcheck.render import render
+    from fleetcheck.verdict import exit_code_for
 
     fmt = _output_format(args)
     if args.on_change and not args.history:
@@ -434,7 +425,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     inventory = _load_inventory(args.inventory) if args.inventory else _default_inventory()
     policy = _load_policy(args.playbook)
     report = _run_audit(inventory, args.limit, args.deep or policy.deep, policy, args.timeout,
-                        progress=not args.no_progress)
+                        progress=not args.no_progress, parts=args.parts)
     report = _with_fleet_checks(report, policy)
     limit_error = _unmatched_limit(inventory, args.limit, report)
     history: Any = ()
@@ -444,10 +435,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
     keep_run = args.history and not report.interrupted and not limit_error
     if args.history:
         from fleetcheck import history as hist
+        from fleetcheck.rundiff import diff_reports
 
         previous = hist.previous_run(args.history, None)
         if previous is not None and not limit_error:
-            diff = hist.diff_reports(previous, report)
+            diff = diff_reports(previous, report)
             changes = diff.lines()
             if diff.changed and args.on_change and keep_run:
                 hook_input = "\n".join(changes) + "\n"
@@ -470,7 +462,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             print(f"fleetcheck: warning: {exc}", file=sys.stderr)
             hook_input = None
     if hook_input is not None:
-        from fleetcheck.history import run_on_change
+        from fleetcheck.hook import run_on_change
 
         # After the report is written: the hook may read it.
         problem = run_on_change(args.on_change, hook_input)
@@ -489,7 +481,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     inventory = _load_inventory(args.inventory)
     policy = _load_policy(args.playbook)
-    report = _run_audit(inventory, args.limit, policy.deep, policy, args.timeout, progress=False)
+    report = _run_audit(inventory, args.limit, policy.deep, policy, args.timeout, progress=False,
+                        parts=args.parts)
     report = _with_fleet_checks(report, policy)
     for line in gate_lines(report):
         print(line, file=sys.stderr)
@@ -503,7 +496,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from fleetcheck.model import Report, exit_code_for
+    from fleetcheck.model import Report
+    from fleetcheck.verdict import exit_code_for
 
     if args.sha256:
         if not args.script:
@@ -511,16 +505,15 @@ def cmd_probe(args: argparse.Namespace) -> int:
         from fleetcheck.gatekeeper import probe_sha256
 
         _emit(probe_sha256() + "\n", None)
-        return EXIT_OK
+        return EXIT_PASS
     if args.script:
         from fleetcheck.probe import probe_source
 
         _emit(probe_source(), None)
-        return EXIT_OK
-    from datetime import datetime, timezone
-
+        return EXIT_PASS
     from fleetcheck.audit import local_node_result
     from fleetcheck.reportio import node_to_dict
+    from fleetcheck.timestamps import utc_now
 
     output = getattr(args, "output", None)
     cache = getattr(args, "cache", None)
@@ -528,10 +521,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
     _check_output(cache)
     policy = _load_policy(args.playbook)
     deep = args.deep or policy.deep
-    timeout = args.timeout if args.timeout is not None else (180.0 if deep else 60.0)
-    started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    from fleetcheck.transport.interface import node_timeout
+
+    timeout = node_timeout(args.timeout, deep=deep)
+    started = utc_now()
     node = local_node_result(python=args.python, deep=deep, timeout=timeout, policy=policy)
-    finished = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    finished = utc_now()
     report = Report(started_at=started, finished_at=finished, nodes=(node,),
                     inventory=None, playbook=policy.name)
     code = int(exit_code_for(report))
@@ -562,11 +557,13 @@ def cmd_health(args: argparse.Namespace) -> int:
         health = nodehealth.read_cache(args.cache, max_age)
     else:
         from fleetcheck.audit import local_node_result
-        from fleetcheck.model import Report, exit_code_for
+        from fleetcheck.model import Report
         from fleetcheck.reportio import node_to_dict
+        from fleetcheck.transport.interface import node_timeout
+        from fleetcheck.verdict import exit_code_for
 
         policy = _load_policy(args.playbook)
-        timeout = args.timeout if args.timeout is not None else 60.0
+        timeout = node_timeout(args.timeout, deep=policy.deep)
         node = local_node_result(python=args.python, deep=policy.deep, timeout=timeout,
                                  policy=policy)
         report = Report(started_at="", finished_at="", nodes=(node,), inventory=None,
@@ -595,7 +592,7 @@ def cmd_inventory(args: argparse.Namespace) -> int:
         _emit(json.dumps(inventory_to_json(inventory), indent=2) + "\n", None)
     else:
         _emit(render_inventory_graph(inventory), None)
-    return EXIT_OK
+    return EXIT_PASS
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -612,21 +609,21 @@ def cmd_report(args: argparse.Namespace) -> int:
         failing_since = hist.failing_since(args.history, report)
     _emit(render(report, _output_format(args), history=history, failing_since=failing_since,
                  **_file_options(args.output)), args.output)
-    return EXIT_OK
+    return EXIT_PASS
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
     import json
 
-    from fleetcheck.history import diff_reports
     from fleetcheck.reportio import load_report
+    from fleetcheck.rundiff import diff_reports
 
     diff = diff_reports(load_report(args.old), load_report(args.new))
     if args.json:
         _emit(json.dumps(diff.to_dict(), indent=2, ensure_ascii=False) + "\n", None)
     else:
         _emit("".join(line + "\n" for line in diff.lines()), None)
-    return EXIT_FAILED if diff.changed else EXIT_OK
+    return EXIT_FAIL if diff.changed else EXIT_PASS
 
 
 def _load_inventory(path: str) -> Inventory:
@@ -669,12 +666,15 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, parts: Any = None) -> int:
+    """The `fleetcheck` command; `parts` (an `audit.AuditParts`) lets a bench swap the
+    audit's transports, probe payload or node budget without patching modules."""
     if hasattr(sys.stdout, "reconfigure"):
         # A report must be written even if a node sent text this terminal cannot encode.
         sys.stdout.reconfigure(errors="replace")
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.parts = parts
     if not args.command:
         parser.print_help(sys.stderr)
         return EXIT_USAGE

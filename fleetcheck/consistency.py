@@ -7,10 +7,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fleetcheck.model import Check, NodeResult
-from fleetcheck.verdict import Policy
+from fleetcheck.verdict import PROBED_STATUSES, Policy
 
 #: Statuses of nodes whose facts came from a probe (skipped and unreachable ones have none).
-PROBED_STATUSES = frozenset({"ok", "warn", "fail", "error"})
 
 #: Keys that describe the workload's GPU stack. A node whose Triton verdict says it has no GPU
 #: or no Triton (a Proxmox host probed with `probe_host`, a CPU-only node) runs no GPU job, so

@@ -10,15 +10,14 @@ from typing import Any
 AUDIT_SCHEMA = "fleetcheck.audit/1"
 PROBE_SCHEMA = "fleetcheck.probe/1"
 
-#: Node statuses, worst last; the order is used to pick the worst of several.
+#: Node statuses, the least severe first (the order of summaries and trends).
 NODE_STATUSES = ("ok", "skipped", "warn", "unreachable", "error", "fail")
 #: Check statuses.
 CHECK_STATUSES = ("pass", "warn", "fail", "skip", "error")
 #: Triton verdicts.
 VERDICTS = ("gpu", "cpu-fallback", "no-gpu", "not-installed", "unknown")
 
-#: Node statuses that mean "could not be verified" (exit code 3 when nothing failed).
-UNVERIFIED_STATUSES = frozenset({"error", "unreachable"})
+#: What each status means, and the exit codes, are fleetcheck.verdict's.
 
 
 @dataclass(frozen=True)
@@ -104,23 +103,3 @@ class RunSummary:
     summary: Mapping[str, int]
     cpu_fallback: int
     path: str = ""
-
-
-def worst_status(statuses: list[str] | tuple[str, ...]) -> str:
-    """The worst node status in the list ('ok' for an empty list)."""
-    rank = {status: index for index, status in enumerate(NODE_STATUSES)}
-    return max(statuses, key=lambda status: rank.get(status, 0), default="ok")
-
-
-def exit_code_for(report: Report) -> int:
-    """The documented exit code: 0 passed, 1 a node failed, 3 some nodes (or all) unverified."""
-    statuses = {node.status for node in report.nodes}
-    failed = "fail" in statuses or any(c.status == "fail" for c in report.fleet_checks)
-    if failed:
-        return 1
-    if statuses & UNVERIFIED_STATUSES or report.interrupted:
-        return 3
-    if not statuses & {"ok", "warn"}:
-        # Nothing was verified (no node, or every one skipped): not a pass.
-        return 3
-    return 0

@@ -11,6 +11,13 @@ from typing import Any
 import yaml
 
 from fleetcheck.checks import CHECKS_BY_ID
+from fleetcheck.inventory.yamlsrc import (
+    KeyPath,
+    YamlDocument,
+    YamlWording,
+    load_yaml,
+    read_source,
+)
 from fleetcheck.model import VERDICTS
 from fleetcheck.verdict import CONSISTENCY_KEYS, DEFAULT_POLICY, Policy
 
@@ -43,40 +50,67 @@ class _LineList(list[Any]):
     lines: list[int]
 
 
-class _DuplicateKey(yaml.YAMLError):
-    def __init__(self, key: object, line: int) -> None:
-        super().__init__(f"duplicate key {key!r}")
-        self.key = key
-        self.line = line
+class _PlaybookWording(YamlWording):
+    """The playbook's own error texts around the shared YAML loader."""
+
+    def problem(self, text: str) -> Exception:
+        return PlaybookError(text)
+
+    def not_found(self, path: str) -> Exception:
+        return PlaybookError(f"{path}: no such playbook file")
+
+    def not_utf8(self, path: str) -> Exception:
+        return PlaybookError(f"{path}:1: not UTF-8 text")
+
+    def unreadable(self, path: str, exc: OSError) -> Exception:
+        return PlaybookError(f"{path}: cannot read: {exc.strerror}")
+
+    def bad_character(self, path: str, line: int, char: int) -> Exception:
+        return PlaybookError(f"{path}:{line}: invalid YAML: character U+{char:04X} is not allowed")
+
+    def syntax(self, path: str, exc: yaml.MarkedYAMLError) -> Exception:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        return PlaybookError(f"{path}:{line}: invalid YAML: {exc.problem or exc}")
+
+    def other(self, path: str, exc: yaml.YAMLError) -> Exception:
+        return PlaybookError(f"{path}:1: invalid YAML: {exc}")
+
+    def duplicate(
+        self, path: str, line: int, key_path: KeyPath, key: str, first_line: int
+    ) -> Exception:
+        return PlaybookError(f"{path}:{line}: {key}: duplicate key")
+
+    def tag(self, path: str, line: int, key_path: KeyPath, tag: str) -> Exception:
+        if tag.startswith(_YAML_TAG) and not tag.startswith(_YAML_TAG + "python/"):
+            return super().tag(path, line, key_path, tag)
+        # What PyYAML's SafeLoader says of a tag it has no constructor for.
+        return PlaybookError(
+            f"{path}:{line}: invalid YAML: could not determine a constructor for the tag {tag!r}"
+        )
 
 
-class _LineLoader(yaml.SafeLoader):
-    """SafeLoader whose mappings and sequences keep the line numbers of their parts."""
+_YAML_TAG = "tag:yaml.org,2002:"
 
 
-def _construct_map(loader: yaml.SafeLoader, node: yaml.MappingNode) -> _LineDict:
-    loader.flatten_mapping(node)
-    result = _LineDict()
-    result.lines = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        line = key_node.start_mark.line + 1
-        if key in result.lines:
-            # PyYAML silently keeps the last of two equal keys; a playbook must not.
-            raise _DuplicateKey(key, line)
-        result[key] = loader.construct_object(value_node, deep=True)
-        result.lines[key] = line
-    return result
+def _with_lines(doc: YamlDocument, value: Any, path: KeyPath = ()) -> Any:
+    """The document's data as _LineDict/_LineList, each part carrying its line."""
+    if isinstance(value, dict):
+        mapping = _LineDict()
+        mapping.lines = {}
+        for key, item in value.items():
+            mapping[key] = _with_lines(doc, item, (*path, key))
+            mapping.lines[key] = doc.line((*path, key))
+        return mapping
+    if isinstance(value, list):
+        items = _LineList(_with_lines(doc, item, (*path, index))
+                          for index, item in enumerate(value))
+        items.lines = [doc.line((*path, index)) for index in range(len(value))]
+        return items
+    return value
 
 
-def _construct_seq(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> _LineList:
-    result = _LineList(loader.construct_object(item, deep=True) for item in node.value)
-    result.lines = [item.start_mark.line + 1 for item in node.value]
-    return result
-
-
-_LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
-_LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+_PLAYBOOK_WORDING = _PlaybookWording()
 
 
 def _suggest(word: object, choices: Iterable[str]) -> str:
@@ -152,16 +186,8 @@ class _Reader:
 
 def parse_playbook(text: str, source: str, default_name: str) -> Policy:
     """The Policy a playbook's YAML text describes; `source` names it in error messages."""
-    try:
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
-    except _DuplicateKey as exc:
-        raise PlaybookError(f"{source}:{exc.line}: {exc.key}: duplicate key") from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else 1
-        raise PlaybookError(f"{source}:{line}: invalid YAML: {exc.problem or exc}") from None
-    except yaml.YAMLError as exc:
-        raise PlaybookError(f"{source}:1: invalid YAML: {exc}") from None
+    doc = load_yaml(text, source, _PLAYBOOK_WORDING)
+    data = _with_lines(doc, doc.data)
     read = _Reader(source)
     if data is None:
         raise read.error(1, "(top level)", "the playbook is empty")
@@ -240,14 +266,7 @@ def load_playbook(path_or_name: str | None) -> Policy:
         raise PlaybookError("--playbook: empty playbook name")
     path = Path(path_or_name).expanduser()
     if path.is_file() or not _is_bare_name(path_or_name):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise PlaybookError(f"{path_or_name}: no such playbook file") from None
-        except UnicodeDecodeError:
-            raise PlaybookError(f"{path_or_name}:1: not UTF-8 text") from None
-        except OSError as exc:
-            raise PlaybookError(f"{path_or_name}: cannot read: {exc.strerror}") from None
+        text = read_source(path, path_or_name, _PLAYBOOK_WORDING)
         return parse_playbook(text, path_or_name, path.stem)
     names = builtin_playbooks()
     if path_or_name not in names:

@@ -1,13 +1,42 @@
-"""Checks and Triton verdict of one node -> its status and one-line reason, under a policy."""
+"""Judgement: a node's status and one-line reason under a policy, the status sets and exit codes.
+
+Owns what a status means (which count as failing, unverified, healthy, probed), a node's root
+cause and fix (`root_cause`, `node_fix` for reports, `blocking_fix` for the gate) and the exit
+codes of `audit`, `report`, `probe` and `gate`; the status vocabulary itself is the data
+contract in `model.py`.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from fleetcheck.checks import causal_rank
-from fleetcheck.model import Check, TritonVerdict
+from fleetcheck.model import Check, NodeResult, TritonVerdict
+
+if TYPE_CHECKING:
+    from fleetcheck.model import Report
+
+#: Exit codes (the README's table): passed; a node failed; bad input or usage; unverified.
+EXIT_PASS = 0
+EXIT_FAIL = 1
+EXIT_USAGE = 2
+EXIT_UNVERIFIED = 3
+
+#: Node statuses that mean "could not be verified" (exit code 3 when nothing failed).
+UNVERIFIED_STATUSES = frozenset({"error", "unreachable"})
+#: For a gate, a node it could not look at is not a pass: skipped (stopped) ones included.
+GATE_UNVERIFIED = UNVERIFIED_STATUSES | {"skipped"}
+#: Statuses that need someone's attention (history's "failing since", the failing-only views).
+FAILING_STATUSES = frozenset({"fail"}) | UNVERIFIED_STATUSES
+#: Statuses of a node that was verified and may run jobs.
+HEALTHY_STATUSES = frozenset({"ok", "warn"})
+#: Statuses a node can have once the probe printed its document (what fleet rules compare).
+PROBED_STATUSES = HEALTHY_STATUSES | {"fail", "error"}
+#: The statuses the probe itself may report (its document's `status`).
+PROBE_STATUSES = ("ok", "warn", "fail", "error")
 
 #: Facts that fleet consistency can compare across nodes (see fleetcheck.consistency).
 CONSISTENCY_KEYS = (
@@ -37,7 +66,6 @@ class Policy:
     consistent: tuple[str, ...] = ()
     #: Treat warnings as failures.
     strict_warnings: bool = False
-    extra: dict[str, object] = field(default_factory=dict)
     #: Facts that should be equal across the selection: a mismatch only warns.
     consistent_warn: tuple[str, ...] = ()
     #: One line saying what the playbook is for.
@@ -121,3 +149,144 @@ def evaluate_node(
     if warned is not None:
         return "warn", warned.summary
     return "ok", f"Triton {triton.verdict}" + (f" ({triton.backend})" if triton.backend else "")
+
+
+def exit_code_for(report: Report) -> int:
+    """The documented exit code: 0 passed, 1 a node failed, 3 some nodes (or all) unverified."""
+    statuses = {node.status for node in report.nodes}
+    failed = "fail" in statuses or any(c.status == "fail" for c in report.fleet_checks)
+    if failed:
+        return EXIT_FAIL
+    if statuses & UNVERIFIED_STATUSES or report.interrupted:
+        return EXIT_UNVERIFIED
+    if not statuses & HEALTHY_STATUSES:
+        # Nothing was verified (no node, or every one skipped): not a pass.
+        return EXIT_UNVERIFIED
+    return EXIT_PASS
+
+
+def gate_exit_code(report: Report) -> int:
+    """0 every selected node verified and passing; 1 something failed; 3 some not verified.
+
+    An empty selection verifies nothing, so it cannot pass: 3.
+    """
+    statuses = {node.status for node in report.nodes}
+    if "fail" in statuses or any(check.status == "fail" for check in report.fleet_checks):
+        return EXIT_FAIL
+    if statuses & GATE_UNVERIFIED or report.interrupted or not report.nodes:
+        return EXIT_UNVERIFIED
+    return EXIT_PASS
+
+
+def root_cause(node: NodeResult) -> Check | None:
+    """The check that explains the node's status: Triton's cause, else the first non-pass one."""
+    if node.triton.cause:
+        match = node.check(node.triton.cause)
+        if match is not None and match.status != "pass":
+            return match
+    for status in ("fail", "error", "warn"):
+        hits = [c for c in node.checks if c.status == status]
+        if hits:
+            return min(hits, key=lambda c: causal_rank(c.id))
+    return None
+
+
+def node_fix(node: NodeResult) -> str:
+    """The fix shown beside a node in the matrix, the HTML report and the terminal."""
+    cause = root_cause(node)
+    if node.triton.verdict == "cpu-fallback" and node.triton.fix:
+        return node.triton.fix
+    return cause.fix if cause is not None else ""
+
+
+_UNVERIFIED_FIX = {
+    "unreachable": "check that the node is up and reachable over SSH, then run the gate again",
+    "skipped": "start the container, or leave it out of the selection (--limit)",
+    "error": "run `fleetcheck audit` on this node for the probe's error output",
+}
+
+#: A probe that ran out of time: the node is slow (import torch, --deep), or hangs.
+_TIMEOUT_FIX = ("raise `timeout` for this host or container in the inventory (--deep needs "
+                "more), or look for what hangs: `fleetcheck probe` on the node itself")
+
+#: An unreachable node's fix when SSH refused its host key (texts of transport/ssh.py).
+_HOST_KEY_FIXES = (
+    (re.compile(r"host key for .* is not in "),
+     "check the host's key fingerprint out of band (ssh-keyscan -p PORT HOST | ssh-keygen -lf -, "
+     "against ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on its console), then add the "
+     "key to known_hosts, or set ssh.host_key_policy: accept-new"),
+    (re.compile(r"host key for .* does not match known_hosts"),
+     "find out why the host key changed (reinstalled host, or another machine on its address) "
+     "before removing the old key with ssh-keygen -R HOST"),
+    (re.compile(r"jump host .* its host key is not trusted by "),
+     "check the jump host's key fingerprint out of band (ssh-keyscan), then add it to "
+     "known_hosts; if a key for it is already there and changed, find out why before "
+     "ssh-keygen -R HOST"),
+)
+
+def blocking_fix(node: NodeResult) -> str:
+    """What to do about a node that blocks a gate: the gate line's and gate JSON's fix."""
+    if node.status == "unreachable":
+        for pattern, fix in _HOST_KEY_FIXES:
+            if pattern.match(node.reason):
+                return fix
+    if node.status in ("unreachable", "skipped"):
+        return _UNVERIFIED_FIX[node.status]
+    if node.status == "error" and node.reason.startswith("probe timed out after"):
+        return _TIMEOUT_FIX
+    # A failing verdict is the root cause the reason names; its fix comes first.
+    if node.triton.verdict not in ("gpu", "unknown") and node.triton.fix:
+        return node.triton.fix
+    hits = sorted((c for c in node.checks if c.status == node.status and c.fix),
+                  key=lambda c: causal_rank(c.id))
+    if hits:
+        return hits[0].fix
+    return node.triton.fix or _UNVERIFIED_FIX.get(node.status, "")
+
+
+# What each framework will do (facts.frameworks of the probe) -------------------------------
+
+#: Frameworks in display order, with the names reports use.
+FRAMEWORKS = (("fla", "FLA"), ("vllm", "vLLM"), ("inductor", "inductor"))
+#: Outcome -> check-like state for badges: runs on the GPU, degraded, broken, unknown.
+FRAMEWORK_STATES = {
+    "gpu": "pass", "triton": "pass", "cpu-only": "warn", "cpu-fallback": "fail",
+    "fails-at-kernel": "fail", "triton-disabled": "fail", "no-triton": "fail",
+    "gpu-unsupported": "fail", "unknown": "error",
+}
+
+
+@dataclass(frozen=True)
+class FrameworkOutcome:
+    """One installed framework on one node: its outcome, badge state and one-line detail."""
+
+    key: str
+    label: str
+    outcome: str
+    state: str
+    detail: str
+
+
+def framework_outcomes(facts: Mapping[str, Any]) -> list[FrameworkOutcome]:
+    """The installed frameworks' outcomes from a node's facts (none for older probes)."""
+    frameworks = facts.get("frameworks") if isinstance(facts, Mapping) else None
+    if not isinstance(frameworks, Mapping):
+        return []
+    found = []
+    for key, label in FRAMEWORKS:
+        item = frameworks.get(key)
+        if not isinstance(item, Mapping) or not item.get("installed"):
+            continue
+        outcome = str(item.get("outcome") or "unknown")
+        found.append(FrameworkOutcome(key, label, outcome, FRAMEWORK_STATES.get(outcome, "error"),
+                                      str(item.get("detail") or "")))
+    return found
+
+
+def frameworks_badge(facts: Mapping[str, Any], *, problems_only: bool = False) -> str:
+    """'FLA cpu-fallback, vLLM fails-at-kernel, inductor fails-at-kernel' ('' when none).
+
+    With `problems_only`, only the frameworks that will not run on the GPU (the gate's view).
+    """
+    return ", ".join(f"{item.label} {item.outcome}" for item in framework_outcomes(facts)
+                     if not problems_only or item.state != "pass")

@@ -49,4 +49,6 @@ py=.venv/bin/python
 export PATH="$PWD/.venv/bin:$PATH"
 "$py" -m ruff check fleetcheck tests bench scripts
 "$py" -m mypy
+# The real flash-linear-attention wheels the probe's tests install (scripts/fetch_test_wheels.py).
+"$py" scripts/fetch_test_wheels.py
 exec "$py" -m pytest "$@"

@@ -79,7 +79,10 @@ int cuDeviceGetAttribute(int *v, int attr, int d) {
 int cuDeviceTotalMem_v2(size_t *bytes, int d) { (void)d; *bytes = (size_t)MEM_MIB << 20; return 0; }
 int cuGetErrorName(int rc, const char **s) {
     switch (rc) {
+    case 34: *s = "CUDA_ERROR_STUB_LIBRARY"; return 0;
     case 100: *s = "CUDA_ERROR_NO_DEVICE"; return 0;
+    case 802: *s = "CUDA_ERROR_SYSTEM_NOT_READY"; return 0;
+    case 804: *s = "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"; return 0;
     case 803: *s = "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"; return 0;
     case 999: *s = "CUDA_ERROR_UNKNOWN"; return 0;
     default: *s = "CUDA_ERROR_OTHER"; return 0; } }
@@ -111,7 +114,7 @@ def build_libcuda(where: Path, *, version: str, init_rc: int, driver_version: in
 
 def _sysroot(root: Path, *, gpu: object, gpus: int, name: str, driver: str, container: str | None,
              dev_modes: dict[str, int], ldconfig: bool, ld_entries: list[tuple[str, str]],
-             mounts: list[tuple[str, str]]) -> None:
+             mounts: list[tuple[str, str, str]], nvswitches: int = 0) -> None:
     has_proc = gpu is not False
     if has_proc:
         _write(root / "proc/driver/nvidia/version",
@@ -128,8 +131,14 @@ def _sysroot(root: Path, *, gpu: object, gpus: int, name: str, driver: str, cont
     _write(root / "proc/devices", "Character devices:\n  1 mem\n195 nvidia\n"
            "195 nvidiactl\n507 nvidia-uvm\n510 nvidia-caps\n")
     _write(root / "proc/meminfo", "MemTotal:       131072000 kB\nMemFree:        1000 kB\n")
-    lines = [f"{20 + i} 1 0:{20 + i} / {point} {options} shared:1 - ext4 /dev/vda{i} rw"
-             for i, (point, options) in enumerate([("/", "rw,relatime"), *mounts])]
+    lines = [f"{20 + i} 1 0:{20 + i} / {point} {options} shared:1 - {fstype} {source} rw"
+             for i, (point, options, fstype, source) in enumerate(
+                 [("/", "rw,relatime", "ext4", "/dev/vda0"),
+                  *((p, o, t, f"/dev/vda{n + 1}" if t == "ext4" else "fs01:/export/home")
+                    for n, (p, o, t) in enumerate(mounts))])]
+    for index in range(nvswitches):
+        (root / f"proc/driver/nvidia-nvswitch/devices/0000:{0x05 + index:02x}:00.0").mkdir(
+            parents=True, exist_ok=True)
     if container == "lxc":
         lines.append("90 20 0:90 /proc/cpuinfo /proc/cpuinfo rw,nosuid,nodev,relatime - "
                      "fuse.lxcfs lxcfs rw,user_id=0,group_id=0,allow_other")
@@ -191,6 +200,8 @@ def _compiler(bindir: Path, *, compiler: bool, linker: bool, python_headers: boo
 TORCH_INIT = r'''
 """Stub torch: the attributes the probe reads, and just enough tensor for the --deep kernel."""
 import contextlib, time
+import _fleetcheck_stub_api
+_fleetcheck_stub_api.install(__name__)
 from . import version
 from . import cuda
 __version__ = version.__version__
@@ -223,6 +234,9 @@ def arange(n, device="cpu", dtype=None):
 
 def empty_like(t):
     return Tensor([0.0] * len(t.data), t.device)
+
+# Last: `from . import version` above must find the submodule, not a placeholder.
+__getattr__ = _fleetcheck_stub_api.module_getattr(__name__)
 '''
 
 TORCH_CUDA = r'''
@@ -368,6 +382,12 @@ class CudaDriver:
         if _CONFIG["error"]:
             raise RuntimeError(_CONFIG["error"])
         build_stub(os.path.join(cache_dir(), _CONFIG["stub_key"]))
+        self.utils = self
+    def get_device_properties(self, index):
+        # What the real cuda_utils answers on an H200 (FLA asks at import).
+        return {"max_shared_mem": 232448, "max_num_regs": 65536, "multiprocessor_count": 132,
+                "warpSize": 32, "sm_clock_rate": 1980000, "mem_clock_rate": 3201000,
+                "mem_bus_width": 6144}
     def get_current_target(self):
         import torch
         major, minor = torch.cuda.get_device_capability()
@@ -400,10 +420,75 @@ class LazyProxy:
 driver = DriverConfig() if _CONFIG["version"][0] >= 3 else LazyProxy()
 '''
 
+STUB_API = r'''
+"""The rest of a stub package's API, for libraries that only touch it at import (FLA).
+
+Decorators (autotune, heuristics, compile...) return the function, base classes are `object`,
+and any submodule the stub lacks imports as an empty module of the same kind. Only what the
+probe and the suite look at behaves like the real library; this keeps the real FLA wheels
+importable over the stub torch/triton.
+"""
+import importlib.abc, importlib.machinery, sys, types
+
+class Anything:
+    def __init__(self, name):
+        self._name = name
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return Anything(self._name + "." + name)
+    def __call__(self, *args, **kwargs):
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return args[0]
+        return Anything(self._name + "()")
+    def __mro_entries__(self, bases):
+        return (object,)
+    def __getitem__(self, key):
+        return self
+    def __iter__(self):
+        return iter(())
+    def __or__(self, other):
+        return self
+    __ror__ = __or__
+    def __repr__(self):
+        return "<stub %s>" % self._name
+
+def module_getattr(module_name):
+    def __getattr__(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return Anything(module_name + "." + name)
+    return __getattr__
+
+class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self, roots):
+        self.roots = roots
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in self.roots and "." in name:
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
+    def create_module(self, spec):
+        module = types.ModuleType(spec.name)
+        module.__path__ = []
+        module.__getattr__ = module_getattr(spec.name)
+        return module
+    def exec_module(self, module):
+        pass
+
+def install(root):
+    for finder in sys.meta_path:
+        if isinstance(finder, Finder):
+            finder.roots.add(root)
+            return
+    sys.meta_path.append(Finder({root}))
+'''
+
 TRITON_INIT = r'''
 """Stub triton: the version, the driver, and a jit whose launch plays the GPU."""
 _CONFIG = CONFIG_JSON
 __version__ = _CONFIG["version_text"]
+import _fleetcheck_stub_api
+_fleetcheck_stub_api.install(__name__)
 from . import runtime, language
 
 class _Kernel:
@@ -420,6 +505,8 @@ class _Kernel:
 
 def jit(fn):
     return _Kernel(fn)
+
+__getattr__ = _fleetcheck_stub_api.module_getattr(__name__)
 '''
 
 PTXAS = """#!/bin/sh
@@ -460,7 +547,8 @@ def _dist(site: Path, name: str, version: str, package: str) -> None:
 def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_arch: tuple[str, ...],
               torch_config: dict[str, object], triton: str | None, triton_error: str | None,
               ptxas: str | None, ptxas_blackwell: str | None, extra_triton_dist: str | None,
-              fla: str | None, concurrent_write: Path | None) -> None:
+              fla: str | None, concurrent_write: Path | None, vllm: str | None = None) -> None:
+    _write(site / "_fleetcheck_stub_api.py", STUB_API)
     if torch:
         cuda_line = f"cuda: Optional[str] = {torch_cuda!r}" if torch_cuda else \
             "cuda: Optional[str] = None"
@@ -472,6 +560,8 @@ def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_ar
         config = dict(torch_config, arch=list(torch_arch))
         _write(site / "torch/cuda.py", TORCH_CUDA.replace("CONFIG_JSON", repr(config)))
         _dist(site, "torch", torch.split("+")[0], "torch")
+        # torch >= 2.0 ships inductor (torch.compile's backend) as torch/_inductor.
+        _write(site / "torch/_inductor/__init__.py", "")
     if triton:
         parts = [int(p) for p in triton.split(".")[:3]]
         config = {"version": parts, "version_text": triton, "error": triton_error,
@@ -493,6 +583,9 @@ def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_ar
         if extra_triton_dist:
             name, version = extra_triton_dist.split()
             _dist(site, name, version, "triton")
+    if vllm:
+        _write(site / "vllm/__init__.py", f"__version__ = {vllm!r}\n")
+        _dist(site, "vllm", vllm, "vllm")
     if fla:
         _write(site / "fla/__init__.py", f"__version__ = {fla!r}\nimport fla.utils\n")
         _write(site / "fla/utils.py", FLA_UTILS)
@@ -535,6 +628,13 @@ def make_node(
     cache: str = "ok",
     concurrent_write: Path | None = None,
     env: dict[str, str] | None = None,
+    init_rc: int | None = None,
+    libcuda_subdir: str = "",
+    ldcache_libcuda: str | None = None,
+    nvswitches: int = 0,
+    cache_fstype: str | None = None,
+    vllm: str | None = None,
+    cxx: bool = False,
 ) -> NodeEnv:
     """Build a fake node under `root`.
 
@@ -543,6 +643,13 @@ def make_node(
     passed through), "mismatch" (libcuda of another version than the kernel module),
     "no-libcuda" (driver userspace absent), "proc-only" (nothing but /proc/driver/nvidia).
     cache: "ok", "unwritable" (TRITON_CACHE_DIR below a regular file) or "noexec".
+    init_rc: what the stub libcuda's cuInit returns (802 fabric not ready, 804 compat, 34 stub).
+    libcuda_subdir: where under lib/ the driver library lives (e.g. "cuda/compat/lib").
+    ldcache_libcuda: the only libcuda.so.1 path `ldconfig -p` lists (a stale one).
+    nvswitches: NVSwitch devices under /proc/driver/nvidia-nvswitch/devices (HGX boards).
+    cache_fstype: the file-system type of the Triton cache's mount (e.g. "nfs4").
+    vllm: a vLLM version to install (its package and metadata only: the probe never imports it).
+    cxx: put g++ on PATH (inductor's C++ compiler for its CPU/cpp-wrapper path).
     broken_gpu: the index of a GPU on which every tensor operation fails (an ECC error).
     concurrent_write: a file "another job" writes (once) whenever the stub Triton loads its stub
     from a cache - a job filling the user's cache while the probe reads it.
@@ -552,16 +659,17 @@ def make_node(
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     sysroot, bindir, site = root / "sysroot", root / "bin", root / "site"
-    home, libdir, empty = root / "home", root / "lib", root / "empty"
+    home, libdir, empty = root / "home", root / "lib" / libcuda_subdir, root / "empty"
     for path in (sysroot, bindir, site, home, libdir, empty):
-        path.mkdir(exist_ok=True)
+        path.mkdir(parents=True, exist_ok=True)
 
     major, minor = (int(p) for p in compute_capability.split("."))
     libcuda_version = libcuda_version or ("575.57.08" if gpu == "mismatch" else driver)
-    init_rc = {"no-dev-nodes": 100, "no-uvm": 999, "mismatch": 803}.get(str(gpu), 0)
+    if init_rc is None:
+        init_rc = {"no-dev-nodes": 100, "no-uvm": 999, "mismatch": 803}.get(str(gpu), 0)
     has_libcuda = gpu not in (False, "no-libcuda", "proc-only")
     too_old = cuda_driver_version // 1000 < int((torch_cuda or "0").split(".")[0])
-    available = gpu is True and bool(torch_cuda) and not too_old
+    available = gpu is True and bool(torch_cuda) and not too_old and init_rc == 0
     warning = ""
     if torch_cuda and gpu is not False and not available:
         if too_old:
@@ -569,7 +677,10 @@ def make_node(
                        f"(found version {cuda_driver_version}). Please update your GPU driver.")
         else:
             code = {100: "100: no CUDA-capable device is detected", 803: "803: system has "
-                    "unsupported display driver / cuda driver combination"}.get(
+                    "unsupported display driver / cuda driver combination",
+                    802: "802: system not yet initialized",
+                    804: "804: forward compatibility was attempted on non supported HW",
+                    34: "34: CUDA driver is a stub library"}.get(
                         init_rc, "30: unknown error")
             warning = ("CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you "
                        "run some cuda functions before calling NumCudaDevices() that might have "
@@ -594,7 +705,10 @@ def make_node(
         (libdir / "libcuda.so.1").symlink_to(lib.name)
         if libcuda_unversioned:
             (libdir / "libcuda.so").symlink_to("libcuda.so.1")
-        if ldcache_has_libcuda:
+        if ldcache_libcuda:
+            ld_entries.append(("libcuda.so.1", ldcache_libcuda))
+            node_env["LD_LIBRARY_PATH"] = str(libdir)
+        elif ldcache_has_libcuda:
             ld_entries.append(("libcuda.so.1", str(libdir / "libcuda.so.1")))
             if libcuda_unversioned:
                 ld_entries.append(("libcuda.so", str(libdir / "libcuda.so")))
@@ -604,15 +718,19 @@ def make_node(
             # neither ldconfig -p nor LD_LIBRARY_PATH shows it to Triton.
             node_env["LD_PRELOAD"] = str(libdir / "libcuda.so.1")
 
-    mounts: list[tuple[str, str]] = []
+    mounts: list[tuple[str, str, str]] = []
     if cache == "noexec":
         (home / ".triton").mkdir()
-        mounts.append((str(home / ".triton"), "rw,nosuid,nodev,noexec,relatime"))
+        mounts.append((str(home / ".triton"), "rw,nosuid,nodev,noexec,relatime", "ext4"))
+    if cache_fstype:
+        (home / ".triton").mkdir(exist_ok=True)
+        mounts.append((str(home / ".triton"), "rw,relatime", cache_fstype))
     elif cache == "unwritable":
         _write(root / "not-a-dir", "")
         node_env["TRITON_CACHE_DIR"] = str(root / "not-a-dir" / "cache")
     _sysroot(sysroot, gpu=gpu, gpus=gpus, name=gpu_name, driver=driver, container=container,
-             dev_modes=dev_modes, ldconfig=ldconfig, ld_entries=ld_entries, mounts=mounts)
+             dev_modes=dev_modes, ldconfig=ldconfig, ld_entries=ld_entries, mounts=mounts,
+             nvswitches=nvswitches)
     if gpu is not False:
         _nvidia_smi(bindir, gpu=gpu, gpus=gpus, name=gpu_name, cc=compute_capability,
                     memory_mib=memory_mib, driver=libcuda_version)
@@ -620,13 +738,15 @@ def make_node(
               libc_headers=libc_headers, empty=empty)
     if cc_env is not None:
         node_env["CC"] = cc_env
+    if cxx:
+        (bindir / "g++").symlink_to(shutil.which("g++") or GCC)
     torch_config = {"import_sleep": torch_import_sleep, "broken_gpu": broken_gpu,
                     "available": available, "count": gpus,
                     "cc": [major, minor], "name": gpu_name, "warning": warning}
     _packages(site, torch=torch, torch_cuda=torch_cuda, torch_arch=torch_arch,
               torch_config=torch_config, triton=triton, triton_error=triton_error, ptxas=ptxas,
               ptxas_blackwell=ptxas_blackwell, extra_triton_dist=extra_triton_dist, fla=fla,
-              concurrent_write=concurrent_write)
+              concurrent_write=concurrent_write, vllm=vllm)
     if warm_cache:
         _write(home / ".triton/cache" / STUB_KEY / "cuda_utils.so", "stub from an earlier run\n")
         _write(home / ".triton/cache" / "launcher-fleetcheck_add_one" / "cuda_utils.so", "stub\n")

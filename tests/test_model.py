@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from fleetcheck.model import Check, NodeResult, Report, TritonVerdict, exit_code_for
+from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
 from fleetcheck.reportio import (
     ReportFileError,
     dumps_report,
@@ -16,6 +16,7 @@ from fleetcheck.reportio import (
     report_from_dict,
     write_atomic,
 )
+from fleetcheck.verdict import exit_code_for
 
 
 def node(node_id: str, status: str) -> NodeResult:

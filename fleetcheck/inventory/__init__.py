@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from fleetcheck.inventory.discovery import parse_pct_list, pct_list_argv, targets_for_host
+from fleetcheck.inventory.discovery import parse_pct_list, targets_for_host
 from fleetcheck.inventory.errors import DiscoveryError, InventoryError
 from fleetcheck.inventory.graph import inventory_to_json, render_inventory_graph
-from fleetcheck.inventory.limit import check_limit, matches_limit, unmatched_patterns
+from fleetcheck.inventory.limit import (
+    check_limit,
+    host_may_match,
+    matches_limit,
+    unmatched_limit_error,
+    unmatched_patterns,
+)
 from fleetcheck.inventory.load import load_inventory, parse_inventory
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
@@ -34,13 +40,14 @@ __all__ = [
     "Target",
     "check_limit",
     "discover_via_api",
+    "host_may_match",
     "inventory_to_json",
     "load_inventory",
     "matches_limit",
     "parse_inventory",
     "parse_pct_list",
-    "pct_list_argv",
     "render_inventory_graph",
     "targets_for_host",
+    "unmatched_limit_error",
     "unmatched_patterns",
 ]

@@ -19,36 +19,11 @@ from fleetcheck.inventory.model import (
 
 __all__ = [
     "discovered_vmid",
-    "guest_listing_argv",
-    "oci_listing_argv",
+    "needs_discovery",
     "oci_targets",
     "parse_pct_list",
-    "pct_list_argv",
     "targets_for_host",
 ]
-
-
-def pct_list_argv(host: HostSpec) -> list[str]:
-    """The command that lists a host's containers; pct refuses non-root, hence `sudo -n`."""
-    return ["sudo", "-n", "pct", "list"] if host.sudo else ["pct", "list"]
-
-
-def guest_listing_argv(host: HostSpec, kind: str, *, pvesh: bool) -> list[str]:
-    """`pvesh get /nodes/NODE/lxc|qemu --output-format json`, or `pct list` / `qm list`.
-
-    pvesh gives names, tags and templates without an API token; the CLI listing is the
-    fallback when pvesh fails. NODE is `api.node` when set, else the host's name.
-    """
-    sudo = ["sudo", "-n"] if host.sudo else []
-    if pvesh:
-        node = (host.api.node if host.api is not None else None) or host.name
-        return [*sudo, "pvesh", "get", f"/nodes/{node}/{kind}", "--output-format", "json"]
-    return [*sudo, "pct" if kind == "lxc" else "qm", "list"]
-
-
-def oci_listing_argv(runtime: str) -> list[str]:
-    """The running containers of `runtime`, one JSON object per line."""
-    return [runtime, "ps", "--format", "{{json .}}"]
 
 
 def targets_for_host(

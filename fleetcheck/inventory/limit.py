@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 
+from fleetcheck.inventory.discovery import needs_discovery, targets_for_host
 from fleetcheck.inventory.errors import InventoryError
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
@@ -76,6 +77,95 @@ def _matches(
         )
     # A host pattern selects the host and everything on it.
     return fnmatchcase(host, atom)
+
+
+def host_may_match(
+    host: HostSpec, patterns: Sequence[str], groups: Mapping[str, Sequence[str]] | None = None
+) -> bool:
+    """False only when no node of `host` can be selected by the whole limit (`!`, `&` too).
+
+    Spares connecting to the host at all, and keeps a host the limit excludes out of the
+    report when it cannot be reached or its containers cannot be listed.
+    """
+    if not patterns:
+        return True
+    groups = groups or {}
+    if not needs_discovery(host):
+        # Its nodes are known without connecting.
+        return any(matches_limit(node.id, node.labels, patterns, groups)
+                   for node in targets_for_host(host, None))
+    if matches_limit(host.name, host.labels, patterns, groups):
+        return True
+    atoms = [atom for atom in split_patterns(patterns) if atom]
+    plain = [atom for atom in atoms if atom[0] not in "!&"] or ["all"]
+    if not any(_may_select(host, atom, groups) for atom in plain):
+        return False
+    for atom in atoms:
+        if atom[0] == "&" and not _may_select(host, atom[1:], groups):
+            return False
+        if atom[0] == "!" and _selects_all_of(host, atom[1:], groups):
+            return False
+    return True
+
+
+def _may_select(host: HostSpec, atom: str, groups: Mapping[str, Sequence[str]]) -> bool:
+    """Whether `atom` may select some node of `host`, its containers not yet known."""
+    return _host_atom(host, atom, groups, every=False)
+
+
+def _selects_all_of(host: HostSpec, atom: str, groups: Mapping[str, Sequence[str]]) -> bool:
+    """Whether `atom` selects every node `host` may have, its containers not yet known."""
+    return _host_atom(host, atom, groups, every=True)
+
+
+def _host_atom(
+    host: HostSpec, atom: str, groups: Mapping[str, Sequence[str]], *, every: bool,
+    seen: frozenset[str] = frozenset(),
+) -> bool:
+    """`atom` against a host whose containers are unknown: may it select some node of the
+    host, or (`every`) does it select all of them?"""
+    if atom in ("all", "*"):
+        return True
+    label = _label_of(atom)
+    if label is not None:
+        # Containers carry their host's labels as well as their own, and Proxmox tags when
+        # the API lists them: the tags may select some, never surely all.
+        if not every and host.api is not None:
+            return True
+        return any(fnmatchcase(value, label) for value in host.labels)
+    if atom in groups and atom not in seen:
+        return any(_host_atom(host, member, groups, every=every, seen=seen | {atom})
+                   for member in groups[atom])
+    host_glob, slash, vmid_glob = atom.partition("/")
+    if not every:
+        return fnmatchcase(host.name, host_glob)
+    if slash:
+        return not host.probe_host and vmid_glob == "*" and fnmatchcase(host.name, host_glob)
+    return fnmatchcase(host.name, atom)
+
+
+def unmatched_limit_error(
+    patterns: Sequence[str],
+    nodes: Iterable[tuple[str, Sequence[str]]],
+    groups: Mapping[str, Sequence[str]] | None,
+    unlisted_hosts: Iterable[str] = (),
+) -> str | None:
+    """The error for --limit patterns that selected nothing once containers were discovered.
+
+    A host in `unlisted_hosts` (its containers could not be listed) stands for its
+    containers: a pattern under it is not a typo.
+    """
+    if not patterns:
+        return None
+    unlisted = set(unlisted_hosts)
+    missing = [atom for atom in unmatched_patterns(patterns, nodes, groups)
+               if atom.split("/", 1)[0] not in unlisted]
+    if not missing:
+        return None
+    if any(atom[:1] in ("!", "&") for atom in split_patterns(patterns) if atom):
+        return (f"--limit {', '.join(patterns)}: selects no node of {', '.join(missing)} "
+                "(after discovery and the ! and & patterns)")
+    return f"--limit {', '.join(missing)}: matched no node after discovery"
 
 
 def _label_of(atom: str) -> str | None:

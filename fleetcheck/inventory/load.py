@@ -22,7 +22,15 @@ from fleetcheck.inventory.model import (
     OciSpec,
     SshOptions,
 )
-from fleetcheck.inventory.yamlsrc import KeyPath, YamlDocument, load_yaml
+from fleetcheck.inventory.yamlsrc import (
+    INVENTORY_WORDING,
+    KeyPath,
+    YamlDocument,
+    load_yaml,
+    read_source,
+)
+from fleetcheck.text import clip
+from fleetcheck.transport.interface import DEFAULT_NODE_TIMEOUT
 
 TOP_KEYS = ("defaults", "hosts", "groups")
 SSH_KEYS = (
@@ -111,7 +119,7 @@ def _is_ip(text: str) -> bool:
 
 def address_problem(text: str) -> str | None:
     """Why `text` is not a hostname, IPv4 or IPv6 literal; None when it is one."""
-    shown = _show(_clip(text))
+    shown = _show(clip(text, 80))
     if text.startswith("-"):
         return f"must not start with '-' (it would read as an ssh option), got {shown}"
     if HOSTNAME_RE.match(text) or _is_ip(text):
@@ -123,7 +131,7 @@ def address_problem(text: str) -> str | None:
 def jump_problem(text: str) -> str | None:
     """Why `text` is not a comma-separated list of `[user@]host[:port]` hops; None if it is."""
     for hop in text.split(","):
-        shown = _show(_clip(hop.strip()))
+        shown = _show(clip(hop.strip(), 80))
         user, at, rest = hop.strip().rpartition("@")
         # The transport splits host:port at the first ':', so an IPv6 literal cannot be a hop.
         host, colon, port = rest.partition(":")
@@ -138,10 +146,6 @@ def jump_problem(text: str) -> str | None:
         if colon and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
             return f"hop {shown}: the port must be between 1 and 65535"
     return None
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def schema_keys() -> tuple[str, ...]:
@@ -161,16 +165,7 @@ def schema_keys() -> tuple[str, ...]:
 
 def load_inventory(path: str) -> Inventory:
     """Read and validate the inventory at `path`; raise InventoryError (one line) if wrong."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise InventoryError(f"{path}: inventory file not found") from None
-    except UnicodeDecodeError:
-        raise InventoryError(f"{path}: not a UTF-8 text file") from None
-    except OSError as exc:
-        raise InventoryError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return parse_inventory(text, path)
+    return parse_inventory(read_source(path, path, INVENTORY_WORDING), path)
 
 
 def parse_inventory(text: str, path: str) -> Inventory:
@@ -374,7 +369,7 @@ class _Builder:
             "python": self.optional(raw, path, "python", self.python, "python3"),
             "env": self.optional(raw, path, "env", self.env, {}),
             "labels": self.optional(raw, path, "labels", self.labels, ()),
-            "timeout": self.optional(raw, path, "timeout", self.seconds, 60.0),
+            "timeout": self.optional(raw, path, "timeout", self.seconds, DEFAULT_NODE_TIMEOUT),
             "sudo": self.optional(raw, path, "sudo", self.boolean, False),
         }
 
@@ -517,7 +512,7 @@ class _Builder:
             user = self.string(raw["user"], (*path, "user"))
             if not OCI_USER_RE.match(user):
                 raise self.fail((*path, "user"), f"must be NAME, UID, NAME:GROUP or UID:GID, "
-                                                 f"got {_show(_clip(user))}")
+                                                 f"got {_show(clip(user, 80))}")
         return OciContainerSpec(
             name=self.oci_name(raw["name"], (*path, "name")),
             python=self.optional(raw, path, "python", self.python, None),
@@ -532,7 +527,7 @@ class _Builder:
         if not OCI_NAME_RE.match(text):
             # Also keeps a name from reading as an option of `docker exec`.
             raise self.fail(path, "must be a container name (letters, digits, '_', '.', '-', "
-                                  f"not '-' first), got {_show(_clip(text))}")
+                                  f"not '-' first), got {_show(clip(text, 80))}")
         return text
 
     def vmid(self, value: Any, path: KeyPath) -> int:

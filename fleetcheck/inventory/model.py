@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from fleetcheck.transport.interface import DEFAULT_NODE_TIMEOUT
+
 #: `containers: all` in the inventory (also `vms: all` and `oci: {containers: all}`).
 ALL_CONTAINERS = "all"
 #: What a node is: the Proxmox host itself, an LXC container, a QEMU VM (probed through its
@@ -110,7 +112,7 @@ class HostSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     labels: tuple[str, ...] = ()
     sudo: bool = False
-    timeout: float = 60.0
+    timeout: float = DEFAULT_NODE_TIMEOUT
     api: ApiOptions | None = None
     #: ALL_CONTAINERS, or the QEMU VMs named (probed through the guest agent).
     vms: str | tuple[ContainerSpec, ...] = ()

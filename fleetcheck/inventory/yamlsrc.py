@@ -1,7 +1,12 @@
-"""Read YAML into plain values plus the line of every key, refusing duplicates and odd tags."""
+"""Read YAML into plain values plus the line of every key, refusing duplicates and odd tags.
+
+The one YAML source loader: inventories and playbooks both read through `load_yaml`. Each
+keeps its own error messages by passing a `YamlWording` (the inventory's is the default).
+"""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +24,57 @@ _SCALAR_TAGS = frozenset(_YAML + t for t in ("str", "int", "float", "bool", "nul
 _MAP_TAG = _YAML + "map"
 _SEQ_TAG = _YAML + "seq"
 _MERGE_TAG = _YAML + "merge"
+
+
+class YamlWording:
+    """The error messages of one kind of file; the inventory's wording, for a subclass to vary.
+
+    Each method returns the exception to raise (one line, naming file, line and key).
+    """
+
+    def problem(self, text: str) -> Exception:
+        """Any other refusal, already worded "FILE:LINE: KEY: problem"."""
+        return InventoryError(text)
+
+    def not_found(self, path: str) -> Exception:
+        return self.problem(f"{path}: inventory file not found")
+
+    def not_utf8(self, path: str) -> Exception:
+        return self.problem(f"{path}: not a UTF-8 text file")
+
+    def unreadable(self, path: str, exc: OSError) -> Exception:
+        return self.problem(f"{path}: cannot read: {exc.strerror or exc}")
+
+    def bad_character(self, path: str, line: int, char: int) -> Exception:
+        return self.problem(f"{path}:{line}: character U+{char:04X} is not allowed in YAML")
+
+    def syntax(self, path: str, exc: yaml.MarkedYAMLError) -> Exception:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
+        problem = exc.problem or exc.context or "invalid YAML"
+        return self.problem(f"{where}: YAML syntax error: {_one_line(problem)}")
+
+    def other(self, path: str, exc: yaml.YAMLError) -> Exception:
+        return self.problem(f"{path}: YAML error: {_one_line(str(exc))}")
+
+    def duplicate(
+        self, path: str, line: int, key_path: KeyPath, key: str, first_line: int
+    ) -> Exception:
+        what = "host" if key_path[:-1] == ("hosts",) else "key"
+        return self.problem(
+            f"{path}:{line}: {format_path(key_path)}: duplicate {what} "
+            f"{safe_key(key)!r} (first defined at line {first_line})"
+        )
+
+    def tag(self, path: str, line: int, key_path: KeyPath, tag: str) -> Exception:
+        shown = tag.replace(_YAML, "!!")
+        where = format_path(key_path) or "(top)"
+        return self.problem(
+            f"{path}:{line}: {where}: YAML tag {shown} is not allowed (plain data only)"
+        )
+
+
+INVENTORY_WORDING = YamlWording()
 
 
 class _LineLoader(yaml.SafeLoader):
@@ -59,8 +115,23 @@ class YamlDocument:
         return InventoryError(f"{where}: {key}: {problem}" if key else f"{where}: {problem}")
 
 
-def load_yaml(text: str, path: str) -> YamlDocument:
-    """Parse `text` (read from `path`) or raise InventoryError with line and column."""
+def read_source(file: str | os.PathLike[str], shown: str, wording: YamlWording) -> str:
+    """The UTF-8 text of `file` (named `shown` in messages), or `wording`'s error."""
+    try:
+        with open(file, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise wording.not_found(shown) from None
+    except UnicodeDecodeError:
+        raise wording.not_utf8(shown) from None
+    except OSError as exc:
+        raise wording.unreadable(shown, exc) from None
+
+
+def load_yaml(
+    text: str, path: str, wording: YamlWording = INVENTORY_WORDING
+) -> YamlDocument:
+    """Parse `text` (read from `path`) or raise `wording`'s error with line and column."""
     node = None
     converter: _Converter | None = None
     try:
@@ -68,26 +139,21 @@ def load_yaml(text: str, path: str) -> YamlDocument:
         loader = _LineLoader(text)
         try:
             node = loader.get_single_node()
-            converter = _Converter(loader, path)
+            converter = _Converter(loader, path, wording)
             data = None if node is None else converter.convert(node, ())
         finally:
             loader.dispose()
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, exc.position) + 1
         char = exc.character if isinstance(exc.character, int) else ord(exc.character)
-        raise InventoryError(
-            f"{path}:{line}: character U+{char:04X} is not allowed in YAML"
-        ) from None
+        raise wording.bad_character(path, line, char) from None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise InventoryError(f"{where}: YAML syntax error: {_one_line(problem)}") from None
+        raise wording.syntax(path, exc) from None
     except yaml.YAMLError as exc:
-        raise InventoryError(f"{path}: YAML error: {_one_line(str(exc))}") from None
+        raise wording.other(path, exc) from None
     except RecursionError:
         # PyYAML composes nested collections recursively; an inventory is never this deep.
-        raise InventoryError(f"{path}: YAML nested too deeply") from None
+        raise wording.problem(f"{path}: YAML nested too deeply") from None
     lines = converter.lines if converter else {}
     if node is not None:
         lines.setdefault((), node.start_mark.line + 1)
@@ -111,9 +177,10 @@ _MAX_NODES = 200_000
 class _Converter:
     """Walks composed nodes into plain values, noting the line of every key path."""
 
-    def __init__(self, loader: _LineLoader, file: str) -> None:
+    def __init__(self, loader: _LineLoader, file: str, wording: YamlWording) -> None:
         self.loader = loader
         self.file = file
+        self.wording = wording
         self.lines: dict[KeyPath, int] = {}
         self._active: set[int] = set()
         self._count = 0
@@ -122,9 +189,11 @@ class _Converter:
         self._count += 1
         line = node.start_mark.line + 1
         if self._count > _MAX_NODES:
-            raise InventoryError(f"{self.file}:{line}: too many YAML nodes (alias expansion?)")
+            raise self.wording.problem(
+                f"{self.file}:{line}: too many YAML nodes (alias expansion?)"
+            )
         if id(node) in self._active:
-            raise InventoryError(
+            raise self.wording.problem(
                 f"{self.file}:{line}: {format_path(path) or '(top)'}: recursive YAML alias"
             )
         if isinstance(node, yaml.MappingNode):
@@ -164,12 +233,7 @@ class _Converter:
             key = self._key(key_node, path)
             line = key_node.start_mark.line + 1
             if key in seen:
-                what = "host" if path == ("hosts",) else "key"
-                where = format_path((*path, key))
-                raise InventoryError(
-                    f"{self.file}:{line}: {where}: duplicate {what} "
-                    f"{safe_key(key)!r} (first defined at line {seen[key]})"
-                )
+                raise self.wording.duplicate(self.file, line, (*path, key), key, seen[key])
             seen[key] = line
         self.loader.flatten_mapping(node)
         result: dict[str, Any] = {}
@@ -184,15 +248,10 @@ class _Converter:
         line = node.start_mark.line + 1
         if not isinstance(node, yaml.ScalarNode) or node.tag not in _SCALAR_TAGS:
             where = format_path(path) or "(top)"
-            raise InventoryError(f"{self.file}:{line}: {where}: keys must be plain strings")
+            raise self.wording.problem(f"{self.file}:{line}: {where}: keys must be plain strings")
         # Host names such as 101 or `yes` are read as int/bool by YAML; keys are names, so
         # the text as written is what counts.
         return str(node.value)
 
-    def _tag_error(self, node: yaml.Node, path: KeyPath) -> InventoryError:
-        line = node.start_mark.line + 1
-        tag = node.tag.replace(_YAML, "!!")
-        where = format_path(path) or "(top)"
-        return InventoryError(
-            f"{self.file}:{line}: {where}: YAML tag {tag} is not allowed (plain data only)"
-        )
+    def _tag_error(self, node: yaml.Node, path: KeyPath) -> Exception:
+        return self.wording.tag(self.file, node.start_mark.line + 1, path, node.tag)

@@ -28,18 +28,28 @@ MARK = "@@fleetcheck@@ "
 
 #: Every check id, in causal order (the same as fleetcheck/checks.py; a test compares them).
 CHECK_IDS = (
-    "gpu_present", "dev_nodes_missing", "driver_userspace_mismatch", "zero_active_drivers",
-    "driver_too_old", "torch_cuda", "torch_lacks_arch", "triton_installed", "triton_2x",
+    "gpu_present", "dev_nodes_missing", "fabric_manager_not_ready",
+    "cuda_compat_on_unsupported_gpu", "libcuda_stub_shadowing", "driver_userspace_mismatch",
+    "zero_active_drivers", "driver_too_old", "torch_cuda", "torch_lacks_arch",
+    "gpu_arch_unsupported", "triton_installed", "triton_2x",
     "cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
     "python_headers_missing", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
-    "libcuda_unversioned_missing", "cache_dir_unwritable", "cache_dir_noexec", "ptxas_missing",
-    "ptxas_override_unparsed", "triton_too_old_for_gpu", "triton_target",
+    "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "cache_dir_unwritable",
+    "cache_dir_noexec", "cache_on_network_fs", "ptxas_missing", "ptxas_override_unparsed",
+    "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas", "triton_target",
     "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator", "fla_fallback_hidden",
 )
 
 #: Short names of root causes, used in the verdict's fix ("no C compiler: apt-get ...").
 CAUSE_LABELS = {
     "dev_nodes_missing": "GPU device nodes unusable",
+    "fabric_manager_not_ready": "NVSwitch fabric not ready (fabric manager)",
+    "cuda_compat_on_unsupported_gpu": "CUDA forward-compat libcuda on unsupported hardware",
+    "libcuda_stub_shadowing": "the link-time stub libcuda is loaded",
+    "gpu_arch_unsupported": "GPU too old for Triton",
+    "ldcache_stale_libcuda_entry": "stale libcuda.so.1 entry in the linker cache",
+    "cache_on_network_fs": "Triton cache on a network file system",
+    "driver_too_old_for_bundled_ptxas": "driver older than Triton's ptxas",
     "driver_userspace_mismatch": "driver library/kernel module mismatch",
     "zero_active_drivers": "CUDA driver does not initialise",
     "driver_too_old": "driver too old for torch's CUDA",
@@ -76,6 +86,11 @@ ERROR_PATTERNS = (
     (r"\bPython\.h\b", "python_headers_missing"),
     (r"\b(stdio|dlfcn|stdlib|string|limits|stddef|features)\.h\b|no include path in which",
      "libc_headers_missing"),
+    (r"Error 802|system not yet initialized|SYSTEM_NOT_READY", "fabric_manager_not_ready"),
+    (r"Error 804|forward compatibility was attempted", "cuda_compat_on_unsupported_gpu"),
+    (r"driver is a stub library|STUB_LIBRARY", "libcuda_stub_shadowing"),
+    (r"device kernel image is invalid", "driver_too_old_for_bundled_ptxas"),
+    (r"Possible files are located at", "ldcache_stale_libcuda_entry"),
     (r"libcuda\.so cannot found", "libcuda_not_in_ldcache"),
     (r"/sbin/ldconfig", "ldconfig_binary_missing"),
     (r"cannot find -lcuda", "libcuda_unversioned_missing"),
@@ -91,7 +106,8 @@ ERROR_PATTERNS = (
 
 CUDA_ERRORS = {
     0: "CUDA_SUCCESS", 1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY",
-    3: "CUDA_ERROR_NOT_INITIALIZED", 35: "CUDA_ERROR_INSUFFICIENT_DRIVER",
+    3: "CUDA_ERROR_NOT_INITIALIZED", 34: "CUDA_ERROR_STUB_LIBRARY",
+    35: "CUDA_ERROR_INSUFFICIENT_DRIVER", 802: "CUDA_ERROR_SYSTEM_NOT_READY",
     100: "CUDA_ERROR_NO_DEVICE", 101: "CUDA_ERROR_INVALID_DEVICE",
     304: "CUDA_ERROR_OPERATING_SYSTEM", 803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
     804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", 999: "CUDA_ERROR_UNKNOWN",
@@ -351,7 +367,12 @@ def py_include():
     return sysconfig.get_paths(scheme=scheme)["include"]
 '''
 
-STACK_SCRIPT = HELPER_PRELUDE + PY_INCLUDE + r'''
+#: Where each FLA release keeps its device detection, newest first (file under fla/, module).
+FLA_LAYOUTS = (("utils/hardware.py", "fla.utils.hardware"),  # 0.6
+               ("utils/_device.py", "fla.utils._device"),    # 0.5.1 - 0.5.x
+               ("utils.py", "fla.utils"))                    # 0.1 - 0.5.0
+
+STACK_SCRIPT = HELPER_PRELUDE + PY_INCLUDE + "FLA_LAYOUTS = %r\n" % (FLA_LAYOUTS,) + r'''
 import os, re, subprocess, time, warnings
 fresh = sys.argv[1]
 user_cache = json.loads(sys.argv[2])
@@ -365,6 +386,13 @@ def spec_dir(name):
         return None
     locs = list(spec.submodule_search_locations or [])
     return locs[0] if locs else (os.path.dirname(spec.origin) if spec.origin else None)
+def spec_dirs(name):
+    # Every folder of a package: fla-core and flash-linear-attention both fill fla/ (0.3.2+).
+    try:
+        spec = importlib.util.find_spec(name)
+    except Exception:
+        return []
+    return list(spec.submodule_search_locations or []) if spec else []
 def dist_meta(path):
     text = ""
     for name in ("METADATA", "PKG-INFO"):
@@ -441,6 +469,13 @@ meta["triton_dir"] = spec_dir("triton")
 meta["triton_dists"] = distributions("triton", ("triton", "pytorch_triton"))
 meta["torch_dir"] = spec_dir("torch")
 meta["fla_dir"] = spec_dir("fla")
+meta["fla_dirs"] = spec_dirs("fla")
+meta["vllm_dir"] = spec_dir("vllm")
+if meta["vllm_dir"]:
+    dists = distributions("vllm", ("vllm",))
+    meta["vllm_version"] = dists[0]["version"] if dists else None
+meta["inductor"] = bool(meta["torch_dir"]) and os.path.isdir(
+    os.path.join(meta["torch_dir"], "_inductor"))
 if meta["torch_dir"]:
     try:
         with open(os.path.join(meta["torch_dir"], "version.py"), encoding="utf-8") as f:
@@ -568,27 +603,50 @@ if meta["triton_dir"]:
         emit("warm", warm)
 
 if meta["fla_dir"]:
-    data = {}
+    # FLA's device detection has moved between releases; import the module that holds it in
+    # the installed layout, without fla/__init__.py (which imports every layer and model).
+    # FLA swallows the exception and only warns: the warning is raised inside its except
+    # block, so sys.exc_info() at that moment is the very exception it threw away.
+    data = {"layout": None}
     t0 = time.time()
     os.environ["TRITON_CACHE_DIR"] = fresh
-    with warnings.catch_warnings(record=True) as caught:
+    swallowed, shown = [], []
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = str(message)
+        if "roll back to CPU" in text:
+            shown.append("%s: %s" % (category.__name__, text))
+            exc = sys.exc_info()[1]
+            if exc is not None:
+                swallowed.append(err(exc))
+    for rel, module in FLA_LAYOUTS:
+        if not any(os.path.isfile(os.path.join(d, rel)) for d in meta["fla_dirs"]):
+            continue
+        data["layout"] = rel
+        data["module"] = module
+        break
+    with warnings.catch_warnings():
         warnings.simplefilter("always")
+        warnings.showwarning = show
         try:
             if "fla" not in sys.modules:
-                # Import fla.utils without fla/__init__.py (which imports every layer and model):
-                # the device detection lives in fla.utils alone.
                 import types
                 pkg = types.ModuleType("fla")
-                pkg.__path__ = [meta["fla_dir"]]
+                pkg.__path__ = list(meta["fla_dirs"])
+                # fla.utils imports `from fla import __version__` since 0.3 (0.6: decorators.py)
+                pkg.__version__ = meta.get("fla_version") or "0"
                 sys.modules["fla"] = pkg
             import importlib
-            utils = importlib.import_module("fla.utils")
+            utils = importlib.import_module(data.get("module") or "fla.utils")
             data["device_platform"] = getattr(utils, "device_platform", None)
             data["is_blackwell"] = getattr(utils, "IS_NVIDIA_BLACKWELL", None)
+            if data["layout"] is None:
+                data["layout"] = "unknown"
         except BaseException as e:
             data["error"] = err(e)
-    data["warnings"] = [str(w.message)[:500] for w in caught
-                        if "roll back to CPU" in str(w.message)][:5]
+            if data["layout"] is None:
+                data["layout"] = "unknown"
+    data["warnings"] = shown[:5]
+    data["swallowed"] = swallowed[0] if swallowed else None
     data["seconds"] = round(time.time() - t0, 3)
     emit("fla", data)
 emit("done", {})
@@ -851,6 +909,40 @@ def mount_of(path, mountinfo):
     return best
 
 
+#: File-system types of shared network or FUSE mounts (fuse.* counted separately).
+NETWORK_FS = frozenset({"nfs", "nfs4", "lustre", "gpfs", "beegfs", "cifs", "smb3", "smbfs",
+                        "ceph", "glusterfs", "afs", "ocfs2", "gfs2", "wekafs", "orangefs"})
+
+
+def network_fs(fstype):
+    """Whether a file-system type is a network or FUSE one (lxcfs is a local FUSE: excluded)."""
+    fstype = (fstype or "").lower()
+    return fstype in NETWORK_FS or (fstype.startswith("fuse.") and fstype != "fuse.lxcfs")
+
+
+def mount_fs(path, mountinfo):
+    """(mount point, file-system type, source) of the mount that holds `path`."""
+    best = None
+    for line in (mountinfo or "").splitlines():
+        head, sep, tail = line.partition(" - ")
+        fields, rest = head.split(), tail.split()
+        if not sep or len(fields) < 5 or not rest:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best[0])):
+            best = (point, rest[0], rest[1] if len(rest) > 1 else "")
+    return best
+
+
+def nvswitch_devices():
+    """NVSwitch devices the driver lists (HGX boards): /proc/driver/nvidia-nvswitch/devices."""
+    try:
+        return sorted(os.listdir(host_path("/proc/driver/nvidia-nvswitch/devices")))
+    except OSError:
+        return []
+
+
 def existing_ancestor(path):
     while path and not os.path.exists(path):
         parent = os.path.dirname(path)
@@ -1075,7 +1167,10 @@ class Probe:
         self.facts["fla"] = None
         if meta.get("fla_dir"):
             self.facts["fla"] = {"version": meta.get("fla_version"),
-                                 "device_platform": (fla or {}).get("device_platform")}
+                                 "device_platform": (fla or {}).get("device_platform"),
+                                 "layout": (fla or {}).get("layout"),
+                                 "warning": ((fla or {}).get("warnings") or [None])[0],
+                                 "swallowed": (fla or {}).get("swallowed")}
         self.facts["compiler"] = ({"path": self.compiler["path"],
                                    "source": self.compiler["source"]}
                                   if self.compiler["path"] else None)
@@ -1243,6 +1338,12 @@ class Probe:
         fix = ("install the driver userspace of the same version as the host's kernel module "
                "(%s) in the container: NVIDIA-Linux-x86_64-%s.run --no-kernel-module" % (
                    kernel or "?", kernel or "<version>"))
+        loaded = self.cuda_info.get("loaded") or ""
+        if "/compat/" in loaded or "/compat/" in os.path.realpath(loaded or "."):
+            # CUDA's forward-compat libcuda differs from the kernel module by design; whether
+            # this GPU accepts it is cuda_compat_on_unsupported_gpu's question.
+            return ("skip", "libcuda %s is CUDA's forward-compat library over kernel module %s"
+                    % (loaded, kernel or "?"), "", evidence)
         if "version mismatch" in smi_error:
             return ("fail", "driver/library version mismatch: kernel module %s, libcuda %s" % (
                 kernel or "?", user or "?"), fix, evidence)
@@ -1540,6 +1641,10 @@ class Probe:
         if self.ld_result and self.ld_result["timed_out"]:
             return ("error", "/sbin/ldconfig -p timed out", "", {})
         dirs, failure, entries = self.libcuda_dirs()
+        locs = [p for n, p in entries if "libcuda.so.1" in n]
+        if failure and locs and not self.env.get("TRITON_LIBCUDA_PATH"):
+            return ("skip", "ldconfig lists libcuda.so.1, at a path that does not exist (see "
+                    "ldcache_stale_libcuda_entry)", "", {"ldconfig_libcuda": locs})
         evidence = {"dirs": dirs, "ldconfig_libcuda": [p for n, p in entries if "libcuda" in n],
                     "LD_LIBRARY_PATH": self.env.get("LD_LIBRARY_PATH"),
                     "TRITON_LIBCUDA_PATH": self.env.get("TRITON_LIBCUDA_PATH"),
@@ -1694,7 +1799,11 @@ class Probe:
         error = target.get("error") or ""
         evidence["error"] = error
         evidence["matches"] = classify_error(error + "\n" + self.stack_result["stderr"][-4000:])
-        return ("fail", "get_current_target() in a fresh cache: " + first_line(error), "",
+        # A cause no catalogue row names: say so, with the error, rather than guess one.
+        fix = "" if evidence["matches"] else (
+            "no known cause matches this error (see its text in the evidence): run the "
+            "workload's get_current_target() with the same environment to investigate")
+        return ("fail", "get_current_target() in a fresh cache: " + first_line(error), fix,
                 evidence)
 
     def check_stale_cache_masks_compiler(self):
@@ -1773,19 +1882,315 @@ class Probe:
             return ("skip", "flash-linear-attention not installed", "", {})
         fla = self.stages.get("fla")
         if fla is None:
-            return self.stage_missing("import fla.utils")
+            return self.stage_missing("FLA's device detection")
         target = self.stages.get("target") or {}
-        evidence = {"device_platform": fla.get("device_platform"), "warnings": fla.get(
-            "warnings"), "error": fla.get("error"), "seconds": fla.get("seconds"),
-            "triton_error": target.get("error")}
+        evidence = {"version": meta.get("fla_version"), "layout": fla.get("layout"),
+                    "module": fla.get("module"), "device_platform": fla.get("device_platform"),
+                    "warnings": fla.get("warnings"), "swallowed": fla.get("swallowed"),
+                    "error": fla.get("error"), "seconds": fla.get("seconds"),
+                    "triton_error": target.get("error")}
+        version = meta.get("fla_version") or "?"
         if fla.get("error"):
-            return ("fail", "import fla.utils failed: " + first_line(fla["error"]),
-                    "reinstall flash-linear-attention", evidence)
+            if fla.get("layout") == "unknown":
+                # A release newer than this probe: say so, never guess its verdict.
+                return ("warn", "FLA %s: layout unknown to this probe (no %s); import fla.utils: "
+                        "%s" % (version, ", ".join("fla/" + rel for rel, _ in FLA_LAYOUTS),
+                                first_line(fla["error"])), "", evidence)
+            return ("fail", "FLA %s: import %s failed: %s" % (
+                version, fla.get("module"), first_line(fla["error"])),
+                "reinstall flash-linear-attention", evidence)
         if fla.get("device_platform") == "cpu" or fla.get("warnings"):
-            cause = first_line(target.get("error")) or "see the checks above"
-            return ("fail", "FLA rolled back to CPU (device_platform=%s); hidden cause: %s" % (
-                fla.get("device_platform"), cause), "fix the underlying cause", evidence)
-        return ("pass", "FLA device_platform=%s" % fla.get("device_platform"), "", evidence)
+            warning = first_line((fla.get("warnings") or ["no warning"])[0])
+            hidden = (fla.get("swallowed") or target.get("error")
+                      or "not seen (FLA cached its verdict before the probe looked)")
+            return ("fail", "FLA %s falls back to CPU (device_platform=%s): %s; the exception "
+                    "it swallowed: %s" % (version, fla.get("device_platform"), warning,
+                                          first_line(hidden)),
+                    "fix the underlying cause", evidence)
+        return ("pass", "FLA %s runs on the GPU (device_platform=%s, from fla/%s)" % (
+            version, fla.get("device_platform"), fla.get("layout")), "", evidence)
+
+    # The rows from user reports (second survey) -------------------------------------------
+
+    def cuda_code(self):
+        """(cuInit return code, its name) or (None, None) when libcuda was not reached."""
+        info = self.cuda_info
+        code = info.get("init")
+        if not isinstance(code, int):
+            return None, None
+        return code, info.get("init_name") or CUDA_ERRORS.get(code) or "CUDA error"
+
+    def loaded_libcuda(self):
+        """The libcuda file really mapped into the process (/proc/self/maps), resolved."""
+        loaded = self.cuda_info.get("loaded")
+        if not loaded or os.sep not in loaded:
+            return None, None
+        return loaded, os.path.realpath(loaded)
+
+    def gpu_models(self):
+        return sorted({g.get("name") or g.get("model") or "NVIDIA GPU" for g in self.gpus}
+                      ) or sorted({g["model"] for g in self.proc["gpus"] if g.get("model")})
+
+    def check_fabric_manager_not_ready(self):
+        code, name = self.cuda_code()
+        switches = nvswitch_devices()
+        evidence = {"cuda_init": code, "cuda_init_name": name, "nvswitches": switches,
+                    "gpu_models": self.gpu_models(), "kernel_module": self.proc["kernel_module"]}
+        if code is None:
+            return ("skip", "cuInit not reached (see zero_active_drivers)", "", evidence)
+        if code != 802:
+            if switches:
+                return ("pass", "%d NVSwitch(es), cuInit %s" % (len(switches), name), "",
+                        evidence)
+            return ("pass", "cuInit %s (not 802)" % name, "", evidence)
+        board = ("%d NVSwitch(es) in /proc/driver/nvidia-nvswitch" % len(switches)
+                 if switches else "no NVSwitch listed to this node")
+        version = self.proc["kernel_module"] or "<driver version>"
+        evidence["expected_error"] = "Error 802: system not yet initialized"
+        return ("fail", "cuInit returns 802 %s on %s (%s): the NVSwitch fabric is not "
+                "initialised, so CUDA sees no GPU" % (name, ", ".join(
+                    evidence["gpu_models"]) or "this GPU", board),
+                "install and start nvidia-fabricmanager at exactly the driver's version (%s) on "
+                "the host (apt-get install nvidia-fabricmanager-%s; systemctl enable --now "
+                "nvidia-fabricmanager); the container only sees the result" % (
+                    version, version.split(".")[0]), evidence)
+
+    def check_cuda_compat_on_unsupported_gpu(self):
+        code, name = self.cuda_code()
+        loaded, real = self.loaded_libcuda()
+        compat = bool(real and re.search(r"/compat(/|$)", os.path.dirname(real) + "/"))
+        compat = compat or bool(loaded and "/compat/" in loaded)
+        evidence = {"cuda_init": code, "cuda_init_name": name, "libcuda": loaded,
+                    "libcuda_real": real, "kernel_module": self.proc["kernel_module"],
+                    "gpu_models": self.gpu_models(),
+                    "LD_LIBRARY_PATH": self.env.get("LD_LIBRARY_PATH")}
+        if code is None:
+            return ("skip", "cuInit not reached (see zero_active_drivers)", "", evidence)
+        if code == 804 or (compat and code != 0):
+            where = os.path.dirname(loaded or real or "") or "/usr/local/cuda/compat"
+            gpus = ", ".join(evidence["gpu_models"]) or "this GPU"
+            kernel = self.proc["kernel_module"] or "?"
+            if code == 804:
+                evidence["expected_error"] = ("Error 804: forward compatibility was attempted on "
+                                              "non supported HW")
+                summary = ("cuInit returns 804 %s: the CUDA forward-compat libcuda %s is loaded "
+                           "on %s (kernel module %s), which does not support it" % (
+                               name, real or loaded, gpus, kernel))
+            else:
+                # Seen on the H200: a compat libcuda older than the kernel module gives 803.
+                summary = ("cuInit returns %d %s: the CUDA forward-compat libcuda %s is loaded "
+                           "over kernel module %s on %s" % (code, name, real or loaded, kernel,
+                                                            gpus))
+            return ("fail", summary,
+                    "drop %s from LD_LIBRARY_PATH / ld.so.conf.d (then run ldconfig), or upgrade "
+                    "the host driver" % where, evidence)
+        if compat:
+            return ("pass", "forward-compat libcuda %s works on this GPU" % real, "", evidence)
+        return ("pass", "libcuda %s is not a forward-compat library" % (real or loaded or "?"), "",
+                evidence)
+
+    def check_libcuda_stub_shadowing(self):
+        code, name = self.cuda_code()
+        loaded, real = self.loaded_libcuda()
+        ld_path = [d for d in (self.env.get("LD_LIBRARY_PATH") or "").split(":") if d]
+        stub_dirs = [d for d in ld_path if os.path.basename(d.rstrip("/")) == "stubs"]
+        entries = parse_ldconfig(self.ld_result["stdout"]) if self.ld_result else []
+        cached = [p for n, p in entries if n.startswith("libcuda.so") and "/stubs/" in p]
+        evidence = {"cuda_init": code, "cuda_init_name": name, "libcuda": loaded,
+                    "libcuda_real": real, "LD_LIBRARY_PATH_stubs": stub_dirs,
+                    "ldconfig_stubs": cached}
+        if code is None:
+            return ("skip", "cuInit not reached (see zero_active_drivers)", "", evidence)
+        is_stub = bool(real and "/stubs/" in real) or bool(loaded and "/stubs/" in loaded)
+        if code == 34 or is_stub:
+            where = os.path.dirname(loaded or "") or (stub_dirs or cached or ["the stubs dir"])[0]
+            evidence["expected_error"] = "CUDA driver is a stub library"
+            return ("fail", "cuInit returns %d %s: the loaded libcuda %s is the link-time stub" % (
+                code, name, loaded or "?"),
+                "remove %s from the runtime search path (LD_LIBRARY_PATH / ld.so.conf.d, then "
+                "ldconfig), so the driver's libcuda.so.1 loads" % where, evidence)
+        return ("pass", "libcuda %s is the driver's" % (loaded or "?"), "", evidence)
+
+    def check_gpu_arch_unsupported(self):
+        # Not a catalogue row: a GPU below what Triton's backend and inductor accept
+        # (has_triton() wants capability >= 7.0) cannot run Triton kernels for any cause above.
+        caps = self.capabilities()
+        evidence = {"gpu_capabilities": ["%d.%d" % c for c in caps],
+                    "gpu_models": self.gpu_models()}
+        if not caps:
+            return ("skip", "compute capability unknown", "", evidence)
+        old = [c for c in caps if c < (7, 0)]
+        if old:
+            return ("fail", "%s has compute capability %s: Triton and torch.compile need >= 7.0"
+                    % (", ".join(evidence["gpu_models"]) or "the GPU",
+                       ", ".join("%d.%d" % c for c in old)),
+                    "run Triton workloads on a GPU of compute capability 7.0 or newer (Volta+)",
+                    evidence)
+        return ("pass", "compute capability %s" % ", ".join("%d.%d" % c for c in caps), "",
+                evidence)
+
+    def check_ldcache_stale_libcuda_entry(self):
+        if self.env.get("TRITON_LIBCUDA_PATH"):
+            return ("pass", "not consulted (TRITON_LIBCUDA_PATH is set)", "", {})
+        if self.ld_result is None:
+            return ("skip", "no /sbin/ldconfig to ask (see ldconfig_binary_missing)", "", {})
+        entries = parse_ldconfig(self.ld_result["stdout"])
+        locs = [p for n, p in entries if "libcuda.so.1" in n]
+        loaded, _ = self.loaded_libcuda()
+        evidence = {"ldconfig_libcuda": locs, "exists": {p: os.path.exists(p) for p in locs},
+                    "dlopen": loaded}
+        if not locs:
+            return ("skip", "ldconfig lists no libcuda.so.1 (see libcuda_not_in_ldcache)", "",
+                    evidence)
+        if any(os.path.exists(p) for p in locs):
+            return ("pass", "ldconfig's libcuda.so.1 exists (%s)" % ", ".join(
+                p for p in locs if os.path.exists(p)), "", evidence)
+        if not loaded:
+            return ("skip", "ldconfig's libcuda.so.1 is missing and the loader finds none either "
+                    "(see zero_active_drivers)", "", evidence)
+        real_dir = os.path.dirname(loaded)
+        evidence["expected_error"] = (
+            "AssertionError: libcuda.so cannot found!\nPossible files are located at %s."
+            "Please create a symlink of libcuda.so to any of the files." % str(locs))
+        return ("fail", "ldconfig -p lists libcuda.so.1 only at %s, which does not exist here; "
+                "the loader uses %s, which Triton ignores" % (", ".join(locs), loaded),
+                "set TRITON_LIBCUDA_PATH=%s, or rerun ldconfig over %s" % (real_dir, real_dir),
+                evidence)
+
+    def check_cache_on_network_fs(self):
+        cache = self.facts["triton_cache_dir"]
+        if not self.mountinfo:
+            return ("skip", "no /proc/self/mountinfo", "", {"cache_dir": cache})
+        where = existing_ancestor(os.path.realpath(cache) if os.path.exists(cache) else cache)
+        mount = mount_fs(where, self.mountinfo)
+        evidence = {"cache_dir": cache, "mount": mount and mount[0],
+                    "fstype": mount and mount[1], "source": mount and mount[2]}
+        if mount and network_fs(mount[1]):
+            return ("warn", "Triton cache %s is on %s %s (%s): ranks sharing it race on its "
+                    "files (FileNotFoundError on .tmp.pid_*, Stale file handle)" % (
+                        cache, mount[1], mount[0], mount[2]),
+                    "export TRITON_CACHE_DIR=<a node-local dir>, e.g. /tmp/triton-$USER", evidence)
+        return ("pass", "cache on %s (%s)" % (mount[0], mount[1]) if mount else
+                "cache mount unknown", "", evidence)
+
+    def check_driver_too_old_for_bundled_ptxas(self):
+        version = self.cuda_info.get("version")
+        caps = self.capabilities() or [None]
+        key, tool = self.active_ptxas(caps[-1])
+        ptxas = version_tuple((tool or {}).get("version"))
+        evidence = {"cuda_driver_version": version, "ptxas": key,
+                    "ptxas_version": (tool or {}).get("version"),
+                    "ptxas_path": (tool or {}).get("path")}
+        if not isinstance(version, int) or version <= 0 or not ptxas:
+            return ("skip", "driver or ptxas version unknown", "", evidence)
+        driver = (version // 1000, version % 1000 // 10)
+        # Cubins from a newer CUDA major than the driver's do not load (minor-version
+        # compatibility covers only the same major), so get_current_target() works and the
+        # first kernel fails.
+        if ptxas[0] > driver[0]:
+            evidence["expected_error"] = ("RuntimeError: Triton Error [CUDA]: device kernel "
+                                          "image is invalid")
+            return ("fail", "driver supports CUDA %d.%d (cuDriverGetVersion %d), Triton %s's %s "
+                    "is CUDA %s: the first kernel fails ('device kernel image is invalid'), "
+                    "get_current_target() still works" % (
+                        driver[0], driver[1], version,
+                        (self.facts.get("triton") or {}).get("version"), key,
+                        tool.get("version")),
+                    "upgrade the NVIDIA driver to one supporting CUDA %d.x, or set "
+                    "TRITON_PTXAS_PATH to a ptxas no newer than CUDA %d.%d" % (
+                        ptxas[0], driver[0], driver[1]), evidence)
+        return ("pass", "driver CUDA %d.%d loads ptxas %s's cubins" % (
+            driver[0], driver[1], tool.get("version")), "", evidence)
+
+    # What each framework will do ------------------------------------------------------------
+
+    def frameworks(self, checks, triton):
+        """Per installed framework: its outcome on this node and one line saying why."""
+        by_id = {c["id"]: c for c in checks}
+        meta = self.stages.get("meta", {})
+        torch = self.torch_info()
+        target = self.stages.get("target") or {}
+        verdict = triton["verdict"]
+        cause = triton.get("cause")
+        label = CAUSE_LABELS.get(cause, cause) if cause else None
+        # Triton's own driver check (is_active(): torch.cuda.is_available(), or cuInit on 3.8+
+        # without torch) passes although a compile-time cause will fail the first kernel.
+        if torch.get("installed") or meta.get("torch_dir"):
+            active = bool(torch.get("cuda_available"))
+        else:
+            active = self.cuda_info.get("init") == 0 and (self.cuda_info.get("count") or 0) > 0
+        late = verdict == "cpu-fallback" and bool(target.get("ok"))
+        out = {}
+        fla = by_id.get("fla_fallback_hidden") or {}
+        if not meta.get("fla_dir"):
+            out["fla"] = {"installed": False, "outcome": "not-installed",
+                          "detail": "flash-linear-attention not installed"}
+        else:
+            ev = fla.get("evidence") or {}
+            version = meta.get("fla_version")
+            if fla.get("status") == "fail" and ev.get("device_platform") == "cpu":
+                outcome = "cpu-fallback"
+                detail = "FLA %s falls back to CPU: %s" % (version, first_line(
+                    ev.get("swallowed") or ev.get("triton_error") or "cause not seen"))
+            elif fla.get("status") == "pass" and late:
+                outcome = "fails-at-kernel"
+                detail = "FLA %s picks the GPU, its first kernel fails: %s" % (version, label)
+            elif fla.get("status") == "pass":
+                outcome = "gpu"
+                detail = "FLA %s runs on the GPU (device_platform=%s)" % (
+                    version, ev.get("device_platform"))
+            else:
+                outcome = "unknown"
+                detail = "FLA %s: %s" % (version, fla.get("summary") or "not evaluated")
+            out["fla"] = {"installed": True, "version": version, "outcome": outcome,
+                          "detail": detail}
+        if not meta.get("vllm_dir"):
+            out["vllm"] = {"installed": False, "outcome": "not-installed",
+                           "detail": "vLLM not installed"}
+        else:
+            if self.triton_missing:
+                outcome, detail = "no-triton", ("vLLM logs: Triton not installed or not "
+                                                "compatible; certain GPU-related functions will "
+                                                "not be available.")
+            elif not active:
+                outcome, detail = "triton-disabled", (
+                    "vLLM logs: Triton is installed but 0 active driver(s) found (expected 1). "
+                    "Disabling Triton to prevent runtime errors.")
+            elif verdict == "gpu":
+                outcome, detail = "triton", "vLLM uses Triton on the GPU"
+            else:
+                outcome, detail = "fails-at-kernel", (
+                    "vLLM enables Triton (its driver is active), the first kernel fails: %s" % (
+                        label or "Triton verdict %s" % verdict))
+            out["vllm"] = {"installed": True, "version": meta.get("vllm_version"),
+                           "outcome": outcome, "detail": detail}
+        if not meta.get("inductor"):
+            out["inductor"] = {"installed": False, "outcome": "not-installed",
+                               "detail": "torch.compile (inductor) not installed"}
+        else:
+            path = self.env.get("PATH", os.defpath)
+            cxx_name = self.env.get("CXX") or "g++"
+            cxx = shutil.which(cxx_name, path=path)
+            caps = self.capabilities()
+            if self.triton_missing:
+                outcome, why = "no-triton", "no Triton: Cannot find a working triton installation"
+            elif not active:
+                outcome, why = "cpu-only", "no CUDA device: compiles for the CPU only"
+            elif caps and min(caps) < (7, 0):
+                outcome, why = "gpu-unsupported", "GPU capability < 7.0: no Triton path"
+            elif verdict == "gpu":
+                outcome, why = "triton", "Triton path usable"
+            else:
+                outcome, why = "fails-at-kernel", "BackendCompilerFailed at code generation: %s" % (
+                    label or "Triton verdict %s" % verdict)
+            cxx_text = ("C++ compiler %s" % cxx if cxx else
+                        "no C++ compiler for its CPU/cpp-wrapper path (InvalidCxxCompiler: No "
+                        "working C++ compiler found in torch._inductor.config.cpp.cxx: (None, "
+                        "'%s'))" % cxx_name)
+            out["inductor"] = {"installed": True, "version": torch.get("version") or meta.get(
+                "torch_version"), "outcome": outcome, "cxx": cxx,
+                "detail": "torch.compile (inductor): %s; %s" % (why, cxx_text)}
+        return out
 
     def apply_masking(self, checks):
         """A warm cache that hides a toolchain failure makes those failures warnings."""
@@ -1853,6 +2258,7 @@ STACK_DEPENDENT = frozenset({
     "libcuda_unversioned_missing", "ptxas_missing", "ptxas_override_unparsed",
     "triton_too_old_for_gpu", "triton_target", "stale_cache_masks_compiler",
     "blackwell_no_allocator", "fla_fallback_hidden", "driver_too_old",
+    "driver_too_old_for_bundled_ptxas",
 })
 #: Checks that only matter when Triton is installed.
 TRITON_DEPENDENT = frozenset(CHECK_IDS[CHECK_IDS.index("triton_2x"):CHECK_IDS.index(
@@ -1963,6 +2369,7 @@ def main(argv):
         probe.gather()
         checks = probe.run_checks()
         triton, status, reason = probe.verdict(checks)
+        probe.facts["frameworks"] = probe.frameworks(checks, triton)
         document = {
             "schema": PROBE_SCHEMA, "probe_version": PROBE_VERSION,
             "duration_s": round(time.monotonic() - started, 3), "deep": deep,

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetcheck.model import CHECK_STATUSES, PROBE_SCHEMA, VERDICTS, Check, TritonVerdict
+from fleetcheck.text import clip
+from fleetcheck.verdict import PROBE_STATUSES
 
 #: Statuses a probe reports for its node.
-PROBE_STATUSES = ("ok", "warn", "fail", "error")
 #: Bounds applied to everything read from a node.
 MAX_TEXT = 4096
 MAX_ITEMS = 200
@@ -42,12 +43,12 @@ class ProbeOutput:
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _clip(text: str, limit: int = MAX_TEXT) -> str:
+def _safe_text(text: str, limit: int = MAX_TEXT) -> str:
     """Bounded, and encodable: JSON's \\ud800 escapes decode to lone surrogates, which no
     UTF-8 writer accepts, so one hostile node could otherwise stop every report being written."""
     if not text.isascii():
         text = _LONE_SURROGATE.sub("\ufffd", text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text, limit)
 
 
 def _bounded(value: Any, depth: int = 0) -> Any:
@@ -55,14 +56,14 @@ def _bounded(value: Any, depth: int = 0) -> Any:
     if depth > MAX_DEPTH:
         return None
     if isinstance(value, str):
-        return _clip(value)
+        return _safe_text(value)
     if isinstance(value, bool) or value is None or isinstance(value, int):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
         items = list(value.items())[:MAX_ITEMS]
-        return {_clip(str(k), 200): _bounded(v, depth + 1) for k, v in items}
+        return {_safe_text(str(k), 200): _bounded(v, depth + 1) for k, v in items}
     if isinstance(value, list):
         return [_bounded(v, depth + 1) for v in value[:MAX_ITEMS]]
     return None
@@ -74,13 +75,13 @@ def _text(data: Mapping[str, Any], key: str, where: str, *, optional: bool = Fal
         return ""
     if not isinstance(value, str):
         raise ProbeOutputError(f"{where}: '{key}' must be a string")
-    return _clip(value)
+    return _safe_text(value)
 
 
 def _choice(data: Mapping[str, Any], key: str, allowed: tuple[str, ...], where: str) -> str:
     value = data.get(key)
     if value not in allowed:
-        shown = _clip(repr(value), 40)
+        shown = _safe_text(repr(value), 40)
         raise ProbeOutputError(f"{where}: '{key}' is {shown}, not one of {', '.join(allowed)}")
     assert isinstance(value, str)
     return value
@@ -94,7 +95,7 @@ def _check(item: Any, index: int) -> Check:
     if not isinstance(evidence, dict):
         raise ProbeOutputError(f"{where}: 'evidence' must be an object")
     return Check(
-        id=_clip(_text(item, "id", where), 100),
+        id=_safe_text(_text(item, "id", where), 100),
         status=_choice(item, "status", CHECK_STATUSES, where),
         summary=_text(item, "summary", where),
         fix=_text(item, "fix", where, optional=True),
@@ -112,8 +113,8 @@ def _verdict(data: Any) -> TritonVerdict:
         raise ProbeOutputError("triton: 'cause' must be a string or null")
     return TritonVerdict(
         verdict=_choice(data, "verdict", VERDICTS, "triton"),
-        backend=_clip(backend, 100) if backend else None,
-        cause=_clip(cause, 100) if cause else None,
+        backend=_safe_text(backend, 100) if backend else None,
+        cause=_safe_text(cause, 100) if cause else None,
         fix=_text(data, "fix", "triton", optional=True),
     )
 
@@ -140,7 +141,7 @@ def parse_probe_output(stdout: bytes, *, max_bytes: int = 1_048_576) -> ProbeOut
     if not isinstance(data, dict):
         raise ProbeOutputError("probe output is not a JSON object")
     if data.get("schema") != PROBE_SCHEMA:
-        shown = _clip(repr(data.get("schema")), 60)
+        shown = _safe_text(repr(data.get("schema")), 60)
         raise ProbeOutputError(f"probe output has schema {shown}, expected {PROBE_SCHEMA!r}")
     facts = data.get("facts")
     if not isinstance(facts, dict):
@@ -164,5 +165,5 @@ def parse_probe_output(stdout: bytes, *, max_bytes: int = 1_048_576) -> ProbeOut
         reason=_text(data, "reason", "probe"),
         duration_s=float(duration),
         deep=data.get("deep") is True,
-        probe_version=_clip(version, 40) if isinstance(version, str) else "",
+        probe_version=_safe_text(version, 40) if isinstance(version, str) else "",
     )

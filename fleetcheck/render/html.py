@@ -14,18 +14,16 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from fleetcheck.checks import CHECKS_BY_ID, COLUMNS
 from fleetcheck.model import NODE_STATUSES, Check, NodeResult, Report, RunSummary
 from fleetcheck.render.matrix import (
-    FAILING_STATUSES,
     Row,
     build_rows,
     display_name,
     fallback_nodes,
-    node_fix,
     problem_nodes,
-    root_cause,
 )
-from fleetcheck.render.prometheus import parse_timestamp
 from fleetcheck.render.sanitize import as_text, terminal_block, terminal_line
 from fleetcheck.render.trend import trend_chart
+from fleetcheck.timestamps import parse_timestamp
+from fleetcheck.verdict import FAILING_STATUSES, framework_outcomes, node_fix, root_cause
 
 _STATUS_RANK = {status: index for index, status in enumerate(NODE_STATUSES)}
 _FACT_ITEMS_MAX = 400
@@ -91,6 +89,7 @@ def _row_view(index: int, row: Row, failing_since: Mapping[str, str]) -> dict[st
         ],
         "checks": [_check_view(c) for c in node.checks],
         "facts": flatten_facts(node.facts)[:_FACT_ITEMS_MAX],
+        "frameworks": framework_outcomes(node.facts),
     }
 
 
@@ -102,6 +101,7 @@ def _problem_view(node: NodeResult, failing_since: Mapping[str, str]) -> dict[st
         "cause": _check_view(cause) if cause else None,
         "fix": node_fix(node),
         "since": failing_since.get(node.id, ""),
+        "frameworks": framework_outcomes(node.facts),
     }
 
 

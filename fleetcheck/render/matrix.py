@@ -18,8 +18,6 @@ _CELL_RANK = {state: index for index, state in enumerate(CELL_STATES)}
 SPANNING_STATUSES = frozenset({"unreachable", "error", "skipped"})
 #: Node statuses listed below the matrix, most urgent first.
 PROBLEM_ORDER = ("fail", "error", "unreachable", "warn")
-#: Statuses the "failing only" views keep.
-FAILING_STATUSES = frozenset({"fail", "error", "unreachable"})
 
 _VERDICT_STATE = {
     "gpu": "pass",
@@ -208,26 +206,6 @@ def grouped_nodes(report: Report) -> list[NodeResult]:
 
 def build_rows(report: Report) -> list[Row]:
     return [build_row(node) for node in grouped_nodes(report)]
-
-
-def root_cause(node: NodeResult) -> Check | None:
-    """The check that explains the node's status: Triton's cause, else the first non-pass one."""
-    if node.triton.cause:
-        match = node.check(node.triton.cause)
-        if match is not None and match.status != "pass":
-            return match
-    for status in ("fail", "error", "warn"):
-        hits = [c for c in node.checks if c.status == status]
-        if hits:
-            return min(hits, key=lambda c: causal_rank(c.id))
-    return None
-
-
-def node_fix(node: NodeResult) -> str:
-    cause = root_cause(node)
-    if node.triton.verdict == "cpu-fallback" and node.triton.fix:
-        return node.triton.fix
-    return cause.fix if cause is not None else ""
 
 
 def problem_nodes(report: Report) -> list[NodeResult]:

@@ -22,9 +22,10 @@ from fleetcheck.model import NodeResult
 from fleetcheck.observer import AuditObserver, NullObserver
 from fleetcheck.render.sanitize import terminal_line
 from fleetcheck.render.terminal import STATUS_STYLES
+from fleetcheck.verdict import FAILING_STATUSES
 
 #: Node statuses announced above the bar as they arrive, so problems show before the end.
-ANNOUNCED = frozenset({"fail", "error", "unreachable"})
+ANNOUNCED = FAILING_STATUSES
 _SHOWN_IN_FLIGHT = 3
 
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 from fleetcheck.model import CHECK_STATUSES, NODE_STATUSES, VERDICTS, Report
 from fleetcheck.render.matrix import fact
 from fleetcheck.render.sanitize import prometheus_label
+from fleetcheck.timestamps import parse_timestamp
 
 _HELP = {
     "fleetcheck_audit_timestamp_seconds": "When the audit finished, as a Unix time.",
@@ -23,17 +22,6 @@ _HELP = {
     "fleetcheck_fleet_check_status": "1 for each fleet-wide check, labelled with its status.",
     "fleetcheck_node_version": "Always 1; one per version a node reports (driver, torch, ...).",
 }
-
-
-def parse_timestamp(text: str) -> float | None:
-    """Unix time of an ISO 8601 timestamp ('Z' accepted); None when it does not parse."""
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
 
 
 def _number(value: float) -> str:

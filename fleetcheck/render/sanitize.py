@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from fleetcheck.text import clip
+
 # C0 controls, DEL, C1 controls (0x9b is a one-byte CSI), and the Unicode bidi/format controls
 # that can reorder what a reader sees ("Trojan source").
 _TERMINAL_UNSAFE = re.compile(
@@ -59,3 +61,15 @@ def prometheus_label(value: Any) -> str:
     """
     text = terminal_block(value)
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+#: Longest cause, fix or change shown on one line (gate, history); beyond that is noise.
+_MAX_TEXT = 300
+
+
+def sanitise(text: str, limit: int = _MAX_TEXT) -> str:
+    """One terminal-safe line: whitespace runs (newlines too) become one space, other control
+    characters are shown as `\\xNN` as every terminal renderer shows them, and long text is
+    clipped to `limit` characters."""
+    cleaned = terminal_line(" ".join(text.split()))
+    return clip(cleaned, limit)

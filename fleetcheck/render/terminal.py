@@ -17,11 +17,10 @@ from fleetcheck.render.matrix import (
     build_rows,
     display_name,
     fallback_nodes,
-    node_fix,
     problem_nodes,
-    root_cause,
 )
 from fleetcheck.render.sanitize import terminal_block, terminal_line
+from fleetcheck.verdict import framework_outcomes, node_fix, root_cause
 
 #: Columns dropped first when the terminal is narrow, those showing a problem last;
 #: Node, Status and Triton always stay.
@@ -192,6 +191,9 @@ def _problem_lines(node: NodeResult, since: str | None, width: int | None) -> li
     fix = node_fix(node)
     if fix:
         lines += _hanging(Text("  fix: ", style="bold cyan"), terminal_line(fix), width)
+    for item in framework_outcomes(node.facts):
+        label = Text(f"  {item.label}: ", style="bold")
+        lines += _hanging(label, terminal_line(item.detail), width, STATE_STYLES.get(item.state))
     return lines
 
 

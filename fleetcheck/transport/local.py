@@ -7,8 +7,15 @@ import contextlib
 import os
 import signal
 
-from fleetcheck.transport.interface import CommandResult, Transport, TransportError
-from fleetcheck.transport.ssh import KILL_AFTER, OUTPUT_CAP, STDERR_CAP
+from fleetcheck.transport.interface import (
+    OUTPUT_CAP,
+    STDERR_CAP,
+    BudgetFor,
+    CommandResult,
+    NodeBudget,
+    Transport,
+    TransportError,
+)
 
 
 async def _read_capped(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, bool]:
@@ -33,8 +40,9 @@ def _kill_group(pid: int, sig: int) -> None:
 class LocalTransport(Transport):
     """Runs argv here, in its own process group, so a timeout kills the probe and its children."""
 
-    def __init__(self, *, output_cap: int = OUTPUT_CAP) -> None:
+    def __init__(self, *, output_cap: int = OUTPUT_CAP, budget: BudgetFor = NodeBudget) -> None:
         self.output_cap = output_cap
+        self.budget = budget
 
     async def run(
         self, argv: list[str], *, input: bytes | None = None, timeout: float
@@ -72,7 +80,7 @@ class LocalTransport(Transport):
             timed_out = True
             _kill_group(proc.pid, signal.SIGTERM)
             try:
-                await asyncio.wait_for(proc.wait(), KILL_AFTER)
+                await asyncio.wait_for(proc.wait(), self.budget(timeout).kill_after)
             except asyncio.TimeoutError:
                 pass
         finally:

@@ -15,10 +15,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
-from fleetcheck.gatekeeper import refusal_reason
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.listings import parse_oci_ps
 from fleetcheck.inventory.model import DiscoveredOci
+from fleetcheck.text import last_line
 from fleetcheck.transport.interface import CommandResult, RunCommand, Transport
 from fleetcheck.transport.pct import SUDO_PROMPT_REFUSED
 
@@ -85,7 +85,7 @@ def oci_exec_failure(
         problem = "not found" if code == 127 else "cannot be run"
         return "error", f"{_command_of(oci) or 'the probe interpreter'} {problem} in {where}"
     if code == 125 or (code == 1 and DAEMON_ERROR in stderr):
-        return "error", f"{runtime} exec refused: {_last_line(stderr) or 'no message'}"
+        return "error", f"{runtime} exec refused: {last_line(result.stderr) or 'no message'}"
     return None
 
 
@@ -111,11 +111,8 @@ async def oci_list(
     code = result.returncode
     if code == 0 and not (result.timed_out or result.signal or result.truncated):
         return parse_oci_ps(result.stdout.decode("utf-8", "replace"), runtime)
-    explain = getattr(parent, "explain_failure", None)
-    gatekept = refusal_reason(result.stderr.decode("utf-8", "replace"), code)
-    refused = (("error", gatekept) if gatekept else None) or (
-        explain(result) if explain is not None else None) or oci_exec_failure(
-        result, runtime, "", where)
+    # The parent's refusals (the host's gatekeeper, pct, qm) come before the runtime's.
+    refused = parent.explain_failure(result) or oci_exec_failure(result, runtime, "", where)
     if result.timed_out:
         status, detail = "error", "timed out"
     elif refused is not None:
@@ -123,7 +120,7 @@ async def oci_list(
     elif code == 127:
         status, detail = "error", f"{runtime} not found"
     else:
-        message = _last_line(result.stderr.decode("utf-8", "replace")) or "no message"
+        message = last_line(result.stderr) or "no message"
         status, detail = "error", f"failed ({code}): {message}"
     raise OciListingError(f"`{runtime} ps` on {where}: {detail}", status)
 
@@ -137,12 +134,6 @@ def _command_of(text: str) -> str:
             if end > start:
                 return text[start + len(opening):end]
     return ""
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    line = lines[-1] if lines else ""
-    return line if len(line) <= 200 else line[:197] + "..."
 
 
 class OciTransport(Transport):
@@ -167,10 +158,8 @@ class OciTransport(Transport):
     def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
         # The parent's tool first: `pct exec` or `qm guest exec` may have refused before
         # the runtime ran at all (container or VM stopped, no agent...).
-        explain = getattr(self.parent, "explain_failure", None)
-        refused = explain(result) if explain is not None else None
-        return refused or oci_exec_failure(result, self.runtime, self.container,
-                                           self.parent_name)
+        return (self.parent.explain_failure(result)
+                or oci_exec_failure(result, self.runtime, self.container, self.parent_name))
 
     async def run(
         self, argv: list[str], *, input: bytes | None = None, timeout: float

@@ -1,10 +1,18 @@
-"""Container transport: `pct exec VMID --keep-env 0 -- ...` through the host's transport."""
+"""Container transport: `pct exec VMID --keep-env 0 -- ...` through the host's transport.
+
+Owns pct's and `sudo -n`'s argv and the wording of their refusals (stderr texts, exit codes),
+for probing a container and for `pct list` discovery alike.
+"""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
 
+from fleetcheck.inventory.discovery import parse_pct_list
+from fleetcheck.inventory.errors import DiscoveryError
+from fleetcheck.inventory.model import DiscoveredContainer, HostSpec
+from fleetcheck.text import last_line
 from fleetcheck.transport.interface import CommandResult, RunCommand, Transport
 
 #: Error texts of pct (src/PVE/CLI/pct.pm, pve-common, pve-guest-common) and sudo -n.
@@ -12,6 +20,8 @@ NOT_RUNNING = "not running!"
 NO_CONFIG = "does not exist"
 NEEDS_ROOT = "please run as root"
 SUDO_PROMPT_REFUSED = "sudo: a password is required"
+#: How long `pct list` may take on a host.
+PCT_LIST_TIMEOUT = 30.0
 
 
 def pct_refusal(stderr: str, host: str) -> str | None:
@@ -24,9 +34,53 @@ def pct_refusal(stderr: str, host: str) -> str | None:
     return None
 
 
+def pct_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, str] | None:
+    """(status, reason) when pct or sudo, not the probe, refused to run (their stderr texts)."""
+    stderr = result.stderr.decode("utf-8", "replace")
+    refused = pct_refusal(stderr, host)
+    if refused is not None:
+        return "error", refused
+    if NOT_RUNNING in stderr and f"'{vmid}'" in stderr:
+        return "skipped", "container stopped"
+    if NO_CONFIG in stderr and "Configuration file" in stderr:
+        return "error", f"container {vmid} does not exist on {host}"
+    if result.returncode == 127:
+        for tool in ("sudo", "pct"):
+            if f"env: '{tool}'" in stderr:
+                return "error", f"{tool} not found on {host}"
+    return None
+
+
+def pct_list_failure(result: CommandResult, host: str) -> str:
+    """Why `pct list` on `host` gave no container list."""
+    refused = pct_refusal(result.stderr.decode("utf-8", "replace"), host)
+    if refused is not None:
+        return refused
+    if result.returncode == 127:
+        return f"pct not found on {host}: is it a Proxmox VE host?"
+    if result.timed_out:
+        return f"`pct list` on {host} timed out"
+    return f"`pct list` on {host} failed ({result.returncode}): {last_line(result.stderr)}"
+
+
 def sudo_prefix(sudo: bool) -> list[str]:
     """`sudo -n` (never prompt: a prompt would hang the audit) when the host login is not root."""
     return ["sudo", "-n"] if sudo else []
+
+
+def pct_list_argv(host: HostSpec) -> list[str]:
+    """The command that lists a host's containers; pct refuses non-root, hence `sudo -n`."""
+    return [*sudo_prefix(host.sudo), "pct", "list"]
+
+
+async def pct_list(host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
+    """The containers `pct list` shows on `host`; DiscoveryError saying why when it fails."""
+    result = await transport.run(pct_list_argv(host), timeout=PCT_LIST_TIMEOUT)
+    if result.returncode != 0 or result.timed_out:
+        refused = transport.explain_failure(result)
+        reason = refused[1] if refused else pct_list_failure(result, host.name)
+        raise DiscoveryError(reason, host=host.name)
+    return parse_pct_list(result.stdout.decode("utf-8", "replace"))
 
 
 def pct_exec_argv(vmid: int, argv: list[str], *, sudo: bool = False) -> list[str]:
@@ -41,10 +95,18 @@ def pct_exec_argv(vmid: int, argv: list[str], *, sudo: bool = False) -> list[str
 class PctTransport(Transport):
     """Runs commands in one container, sharing the host's SSH connection and channel bound."""
 
-    def __init__(self, host: Transport, vmid: int, *, sudo: bool = False) -> None:
+    def __init__(
+        self, host: Transport, vmid: int, *, sudo: bool = False, host_name: str = "the host"
+    ) -> None:
         self.host = host
         self.vmid = vmid
         self.sudo = sudo
+        self.host_name = host_name
+
+    def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
+        # What stands before pct on the host (its SSH gatekeeper) refuses first.
+        return (self.host.explain_failure(result)
+                or pct_exec_failure(result, self.vmid, self.host_name))
 
     async def run(
         self, argv: list[str], *, input: bytes | None = None, timeout: float

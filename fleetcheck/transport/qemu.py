@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import signal
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
-from fleetcheck.gatekeeper import refusal_reason
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.listings import parse_qm_list
 from fleetcheck.inventory.model import DiscoveredContainer, HostSpec
+from fleetcheck.text import last_line
 from fleetcheck.transport.interface import (
+    BudgetFor,
     CommandResult,
+    NodeBudget,
     RunCommand,
     Transport,
     TransportError,
@@ -44,37 +44,9 @@ STDIN_TOO_LARGE = "'input-data' (STDIN) is limited to 1 MiB"
 QM_TIMEOUT_REACHED = "timeout reached, returning pid"
 
 
-@dataclass(frozen=True)
-class GuestDeadlines:
-    """The deadlines of one guest-agent command, all derived from the node's timeout.
-
-    host_timeout (the host's `timeout` around qm) > qm_wait (qm's --timeout, whole seconds,
-    polled once a second) > guest_timeout + guest_kill_after + 1 (the guest's own `timeout`
-    has sent KILL and qm has seen the exit).
-    """
-
-    host_timeout: float
-    qm_wait: int
-    guest_timeout: int
-    guest_kill_after: int
-
-
-#: Seconds between the in-guest `timeout`'s TERM and its KILL.
-GUEST_KILL_AFTER = 2
-
-
-def guest_deadlines(timeout: float) -> GuestDeadlines:
-    """The one rule for a guest command's deadlines under the node's `timeout`."""
-    qm_wait = max(1, math.floor(timeout) - 1)
-    guest = max(1, qm_wait - GUEST_KILL_AFTER - 1)
-    return GuestDeadlines(host_timeout=timeout, qm_wait=qm_wait, guest_timeout=guest,
-                          guest_kill_after=GUEST_KILL_AFTER)
-
-
-def guest_command(argv: list[str], deadlines: GuestDeadlines) -> list[str]:
+def guest_command(argv: list[str], budget: NodeBudget) -> list[str]:
     """`timeout -k K T ARGV...`: the guest bounds its own command (the agent has no kill)."""
-    return ["timeout", "-k", str(deadlines.guest_kill_after), str(deadlines.guest_timeout),
-            *argv]
+    return ["timeout", "-k", str(budget.guest_kill_after), str(budget.guest_timeout), *argv]
 
 
 def qm_exec_argv(vmid: int, guest_argv: list[str], qm_wait: int, *, sudo: bool = False,
@@ -174,7 +146,7 @@ def qm_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, s
     if "Configuration file" in stderr and "does not exist" in stderr:
         return "error", f"VM {vmid} does not exist on {host}"
     if "qga command" in stderr or "Agent error" in stderr:
-        detail = _last_line(stderr)
+        detail = last_line(result.stderr)
         if "timeout" in detail and ("execute" in detail or "not found" in detail):
             return "error", (f"VM {vmid} has no `timeout` command (coreutils): fleetcheck "
                              f"probes Linux guests; agent said: {detail}")
@@ -192,9 +164,6 @@ def qm_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, s
 def qm_list_failure(result: CommandResult, host: str) -> str:
     """Why `qm list` on `host` gave no VM list."""
     stderr = result.stderr.decode("utf-8", "replace")
-    gatekept = refusal_reason(stderr, result.returncode)
-    if gatekept is not None:
-        return gatekept
     if SUDO_PROMPT_REFUSED in stderr:
         return (f"sudo on {host} asks for a password (sudo -n): allow the login to run qm "
                 "without a password (NOPASSWD)")
@@ -202,7 +171,7 @@ def qm_list_failure(result: CommandResult, host: str) -> str:
         return f"qm not found on {host}: is it a Proxmox VE host?"
     if result.timed_out:
         return f"`qm list` on {host} timed out"
-    return f"`qm list` on {host} failed ({result.returncode}): {_last_line(stderr)}"
+    return f"`qm list` on {host} failed ({result.returncode}): {last_line(result.stderr)}"
 
 
 async def qm_list(host: HostSpec, transport: Transport, timeout: float
@@ -211,41 +180,44 @@ async def qm_list(host: HostSpec, transport: Transport, timeout: float
     argv = [*sudo_prefix(host.sudo), "qm", "list"]
     result = await transport.run(argv, timeout=timeout)
     if result.returncode != 0 or result.timed_out:
-        raise DiscoveryError(qm_list_failure(result, host.name), host=host.name)
+        # The host's own refusal (its gatekeeper) first, as pct_list does.
+        refused = transport.explain_failure(result)
+        reason = refused[1] if refused else qm_list_failure(result, host.name)
+        raise DiscoveryError(reason, host=host.name)
     return parse_qm_list(result.stdout.decode("utf-8", "replace"))
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    line = lines[-1] if lines else ""
-    return line if len(line) <= 200 else line[:197] + "..."
 
 
 class QemuTransport(Transport):
     """Runs commands in one VM through `qm guest exec` on its host's transport."""
 
     def __init__(
-        self, host: Transport, vmid: int, *, sudo: bool = False, host_name: str = "the host"
+        self, host: Transport, vmid: int, *, sudo: bool = False, host_name: str = "the host",
+        budget: BudgetFor = NodeBudget,
     ) -> None:
         self.host = host
         self.vmid = vmid
         self.sudo = sudo
         self.host_name = host_name
+        self.budget = budget
 
     @property
     def where(self) -> str:
         return f"VM {self.vmid} on {self.host_name}"
 
     def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
-        return qm_exec_failure(result, self.vmid, self.host_name)
+        # What stands before qm on the host (its SSH gatekeeper) refuses first.
+        return (self.host.explain_failure(result)
+                or qm_exec_failure(result, self.vmid, self.host_name))
 
     async def _exec(
         self, host_run: RunCommand, argv: list[str], input: bytes | None, timeout: float
     ) -> CommandResult:
-        deadlines = guest_deadlines(timeout)
-        qm_argv = qm_exec_argv(self.vmid, guest_command(argv, deadlines), deadlines.qm_wait,
+        # `timeout` is the node's: the host's `timeout` around qm gets it whole, qm and the
+        # guest's own `timeout` the shorter deadlines the budget derives from it.
+        budget = self.budget(timeout)
+        qm_argv = qm_exec_argv(self.vmid, guest_command(argv, budget), budget.guest_wait,
                                sudo=self.sudo)
-        result = await host_run(qm_argv, input=input, timeout=deadlines.host_timeout)
+        result = await host_run(qm_argv, input=input, timeout=timeout)
         return parse_qm_reply(result, self.where)
 
     async def run(

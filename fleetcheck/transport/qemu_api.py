@@ -21,13 +21,15 @@ from typing import Any
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.model import ApiOptions
 from fleetcheck.inventory.pveapi import api_client, call_api, read_token_secret
-from fleetcheck.transport.interface import CommandResult, RunCommand, Transport, TransportError
-from fleetcheck.transport.qemu import (
-    guest_command,
-    guest_deadlines,
-    qm_exec_failure,
-    result_from_status,
+from fleetcheck.transport.interface import (
+    BudgetFor,
+    CommandResult,
+    NodeBudget,
+    RunCommand,
+    Transport,
+    TransportError,
 )
+from fleetcheck.transport.qemu import guest_command, qm_exec_failure, result_from_status
 
 #: qemu-server API2/Qemu/Agent.pm: `input-data` has `maxLength => 64 * 1024`.
 API_INPUT_LIMIT = 64 * 1024
@@ -99,9 +101,10 @@ def _kind_of(message: str) -> str:
 class QemuApiTransport(Transport):
     """Runs commands in one VM through the Proxmox API's guest-agent endpoints."""
 
-    def __init__(self, agent: ApiAgent, vmid: int) -> None:
+    def __init__(self, agent: ApiAgent, vmid: int, *, budget: BudgetFor = NodeBudget) -> None:
         self.agent = agent
         self.vmid = vmid
+        self.budget = budget
 
     @property
     def where(self) -> str:
@@ -113,14 +116,14 @@ class QemuApiTransport(Transport):
     async def run(
         self, argv: list[str], *, input: bytes | None = None, timeout: float
     ) -> CommandResult:
-        deadlines = guest_deadlines(timeout)
+        budget = self.budget(timeout)
         data: str | None = None
         if input:
             if len(input) > API_INPUT_LIMIT or not _is_text(input):
                 argv, data = bootstrap_argv(argv, input)
             else:
                 data = input.decode("utf-8")
-        command = guest_command(argv, deadlines)
+        command = guest_command(argv, budget)
         vm = self.vmid
         node = self.agent.node
         params: dict[str, Any] = {"command": command}
@@ -134,7 +137,8 @@ class QemuApiTransport(Transport):
         pid = started.get("pid") if isinstance(started, dict) else None
         if not isinstance(pid, int):
             raise TransportError(f"{self.where}: agent/exec answered no pid", kind="error")
-        return await self._wait(pid, deadlines.host_timeout)
+        # Polled as long as qm would wait: the guest's own `timeout` has ended it by then.
+        return await self._wait(pid, budget.guest_wait)
 
     async def _wait(self, pid: int, bound: float) -> CommandResult:
         """Poll exec-status until the command exited or `bound` seconds passed."""

@@ -8,7 +8,6 @@ import os
 import random
 import shlex
 import socket
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -16,32 +15,29 @@ from typing import Any
 
 import asyncssh
 
-from fleetcheck.inventory.model import HostSpec, SshOptions
+from fleetcheck.gatekeeper import refusal_reason
+from fleetcheck.inventory.model import HostSpec
 from fleetcheck.transport.interface import (
+    OUTPUT_CAP,
+    STDERR_CAP,
+    BudgetFor,
     CommandResult,
+    NodeBudget,
     RunCommand,
     Transport,
     TransportError,
 )
+from fleetcheck.transport.ssh_hostkeys import HostKeyPlan, known_hosts_path
 
 #: Connection attempts in flight at once, fleet-wide: below sshd's MaxStartups (10:30:100),
 #: which starts dropping unauthenticated connections at random beyond 10.
 DEFAULT_CONNECT_ATTEMPTS = 8
-#: Most stdout bytes kept per command; a node printing more is cut off and marked truncated.
-OUTPUT_CAP = 8 * 1024 * 1024
-STDERR_CAP = 256 * 1024
-#: Seconds between the remote `timeout`'s TERM and its KILL.
-KILL_AFTER = 5
-#: Extra seconds the client waits beyond the remote kill, for the exit status to arrive.
-CLIENT_GRACE = 2.0
-DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 RUN_TAG_VAR = "FLEETCHECK_RUN"
 
-# The known_hosts file is appended to by every accept-new connection; one writer at a time.
-_KNOWN_HOSTS_LOCK = threading.Lock()
 
-
-def remote_command(argv: list[str], timeout: float, tag: str = "") -> str:
+def remote_command(
+    argv: list[str], timeout: float, tag: str = "", *, budget: BudgetFor = NodeBudget
+) -> str:
     """The one place argv becomes a remote command line: quoted, under the host's `timeout`.
 
     A client-side timeout does not stop a remote process (it is reparented to init and keeps
@@ -50,7 +46,9 @@ def remote_command(argv: list[str], timeout: float, tag: str = "") -> str:
     commands of an aborted audit can be found and stopped early (see `kill_abandoned`).
     """
     tagged = ["env", f"{RUN_TAG_VAR}={tag}", *argv] if tag else argv
-    return shlex.join(["timeout", "-k", str(KILL_AFTER), f"{max(timeout, 1.0):g}", *tagged])
+    limits = budget(timeout)
+    return shlex.join(["timeout", "-k", str(limits.kill_after), f"{limits.remote_timeout:g}",
+                       *tagged])
 
 
 class _CappedSession(asyncssh.SSHClientSession[bytes]):
@@ -126,28 +124,6 @@ def _timeout_text(watch: _HandshakeWatch, seconds: float) -> str:
     return f"no answer within {seconds:g} s"
 
 
-def _known_hosts_path(options: SshOptions) -> str:
-    return os.path.expanduser(options.known_hosts or DEFAULT_KNOWN_HOSTS)
-
-
-def _has_known_key(path: str, host: str, port: int | None) -> bool:
-    """Does known_hosts hold any key (or CA) for this host? Decides "unknown" vs "changed"."""
-    try:
-        known = asyncssh.read_known_hosts(path)
-    except FileNotFoundError:
-        return False
-    except (OSError, ValueError) as exc:
-        raise TransportError(f"cannot read known_hosts {path}: {exc}") from None
-    matched = known.match(host, "", port if port not in (None, 22) else None)
-    return any(matched[:4])
-
-
-def _known_hosts_line(host: str, port: int | None, key: asyncssh.SSHKey) -> str:
-    pattern = host if port in (None, 22) else f"[{host}]:{port}"
-    alg, blob = key.export_public_key("openssh").decode().split()[:2]
-    return f"{pattern} {alg} {blob}\n"
-
-
 class SshTransport(Transport):
     """Commands on one host over one shared SSH connection, at most `max_sessions` at once."""
 
@@ -157,8 +133,10 @@ class SshTransport(Transport):
         *,
         connect_limiter: asyncio.Semaphore | None = None,
         output_cap: int = OUTPUT_CAP,
+        budget: BudgetFor = NodeBudget,
     ) -> None:
         self.host = host
+        self.budget = budget
         self.options = host.ssh
         self.address = host.address or host.name
         self.output_cap = output_cap
@@ -173,6 +151,11 @@ class SshTransport(Transport):
         #: Commands given up on (cancelled or timed out) before their exit status arrived.
         self.abandoned = 0
         self._hops: list[asyncssh.SSHClientConnection] = []
+
+    def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
+        # A host that restricts the audit key (`fleetcheck host-setup`) refuses with its own line.
+        gatekept = refusal_reason(result.stderr.decode("utf-8", "replace"), result.returncode)
+        return ("error", gatekept) if gatekept is not None else None
 
     @property
     def where(self) -> str:
@@ -216,16 +199,14 @@ class SshTransport(Transport):
             return self._conn
 
     async def _open(self) -> asyncssh.SSHClientConnection:
-        path = _known_hosts_path(self.options)
-        known = _has_known_key(path, self.address, self.options.port)
-        trust_new = not known and self.options.host_key_policy == "accept-new"
-        kwargs = self._connect_kwargs(None if trust_new else path)
+        keys = HostKeyPlan.for_host(self.options, self.address)
+        kwargs = self._connect_kwargs(keys.known_hosts)
         for attempt in (1, 2):
             watch = _HandshakeWatch()
             try:
                 async with self._connect_limiter:
                     if self.options.proxy_jump:
-                        kwargs["tunnel"] = await self._jump(path)
+                        kwargs["tunnel"] = await self._jump(keys.path)
                     conn = await asyncio.wait_for(
                         asyncssh.connect(self.address, client_factory=watch.itself, **kwargs),
                         self.options.connect_timeout + 1.0,
@@ -234,14 +215,11 @@ class SshTransport(Transport):
             except (ConnectionResetError, asyncssh.ConnectionLost) as exc:
                 # sshd's MaxStartups drops connections during key exchange; one retry.
                 if attempt == 2:
-                    raise self._unreachable(exc, path, known, watch) from None
+                    raise self._unreachable(exc, keys, watch) from None
                 await asyncio.sleep(0.2 + random.random() * 0.5)
             except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError) as exc:
-                raise self._unreachable(exc, path, known, watch) from None
-        if trust_new:
-            key = conn.get_server_host_key()
-            if key is not None:
-                await self._append_known_host(path, key)
+                raise self._unreachable(exc, keys, watch) from None
+        keys.record(conn.get_server_host_key())
         return conn
 
     async def _jump(self, known_hosts: str) -> asyncssh.SSHClientConnection:
@@ -278,19 +256,12 @@ class SshTransport(Transport):
         assert conn is not None
         return conn
 
-    async def _append_known_host(self, path: str, key: asyncssh.SSHKey) -> None:
-        line = _known_hosts_line(self.address, self.options.port, key)
-        with _KNOWN_HOSTS_LOCK:
-            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-            with open(path, "a", encoding="ascii") as handle:
-                handle.write(line)
-
     def _hop_problem(
         self, exc: BaseException, user: str | None, watch: _HandshakeWatch
     ) -> str:
         """What went wrong with a jump host, as the end of a sentence naming it."""
         if isinstance(exc, asyncssh.HostKeyNotVerifiable):
-            return f"its host key is not trusted by {_known_hosts_path(self.options)}"
+            return f"its host key is not trusted by {known_hosts_path(self.options)}"
         if isinstance(exc, asyncssh.PermissionDenied):
             return f"authentication failed for {user or 'the configured user'}"
         if isinstance(exc, socket.gaierror):
@@ -304,15 +275,11 @@ class SshTransport(Transport):
         return str(exc) or type(exc).__name__
 
     def _unreachable(
-        self, exc: BaseException, path: str, known: bool, watch: _HandshakeWatch
+        self, exc: BaseException, keys: HostKeyPlan, watch: _HandshakeWatch
     ) -> TransportError:
         name = self.host.name
         if isinstance(exc, asyncssh.HostKeyNotVerifiable):
-            if known:
-                text = (f"host key for {name} does not match known_hosts"
-                        " — possible man-in-the-middle")
-            else:
-                text = f"host key for {name} ({self.where}) is not in {path}"
+            text = keys.refusal(name, self.where)
         elif isinstance(exc, asyncssh.PermissionDenied):
             user = self.options.user or "the configured user"
             text = f"authentication failed for {user} on {name} ({self.where})"
@@ -345,7 +312,7 @@ class SshTransport(Transport):
             async def run(
                 argv: list[str], *, input: bytes | None = None, timeout: float
             ) -> CommandResult:
-                command = remote_command(argv, timeout, self.tag)
+                command = remote_command(argv, timeout, self.tag, budget=self.budget)
                 return await self._run_channel(conn, command, input, timeout)
 
             yield run
@@ -366,7 +333,7 @@ class SshTransport(Transport):
         timed_out = False
         try:
             await asyncio.wait_for(
-                asyncio.shield(session.done), timeout + KILL_AFTER + CLIENT_GRACE
+                asyncio.shield(session.done), self.budget(timeout).client_wait
             )
         except asyncio.TimeoutError:
             timed_out = True

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from nodeenv import make_node
 
-from fleetcheck.audit import local_node_result, probe_deadline, run_audit
+from fleetcheck.audit import local_node_result, run_audit
 from fleetcheck.inventory.model import HostSpec, Inventory
+from fleetcheck.transport.interface import NodeBudget
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -36,6 +37,10 @@ def test_local_transport_host_in_an_inventory(tmp_path: Path) -> None:
     report = asyncio.run(run_audit(Inventory(path="inline", hosts=(host,))))
     assert [(n.id, n.status, n.reason) for n in report.nodes] == [
         ("here", "ok", "Triton gpu (cuda)")]
+
+
+def probe_deadline(timeout: float) -> float:
+    return NodeBudget(timeout).probe_deadline
 
 
 def test_probe_deadline_stays_short_of_the_node_timeout() -> None:

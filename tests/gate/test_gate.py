@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.gate import gate_exit_code, gate_json, gate_lines
+from fleetcheck.gate import gate_json, gate_lines
 from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
+from fleetcheck.verdict import gate_exit_code
 
 NO_CC = Check("no_c_compiler", "fail", "no C compiler: CC unset, no gcc or clang on PATH",
               "apt-get install gcc libc6-dev python3.12-dev")

@@ -16,10 +16,9 @@ from typing import Any
 import pytest
 
 from fleetcheck.gatekeeper import probe_sha256, refusal_reason, script_module
-from fleetcheck.inventory.discovery import pct_list_argv
 from fleetcheck.inventory.model import HostSpec
 from fleetcheck.probe import probe_argv, probe_source
-from fleetcheck.transport.pct import pct_exec_argv
+from fleetcheck.transport.pct import pct_exec_argv, pct_list_argv
 from fleetcheck.transport.ssh import remote_command
 
 GK = script_module()
@@ -230,10 +229,16 @@ def test_a_stdin_never_closed_is_refused_in_bounded_time() -> None:
 
 
 def test_the_audit_reports_a_refusal_as_an_error_naming_the_gatekeeper() -> None:
-    # The hook in audit.py (#14) for a probe and for discovery; the stderr is the script's own.
-    from fleetcheck.audit import _discovery_failure, node_from_result
+    # The SSH transport reads the gatekeeper's line, for a probe in a container (pct defers to
+    # its host first) and for discovery; the stderr is the script's own.
+    import asyncio
+
+    from fleetcheck.audit import node_from_result
+    from fleetcheck.inventory.errors import DiscoveryError
     from fleetcheck.inventory.model import Target
     from fleetcheck.transport.interface import CommandResult
+    from fleetcheck.transport.pct import PctTransport, pct_list
+    from fleetcheck.transport.ssh import SshTransport
     from fleetcheck.verdict import DEFAULT_POLICY
 
     host = HostSpec(name="pve1", address="127.0.0.1")
@@ -241,12 +246,21 @@ def test_the_audit_reports_a_refusal_as_an_error_naming_the_gatekeeper() -> None
                     timeout=30)
     stderr = b"fleetcheck-gatekeeper: refused: not a command an audit sends: pct list x\n"
     refused = CommandResult(returncode=GK.EXIT_REFUSED, stdout=b"", stderr=stderr)
-    node = node_from_result(target, refused, DEFAULT_POLICY, 0.1)
+
+    class Refusing(SshTransport):
+        async def run(self, argv, *, input=None, timeout):
+            return refused
+
+    ssh = Refusing(host)
+    container = PctTransport(ssh, 101, host_name="pve1")
+    node = node_from_result(target, container, refused, DEFAULT_POLICY, 0.1)
     expected = ("refused by the host's fleetcheck gatekeeper: not a command an audit sends: "
                 "pct list x")
     assert (node.status, node.reason) == ("error", expected)
-    assert _discovery_failure(host, refused) == expected
+    with pytest.raises(DiscoveryError) as caught:
+        asyncio.run(pct_list(host, ssh))
+    assert str(caught.value).endswith(expected)
     # The same status without the gatekeeper's line is the probe's own business.
     other = CommandResult(returncode=GK.EXIT_REFUSED, stdout=b"", stderr=b"boom\n")
-    assert node_from_result(target, other, DEFAULT_POLICY, 0.1).reason == (
+    assert node_from_result(target, container, other, DEFAULT_POLICY, 0.1).reason == (
         "probe exited with status 77: boom")

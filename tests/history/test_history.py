@@ -10,9 +10,7 @@ from typing import Any
 import pytest
 
 from fleetcheck.history import (
-    Change,
     HistoryError,
-    diff_reports,
     failing_since,
     history_summaries,
     previous_run,
@@ -21,6 +19,7 @@ from fleetcheck.history import (
 )
 from fleetcheck.model import Check, NodeResult, Report, RunSummary, TritonVerdict
 from fleetcheck.reportio import load_report
+from fleetcheck.rundiff import Change, diff_reports
 
 
 def node(node_id: str, status: str = "ok", verdict: str = "gpu", torch: str = "2.5.1",

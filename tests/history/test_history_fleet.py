@@ -13,8 +13,8 @@ from gate.pythons import other_python, python_version
 
 from fleetcheck.cli import main
 from fleetcheck.history import run_files
-from fleetcheck.model import exit_code_for
 from fleetcheck.reportio import load_report
+from fleetcheck.verdict import exit_code_for
 
 pytestmark = pytest.mark.sshd
 

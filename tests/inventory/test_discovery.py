@@ -14,9 +14,9 @@ from fleetcheck.inventory import (
     Target,
     parse_inventory,
     parse_pct_list,
-    pct_list_argv,
     targets_for_host,
 )
+from fleetcheck.transport.pct import pct_list_argv
 
 
 def pct_row(vmid: str, status: str, lock: str, name: str) -> str:

@@ -13,6 +13,18 @@ from nodeenv import make_node, run_probe
 from fleetcheck.checks import CHECKS
 from fleetcheck.probe.results import parse_probe_output
 
+#: A forward-compat libcuda (CUDA's compat dir) on a GeForce, whose cuInit refuses it (804).
+COMPAT_GEFORCE: dict[str, Any] = {"init_rc": 804, "libcuda_subdir": "usr/local/cuda/compat",
+                                  "libcuda_version": "575.57.08", "compute_capability": "8.9",
+                                  "gpu_name": "NVIDIA GeForce RTX 4090"}
+#: The path Apptainer users see in Triton's assertion; it does not exist on the test machine.
+STALE_LIBCUDA = "/usr/local/cuda/compat/lib/libcuda.so.1"
+#: An R520 driver (CUDA 11.8) under a cu118 torch and Triton 3.1 with its bundled ptxas 12.4.
+OLD_DRIVER: dict[str, Any] = {"cuda_driver_version": 11080, "torch": "2.5.1+cu118",
+                              "torch_cuda": "11.8", "triton": "3.1.0", "ptxas": "12.4",
+                              "ptxas_blackwell": None, "compute_capability": "8.0",
+                              "gpu_name": "NVIDIA A100-SXM4-80GB", "driver": "520.61.05"}
+
 # (case id, make_node arguments, probe arguments, verdict, cause, probe status, exit code,
 #  {check id: status} that must hold)
 CASES: list[tuple[str, dict[str, Any], tuple[str, ...], str, str | None, str, int,
@@ -93,6 +105,34 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...], str, str | None, str, in
     ("fla_healthy", {"fla": "0.6.0"}, (), "gpu", None, "ok", 0, {"fla_fallback_hidden": "pass"}),
     ("fla_fallback_no_compiler", {"fla": "0.6.0", "compiler": False}, (), "cpu-fallback",
      "no_c_compiler", "fail", 1, {"fla_fallback_hidden": "fail"}),
+    # The rows from user reports (second survey), in causal order.
+    ("fabric_manager_not_ready", {"init_rc": 802, "gpus": 8, "nvswitches": 4}, (),
+     "cpu-fallback", "fabric_manager_not_ready", "fail", 1,
+     {"fabric_manager_not_ready": "fail", "zero_active_drivers": "fail", "torch_cuda": "fail"}),
+    ("cuda_compat_on_geforce", COMPAT_GEFORCE, (), "cpu-fallback",
+     "cuda_compat_on_unsupported_gpu", "fail", 1,
+     {"cuda_compat_on_unsupported_gpu": "fail", "driver_userspace_mismatch": "skip"}),
+    ("cuda_compat_works", dict(COMPAT_GEFORCE, init_rc=0), (), "gpu", None, "ok", 0,
+     {"cuda_compat_on_unsupported_gpu": "pass", "driver_userspace_mismatch": "skip"}),
+    ("libcuda_stub_shadowing", {"init_rc": 34, "libcuda_subdir": "usr/local/cuda/lib64/stubs"},
+     (), "cpu-fallback", "libcuda_stub_shadowing", "fail", 1,
+     {"libcuda_stub_shadowing": "fail", "zero_active_drivers": "fail"}),
+    ("ldcache_stale_libcuda_entry", {"ldcache_libcuda": STALE_LIBCUDA}, (), "cpu-fallback",
+     "ldcache_stale_libcuda_entry", "fail", 1,
+     {"ldcache_stale_libcuda_entry": "fail", "libcuda_not_in_ldcache": "skip",
+      "zero_active_drivers": "pass", "triton_target": "fail"}),
+    ("driver_too_old_for_bundled_ptxas", OLD_DRIVER, (), "cpu-fallback",
+     "driver_too_old_for_bundled_ptxas", "fail", 1,
+     {"driver_too_old_for_bundled_ptxas": "fail", "driver_too_old": "pass",
+      "triton_target": "pass"}),
+    ("cache_on_network_fs", {"cache_fstype": "nfs4"}, (), "gpu", None, "warn", 0,
+     {"cache_on_network_fs": "warn", "cache_dir_noexec": "pass"}),
+    ("cache_on_fuse", {"cache_fstype": "fuse.juicefs"}, (), "gpu", None, "warn", 0,
+     {"cache_on_network_fs": "warn"}),
+    ("gpu_arch_unsupported", {"compute_capability": "6.1", "gpu_name": "NVIDIA GeForce GTX 1080",
+                              "torch_arch": ("sm_60", "sm_61", "sm_70")}, (), "cpu-fallback",
+     "gpu_arch_unsupported", "fail", 1, {"gpu_arch_unsupported": "fail",
+                                         "torch_lacks_arch": "pass"}),
     ("deep_healthy", {}, ("--deep",), "gpu", None, "ok", 0, {"triton_kernel": "pass"}),
     ("deep_warm_cache_no_compiler", {"compiler": False, "warm_cache": True}, ("--deep",),
      "cpu-fallback", "no_c_compiler", "fail", 1,
@@ -182,8 +222,19 @@ def test_healthy_facts(tmp_path: Path) -> None:
                                   ("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"))}
     assert facts["triton"]["version"] == "3.6.0"
     assert facts["triton"]["distributions"] == ["triton 3.6.0"]
-    assert facts["fla"] == {"version": "0.6.0", "device_platform": "cuda"}
+    assert facts["fla"] == {"version": "0.6.0", "device_platform": "cuda",
+                            "layout": "utils.py", "warning": None, "swallowed": None}
     assert facts["compiler"] == {"path": str(node.bindir / "gcc"), "source": "gcc"}
     assert facts["os"] == {"id": "debian", "version_id": "12",
                            "pretty_name": "Debian GNU/Linux 12 (bookworm)"}
     assert facts["memory_bytes"] == 131072000 * 1024
+
+
+def test_a_cause_no_row_names_says_so_with_the_error(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node", triton_error="something new broke")
+    _, doc, _ = run_probe(node)
+    assert doc["triton"]["cause"] == "triton_target"
+    assert doc["triton"]["fix"].startswith("get_current_target() fails: no known cause matches")
+    target = next(c for c in doc["checks"] if c["id"] == "triton_target")
+    assert target["evidence"]["error"] == "RuntimeError: something new broke"
+    assert target["evidence"]["matches"] is None

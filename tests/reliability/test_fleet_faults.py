@@ -27,7 +27,7 @@ from reliability.support import (
 )
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(150)]
-#: The remote `timeout -k` grace (fleetcheck.transport.ssh.KILL_AFTER) plus slack.
+#: The remote `timeout -k` grace (fleetcheck.transport.interface.NodeBudget.kill_after) plus slack.
 KILL_GRACE = 5 + 5
 
 

@@ -10,9 +10,8 @@ import uuid
 
 import pytest
 
-from fleetcheck.transport.interface import CommandResult
+from fleetcheck.transport.interface import OUTPUT_CAP, CommandResult
 from fleetcheck.transport.local import LocalTransport
-from fleetcheck.transport.ssh import OUTPUT_CAP
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -115,6 +115,7 @@ def test_the_parents_refusal_comes_first(fleet: Fleet) -> None:
     fleet.add_vm("pve1", 300, agent="none")
     fleet.add_oci("pve1", "docker", "a", vmid=101)
     fleet.add_oci("pve1", "docker", "b", vmid=300)
+    assert _refusal(fleet, "docker", "lxc:101", "a") == (255, ("skipped", "container stopped"))
     assert _refusal(fleet, "docker", "vm:300", "b")[1][0] == "error"
     assert "no QEMU guest agent" in _refusal(fleet, "docker", "vm:300", "b")[1][1]
 

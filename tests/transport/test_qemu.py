@@ -12,10 +12,10 @@ import pytest
 from fleet import Fleet
 
 from fleetcheck.inventory.model import HostSpec, SshOptions
-from fleetcheck.transport.interface import CommandResult, TransportError
+from fleetcheck.transport.interface import CommandResult, NodeBudget, TransportError
 from fleetcheck.transport.qemu import (
     QemuTransport,
-    guest_deadlines,
+    guest_command,
     parse_qm_reply,
     qm_exec_argv,
     result_from_status,
@@ -122,17 +122,22 @@ def test_qm_timeout_answer_and_text_from_the_stand_in(fleet: Fleet) -> None:
 
 
 def test_argv_shape_and_deadlines() -> None:
-    deadlines = guest_deadlines(60)
-    assert (deadlines.qm_wait, deadlines.guest_timeout, deadlines.guest_kill_after) == (59, 56, 2)
+    budget = NodeBudget(60)
+    assert (budget.guest_wait, budget.guest_timeout, budget.guest_kill_after) == (59, 56, 2)
+    assert guest_command(["python3", "-"], budget) == ["timeout", "-k", "2", "56", "python3",
+                                                       "-"]
     assert qm_exec_argv(300, ["timeout", "-k", "2", "56", "python3", "-"], 59, sudo=True) == [
         "sudo", "-n", "qm", "guest", "exec", "300", "--pass-stdin", "1", "--timeout", "59",
         "--", "timeout", "-k", "2", "56", "python3", "-"]
     # Every deadline stays below the next one, down to a one-second node timeout.
     for timeout in (1, 2, 5, 10, 30, 60, 61.5, 600):
-        each = guest_deadlines(timeout)
-        assert each.guest_timeout >= 1 and each.qm_wait >= 1
+        each = NodeBudget(timeout)
+        assert each.guest_timeout >= 1 and each.guest_wait >= 1
         if timeout >= 5:
-            assert each.guest_timeout + each.guest_kill_after < each.qm_wait < timeout
+            assert each.guest_timeout + each.guest_kill_after < each.guest_wait < timeout
+        if timeout >= 10:
+            # The probe reports before the guest's own timeout ends it.
+            assert each.probe_deadline < each.guest_timeout
 
 
 @pytest.mark.parametrize(

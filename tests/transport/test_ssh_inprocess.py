@@ -11,7 +11,7 @@ import asyncssh
 import pytest
 
 from fleetcheck.inventory.model import HostSpec, SshOptions
-from fleetcheck.transport.interface import TransportError
+from fleetcheck.transport.interface import NodeBudget, TransportError
 from fleetcheck.transport.pct import PctTransport
 from fleetcheck.transport.ssh import SshTransport
 
@@ -150,16 +150,13 @@ def test_client_side_timeout_gives_up_and_kills_the_tagged_command(tmp_path: Pat
 
     async def main() -> tuple[Any, str]:
         async with fake as spec:
-            ssh = SshTransport(spec)
-            import fleetcheck.transport.ssh as ssh_module
-
             # The remote `timeout` would end it; this host ignores it, so the client gives up.
-            old = ssh_module.KILL_AFTER, ssh_module.CLIENT_GRACE
-            ssh_module.KILL_AFTER, ssh_module.CLIENT_GRACE = 0, 0.2
+            ssh = SshTransport(
+                spec, budget=lambda timeout: NodeBudget(timeout, kill_after=0, client_grace=0.2)
+            )
             try:
                 result = await ssh.run(["sleep", "100"], timeout=0.3)
             finally:
-                ssh_module.KILL_AFTER, ssh_module.CLIENT_GRACE = old
                 await ssh.close()
             return result, ssh.tag
 

@@ -1,0 +1,22 @@
+"""Owns shortening text for one-line reasons and error messages (the one text clipper).
+
+The uploaded probe (`probe/probe.py`) keeps its own copy: it runs on nodes with the standard
+library only and imports nothing from fleetcheck.
+"""
+
+from __future__ import annotations
+
+#: The mark a shortened text ends with, unless a caller's pinned wording uses another.
+ELLIPSIS = "…"
+
+
+def clip(text: str, limit: int, *, mark: str = ELLIPSIS) -> str:
+    """`text`, or its head ending in `mark` so that the whole is at most `limit` characters."""
+    return text if len(text) <= limit else text[: limit - len(mark)] + mark
+
+
+def last_line(data: bytes, limit: int = 200) -> str:
+    """The last non-blank line of a command's output (where tools print their error), clipped."""
+    lines = [line.strip() for line in data.decode("utf-8", "replace").splitlines()]
+    lines = [line for line in lines if line]
+    return clip(lines[-1] if lines else "", limit, mark="...")

@@ -1,0 +1,70 @@
+"""The framework outcomes a real probe document carries, as the reports and the gate show them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nodeenv import make_node, run_probe
+
+from fleetcheck.gate import gate_json, gate_lines
+from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
+from fleetcheck.probe.results import parse_probe_output
+from fleetcheck.render.html import render_html
+from fleetcheck.render.json import render_json
+from fleetcheck.render.terminal import render_terminal
+from fleetcheck.verdict import framework_outcomes, frameworks_badge
+
+BADGE = "FLA cpu-fallback, vLLM fails-at-kernel, inductor fails-at-kernel"
+
+
+def _report(tmp_path: Path) -> Report:
+    node = make_node(tmp_path / "node", compiler=False, fla="0.6.0", vllm="0.11.0")
+    _, doc, _ = run_probe(node)
+    probe = parse_probe_output(json.dumps(doc).encode())
+    result = NodeResult(
+        id="gpu01", host="gpu01", vmid=None, name="gpu01", status=probe.status,
+        reason=probe.reason, triton=probe.triton, facts=probe.facts,
+        checks=tuple(Check(c.id, c.status, c.summary, c.fix, c.evidence) for c in probe.checks))
+    assert isinstance(result.triton, TritonVerdict)
+    return Report(started_at="2026-12-01T14:00:00Z", finished_at="2026-12-01T14:00:05Z",
+                  nodes=(result,))
+
+
+def test_framework_outcomes_in_every_report(tmp_path: Path) -> None:
+    report = _report(tmp_path)
+    node = report.nodes[0]
+    assert frameworks_badge(node.facts) == BADGE
+    details = {item.label: item.detail for item in framework_outcomes(node.facts)}
+    assert details["vLLM"] == ("vLLM enables Triton (its driver is active), the first kernel "
+                               "fails: no C compiler")
+    # JSON: the facts carry them (the contract extended, nothing renamed).
+    node_json = json.loads(render_json(report))["nodes"][0]
+    assert node_json["facts"]["frameworks"]["fla"]["outcome"] == "cpu-fallback"
+    assert node_json["facts"]["fla"]["swallowed"].startswith("RuntimeError: Failed to find C")
+    # Terminal: one line each under the node's cause and fix.
+    text = render_terminal(report, width=200)
+    assert "  FLA: FLA 0.6.0 falls back to CPU: RuntimeError: Failed to find C compiler." in text
+    assert "  vLLM: vLLM enables Triton (its driver is active), the first kernel fails" in text
+    assert "  inductor: torch.compile (inductor): BackendCompilerFailed at code generation" in text
+    # HTML: a badge per framework in the node's matrix cell, one line each under its cause.
+    html = render_html(report)
+    assert '<span class="badge fw st-fail" title="FLA 0.6.0 falls back to CPU' in html
+    assert ">FLA cpu-fallback</span>" in html and ">vLLM fails-at-kernel</span>" in html
+    assert "<li class=\"st-fail\"><b>inductor:</b> torch.compile (inductor)" in html
+    # Gate: the blocking node names the outcomes.
+    assert gate_json(report)["blocking"][0]["frameworks"] == BADGE
+    assert gate_lines(report)[0].endswith(f"[{BADGE}]")
+
+
+def test_no_framework_facts_adds_nothing() -> None:
+    assert framework_outcomes({}) == [] and frameworks_badge({"frameworks": None}) == ""
+
+
+def test_the_gate_names_only_frameworks_that_will_not_run() -> None:
+    facts = {"frameworks": {
+        "fla": {"installed": True, "outcome": "gpu", "detail": "FLA 0.6.0 runs on the GPU"},
+        "vllm": {"installed": False, "outcome": "not-installed", "detail": "vLLM not installed"},
+        "inductor": {"installed": True, "outcome": "cpu-only", "detail": "no CUDA device"}}}
+    assert frameworks_badge(facts) == "FLA gpu, inductor cpu-only"
+    assert frameworks_badge(facts, problems_only=True) == "inductor cpu-only"
