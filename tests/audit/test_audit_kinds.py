@@ -196,3 +196,38 @@ def test_a_runtime_that_cannot_list_is_one_node(fleet: Fleet) -> None:
         ("pve1/docker:*", "error", "container discovery failed: `docker ps` on pve1: docker "
                                    "daemon on pve1 is not running"),
     ]
+
+
+def test_vms_and_docker_pass_the_hosts_gatekeeper(fleet: Fleet, tmp_path: Path) -> None:
+    from gatekeeper.test_forced_command import (
+        audit_with,
+        install_gatekeeper,
+        keygen,
+        log_lines,
+    )
+
+    from fleetcheck.gatekeeper import probe_sha256
+
+    key = keygen(tmp_path / "audit_ed25519")
+    host = fleet.add_host("pve1", containers="listed", vms="listed")
+    fleet.add_container("pve1", 101)
+    fleet.add_oci("pve1", "docker", "a", vmid=101, mode="all")
+    fleet.add_vm("pve1", 300)
+    fleet.add_oci("pve1", "podman", "b", vmid=300, mode="listed")
+    fleet.add_oci("pve1", "docker", "c", mode="listed")
+    log = install_gatekeeper(host, key.with_suffix(".pub"))
+
+    plain = audit_with(fleet, tmp_path / "plain.yaml", None)
+    gated = audit_with(fleet, tmp_path / "gated.yaml", key)
+
+    assert rows(gated) == rows(plain)
+    assert [node.id for node in gated.nodes] == [
+        "pve1/docker:c", "pve1/101", "pve1/101/docker:a", "pve1/300", "pve1/300/podman:b"]
+    assert {node.status for node in gated.nodes} == {"ok"}
+    digest = probe_sha256()
+    shapes = [line.split(": ")[2] for line in log_lines(log, "allowed")]
+    assert sorted(shapes) == sorted([
+        "pct exec oci list", f"oci probe sha256 {digest}", f"pct exec probe sha256 {digest}",
+        f"pct exec oci probe sha256 {digest}", f"qm guest exec probe sha256 {digest}",
+        f"qm guest exec oci probe sha256 {digest}"])
+    assert log_lines(log, "refused") == []
