@@ -64,8 +64,9 @@ def test_lxc_vms_and_docker_inside_both_in_one_run(fleet: Fleet) -> None:
     assert fleet.accepted_logins("pve1") == 1
 
 
-def test_discovered_vms_and_docker_containers(fleet: Fleet) -> None:
-    fleet.add_host("pve1", probe_host=True, vms="all")
+@pytest.mark.parametrize("pvesh", [True, False], ids=["pvesh", "qm-list"])
+def test_discovered_vms_and_docker_containers(fleet: Fleet, pvesh: bool) -> None:
+    fleet.add_host("pve1", probe_host=True, vms="all", pvesh=pvesh)
     fleet.add_vm("pve1", 300)
     fleet.add_vm("pve1", 301, "stopped")
     fleet.add_vm("pve1", 9000, "stopped", template=True)
@@ -84,7 +85,9 @@ def test_discovered_vms_and_docker_containers(fleet: Fleet) -> None:
         ("pve1/301", "skipped"),
         ("pve1/9000", "skipped"),
     ]
-    assert {n.id: n.reason for n in report.nodes}["pve1/9000"] == "template"
+    # qm list does not mark templates; pvesh does (a template is never running anyway).
+    assert {n.id: n.reason for n in report.nodes}["pve1/9000"] == (
+        "template" if pvesh else "VM stopped")
 
 
 def test_one_odd_discovery_line_is_one_error_node(fleet: Fleet) -> None:
