@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -141,3 +142,22 @@ def test_argv_shape() -> None:
                                                                "python3", "-"]
     sudo = OciTransport(LocalTransport(), "docker", "t", sudo=True)
     assert sudo.argv(["python3"])[:4] == ["sudo", "-n", "docker", "exec"]
+
+
+def test_the_real_docker_client_without_a_daemon(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real docker CLI, where installed, says what the stand-in says (no daemon needed)."""
+    import shutil
+
+    if shutil.which("docker") is None:
+        pytest.skip("no docker client on this machine")
+    # A socket path where nothing listens, so a running daemon is never used.
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/docker.sock")
+    oci = OciTransport(LocalTransport(), "docker", "trainer", parent_name="this machine")
+
+    result = asyncio.run(oci.run(["python3", "-"], input=b"print(1)", timeout=20))
+
+    assert result.returncode == 1
+    assert oci.explain_failure(result) == (
+        "error", "docker daemon on this machine is not running")
