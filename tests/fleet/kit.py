@@ -22,6 +22,16 @@ own `bin/` (the pct stand-in and a sudo stand-in) put first on the session PATH 
 `SetEnv`, and `containers/<vmid>/` directories. `refuse=True` reserves a port with no sshd.
 `known` decides the host's line in the fleet's known_hosts: its real key, another key, or none.
 
+VMs and Docker/Podman: `add_vm(host, vmid, kind, agent="on"|"off"|"none", template=False)`
+puts a VM beside the containers (reached with the `qm` stand-in: `qm guest exec`, `qm list`;
+its processes get no HOME, as under the guest agent), and `add_oci(host, runtime, name, kind,
+vmid=None|VMID, state="running"|"exited"|"paused"|"created", mode="all"|"listed")` a
+container in the host or in guest `vmid`, with the `docker`/`podman` stand-in in that node's
+bin/. `add_host(..., vms="all"|"listed", pvesh=True)` decides the written `vms:` and whether
+the `pvesh` stand-in is there (discovery falls back to pct list / qm list without it). Files
+`pct-list-extra`, `qm-list-extra`, `pvesh-extra-<kind>.json` and `oci/<runtime>/ps-extra`
+add odd lines to the listings.
+
 Container kinds (`KINDS`): healthy (python3 and a C compiler), no-compiler, no-python, stopped,
 hang (the "python3" sleeps; its command line carries the fleet's marker), garbage (prints text
 that is not the probe's JSON), crash (exits 3 with a traceback on stderr). When tests/nodeenv.py
