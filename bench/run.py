@@ -3,6 +3,8 @@
     python bench/run.py --quick          # 100 containers, one run each, < 2 minutes
     python bench/run.py                  # 10, 100 and 500 containers, median of 3 runs,
                                          # writes bench/results.md and bench/results.json
+    python bench/run.py --kinds          # QEMU VMs and Docker containers against their own
+                                         # floor (bench/kinds.py; prints markdown rows)
 
 Each fleet is built with the tests' fleet kit (an OpenSSH sshd per host on 127.0.0.1 and the
 `pct` stand-in, 20 containers per host). Every contender runs once with fleetcheck's real probe
@@ -196,7 +198,14 @@ def main(argv: list[str] | None = None) -> int:
                         "it takes minutes per run)")
     parser.add_argument("--workdir", help="keep the fleets and outputs here (default: a "
                         "temporary directory, removed at the end)")
+    parser.add_argument("--kinds", action="store_true",
+                        help="measure VMs (qm guest exec) and Docker containers against their "
+                        "own floor instead (bench/kinds.py, median of --runs)")
     args = parser.parse_args(argv)
+    if args.kinds:
+        from bench.kinds import main as kinds_main
+
+        return kinds_main(["--runs", str(args.runs)])
     if args.quick:
         sizes, runs = [100], 1
         contenders = ["floor", "fleetcheck", "ansible"]

@@ -31,6 +31,7 @@ from fleetcheck.inventory import (
     matches_limit,
     targets_for_host,
 )
+from fleetcheck.inventory.discovery import oci_targets
 from fleetcheck.model import NodeResult, Report
 from fleetcheck.observer import AuditObserver, NullObserver
 from fleetcheck.probe import probe_argv, probe_source
@@ -63,7 +64,8 @@ def shipped_probe() -> bytes:
 
 def _node(target: Target | SkippedTarget, status: str, reason: str, **extra: Any) -> NodeResult:
     return NodeResult(id=target.id, host=target.host.name, vmid=target.vmid, name=target.name,
-                      status=status, reason=reason, labels=target.labels, **extra)
+                      status=status, reason=reason, labels=target.labels, kind=target.kind,
+                      parent=target.parent, **extra)
 
 
 def _host_node(host: HostSpec, status: str, reason: str) -> NodeResult:
@@ -90,7 +92,7 @@ def _without_document(
     target: Target, transport: Transport, result: CommandResult, problem: ProbeOutputError
 ) -> tuple[str, str]:
     """(status, reason) for a command that printed no probe document: who refused, or why."""
-    where = "in container" if target.vmid is not None else f"on {target.host.name}"
+    where = {"host": f"on {target.host.name}", "qemu": "in VM"}.get(target.kind, "in container")
     code = result.returncode
     if code != 0:
         # The transport's own tool (pct, sudo, the host's gatekeeper...) may have refused
@@ -248,8 +250,10 @@ class AuditRun:
         nodes = list(self._done.values()) + [
             node for node_id, node in self._pending.items() if node_id not in self._done
         ]
+        # Host order, then the guest a node is or runs in, the guest before its containers.
         nodes.sort(key=lambda node: (self._host_order.get(node.host, len(self._host_order)),
-                                     -1 if node.vmid is None else node.vmid))
+                                     -1 if node.vmid is None else node.vmid,
+                                     node.kind in ("docker", "podman"), node.id))
         return Report(started_at=self.started_at, finished_at=utc_now(), nodes=tuple(nodes),
                       inventory=self.inventory.path, interrupted=self.interrupted)
 
@@ -318,10 +322,11 @@ class AuditRun:
 
     async def _audit_selected_host(self, host: HostSpec, transport: Transport) -> None:
         discovered: list[DiscoveredContainer] | None = None
-        if host.containers == ALL_CONTAINERS:
+        vms: list[DiscoveredContainer] | None = None
+        if ALL_CONTAINERS in (host.containers, host.vms):
             self._pending[host.name] = _host_node(host, "error", INTERRUPTED_DISCOVERY)
             try:
-                discovered = await self._discover(host, transport)
+                discovered, vms = await self.transports.list_guests(host, transport)
             except TransportError as exc:
                 self._finish_host(_host_node(host, exc.kind, str(exc)))
                 return
@@ -330,7 +335,9 @@ class AuditRun:
                 self._finish_host(_host_node(host, "error", reason))
                 return
             self._pending.pop(host.name, None)
-        nodes = [node for node in targets_for_host(host, discovered) if self._selected(node)]
+        nodes = targets_for_host(host, discovered, vms)
+        nodes += await self._discover_oci(host, nodes, transport)
+        nodes = [node for node in nodes if self._selected(node)]
         targets = [node for node in nodes if isinstance(node, Target)]
         for target in targets:
             self._pending[target.id] = _node(target, "error", INTERRUPTED)
@@ -338,13 +345,41 @@ class AuditRun:
         self.observer.targets_resolved(self._total)
         for skipped in nodes:
             if isinstance(skipped, SkippedTarget):
-                self._finish(_node(skipped, "skipped", skipped.reason))
+                self._finish(_node(skipped, skipped.status, skipped.reason))
         # _probe records its own failures; return_exceptions keeps one from ending the others.
         await asyncio.gather(*(self._probe(target, transport) for target in targets),
                              return_exceptions=True)
 
-    async def _discover(self, host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
-        return await self.transports.list_containers(host, transport)
+    async def _discover_oci(
+        self, host: HostSpec, nodes: list[Target | SkippedTarget], transport: Transport
+    ) -> list[Target | SkippedTarget]:
+        """The Docker/Podman containers of every node with `oci: {containers: all}`.
+
+        A listing that fails is one node, `PARENT/RUNTIME:*`, saying why (skipped when the
+        parent itself is stopped); the parent and its other nodes are audited as usual.
+        """
+        parents = [node for node in nodes if isinstance(node, Target) and node.oci is not None
+                   and node.runtime is None and node.oci.containers == ALL_CONTAINERS]
+        if host.oci is not None and host.oci.containers == ALL_CONTAINERS and not host.probe_host:
+            # Docker on the host, the host itself not probed: it is the parent all the same.
+            parents.append(Target(host=host, vmid=None, name=host.name, python=host.python,
+                                  env=dict(host.env), labels=host.labels, timeout=host.timeout,
+                                  oci=host.oci))
+
+        async def containers_of(parent: Target) -> list[Target | SkippedTarget]:
+            try:
+                return oci_targets(parent, await self.transports.list_oci(parent, transport))
+            except (DiscoveryError, TransportError) as exc:
+                assert parent.oci is not None
+                runtime = parent.oci.runtime
+                status = str(getattr(exc, "status", "") or getattr(exc, "kind", "error"))
+                return [SkippedTarget(parent.host, parent.vmid, f"{runtime}:*",
+                                      f"container discovery failed: {exc}", parent.labels,
+                                      kind=runtime, runtime=runtime, container="*",
+                                      status=status)]
+
+        found = await asyncio.gather(*(containers_of(parent) for parent in parents))
+        return [node for group in found for node in group]
 
     async def _probe(self, target: Target, host_transport: Transport) -> None:
         transport = self.transports.for_target(target, host_transport)

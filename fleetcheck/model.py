@@ -56,6 +56,16 @@ class NodeResult:
     facts: Mapping[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
     labels: tuple[str, ...] = ()
+    #: host, lxc, qemu, docker or podman; left out: "host" or "lxc" from vmid.
+    kind: str = ""
+    #: The id of the node this one runs in (a guest's host, a container's guest), or None.
+    parent: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            object.__setattr__(self, "kind", "host" if self.vmid is None else "lxc")
+        if self.parent is None and self.kind in ("lxc", "qemu") and self.host != self.id:
+            object.__setattr__(self, "parent", self.host)
 
     def check(self, check_id: str) -> Check | None:
         """The check with this id, or None."""

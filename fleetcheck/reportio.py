@@ -47,6 +47,8 @@ def node_to_dict(node: NodeResult) -> dict[str, Any]:
         "facts": dict(node.facts),
         "duration_s": round(node.duration_s, 3),
         "labels": list(node.labels),
+        "kind": node.kind,
+        "parent": node.parent,
     }
 
 
@@ -105,6 +107,9 @@ def node_from_dict(data: Mapping[str, Any]) -> NodeResult:
         facts=facts if isinstance(facts, dict) else {},
         duration_s=float(duration) if isinstance(duration, (int, float)) else 0.0,
         labels=tuple(x for x in labels if isinstance(x, str)) if isinstance(labels, list) else (),
+        # Reports written before kinds existed: derived from vmid, as NodeResult does.
+        kind=_str(data.get("kind")),
+        parent=data.get("parent") if isinstance(data.get("parent"), str) else None,
     )
 
 

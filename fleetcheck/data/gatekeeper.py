@@ -112,6 +112,11 @@ FRAGMENTS = {
         ("opt", ["--python", ("WORD", "PYTHON")]),
     ],
     "oci_list": [("ref", "oci"), "ps", "--format", "{{json .}}"],
+    # qm guest exec VMID --pass-stdin 1 --timeout N -- timeout -k K T (a Docker/Podman
+    # command as the guest command: the VM bounds it itself, the agent cannot kill).
+    "in_vm": ["qm", "guest", "exec", ("WORD", "VMID"), "--pass-stdin", "1",
+              "--timeout", ("WORD", "INT"), "--",
+              "timeout", "-k", ("WORD", "INT"), ("WORD", "SECONDS")],
 }
 
 #: The commands run under the outer `timeout -k K T [env FLEETCHECK_RUN=TAG]` wrapper
@@ -132,6 +137,8 @@ INNER_SHAPES = {
     "pct exec oci probe": [("ref", "sudo"), ("ref", "in_ct"), ("ref", "oci_probe")],
     "oci list": [("ref", "sudo"), ("ref", "oci_list")],
     "pct exec oci list": [("ref", "sudo"), ("ref", "in_ct"), ("ref", "oci_list")],
+    "qm guest exec oci probe": [("ref", "sudo"), ("ref", "in_vm"), ("ref", "oci_probe")],
+    "qm guest exec oci list": [("ref", "sudo"), ("ref", "in_vm"), ("ref", "oci_list")],
 }
 
 #: Every request accepted: the wrapped commands, and the clean-up of an aborted audit's

@@ -1,137 +1,128 @@
-"""From a host to its nodes: `pct list` output parsed, and hosts expanded into targets."""
+"""From a host to its nodes: the discovery commands, and hosts expanded into targets."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from fleetcheck.inventory.errors import DiscoveryError, InventoryError
-from fleetcheck.inventory.load import VMID_MAX, VMID_MIN
+from fleetcheck.inventory.errors import InventoryError
+from fleetcheck.inventory.listings import discovered_vmid, parse_pct_list
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
     ContainerSpec,
     DiscoveredContainer,
+    DiscoveredOci,
     HostSpec,
+    OciContainerSpec,
     SkippedTarget,
     Target,
 )
 
-_PCT_HEADER = ("VMID", "Status", "Lock", "Name")
-
-
-def discovered_vmid(value: object) -> int | None:
-    """A VMID from `pct list` or the API, checked like the inventory's (pve-vmid), else None.
-
-    Only an int or a string of ASCII digits counts: `int()` alone would take 101.7 (another
-    container), True (1), "²" or Arabic-Indic digits.
-    """
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        if not (value.isascii() and value.isdigit()):
-            return None
-        value = int(value)
-    if not isinstance(value, int) or not VMID_MIN <= value <= VMID_MAX:
-        return None
-    return value
-
-
-def parse_pct_list(text: str) -> list[DiscoveredContainer]:
-    """Parse `pct list` stdout; raise DiscoveryError when it is not pct list output.
-
-    pct prints `printf "%-10s %-10s %-12s %-20s\\n"` rows (VMID Status Lock Name) under a
-    header, and nothing at all, not even the header, when the host has no containers. The
-    columns are not relied on: a lock such as `snapshot-delete` or a long name overflows its
-    column. Words are: VMID and status always, the lock only when set, and the name, which is
-    the hostname or `CT<vmid>` with whitespace stripped, so it is never empty.
-    """
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        return []
-    if tuple(lines[0].split()) != _PCT_HEADER:
-        raise DiscoveryError(f"unexpected `pct list` output: {_first_words(lines[0])}")
-    found: list[DiscoveredContainer] = []
-    for line in lines[1:]:
-        words = line.split()
-        if len(words) == 3:
-            vmid, status, name = words
-            lock = ""
-        elif len(words) == 4:
-            vmid, status, lock, name = words
-        else:
-            raise DiscoveryError(f"unexpected `pct list` line: {_first_words(line)}")
-        number = discovered_vmid(vmid)
-        if number is None:
-            raise DiscoveryError(f"unexpected `pct list` line (VMID {vmid!r}): {line.strip()}")
-        found.append(DiscoveredContainer(vmid=number, status=status, name=name, lock=lock))
-    return found
-
-
-def _first_words(line: str) -> str:
-    text = " ".join(line.split())
-    return text if len(text) <= 80 else text[:77] + "..."
+__all__ = [
+    "discovered_vmid",
+    "needs_discovery",
+    "oci_targets",
+    "parse_pct_list",
+    "targets_for_host",
+]
 
 
 def targets_for_host(
-    host: HostSpec, discovered: Sequence[DiscoveredContainer] | None
+    host: HostSpec,
+    discovered: Sequence[DiscoveredContainer] | None,
+    vms: Sequence[DiscoveredContainer] | None = None,
 ) -> list[Target | SkippedTarget]:
-    """The nodes of `host`: the host itself (probe_host), then its containers by VMID.
+    """The nodes of `host`: the host itself (probe_host), its containers, then its VMs.
 
-    For `containers: all`, `discovered` (from `parse_pct_list` or `discover_via_api`) is
-    required: running containers are probed, templates and stopped ones become skipped
-    nodes. For listed containers, `discovered` may be None; when given it only supplies
-    names and Proxmox tags. Python, env, labels and timeout inherit defaults -> host ->
-    container.
+    For `containers: all` (`vms: all`), `discovered` (`vms`) is required: running guests are
+    probed, templates and stopped ones become skipped nodes, and a listing line discovery
+    could not read becomes an error node. For listed guests the listing may be None; when
+    given it only supplies names and Proxmox tags. Docker/Podman containers named in an
+    `oci:` follow the node they run in; `oci: {containers: all}` is left to `oci_targets`
+    once that node's `docker ps` is known. Python, env, labels and timeout inherit
+    defaults -> host -> guest, and defaults -> host -> OCI container (an image does not see
+    its guest's interpreter); labels and timeout also guest -> OCI container.
     """
     nodes: list[Target | SkippedTarget] = []
     if host.probe_host:
-        nodes.append(
-            Target(
-                host=host,
-                vmid=None,
-                name=host.name,
-                python=host.python,
-                env=dict(host.env),
-                labels=host.labels,
-                timeout=host.timeout,
-            )
-        )
-    by_vmid = {c.vmid: c for c in discovered or ()}
-    if host.containers == ALL_CONTAINERS:
-        if discovered is None:
-            raise InventoryError(
-                f"{host.origin or host.name}: containers: all needs discovery before targets"
-            )
-        for found in sorted(discovered, key=lambda c: c.vmid):
-            labels = _merge_labels(host.labels, found.tags)
-            reason = _skip_reason(found)
-            if reason:
-                nodes.append(SkippedTarget(host, found.vmid, found.name, reason, labels))
-            else:
-                nodes.append(_container_target(host, ContainerSpec(vmid=found.vmid), found))
-        return nodes
-    for spec in host.containers:
-        if isinstance(spec, ContainerSpec):
-            nodes.append(_container_target(host, spec, by_vmid.get(spec.vmid)))
+        hosted = Target(host=host, vmid=None, name=host.name, python=host.python,
+                        env=dict(host.env), labels=host.labels, timeout=host.timeout,
+                        kind="host", oci=host.oci)
+        nodes.append(hosted)
+        nodes += oci_targets(hosted, None)
+    elif host.oci is not None:
+        # Docker on the host without probing the host itself: the parent is not a node.
+        parent = Target(host=host, vmid=None, name=host.name, python=host.python,
+                        env=dict(host.env), labels=host.labels, timeout=host.timeout,
+                        kind="host", oci=host.oci)
+        nodes += oci_targets(parent, None)
+    nodes += _guests(host, host.containers, discovered, "lxc")
+    nodes += _guests(host, host.vms, vms, "qemu")
     return nodes
 
 
-def _skip_reason(found: DiscoveredContainer) -> str:
+def _guests(
+    host: HostSpec,
+    specs: str | tuple[ContainerSpec, ...],
+    discovered: Sequence[DiscoveredContainer] | None,
+    kind: str,
+) -> list[Target | SkippedTarget]:
+    key = "containers" if kind == "lxc" else "vms"
+    nodes: list[Target | SkippedTarget] = []
+    if specs == ALL_CONTAINERS:
+        if discovered is None:
+            raise InventoryError(
+                f"{host.origin or host.name}: {key}: all needs discovery before targets"
+            )
+        readable = sorted((g for g in discovered if g.vmid is not None),
+                          key=lambda g: g.vmid or 0)
+        for index, found in enumerate([*readable, *(g for g in discovered if g.vmid is None)]):
+            labels = _merge_labels(host.labels, found.tags)
+            if found.problem:
+                nodes.append(_unreadable(host, found, kind, index))
+                continue
+            assert found.vmid is not None
+            reason = _skip_reason(found, kind)
+            if reason:
+                nodes.append(SkippedTarget(host, found.vmid, found.name, reason, labels,
+                                           kind=kind))
+            else:
+                nodes += _guest_nodes(host, ContainerSpec(vmid=found.vmid), found, kind)
+        return nodes
+    by_vmid = {g.vmid: g for g in discovered or () if g.vmid is not None and not g.problem}
+    for spec in specs:
+        if isinstance(spec, ContainerSpec):
+            nodes += _guest_nodes(host, spec, by_vmid.get(spec.vmid), kind)
+    return nodes
+
+
+def _unreadable(
+    host: HostSpec, found: DiscoveredContainer, kind: str, index: int
+) -> SkippedTarget:
+    """One error node for a listing line discovery could not read (its VMID when readable)."""
+    reason = f"discovery could not read {found.where}: {found.problem}"
+    fixed = None if found.vmid is not None else f"{host.name}/unreadable-{index + 1}"
+    return SkippedTarget(host, found.vmid, found.name or (fixed or ""), reason, host.labels,
+                         kind=kind, status="error", fixed_id=fixed)
+
+
+def _skip_reason(found: DiscoveredContainer, kind: str) -> str:
     if found.template:
         return "template"
     if found.status != "running":
         # A lock (backup, migrate...) on a running container does not stop `pct exec`, so
         # only the status decides; the lock is kept in the reason for stopped ones.
         lock = f", locked: {found.lock}" if found.lock else ""
-        return f"container {found.status}{lock}"
+        what = "container" if kind == "lxc" else "VM"
+        return f"{what} {found.status}{lock}"
     return ""
 
 
-def _container_target(
-    host: HostSpec, spec: ContainerSpec, found: DiscoveredContainer | None
-) -> Target:
+def _guest_nodes(
+    host: HostSpec, spec: ContainerSpec, found: DiscoveredContainer | None, kind: str
+) -> list[Target | SkippedTarget]:
     labels = _merge_labels(host.labels, spec.labels, found.tags if found else ())
     name = spec.name or (found.name if found else None) or f"{host.name}/{spec.vmid}"
-    return Target(
+    guest = Target(
         host=host,
         vmid=spec.vmid,
         name=name,
@@ -139,7 +130,65 @@ def _container_target(
         env=_merge_env(host.env, spec.env),
         labels=labels,
         timeout=spec.timeout if spec.timeout is not None else host.timeout,
+        kind=kind,
+        oci=spec.oci,
     )
+    return [guest, *oci_targets(guest, None)]
+
+
+def oci_targets(
+    parent: Target, discovered: Sequence[DiscoveredOci] | None
+) -> list[Target | SkippedTarget]:
+    """The Docker/Podman containers of `parent` (a host or guest target with `oci`).
+
+    Listed containers need no listing. For `containers: all`, nothing is returned until
+    `discovered` (the parent's `docker ps`) is given: running containers become targets,
+    paused or otherwise not running ones skipped nodes, unreadable lines error nodes.
+    """
+    oci = parent.oci
+    if oci is None:
+        return []
+    specs: list[tuple[OciContainerSpec, DiscoveredOci | None]] = []
+    nodes: list[Target | SkippedTarget] = []
+    runtime = oci.runtime
+    if oci.containers == ALL_CONTAINERS:
+        if discovered is None:
+            return []
+        for index, found in enumerate(discovered):
+            if found.problem:
+                name = f"unreadable-{index + 1}"
+                nodes.append(SkippedTarget(
+                    parent.host, parent.vmid, name,
+                    f"discovery could not read {found.where}: {found.problem}",
+                    parent.labels, kind=runtime, runtime=runtime, container=name,
+                    status="error"))
+            elif found.state != "running":
+                nodes.append(SkippedTarget(parent.host, parent.vmid, found.name,
+                                           f"container {found.state}", parent.labels,
+                                           kind=runtime, runtime=runtime,
+                                           container=found.name))
+            else:
+                specs.append((OciContainerSpec(name=found.name), found))
+    else:
+        specs = [(spec, None) for spec in oci.containers if isinstance(spec, OciContainerSpec)]
+    for spec, _found in specs:
+        nodes.append(Target(
+            host=parent.host,
+            vmid=parent.vmid,
+            name=spec.name,
+            # An image is its own filesystem: the guest's interpreter and environment do not
+            # apply inside it, the host's (and the defaults') do.
+            python=spec.python or parent.host.python,
+            env=_merge_env(parent.host.env, spec.env),
+            labels=_merge_labels(parent.labels, spec.labels),
+            timeout=spec.timeout if spec.timeout is not None else parent.timeout,
+            container=spec.name,
+            guest_kind=parent.node_kind,
+            user=spec.user,
+            kind=runtime,
+            runtime=runtime,
+        ))
+    return nodes
 
 
 def _merge_labels(*groups: Sequence[str]) -> tuple[str, ...]:
@@ -151,3 +200,12 @@ def _merge_env(*layers: Mapping[str, str]) -> dict[str, str]:
     for layer in layers:
         merged.update(layer)
     return merged
+
+
+def needs_discovery(host: HostSpec) -> bool:
+    """Whether some of `host`'s nodes are known only after a listing runs on it."""
+    if ALL_CONTAINERS in (host.containers, host.vms):
+        return True
+    guests = [g for g in (*host.containers, *host.vms) if isinstance(g, ContainerSpec)]
+    return any(oci is not None and oci.containers == ALL_CONTAINERS
+               for oci in (host.oci, *(g.oci for g in guests)))

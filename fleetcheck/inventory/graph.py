@@ -11,6 +11,8 @@ from fleetcheck.inventory.model import (
     ContainerSpec,
     HostSpec,
     Inventory,
+    OciContainerSpec,
+    OciSpec,
     SshOptions,
     Target,
 )
@@ -26,10 +28,12 @@ def discovery_method(host: HostSpec) -> str | None:
 
 
 def static_targets(host: HostSpec) -> list[Target]:
-    """The nodes known without connecting: the host itself and the listed containers."""
+    """The nodes known without connecting: the host itself, listed guests and containers."""
     if host.containers == ALL_CONTAINERS:
         host = dataclasses.replace(host, containers=())
-    return [t for t in targets_for_host(host, None) if isinstance(t, Target)]
+    if host.vms == ALL_CONTAINERS:
+        host = dataclasses.replace(host, vms=())
+    return [t for t in targets_for_host(host, None, None) if isinstance(t, Target)]
 
 
 def render_inventory_graph(inventory: Inventory) -> str:
@@ -47,12 +51,23 @@ def render_inventory_graph(inventory: Inventory) -> str:
         (h, False) for h in inventory.disabled_hosts
     ]:
         lines.append(_host_line(host) + ("" if enabled else "  [disabled: not audited]"))
-        rows = [_node_line(t) for t in static_targets(host)]
+        known = static_targets(host)
+        rows = [_node_line(t) for t in known]
+        for parent in ([t for t in known if t.oci is not None and t.runtime is None]
+                       + ([] if host.probe_host or host.oci is None else [None])):
+            oci = host.oci if parent is None else parent.oci
+            if oci is not None and oci.containers == ALL_CONTAINERS:
+                where = host.name if parent is None else parent.id
+                rows.append(f"{where}/{oci.runtime}:*  all running: discovered at audit time "
+                            f"via `{oci.runtime} ps`")
         method = discovery_method(host)
         if method:
             via = "the Proxmox API" if method == "api" else "pct list"
             labels = f"  labels={','.join(host.labels)}" if host.labels else ""
             rows.append(f"{host.name}/*  all: discovered at audit time via {via}{labels}")
+        if host.vms == ALL_CONTAINERS:
+            via = "the Proxmox API" if host.api is not None else "pvesh or qm list"
+            rows.append(f"{host.name}/*  all VMs: discovered at audit time via {via}")
         lines += _tree(rows)
     if inventory.groups:
         lines.append("groups")
@@ -70,6 +85,8 @@ def _host_line(host: HostSpec) -> str:
     parts = [host.name]
     if host.transport == "local":
         parts.append("local (this machine, no SSH)")
+    elif host.transport == "api":
+        parts.append("no SSH: VMs through the API's guest agent")
     else:
         parts.append(_ssh_summary(host.address or "", host.ssh))
     if host.sudo:
@@ -99,7 +116,13 @@ def _node_line(target: Target) -> str:
         parts.append("env=" + ",".join(sorted(target.env)))
     if target.labels:
         parts.append("labels=" + ",".join(target.labels))
-    if target.vmid is None:
+    if target.runtime is not None:
+        parts.insert(1, f"({target.runtime} container in {target.parent})")
+        if target.user:
+            parts.append(f"user={target.user}")
+    elif target.kind == "qemu":
+        parts.insert(1, "(VM, guest agent)")
+    elif target.vmid is None:
         parts.insert(1, "(the host itself)")
     elif target.name != target.id:
         parts.insert(1, f"name={target.name}")
@@ -140,6 +163,9 @@ def _host_json(host: HostSpec, enabled: bool) -> dict[str, Any]:
         "timeout": host.timeout,
         "api": dataclasses.asdict(host.api) if host.api is not None else None,
         "containers": containers,
+        "vms": ALL_CONTAINERS if host.vms == ALL_CONTAINERS else [
+            _container_json(c) for c in host.vms if isinstance(c, ContainerSpec)],
+        "oci": _oci_json(host.oci),
         "discovery": discovery_method(host),
         "nodes": [_target_json(t) for t in static_targets(host)],
     }
@@ -153,12 +179,23 @@ def _container_json(spec: ContainerSpec) -> dict[str, Any]:
         "env": dict(spec.env),
         "labels": list(spec.labels),
         "timeout": spec.timeout,
+        "oci": _oci_json(spec.oci),
     }
+
+
+def _oci_json(oci: OciSpec | None) -> dict[str, Any] | None:
+    if oci is None:
+        return None
+    containers: Any = ALL_CONTAINERS if oci.containers == ALL_CONTAINERS else [
+        dataclasses.asdict(c) for c in oci.containers if isinstance(c, OciContainerSpec)]
+    return {"runtime": oci.runtime, "containers": containers}
 
 
 def _target_json(target: Target) -> dict[str, Any]:
     return {
         "id": target.id,
+        "kind": target.kind,
+        "parent": target.parent,
         "vmid": target.vmid,
         "name": target.name,
         "python": target.python,

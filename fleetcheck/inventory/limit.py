@@ -7,9 +7,15 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 
-from fleetcheck.inventory.discovery import targets_for_host
+from fleetcheck.inventory.discovery import needs_discovery, targets_for_host
 from fleetcheck.inventory.errors import InventoryError
-from fleetcheck.inventory.model import ALL_CONTAINERS, HostSpec, Inventory
+from fleetcheck.inventory.model import (
+    ALL_CONTAINERS,
+    ContainerSpec,
+    HostSpec,
+    Inventory,
+    OciContainerSpec,
+)
 
 _VMID_PATTERN = re.compile(r"^[0-9*?\[\]!-]+$")
 _LABEL_PREFIXES = ("label:", "@")
@@ -60,7 +66,11 @@ def _matches(
         return any(fnmatchcase(value, label) for value in labels)
     if "/" in atom:
         host_glob, _, vmid_glob = atom.partition("/")
-        return bool(vmid) and fnmatchcase(host, host_glob) and fnmatchcase(vmid, vmid_glob)
+        if not vmid or not fnmatchcase(host, host_glob):
+            return False
+        # `pve1/101` also selects what runs in guest 101 (`pve1/101/docker:trainer`).
+        return fnmatchcase(vmid, vmid_glob) or any(
+            fnmatchcase(vmid[:cut], vmid_glob) for cut in range(len(vmid)) if vmid[cut] == "/")
     if atom in groups and atom not in seen:
         return any(
             _matches(node_id, labels, member, groups, seen | {atom}) for member in groups[atom]
@@ -80,7 +90,7 @@ def host_may_match(
     if not patterns:
         return True
     groups = groups or {}
-    if host.containers != ALL_CONTAINERS:
+    if not needs_discovery(host):
         # Its nodes are known without connecting.
         return any(matches_limit(node.id, node.labels, patterns, groups)
                    for node in targets_for_host(host, None))
@@ -274,19 +284,51 @@ def _label_problem(inventory: Inventory, label: str) -> str | None:
 
 def _container_problem(inventory: Inventory, atom: str) -> str | None:
     host_glob, _, vmid_glob = atom.partition("/")
+    if ":" in vmid_glob:
+        return _oci_problem(inventory, host_glob, vmid_glob)
     if not vmid_glob or not _VMID_PATTERN.match(vmid_glob):
-        return "expected HOST/VMID with a numeric VMID or a glob such as pve1/1*"
+        return ("expected HOST/VMID with a numeric VMID or a glob such as pve1/1*, or "
+                "PARENT/RUNTIME:NAME")
     hosts = _hosts_matching(inventory.hosts, host_glob)
     if not hosts:
         return pattern_problem(inventory, host_glob, {})
     listed: list[str] = []
     for host in hosts:
-        if host.containers == ALL_CONTAINERS:
+        if ALL_CONTAINERS in (host.containers, host.vms):
             return None  # known after `pct list` / the API
-        for container in host.containers:
+        for container in (*host.containers, *host.vms):
             if isinstance(container, str):
                 continue
             if fnmatchcase(str(container.vmid), vmid_glob):
                 return None
             listed.append(f"{host.name}/{container.vmid}")
     return f"no such container in the inventory (containers: {', '.join(listed) or 'none'})"
+
+
+def _oci_problem(inventory: Inventory, host_glob: str, rest: str) -> str | None:
+    """Why `HOST/[VMID/]RUNTIME:NAME` (globs allowed) can match no Docker/Podman container."""
+    guest_glob, slash, oci_glob = rest.rpartition("/")
+    hosts = _hosts_matching(inventory.hosts, host_glob)
+    if not hosts:
+        return pattern_problem(inventory, host_glob, {})
+    known: list[str] = []
+    for host in hosts:
+        parents = [(host.name, host.oci)] + [
+            (f"{host.name}/{guest.vmid}", guest.oci)
+            for guest in (*host.containers, *host.vms) if isinstance(guest, ContainerSpec)]
+        for parent, oci in parents:
+            if oci is None:
+                continue
+            if slash and not fnmatchcase(parent.partition("/")[2], guest_glob):
+                continue
+            if not slash and parent != host.name:
+                continue
+            if oci.containers == ALL_CONTAINERS:
+                return None  # known after `docker ps`
+            for spec in oci.containers:
+                name = f"{oci.runtime}:{spec.name}" if isinstance(spec, OciContainerSpec) else ""
+                if fnmatchcase(name, oci_glob):
+                    return None
+                known.append(f"{parent}/{name}")
+    return ("no such Docker/Podman container in the inventory (listed: "
+            f"{', '.join(known) or 'none'})")

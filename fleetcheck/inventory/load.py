@@ -13,10 +13,13 @@ from urllib.parse import urlsplit
 from fleetcheck.inventory.errors import InventoryError
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
+    OCI_RUNTIMES,
     ApiOptions,
     ContainerSpec,
     HostSpec,
     Inventory,
+    OciContainerSpec,
+    OciSpec,
     SshOptions,
 )
 from fleetcheck.inventory.yamlsrc import (
@@ -61,14 +64,23 @@ HOST_KEYS = (
     "api",
     "probe_host",
     "containers",
+    "vms",
+    "oci",
     "python",
     "env",
     "labels",
     "sudo",
     "timeout",
 )
-CONTAINER_KEYS = ("vmid", "name", "python", "env", "labels", "timeout")
-TRANSPORTS = ("ssh", "local")
+CONTAINER_KEYS = ("vmid", "name", "python", "env", "labels", "timeout", "oci")
+VM_KEYS = CONTAINER_KEYS
+OCI_KEYS = ("runtime", "containers")
+OCI_CONTAINER_KEYS = ("name", "python", "env", "user", "labels", "timeout")
+TRANSPORTS = ("ssh", "local", "api")
+#: A Docker/Podman container name (moby's `[a-zA-Z0-9][a-zA-Z0-9_.-]+`) or an id prefix.
+OCI_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+#: `docker exec --user`: name or uid, optionally `:group` or `:gid`.
+OCI_USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$")
 HOST_KEY_POLICIES = ("strict", "accept-new")
 
 #: Keys that would put a secret in the file; refused with a pointer to the safe way.
@@ -144,6 +156,10 @@ def schema_keys() -> tuple[str, ...]:
         keys += [f"{prefix}.ssh.{k}" for k in SSH_KEYS]
         keys += [f"{prefix}.api.{k}" for k in API_KEYS]
     keys += [f"hosts.*.containers[].{k}" for k in CONTAINER_KEYS]
+    keys += [f"hosts.*.vms[].{k}" for k in VM_KEYS]
+    for prefix in ("hosts.*.oci", "hosts.*.containers[].oci", "hosts.*.vms[].oci"):
+        keys += [f"{prefix}.{k}" for k in OCI_KEYS]
+        keys += [f"{prefix}.containers[].{k}" for k in OCI_CONTAINER_KEYS]
     return tuple(keys)
 
 
@@ -370,13 +386,31 @@ class _Builder:
         if "address" in raw:
             address = self.address(raw["address"], (*path, "address"))
         elif transport == "ssh":
-            raise self.fail((*path, "address"), "missing (required unless transport: local)")
+            raise self.fail((*path, "address"),
+                            "missing (required unless transport: local or api)")
         probe_host = self.boolean(
             raw.get("probe_host", transport == "local"), (*path, "probe_host")
         )
         containers = self.containers(raw.get("containers"), (*path, "containers"))
-        if not probe_host and not containers:
-            raise self.fail(path, "nothing to probe: set containers or probe_host: true")
+        vms = self.containers(raw.get("vms"), (*path, "vms"))
+        if isinstance(containers, tuple) and isinstance(vms, tuple):
+            # VMIDs are unique in a cluster: one guest cannot be both.
+            lxc = {spec.vmid for spec in containers}
+            for index, guest in enumerate(vms):
+                if guest.vmid in lxc:
+                    raise self.fail((*path, "vms", index),
+                                    f"VMID {guest.vmid} is also listed under containers")
+        oci = self.optional(raw, path, "oci", self.oci, None)
+        if not probe_host and not containers and not vms and oci is None:
+            raise self.fail(path, "nothing to probe: set containers, vms, oci or probe_host: true")
+        if transport == "api":
+            # The API has no `pct exec` and no shell on the host: only guest agents.
+            for key in ("containers", "probe_host", "oci"):
+                if raw.get(key):
+                    raise self.fail((*path, key), "needs SSH: a transport: api host reaches "
+                                    "only its VMs (through the guest agent)")
+            if "api" not in raw and "url" not in ctx["api"]:
+                raise self.fail((*path, "api"), "missing (transport: api needs the API url)")
         ssh_raw = self.mapping(raw.get("ssh") or {}, (*path, "ssh"), SSH_KEYS)
         ssh_items = {**ctx["ssh"], **{k: (v, (*path, "ssh", k)) for k, v in ssh_raw.items()}}
         api_raw = self.mapping(raw.get("api") or {}, (*path, "api"), API_KEYS)
@@ -392,6 +426,8 @@ class _Builder:
             ssh=self.ssh(ssh_items),
             probe_host=probe_host,
             containers=containers,
+            vms=vms,
+            oci=oci,
             python=self.optional(raw, path, "python", self.python, ctx["python"]),
             env=env,
             labels=labels,
@@ -437,7 +473,62 @@ class _Builder:
             labels=self.optional(raw, path, "labels", self.labels, ()),
             name=self.optional(raw, path, "name", self.string, None),
             timeout=self.optional(raw, path, "timeout", self.seconds, None),
+            oci=self.optional(raw, path, "oci", self.oci, None),
         )
+
+    def oci(self, raw: Any, path: KeyPath) -> OciSpec:
+        """`oci: {runtime: docker|podman, containers: all | [NAME | {name, ...}]}`."""
+        raw = self.mapping(raw, path, OCI_KEYS)
+        if "runtime" not in raw:
+            raise self.fail((*path, "runtime"), "missing (docker or podman)")
+        runtime = self.choice(raw["runtime"], (*path, "runtime"), OCI_RUNTIMES)
+        listed = raw.get("containers", ALL_CONTAINERS)
+        cpath = (*path, "containers")
+        if listed == ALL_CONTAINERS:
+            return OciSpec(runtime=runtime, containers=ALL_CONTAINERS)
+        if not isinstance(listed, list) or not listed:
+            raise self.fail(cpath, f"must be 'all' or a list of container names, got "
+                                   f"{_show(listed)}")
+        specs: list[OciContainerSpec] = []
+        seen: dict[str, int] = {}
+        for index, item in enumerate(listed):
+            item_path = (*cpath, index)
+            spec = self.oci_container(item, item_path)
+            if spec.name in seen:
+                raise self.fail(item_path, f"container {spec.name!r} listed twice "
+                                           f"(first at line {seen[spec.name]})")
+            seen[spec.name] = self.doc.line(item_path)
+            specs.append(spec)
+        return OciSpec(runtime=runtime, containers=tuple(specs))
+
+    def oci_container(self, raw: Any, path: KeyPath) -> OciContainerSpec:
+        if not isinstance(raw, dict):
+            return OciContainerSpec(name=self.oci_name(raw, path))
+        raw = self.mapping(raw, path, OCI_CONTAINER_KEYS)
+        if "name" not in raw:
+            raise self.fail((*path, "name"), "missing")
+        user = None
+        if "user" in raw:
+            user = self.string(raw["user"], (*path, "user"))
+            if not OCI_USER_RE.match(user):
+                raise self.fail((*path, "user"), f"must be NAME, UID, NAME:GROUP or UID:GID, "
+                                                 f"got {_show(clip(user, 80))}")
+        return OciContainerSpec(
+            name=self.oci_name(raw["name"], (*path, "name")),
+            python=self.optional(raw, path, "python", self.python, None),
+            env=self.optional(raw, path, "env", self.env, {}),
+            user=user,
+            labels=self.optional(raw, path, "labels", self.labels, ()),
+            timeout=self.optional(raw, path, "timeout", self.seconds, None),
+        )
+
+    def oci_name(self, value: Any, path: KeyPath) -> str:
+        text = self.string(value, path)
+        if not OCI_NAME_RE.match(text):
+            # Also keeps a name from reading as an option of `docker exec`.
+            raise self.fail(path, "must be a container name (letters, digits, '_', '.', '-', "
+                                  f"not '-' first), got {_show(clip(text, 80))}")
+        return text
 
     def vmid(self, value: Any, path: KeyPath) -> int:
         if isinstance(value, bool) or not isinstance(value, int):

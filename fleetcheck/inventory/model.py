@@ -7,8 +7,21 @@ from dataclasses import dataclass, field
 
 from fleetcheck.transport.interface import DEFAULT_NODE_TIMEOUT
 
-#: `containers: all` in the inventory.
+#: `containers: all` in the inventory (also `vms: all` and `oci: {containers: all}`).
 ALL_CONTAINERS = "all"
+#: What a node is: the Proxmox host itself, an LXC container, a QEMU VM (probed through its
+#: guest agent) or a Docker/Podman container inside any of those.
+NODE_KINDS = ("host", "lxc", "qemu", "docker", "podman")
+OCI_RUNTIMES = ("docker", "podman")
+
+
+def node_id(host: str, vmid: int | None, runtime: str | None = None,
+            container: str | None = None, *, parent: str | None = None) -> str:
+    """The node id contract: `HOST`, `HOST/VMID`, `PARENT/RUNTIME:NAME`."""
+    guest = host if vmid is None else f"{host}/{vmid}"
+    if runtime is None or container is None:
+        return guest
+    return f"{parent or guest}/{runtime}:{container}"
 
 
 @dataclass(frozen=True)
@@ -46,8 +59,30 @@ class ApiOptions:
 
 
 @dataclass(frozen=True)
+class OciContainerSpec:
+    """A Docker/Podman container named in the inventory (or found by `docker ps`)."""
+
+    name: str
+    python: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    #: `docker exec --user`: the user (and group) the probe runs as inside the container.
+    user: str | None = None
+    labels: tuple[str, ...] = ()
+    timeout: float | None = None
+
+
+@dataclass(frozen=True)
+class OciSpec:
+    """`oci:` of a host, an LXC container or a VM: the runtime and its containers."""
+
+    runtime: str
+    #: ALL_CONTAINERS (the running ones `docker ps` lists), or the containers named.
+    containers: str | tuple[OciContainerSpec, ...]
+
+
+@dataclass(frozen=True)
 class ContainerSpec:
-    """A container named in the inventory (or found by discovery)."""
+    """An LXC container or a QEMU VM named in the inventory (or found by discovery)."""
 
     vmid: int
     python: str | None = None
@@ -56,6 +91,8 @@ class ContainerSpec:
     name: str | None = None
     #: Seconds for this container's probe; None: the host's timeout.
     timeout: float | None = None
+    #: Docker/Podman containers inside this guest.
+    oci: OciSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -64,7 +101,8 @@ class HostSpec:
 
     name: str
     address: str | None
-    #: "ssh" or "local" (the machine fleetcheck runs on; no SSH involved).
+    #: "ssh", "local" (the machine fleetcheck runs on; no SSH involved) or "api" (no SSH:
+    #: only its VMs are probed, through the Proxmox API's guest agent endpoints).
     transport: str = "ssh"
     ssh: SshOptions = field(default_factory=SshOptions)
     probe_host: bool = False
@@ -76,6 +114,10 @@ class HostSpec:
     sudo: bool = False
     timeout: float = DEFAULT_NODE_TIMEOUT
     api: ApiOptions | None = None
+    #: ALL_CONTAINERS, or the QEMU VMs named (probed through the guest agent).
+    vms: str | tuple[ContainerSpec, ...] = ()
+    #: Docker/Podman containers on the host itself.
+    oci: OciSpec | None = None
     #: Where the host was declared, for messages: "inventory.yaml:12".
     origin: str = ""
 
@@ -96,7 +138,11 @@ class Inventory:
 
 @dataclass(frozen=True)
 class Target:
-    """One node to probe: a host itself (vmid None) or a container on it."""
+    """One node to probe: a host itself (vmid None), a guest on it, or an OCI container.
+
+    `vmid` is the Proxmox guest the node is or runs in (None on the host itself); an OCI
+    container also has `runtime` and `container`, and `kind` is its runtime.
+    """
 
     host: HostSpec
     vmid: int | None
@@ -105,35 +151,100 @@ class Target:
     env: Mapping[str, str]
     labels: tuple[str, ...]
     timeout: float
+    #: One of NODE_KINDS; left out, "host" or "lxc" from vmid.
+    kind: str = ""
+    #: For an OCI container: its runtime, its name, the kind of node it runs in and the user
+    #: it runs as.
+    runtime: str | None = None
+    container: str | None = None
+    guest_kind: str | None = None
+    user: str | None = None
+    #: The node's OCI spec (its Docker/Podman containers), for hosts and guests.
+    oci: OciSpec | None = None
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            object.__setattr__(self, "kind", "host" if self.vmid is None else "lxc")
 
     @property
     def id(self) -> str:
-        """`HOST` for a host, `HOST/VMID` for a container (the node id contract)."""
-        return self.host.name if self.vmid is None else f"{self.host.name}/{self.vmid}"
+        """`HOST`, `HOST/VMID` or `PARENT/RUNTIME:NAME` (the node id contract)."""
+        return node_id(self.host.name, self.vmid, self.runtime, self.container)
+
+    @property
+    def node_kind(self) -> str:
+        return self.kind
+
+    @property
+    def parent(self) -> str | None:
+        """The id of the node this one runs in; None for a host."""
+        if self.runtime is not None:
+            return node_id(self.host.name, self.vmid)
+        return None if self.vmid is None else self.host.name
 
 
 @dataclass(frozen=True)
 class SkippedTarget:
-    """A node that is known but will not be probed (stopped, template, excluded)."""
+    """A node that is known but will not be probed (stopped, template, excluded) or that
+    discovery could not read (`status` "error")."""
 
     host: HostSpec
     vmid: int | None
     name: str
     reason: str
     labels: tuple[str, ...] = ()
+    kind: str = ""
+    runtime: str | None = None
+    container: str | None = None
+    status: str = "skipped"
+    #: The id when neither VMID nor name could be read (an unreadable discovery line).
+    fixed_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            object.__setattr__(self, "kind", "host" if self.vmid is None else "lxc")
 
     @property
     def id(self) -> str:
-        return self.host.name if self.vmid is None else f"{self.host.name}/{self.vmid}"
+        if self.fixed_id is not None:
+            return self.fixed_id
+        return node_id(self.host.name, self.vmid, self.runtime, self.container)
+
+    @property
+    def node_kind(self) -> str:
+        return self.kind
+
+    @property
+    def parent(self) -> str | None:
+        if self.runtime is not None:
+            return node_id(self.host.name, self.vmid)
+        return None if self.vmid is None and self.fixed_id is None else self.host.name
 
 
 @dataclass(frozen=True)
 class DiscoveredContainer:
-    """A container as `pct list` or the Proxmox API reports it."""
+    """A guest (LXC container or VM) as `pct list`, `qm list`, pvesh or the API report it.
 
-    vmid: int
+    `problem` is set (and the other fields are what could be read) for a line or row that
+    discovery could not understand: it becomes one error node, never the host's failure.
+    """
+
+    vmid: int | None
     status: str
     name: str
     lock: str = ""
     template: bool = False
     tags: tuple[str, ...] = ()
+    problem: str = ""
+    #: Where the problem was: "`pct list` line 4".
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class DiscoveredOci:
+    """A Docker/Podman container as `docker ps --format '{{json .}}'` reports it."""
+
+    name: str
+    state: str
+    problem: str = ""
+    where: str = ""

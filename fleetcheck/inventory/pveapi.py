@@ -5,22 +5,28 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from fleetcheck.inventory.discovery import discovered_vmid
 from fleetcheck.inventory.errors import DiscoveryError
+from fleetcheck.inventory.listings import parse_guest_rows
 from fleetcheck.inventory.model import ApiOptions, DiscoveredContainer, HostSpec
 
-#: pve-common split_list: tags are separated by `,`, `;` or whitespace.
-_TAG_SEPARATORS = re.compile(r"[,;\s]+")
 _VERIFY_FAILED = re.compile(r"certificate verify failed: ([^(')\"]+)")
+_T = TypeVar("_T")
 _ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
 
 
 async def discover_via_api(host: HostSpec) -> list[DiscoveredContainer]:
-    """The containers on `host`'s Proxmox node, from GET /cluster/resources?type=vm.
+    """The containers on `host`'s Proxmox node (see `discover_guests_via_api`)."""
+    return (await discover_guests_via_api(host))[0]
+
+
+async def discover_guests_via_api(
+    host: HostSpec,
+) -> tuple[list[DiscoveredContainer], list[DiscoveredContainer]]:
+    """(containers, VMs) on `host`'s Proxmox node, from GET /cluster/resources?type=vm.
 
     Raises DiscoveryError (one line, naming the host, never the token) when the token is
     missing, the API refuses it, TLS verification fails, the node is unknown or offline, or
@@ -44,7 +50,8 @@ async def discover_via_api(host: HostSpec) -> list[DiscoveredContainer]:
             host=host.name,
         ) from None
     _check_node(nodes, node, host.name, api)
-    return containers_from_resources(resources, node, host.name)
+    return (containers_from_resources(resources, node, host.name),
+            containers_from_resources(resources, node, host.name, "qemu"))
 
 
 def read_token_secret(api: ApiOptions, host: str) -> str:
@@ -77,44 +84,21 @@ def read_token_secret(api: ApiOptions, host: str) -> str:
     raise DiscoveryError(f"{host}: api: neither token_env nor token_file is set", host=host)
 
 
-def split_tags(tags: object) -> tuple[str, ...]:
-    """ "gpu;prod" -> ("gpu", "prod"), as PVE reads its tag lists."""
-    if not isinstance(tags, str):
-        return ()
-    return tuple(dict.fromkeys(t for t in _TAG_SEPARATORS.split(tags) if t))
-
-
 def containers_from_resources(
-    rows: Iterable[Any], node: str, host: str = ""
+    rows: Iterable[Any], node: str, host: str = "", kind: str = "lxc"
 ) -> list[DiscoveredContainer]:
-    """LXC rows of /cluster/resources (which also lists qemu VMs) for one node."""
-    found: list[DiscoveredContainer] = []
-    for row in rows:
-        if not isinstance(row, dict):
-            raise DiscoveryError(f"{host}: unexpected Proxmox API answer (not a list of objects)")
-        if row.get("type") != "lxc" or row.get("node") != node:
-            continue
-        try:
-            # Hosts before pve-container 5.0.10 send the vmid as a string.
-            vmid = discovered_vmid(row["vmid"])
-            template = bool(int(row.get("template") or 0))
-            if vmid is None:
-                raise ValueError("not a VMID")
-        except (KeyError, TypeError, ValueError):
-            raise DiscoveryError(
-                f"{host}: unexpected Proxmox API row for {row.get('id', '?')}", host=host
-            ) from None
-        found.append(
-            DiscoveredContainer(
-                vmid=vmid,
-                status=str(row.get("status") or "unknown"),
-                name=str(row.get("name") or f"CT{vmid}"),
-                lock=str(row.get("lock") or ""),
-                template=template,
-                tags=split_tags(row.get("tags")),
-            )
-        )
-    return sorted(found, key=lambda c: c.vmid)
+    """The `kind` rows ("lxc" or "qemu") of /cluster/resources?type=vm for one node.
+
+    A row that is not an object or has no readable VMID becomes one entry with `problem`
+    set (an error node), never the failure of the whole host.
+    """
+    if not isinstance(rows, list):
+        raise DiscoveryError(f"{host}: unexpected Proxmox API answer (not a list of objects)",
+                             host=host)
+    mine = [row for row in rows
+            if not isinstance(row, dict) or (row.get("type") == kind and row.get("node") == node)]
+    default = "CT{vmid}" if kind == "lxc" else "VM {vmid}"
+    return parse_guest_rows(mine, f"GET /cluster/resources ({kind})", default)
 
 
 def _check_node(nodes: Any, node: str, host: str, api: ApiOptions) -> None:
@@ -139,29 +123,49 @@ def _check_node(nodes: Any, node: str, host: str, api: ApiOptions) -> None:
 
 def _fetch(api: ApiOptions, secret: str, host: str) -> tuple[Any, Any]:
     """GET /nodes and /cluster/resources?type=vm; every library error becomes DiscoveryError."""
+    client = api_client(api, secret, host)
+    return call_api(api, secret, host, lambda: (client.nodes.get(),
+                                                client.cluster.resources.get(type="vm")))
+
+
+def api_client(api: ApiOptions, secret: str, host: str) -> Any:
+    """A proxmoxer client for `api` with the token (no request is made yet)."""
     # Imported here: proxmoxer's https backend silences urllib3 warnings process-wide on
-    # import, which only API discovery should pay for.
-    import requests
-    from proxmoxer import ProxmoxAPI, ResourceException
+    # import, which only API users should pay for.
+    from proxmoxer import ProxmoxAPI
 
     parts = urlsplit(api.url)
     prefix = parts.path.strip("/")
     if prefix.endswith("api2/json"):
         prefix = prefix[: -len("api2/json")].strip("/")
+    return call_api(api, secret, host, lambda: ProxmoxAPI(
+        parts.hostname,
+        port=parts.port or 8006,
+        path_prefix=prefix or None,
+        user=api.user,
+        token_name=api.token_name,
+        token_value=secret,
+        verify_ssl=api.verify_tls,
+        timeout=api.timeout,
+    ))
+
+
+def call_api(
+    api: ApiOptions, secret: str, host: str, request: Callable[[], _T],
+    forbidden: str = "it needs the PVEAuditor role on /vms and /nodes",
+) -> _T:
+    """`request()` (blocking proxmoxer calls); every library error becomes DiscoveryError.
+
+    The message is one line naming the host and the URL, never the secret; `forbidden` says
+    what a 403 lacks.
+    """
+    import requests
+    from proxmoxer import ResourceException
+
     try:
-        client = ProxmoxAPI(
-            parts.hostname,
-            port=parts.port or 8006,
-            path_prefix=prefix or None,
-            user=api.user,
-            token_name=api.token_name,
-            token_value=secret,
-            verify_ssl=api.verify_tls,
-            timeout=api.timeout,
-        )
-        return client.nodes.get(), client.cluster.resources.get(type="vm")
+        return request()
     except ResourceException as exc:
-        message = _resource_message(exc, api)
+        message = _resource_message(exc, api, forbidden)
     except requests.exceptions.SSLError as exc:
         reason = _VERIFY_FAILED.search(str(exc))
         detail = reason.group(1).strip() if reason else "TLS handshake failed"
@@ -186,7 +190,7 @@ def _fetch(api: ApiOptions, secret: str, host: str) -> tuple[Any, Any]:
     raise DiscoveryError(text, host=host)
 
 
-def _resource_message(exc: Any, api: ApiOptions) -> str:
+def _resource_message(exc: Any, api: ApiOptions, forbidden: str) -> str:
     status = getattr(exc, "status_code", None)
     reason = str(getattr(exc, "content", "") or getattr(exc, "status_message", "")).strip()
     if status == 401:
@@ -198,6 +202,6 @@ def _resource_message(exc: Any, api: ApiOptions) -> str:
     if status == 403:
         return (
             f"403 {reason or 'forbidden'}: token {api.user}!{api.token_name} lacks permission "
-            "(it needs the PVEAuditor role on /vms and /nodes)"
+            f"({forbidden})"
         )
     return f"{status} {reason}".strip()

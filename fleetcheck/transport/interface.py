@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -34,7 +35,9 @@ class NodeBudget:
 
     probe_deadline < timeout (remote TERM) < timeout + kill_after (remote KILL)
     < client_wait (the transport gives up on the exit status) < outer_bound (the scheduler
-    gives up on the transport, e.g. a stalled channel open).
+    gives up on the transport, e.g. a stalled channel open). In a VM reached through its
+    guest agent: guest_timeout + guest_kill_after < guest_wait (qm's --timeout, also the API
+    polling bound's whole seconds) < timeout.
     """
 
     timeout: float
@@ -46,6 +49,8 @@ class NodeBudget:
     client_grace: float = 2.0
     #: Seconds beyond the timeout and the remote kill: bounds a stalled channel open.
     channel_slack: float = 10.0
+    #: Seconds between a VM's own `timeout` TERM and KILL (the guest agent cannot kill).
+    guest_kill_after: int = 2
 
     @property
     def probe_deadline(self) -> float:
@@ -61,6 +66,18 @@ class NodeBudget:
     def client_wait(self) -> float:
         """How long a transport waits for a command's exit status."""
         return self.timeout + self.kill_after + self.client_grace
+
+    @property
+    def guest_wait(self) -> int:
+        """`qm guest exec --timeout`: whole seconds (qm polls once a second), short of the
+        host's `timeout` around qm, so that qm answers before it is killed."""
+        return max(1, math.floor(self.timeout) - 1)
+
+    @property
+    def guest_timeout(self) -> int:
+        """The VM's own `timeout -k guest_kill_after` around the command: TERM and KILL both
+        land, and qm sees the exit on its next poll, before `guest_wait` ends."""
+        return max(1, self.guest_wait - self.guest_kill_after - 1)
 
     @property
     def outer_bound(self) -> float:

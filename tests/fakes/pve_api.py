@@ -118,6 +118,11 @@ class FakePveApi:
     requests: list[tuple[str, str, bool]] = field(default_factory=list)
     url: str = ""
     ca_path: Path | None = None
+    #: QEMU VMs whose guest agent answers agent/exec and agent/exec-status, by VMID. With
+    #: none, agent/exec answers every VM with pid 4242 once the privilege check passed.
+    vms: dict[int, FakeVm] = field(default_factory=dict)
+    #: Running and finished guest commands by pid (each forgotten after its "exited" answer).
+    sessions: dict[int, Any] = field(default_factory=dict)
     #: ACL path -> privileges granted to the token there; None grants everything.
     privileges: dict[str, set[str]] | None = None
     #: Guest VMID -> its pool, for ACLs on /pool/NAME.
@@ -162,6 +167,132 @@ class FakePveApi:
         return json.loads((self.fixtures_dir / fixture).read_text())["data"]
 
 
+@dataclass
+class FakeVm:
+    """A VM as qemu-server's agent endpoints see it: its status, agent and environment.
+
+    `agent` is "on" (answers), "off" (configured, not answering) or "none" (not configured);
+    guest commands run here with `env` only (no login environment) and `cwd`.
+    """
+
+    status: str = "running"
+    agent: str = "on"
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str = "/"
+
+
+_AGENT_INPUT_LIMIT = 64 * 1024
+_AGENT_OUTPUT_CAP = 16 * 1024 * 1024
+
+
+def agent_route(
+    api: FakePveApi, method: str, path: str, params: dict[str, list[str]]
+) -> tuple[int, str, dict[str, Any]] | None:
+    """POST .../agent/exec and GET .../agent/exec-status as qemu-server answers them.
+
+    (status, reason, body), or None for any other path. Texts: Agent.pm (`exec`, with
+    `input-data` maxLength 64 KiB; `exec-status`), assert_agent_available, QMPClient's
+    `VM N qga command '...' failed - ...`, the 403 `Permission check failed (/vms/N, PRIV)`.
+    """
+    segments = path.strip("/").split("/")
+    if len(segments) != 6 or segments[0] != "nodes" or segments[2] != "qemu" \
+            or segments[4] != "agent" or segments[5] not in ("exec", "exec-status"):
+        return None
+    action, vmid = segments[5], segments[3]
+    if (action == "exec") != (method == "POST"):
+        return 501, f"Method '{method} /api2/json{path}' not implemented", {"data": None}
+    privilege = api.agent_exec_privilege()
+    if vmid.isdigit() and not api.vm_allowed(int(vmid), privilege):
+        message = f"Permission check failed (/vms/{vmid}, {privilege})"
+        return 403, message, {"data": None, "message": message + "\n"}
+    if not api.vms and action == "exec":
+        # No guest modelled: the privilege check is all there is to test.
+        return 200, "OK", {"data": {"pid": 4242}}
+
+    def died(message: str) -> tuple[int, str, dict[str, Any]]:
+        return 500, message, {"data": None, "message": message + "\n"}
+
+    vm = api.vms.get(int(vmid)) if vmid.isdigit() else None
+    if vm is None:
+        return died(f"Configuration file 'nodes/{segments[1]}/qemu-server/{vmid}.conf' does "
+                    "not exist")
+    if vm.agent == "none":
+        return died("No QEMU guest agent configured")
+    if vm.status != "running":
+        return died(f"VM {vmid} is not running")
+    if vm.agent != "on":
+        return died("QEMU guest agent is not running")
+    if action == "exec":
+        return _agent_exec(api, vm, vmid, params)
+    return _agent_status(api, vmid, params)
+
+
+def _agent_exec(
+    api: FakePveApi, vm: FakeVm, vmid: str, params: dict[str, list[str]]
+) -> tuple[int, str, dict[str, Any]]:
+    import subprocess
+    import tempfile
+
+    data = params.get("input-data", [None])[0]
+    errors = {}
+    if "command" not in params:
+        errors["command"] = "property is missing and it is not optional"
+    if data is not None and len(data) > _AGENT_INPUT_LIMIT:
+        errors["input-data"] = f"value may only be {_AGENT_INPUT_LIMIT} characters long"
+    if errors:
+        return 400, "Parameter verification failed.", {"data": None, "errors": errors}
+    command = params["command"]
+    outputs = (tempfile.TemporaryFile(), tempfile.TemporaryFile())
+    try:
+        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=outputs[0],
+                                stderr=outputs[1], env=vm.env, cwd=vm.cwd,
+                                start_new_session=True)
+    except OSError as exc:
+        message = (f"VM {vmid} qga command 'guest-exec' failed - Guest agent command failed, "
+                   f"error was 'Failed to execute child process \u201c{command[0]}\u201d "
+                   f"({exc.strerror})'")
+        # The reason phrase is latin-1 on the wire: the quotes become '?'.
+        reason = message.encode("latin-1", "replace").decode("latin-1")
+        return 500, reason, {"data": None, "message": message + "\n"}
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write((data or "").encode("utf-8"))
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    api.sessions[proc.pid] = (proc, outputs)
+    return 200, "OK", {"data": {"pid": proc.pid}}
+
+
+def _agent_status(
+    api: FakePveApi, vmid: str, params: dict[str, list[str]]
+) -> tuple[int, str, dict[str, Any]]:
+    pid_text = params.get("pid", [""])[0]
+    entry = api.sessions.get(int(pid_text)) if pid_text.isdigit() else None
+    if entry is None:
+        message = f"VM {vmid} qga command 'guest-exec-status' failed - Invalid parameter 'pid'"
+        return 500, message, {"data": None, "message": message + "\n"}
+    proc, outputs = entry
+    if proc.poll() is None:
+        return 200, "OK", {"data": {"exited": 0}}
+    del api.sessions[proc.pid]  # QGA frees the pid after its first "exited" answer
+    status: dict[str, Any] = {"exited": 1}
+    if proc.returncode < 0:
+        status["signal"] = -proc.returncode
+    else:
+        status["exitcode"] = proc.returncode
+    for handle, key in zip(outputs, ("out", "err"), strict=True):
+        handle.seek(0)
+        captured = handle.read(_AGENT_OUTPUT_CAP + 1)
+        handle.close()
+        if captured:
+            # Decoded by qemu-server, each byte one character (see qemu_exec_status).
+            status[f"{key}-data"] = captured[:_AGENT_OUTPUT_CAP].decode("latin-1")
+            if len(captured) > _AGENT_OUTPUT_CAP:
+                status[f"{key}-truncated"] = 1
+    return 200, "OK", {"data": status}
+
+
 def _handler(api: FakePveApi) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -184,6 +315,10 @@ def _handler(api: FakePveApi) -> type[BaseHTTPRequestHandler]:
                 return
             path = parts.path[len("/api2/json") :].rstrip("/")
             query = parse_qs(parts.query)
+            agent = agent_route(api, "GET", path, query)
+            if agent is not None:
+                self._answer(agent[0], agent[1], agent[2])
+                return
             route = path
             if path == "/cluster/resources":
                 kind = query.get("type", [None])[0]
@@ -222,26 +357,24 @@ def _handler(api: FakePveApi) -> type[BaseHTTPRequestHandler]:
             self._answer(501, f"Method 'GET {parts.path}' not implemented", {"data": None})
 
         def do_POST(self) -> None:
-            """Only `POST /nodes/N/qemu/VMID/agent/exec`: the permission check, then a pid."""
+            """Only the guest agent's exec: form-encoded, `command` repeated per word."""
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length).decode("utf-8") if length else ""
             auth = self.headers.get("Authorization")
             api.requests.append(("POST", self.path, auth is not None))
-            length = int(self.headers.get("Content-Length") or 0)
-            self.rfile.read(length)
             if auth != f"PVEAPIToken={api.user}!{api.token_name}={api.secret}":
                 time.sleep(api.unauthorized_delay)
                 self._answer(401, "invalid token value!", {"data": None})
                 return
-            path = urlsplit(self.path).path
-            segments = path[len("/api2/json"):].strip("/").split("/")
-            if (len(segments) == 6 and segments[0] == "nodes" and segments[2] == "qemu"
-                    and segments[3].isdigit() and segments[4:] == ["agent", "exec"]):
-                privilege = api.agent_exec_privilege()
-                if not api.vm_allowed(int(segments[3]), privilege):
-                    self._forbidden(f"/vms/{segments[3]}, {privilege}")
-                    return
-                self._answer(200, "OK", {"data": {"pid": 4242}})
+            parts = urlsplit(self.path)
+            path = parts.path[len("/api2/json") :].rstrip("/")
+            params = parse_qs(body, keep_blank_values=True)
+            params.update(parse_qs(parts.query, keep_blank_values=True))
+            agent = agent_route(api, "POST", path, params)
+            if agent is None:
+                self._answer(501, f"Method 'POST {parts.path}' not implemented", {"data": None})
                 return
-            self._answer(501, f"Method 'POST {path}' not implemented", {"data": None})
+            self._answer(agent[0], agent[1], agent[2])
 
         def _forbidden(self, what: str) -> None:
             # PVE::Exception raise_perm_exc: "Permission check failed ($what)", HTTP 403.

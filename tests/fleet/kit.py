@@ -22,6 +22,16 @@ own `bin/` (the pct stand-in and a sudo stand-in) put first on the session PATH 
 `SetEnv`, and `containers/<vmid>/` directories. `refuse=True` reserves a port with no sshd.
 `known` decides the host's line in the fleet's known_hosts: its real key, another key, or none.
 
+VMs and Docker/Podman: `add_vm(host, vmid, kind, agent="on"|"off"|"none", template=False)`
+puts a VM beside the containers (reached with the `qm` stand-in: `qm guest exec`, `qm list`;
+its processes get no HOME, as under the guest agent), and `add_oci(host, runtime, name, kind,
+vmid=None|VMID, state="running"|"exited"|"paused"|"created", mode="all"|"listed")` a
+container in the host or in guest `vmid`, with the `docker`/`podman` stand-in in that node's
+bin/. `add_host(..., vms="all"|"listed", pvesh=True)` decides the written `vms:` and whether
+the `pvesh` stand-in is there (discovery falls back to pct list / qm list without it). Files
+`pct-list-extra`, `qm-list-extra`, `pvesh-extra-<kind>.json` and `oci/<runtime>/ps-extra`
+add odd lines to the listings.
+
 Container kinds (`KINDS`): healthy (python3 and a C compiler), no-compiler, no-python, stopped,
 hang (the "python3" sleeps; its command line carries the fleet's marker), garbage (prints text
 that is not the probe's JSON), crash (exits 3 with a traceback on stderr). When tests/nodeenv.py
@@ -51,7 +61,12 @@ import yaml
 SSHD = "/usr/sbin/sshd"
 KINDS = ("healthy", "no-compiler", "no-python", "stopped", "hang", "garbage", "crash")
 _HERE = Path(__file__).resolve().parent
-_TOOLS = ("env", "sh", "cat", "sleep", "ls", "uname", "id", "true", "tee", "ln", "mkdir")
+_TOOLS = ("env", "sh", "cat", "sleep", "ls", "uname", "id", "true", "timeout", "tee", "ln",
+          "mkdir")
+#: Stand-ins installed in every host's bin/ (from tests/fleet/<name>_standin.py).
+_HOST_TOOLS = {"pct": "pct_standin.py", "qm": "qm_standin.py", "pvesh": "pvesh_standin.py"}
+AGENT_STATES = ("on", "off", "none")
+OCI_STATES = ("running", "exited", "paused", "created")
 
 
 def debian_repo() -> dict[str, Any]:
@@ -97,6 +112,11 @@ class FleetHost:
     vmids: list[int] = field(default_factory=list)
     timeouts: dict[int, float] = field(default_factory=dict)
     ssh_extra: dict[str, Any] = field(default_factory=dict)
+    #: QEMU VMs: "all" (`vms: all`) or "listed"; their VMIDs and per-VM timeouts.
+    vm_mode: str = "all"
+    vm_ids: list[int] = field(default_factory=list)
+    #: `oci:` per parent (None: the host itself, else a VMID): [runtime, mode, names].
+    oci: dict[int | None, list[Any]] = field(default_factory=dict)
 
     @property
     def log(self) -> Path:
@@ -145,27 +165,28 @@ class Fleet:
     def add_host(
         self, name: str, *, containers: str = "all", probe_host: bool = False,
         known: str = "trusted", refuse: bool = False, sudo: bool = False,
-        sudo_password: bool = False, **ssh_extra: Any,
+        sudo_password: bool = False, pvesh: bool = True, vms: str = "all", **ssh_extra: Any,
     ) -> FleetHost:
         """A host with its own sshd (not started when `refuse`); `containers` "all" or "listed"."""
         hdir = self.root / "hosts" / name
         for sub in ("bin", "containers", "sshd"):
             (hdir / sub).mkdir(parents=True, exist_ok=True)
-        (hdir / "bin" / "pct").write_text(
-            f"#!{self.python}\n" + (_HERE / "pct_standin.py").read_text())
+        for tool, source in _HOST_TOOLS.items():
+            if tool == "pvesh" and not pvesh:
+                continue
+            self._script(hdir / "bin" / tool, (_HERE / source).read_text())
         (hdir / "bin" / "sudo").write_text(
             "#!/bin/sh\n# sudo stand-in: `sudo -n CMD` runs CMD (the login is already root).\n"
             '[ "$1" = "-n" ] && shift\n'
             'if [ -e "$(dirname "$0")/../sudo-requires-password" ]; then\n'
             '  echo "sudo: a password is required" >&2; exit 1\nfi\nexec "$@"\n')
-        for tool in ("pct", "sudo"):
-            (hdir / "bin" / tool).chmod(0o755)
+        (hdir / "bin" / "sudo").chmod(0o755)
         if sudo_password:
             (hdir / "sudo-requires-password").write_text("")
         host = FleetHost(name=name, dir=hdir, port=free_port(),
                          host_key=hdir / "sshd" / "host_ed25519", containers=containers,
                          probe_host=probe_host, sudo=sudo, known=known, refuse=refuse,
-                         ssh_extra=ssh_extra)
+                         ssh_extra=ssh_extra, vm_mode=vms)
         self.hosts[name] = host
         if not refuse:
             _keygen(host.host_key)
@@ -239,6 +260,38 @@ class Fleet:
             raise ValueError(f"unknown container kind {kind!r}; one of {KINDS}")
         fhost = self.hosts[host]
         cdir = fhost.dir / "containers" / str(vmid)
+        node_env, node_bin = self._node(cdir, kind, node)
+        if packages is not None:
+            self._package_manager(cdir, node_bin, packages)
+        node_env.update(env or {})
+        config = {"name": name or f"ct{vmid}-{kind}",
+                  "status": "stopped" if kind == "stopped" else "running",
+                  "lock": lock, "env": node_env}
+        (cdir / "config.json").write_text(json.dumps(config, indent=1))
+        fhost.vmids.append(vmid)
+        if timeout is not None:
+            fhost.timeouts[vmid] = timeout
+        return cdir
+
+    def _package_manager(self, cdir: Path, node_bin: Path, packages: dict[str, Any]) -> None:
+        """The apt-get or dnf stand-in in the node's bin/, installing into `node_bin`."""
+        manager = packages.get("manager", "apt-get")
+        state: dict[str, Any] = {"node_bin": str(node_bin),
+                                 "repo": debian_repo() if manager == "apt-get" else rhel_repo(),
+                                 "installed": {}, "network": True, "root": True}
+        state.update({key: value for key, value in packages.items() if key != "manager"})
+        (cdir / "packages.json").write_text(json.dumps(state, indent=1))
+        standin = {"apt-get": "apt_standin.py", "dnf": "dnf_standin.py"}[manager]
+        (cdir / "bin" / manager).write_text(f"#!{self.python}\n" + (_HERE / standin).read_text())
+        (cdir / "bin" / manager).chmod(0o755)
+
+    def _node(
+        self, cdir: Path, kind: str, node: dict[str, Any] | None = None,
+    ) -> tuple[dict[str, str], Path]:
+        """A node of `kind` in `cdir` (bin/, root/, sysroot/): its environment, and the folder
+        its tools live in (where an installed package links into).
+
+        `node`: extra make_node options for the healthy/no-compiler kinds."""
         bindir = cdir / "bin"
         for sub in ("root", "sysroot"):
             (cdir / sub).mkdir(parents=True, exist_ok=True)
@@ -250,7 +303,7 @@ class Fleet:
         node_env = {"PATH": str(bindir), "HOME": str(cdir / "root"),
                     "FLEETCHECK_SYSROOT": str(cdir / "sysroot"),
                     "FLEETCHECK_FLEET_MARK": self.mark}
-        node_bin = bindir  # where the node's tools live: an installed package links into it
+        node_bin = bindir
         if kind in ("healthy", "no-compiler") and self._nodeenv is not None:
             made = self._nodeenv.make_node(cdir / "node", compiler=kind == "healthy",
                                            **(node or {}))
@@ -275,26 +328,64 @@ class Fleet:
             self._script(bindir / "python3",
                          "import sys\nsys.stderr.write('Traceback (most recent call last):\\n"
                          "MemoryError\\n')\nsys.exit(3)")
-        if packages is not None:
-            manager = packages.get("manager", "apt-get")
-            state: dict[str, Any] = {"node_bin": str(node_bin),
-                                     "repo": debian_repo() if manager == "apt-get"
-                                     else rhel_repo(),
-                                     "installed": {}, "network": True, "root": True}
-            state.update({key: value for key, value in packages.items() if key != "manager"})
-            (cdir / "packages.json").write_text(json.dumps(state, indent=1))
-            standin = {"apt-get": "apt_standin.py", "dnf": "dnf_standin.py"}[manager]
-            (bindir / manager).write_text(f"#!{self.python}\n" + (_HERE / standin).read_text())
-            (bindir / manager).chmod(0o755)
+        return node_env, node_bin
+
+    def add_vm(
+        self, host: str, vmid: int, kind: str = "healthy", *, agent: str = "on",
+        name: str | None = None, env: dict[str, str] | None = None, template: bool = False,
+    ) -> Path:
+        """A QEMU VM of `kind` on `host`, reached by the qm stand-in; returns its directory.
+
+        `agent`: "on" (answers), "off" (configured, not answering), "none" (not configured).
+        Its processes get no HOME (the guest agent runs commands without a login).
+        """
+        if kind not in KINDS or agent not in AGENT_STATES:
+            raise ValueError(f"unknown VM kind {kind!r} or agent {agent!r}")
+        fhost = self.hosts[host]
+        vdir = fhost.dir / "vms" / str(vmid)
+        node_env, _ = self._node(vdir, kind)
+        node_env.pop("HOME", None)
+        # Triton would fall back to the agent user's home (/root here): keep it in the VM.
+        node_env["TRITON_HOME"] = str(vdir / "root")
         node_env.update(env or {})
-        config = {"name": name or f"ct{vmid}-{kind}",
+        config = {"name": name or f"vm{vmid}-{kind}",
                   "status": "stopped" if kind == "stopped" else "running",
-                  "lock": lock, "env": node_env}
-        (cdir / "config.json").write_text(json.dumps(config, indent=1))
-        fhost.vmids.append(vmid)
-        if timeout is not None:
-            fhost.timeouts[vmid] = timeout
-        return cdir
+                  "agent": agent, "env": node_env, "template": template,
+                  "cwd": str(vdir / "root")}
+        (vdir / "config.json").write_text(json.dumps(config, indent=1))
+        fhost.vm_ids.append(vmid)
+        return vdir
+
+    def add_oci(
+        self, host: str, runtime: str, name: str, kind: str = "healthy", *,
+        vmid: int | None = None, state: str = "running", mode: str = "all",
+        env: dict[str, str] | None = None,
+    ) -> Path:
+        """A Docker/Podman container in the host (`vmid` None) or in its guest `vmid`.
+
+        The runtime stand-in is installed in that node's bin/; `mode` "all" or "listed"
+        decides the parent's `oci: {containers: ...}` in the written inventory.
+        """
+        if runtime not in ("docker", "podman") or state not in OCI_STATES:
+            raise ValueError(f"unknown runtime {runtime!r} or state {state!r}")
+        fhost = self.hosts[host]
+        if vmid is None:
+            parent_dir = fhost.dir
+        elif (fhost.dir / "vms" / str(vmid)).exists():
+            parent_dir = fhost.dir / "vms" / str(vmid)
+        else:
+            parent_dir = fhost.dir / "containers" / str(vmid)
+        tool = parent_dir / "bin" / runtime
+        if not tool.exists():
+            self._script(tool, (_HERE / "oci_standin.py").read_text())
+        odir = parent_dir / "oci" / runtime / name
+        node_env, _ = self._node(odir, kind)
+        node_env.update(env or {})
+        config = {"state": state, "env": node_env, "id": uuid.uuid4().hex * 2}
+        (odir / "config.json").write_text(json.dumps(config, indent=1))
+        entry = fhost.oci.setdefault(vmid, [runtime, mode, []])
+        entry[2].append(name)
+        return odir
 
     def _script(self, path: Path, body: str) -> None:
         path.write_text(f"#!{self.python}\n{body}\n")
@@ -315,6 +406,19 @@ class Fleet:
                     {"vmid": vmid, **({"timeout": host.timeouts[vmid]}
                                       if vmid in host.timeouts else {})}
                     for vmid in sorted(host.vmids)]
+            for index, item in enumerate(entry["containers"] if isinstance(
+                    entry["containers"], list) else []):
+                if item["vmid"] in host.oci:
+                    entry["containers"][index]["oci"] = self._oci_entry(host, item["vmid"])
+            if host.vm_ids:
+                entry["vms"] = "all" if host.vm_mode == "all" else [
+                    {"vmid": vmid, **({"oci": self._oci_entry(host, vmid)}
+                                      if vmid in host.oci else {})}
+                    for vmid in sorted(host.vm_ids)]
+            if None in host.oci:
+                entry["oci"] = self._oci_entry(host, None)
+            if not host.vmids and entry["containers"] == "all" and (host.vm_ids or host.oci):
+                del entry["containers"]
             if host.probe_host:
                 entry["probe_host"] = True
             if host.sudo:
@@ -325,6 +429,11 @@ class Fleet:
                "connect_timeout": 10}
         ssh.update(defaults.pop("ssh", {}))
         return {"defaults": {"ssh": ssh, "timeout": timeout, **defaults}, "hosts": hosts}
+
+    @staticmethod
+    def _oci_entry(host: FleetHost, parent: int | None) -> dict[str, Any]:
+        runtime, mode, names = host.oci[parent]
+        return {"runtime": runtime, "containers": "all" if mode == "all" else list(names)}
 
     def write_inventory(self, path: Path | str | None = None, *, timeout: float = 30,
                         **defaults: Any) -> Path:

@@ -48,6 +48,11 @@ def cmd_list():
                      config.get("name") or f"CT{vmid}"))
     # pct's printf "%-10s %-10s %-12s %-20s\n"
     sys.stdout.write("".join(f"{a:<10} {b:<10} {c:<12} {d:<20}\n" for a, b, c, d in rows))
+    # Lines a test wants pct list to print after the rows (odd lines for discovery tests).
+    extra = os.path.join(HOST_DIR, "pct-list-extra")
+    if os.path.exists(extra):
+        with open(extra, encoding="utf-8") as handle:
+            sys.stdout.write(handle.read())
     return 0
 
 

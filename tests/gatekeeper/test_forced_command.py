@@ -100,7 +100,8 @@ def test_the_audit_passes_through_the_restricted_key(fleet: Fleet, tmp_path: Pat
     shapes = [line.split(": ")[2] for log in logs.values() for line in log_lines(log, "allowed")]
     digest = probe_sha256()
     assert sorted(shapes) == sorted([
-        "pct list", f"host probe sha256 {digest}",
+        # Discovery asks pvesh first (names, tags, templates); pct list only when it fails.
+        "pvesh get", f"host probe sha256 {digest}",
         # 101, 102 and 104 on pve1 (103 is stopped: pct refuses it), pve2/201 through sudo -n.
         *[f"pct exec probe sha256 {digest}"] * 4,
     ])

@@ -62,25 +62,29 @@ def test_locks_and_names_longer_than_their_columns() -> None:
     ]
 
 
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("please run as root\n", "unexpected `pct list` output: please run as root"),
-        (
-            HEADER + "101        running\n",
-            "unexpected `pct list` line: 101 running",
-        ),
-        (
-            HEADER + pct_row("abc", "running", "", "x"),
-            "unexpected `pct list` line (VMID 'abc'): abc        running                 x",
-        ),
-    ],
-    ids=["not-root", "short-line", "bad-vmid"],
-)
-def test_output_that_is_not_pct_list_is_a_discovery_error(text: str, message: str) -> None:
+def test_output_that_is_not_pct_list_is_a_discovery_error() -> None:
     with pytest.raises(DiscoveryError) as info:
-        parse_pct_list(text)
-    assert str(info.value) == message
+        parse_pct_list("please run as root\n")
+    assert str(info.value) == "unexpected `pct list` output: please run as root"
+
+
+def test_one_odd_line_is_one_entry_and_the_others_still_parse() -> None:
+    text = (HEADER + pct_row("101", "running", "", "a") + "102        running\n"
+            + pct_row("abc", "running", "", "x") + "\x00garbage \u00e9\n"
+            + pct_row("105", "running", "", "e"))
+    assert parse_pct_list(text) == [
+        DiscoveredContainer(vmid=101, status="running", name="a"),
+        DiscoveredContainer(vmid=102, status="unknown", name="",
+                            problem="unexpected line: 102 running",
+                            where="`pct list` line 3"),
+        DiscoveredContainer(vmid=None, status="unknown", name="",
+                            problem="unexpected line (VMID 'abc'): abc running x",
+                            where="`pct list` line 4"),
+        DiscoveredContainer(vmid=None, status="unknown", name="",
+                            problem="unexpected line: \x00garbage \u00e9",
+                            where="`pct list` line 5"),
+        DiscoveredContainer(vmid=105, status="running", name="e"),
+    ]
 
 
 INVENTORY = parse_inventory(

@@ -94,6 +94,8 @@ def test_the_json_form() -> None:
     assert (hosts["pve1"]["containers"], hosts["pve1"]["nodes"]) == ("all", [])
     assert hosts["pve2"]["nodes"][2] == {
         "id": "pve2/201",
+        "kind": "lxc",
+        "parent": "pve2",
         "vmid": 201,
         "name": "trainer",
         "python": "/root/venv/bin/python3",

@@ -124,7 +124,13 @@ def test_patterns_that_may_match_are_accepted(pattern: str) -> None:
         ("gw/100", "--limit 'gw/100': no such container in the inventory (containers: none)"),
         (
             "pve1/abc",
-            "--limit 'pve1/abc': expected HOST/VMID with a numeric VMID or a glob such as pve1/1*",
+            "--limit 'pve1/abc': expected HOST/VMID with a numeric VMID or a glob such as pve1/1*,"
+            " or PARENT/RUNTIME:NAME",
+        ),
+        (
+            "pve1/docker:x",
+            "--limit 'pve1/docker:x': no such Docker/Podman container in the inventory "
+            "(listed: none)",
         ),
         ("pve9/101", "--limit 'pve9/101': no host or group matches (did you mean 'pve2'?)"),
         (
@@ -172,3 +178,31 @@ def test_unmatched_patterns_after_discovery_catch_a_typo() -> None:
     patterns = ["pve2/2011", "pve1", "!gw", "trainers"]
     assert unmatched_patterns(patterns, NODES, INVENTORY.groups) == ["pve2/2011"]
     assert unmatched_patterns(["pve2/201"], NODES) == []
+
+
+def test_oci_and_vm_ids_match_and_a_guest_pattern_selects_what_runs_in_it() -> None:
+    from fleetcheck.inventory import matches_limit
+
+    def picks(pattern: str) -> list[str]:
+        ids = ["pve1", "pve1/101", "pve1/101/docker:trainer", "pve1/docker:infer",
+               "pve1/300", "pve1/300/podman:a"]
+        return [node for node in ids if matches_limit(node, (), [pattern])]
+
+    assert picks("pve1/101") == ["pve1/101", "pve1/101/docker:trainer"]
+    assert picks("pve1/*/docker:*") == ["pve1/101/docker:trainer"]
+    assert picks("*/docker:infer") == ["pve1/docker:infer"]
+    assert picks("pve1/300/*") == ["pve1/300/podman:a"]
+    assert picks("!pve1/101") == ["pve1", "pve1/docker:infer", "pve1/300", "pve1/300/podman:a"]
+
+
+def test_oci_patterns_are_checked_against_the_listed_containers() -> None:
+    from fleetcheck.inventory import check_limit, parse_inventory
+
+    inventory = parse_inventory(
+        "hosts:\n  pve1:\n    address: h\n    oci: {runtime: docker, containers: [infer]}\n"
+        "    vms: [{vmid: 300, oci: {runtime: podman, containers: all}}]\n", "inv.yaml")
+    assert check_limit(inventory, ["pve1/docker:inf*", "pve1/300/podman:anything"])
+    with pytest.raises(InventoryError) as info:
+        check_limit(inventory, ["pve1/docker:trainer"])
+    assert str(info.value) == ("--limit 'pve1/docker:trainer': no such Docker/Podman container "
+                               "in the inventory (listed: pve1/docker:infer)")

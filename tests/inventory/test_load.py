@@ -38,7 +38,7 @@ MISTAKES = [
         BASE + "    containers: all\n    frobnicate: 1\n",
         (
             "inv.yaml:5: hosts.pve1.frobnicate: unknown key (valid: address, transport, enabled, "
-            "ssh, api, probe_host, containers, python, env, labels, sudo, timeout)"
+            "ssh, api, probe_host, containers, vms, oci, python, env, labels, sudo, timeout)"
         ),
         id="unknown-no-close",
     ),
@@ -84,12 +84,12 @@ MISTAKES = [
     ),
     pytest.param(
         "hosts:\n  pve1:\n    containers: all\n",
-        "inv.yaml:2: hosts.pve1.address: missing (required unless transport: local)",
+        "inv.yaml:2: hosts.pve1.address: missing (required unless transport: local or api)",
         id="missing-address",
     ),
     pytest.param(
         BASE,
-        "inv.yaml:2: hosts.pve1: nothing to probe: set containers or probe_host: true",
+        "inv.yaml:2: hosts.pve1: nothing to probe: set containers, vms, oci or probe_host: true",
         id="nothing-to-probe",
     ),
     pytest.param(
@@ -129,7 +129,7 @@ MISTAKES = [
     ),
     pytest.param(
         BASE + "    containers: all\n    transport: telnet\n",
-        "inv.yaml:5: hosts.pve1.transport: must be one of ssh, local, got 'telnet'",
+        "inv.yaml:5: hosts.pve1.transport: must be one of ssh, local, api, got 'telnet'",
         id="transport-bad",
     ),
     pytest.param(
@@ -531,7 +531,8 @@ def test_an_empty_file_is_one_line(tmp_path: Path) -> None:
 def test_the_example_inventory_loads_with_only_this_machine_enabled() -> None:
     inventory = load_inventory(str(EXAMPLE))
     assert [(h.name, h.transport) for h in inventory.hosts] == [("this-machine", "local")]
-    assert [h.name for h in inventory.disabled_hosts] == ["pve1", "pve2", "pve3", "pve4"]
+    assert [h.name for h in inventory.disabled_hosts] == ["pve1", "pve2", "pve3", "pve4", "pve5",
+                                                          "pve6"]
     assert inventory.concurrency == 64
     assert inventory.audit_timeout == 600.0
 
@@ -549,15 +550,15 @@ def _example_keys(node: Any, path: str) -> set[str]:
                 child = f"{path}.{key}" if path else key
             keys.add(child)
             keys |= _example_keys(value, child)
-    elif isinstance(node, list) and path.endswith(".containers"):
+    elif isinstance(node, list) and path.endswith((".containers", ".vms")):
         for item in node:
             keys |= _example_keys(item, f"{path}[]")
     return keys
 
 
 def _by_section(key: str) -> str:
-    """defaults.ssh.port and hosts.*.ssh.port are one key: ssh.port (same for api)."""
-    for section in (".ssh.", ".api."):
+    """defaults.ssh.port and hosts.*.ssh.port are one key: ssh.port (same for api, oci)."""
+    for section in (".ssh.", ".api.", ".oci."):
         if section in key:
             return section[1:] + key.split(section, 1)[1]
     return key
@@ -575,3 +576,70 @@ def test_every_key_of_the_schema_is_used_and_commented_in_the_example() -> None:
     for leaf in sorted(leaves):
         lines = [ln for ln in text.splitlines() if ln.lstrip(" -{").startswith(f"{leaf}:")]
         assert any("#" in ln for ln in lines), f"{leaf} is never explained by a comment"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (BASE + "    vms: [300, {vmid: x}]\n",
+         "inv.yaml:4: hosts.pve1.vms[1].vmid: must be an integer, got 'x'"),
+        (BASE + "    containers: [300]\n    vms:\n      - 300\n",
+         "inv.yaml:6: hosts.pve1.vms[0]: VMID 300 is also listed under containers"),
+        (BASE + "    vms: [{vmid: 300, frob: 1}]\n",
+         "inv.yaml:4: hosts.pve1.vms[0].frob: unknown key (valid: vmid, name, python, env, "
+         "labels, timeout, oci)"),
+        (BASE + "    oci: {runtime: lxd}\n",
+         "inv.yaml:4: hosts.pve1.oci.runtime: must be one of docker, podman, got 'lxd'"),
+        (BASE + "    oci: {containers: all}\n",
+         "inv.yaml:4: hosts.pve1.oci.runtime: missing (docker or podman)"),
+        (BASE + "    containers:\n      - vmid: 101\n        oci:\n          runtime: docker\n"
+                "          containers: ['-it']\n",
+         "inv.yaml:8: hosts.pve1.containers[0].oci.containers[0]: must be a container name "
+         "(letters, digits, '_', '.', '-', not '-' first), got '-it'"),
+        (BASE + "    oci:\n      runtime: podman\n      containers: [a, {name: a}]\n",
+         "inv.yaml:6: hosts.pve1.oci.containers[1]: container 'a' listed twice (first at "
+         "line 6)"),
+        (BASE + "    oci:\n      runtime: docker\n      containers:\n"
+                "        - {name: t, user: 'root; id'}\n",
+         "inv.yaml:7: hosts.pve1.oci.containers[0].user: must be NAME, UID, NAME:GROUP or "
+         "UID:GID, got 'root; id'"),
+        (BASE + "    oci: {runtime: docker, containers: []}\n",
+         "inv.yaml:4: hosts.pve1.oci.containers: must be 'all' or a list of container names, "
+         "got a list"),
+        ("hosts:\n  pve1:\n    transport: api\n    containers: all\n",
+         "inv.yaml:4: hosts.pve1.containers: needs SSH: a transport: api host reaches only its "
+         "VMs (through the guest agent)"),
+        ("hosts:\n  pve1:\n    transport: api\n    vms: all\n",
+         "inv.yaml:2: hosts.pve1.api: missing (transport: api needs the API url)"),
+    ],
+    ids=["vm-vmid", "vm-and-ct", "vm-key", "runtime", "runtime-missing", "oci-name",
+         "oci-dup", "oci-user", "oci-empty", "api-containers", "api-missing"],
+)
+def test_vm_and_oci_mistakes_name_file_line_and_key(text: str, message: str) -> None:
+    with pytest.raises(InventoryError) as info:
+        parse_inventory(text, "inv.yaml")
+    assert str(info.value) == message
+
+
+def test_vms_and_oci_resolve_into_kinds_ids_and_parents() -> None:
+    from fleetcheck.inventory import targets_for_host
+
+    inventory = parse_inventory(
+        BASE + "    probe_host: true\n    env: {A: '1'}\n"
+        "    oci: {runtime: docker, containers: [infer]}\n"
+        "    containers:\n      - vmid: 101\n        oci: {runtime: podman, containers:\n"
+        "          [{name: trainer, user: '1000', env: {B: '2'}, python: /opt/py}]}\n"
+        "    vms: [{vmid: 300, timeout: 90, oci: {runtime: docker, containers: all}}]\n",
+        "inv.yaml")
+    nodes = targets_for_host(inventory.hosts[0], None, None)
+    assert [(n.id, n.kind, n.parent) for n in nodes] == [
+        ("pve1", "host", None),
+        ("pve1/docker:infer", "docker", "pve1"),
+        ("pve1/101", "lxc", "pve1"),
+        ("pve1/101/podman:trainer", "podman", "pve1/101"),
+        ("pve1/300", "qemu", "pve1"),
+    ]
+    trainer = nodes[3]
+    assert (trainer.python, dict(trainer.env), trainer.user, trainer.vmid) == (
+        "/opt/py", {"A": "1", "B": "2"}, "1000", 101)
+    assert nodes[4].timeout == 90

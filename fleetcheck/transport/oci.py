@@ -1,0 +1,179 @@
+"""Docker/Podman containers inside any node: `docker|podman exec -i` through the parent's transport.
+
+Owns the runtime's argv and the wording of its refusals (docker cli + moby daemon texts and
+exit codes, podman's `Error: ...` texts and 125/126/127). The parent is whatever transport
+reaches the node the container runs in: the host's SSH connection, `pct exec` into an LXC
+container, or `qm guest exec` into a VM, so nesting costs no extra connection.
+
+`-i` keeps stdin open for the probe and the transport closes it after the probe; never `-t`
+(a TTY would mangle the JSON and merge stderr). The node's environment goes as `--env`, so
+the image needs no `env` binary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from fleetcheck.inventory.errors import DiscoveryError
+from fleetcheck.inventory.listings import parse_oci_ps
+from fleetcheck.inventory.model import DiscoveredOci
+from fleetcheck.text import last_line
+from fleetcheck.transport.interface import CommandResult, RunCommand, Transport
+from fleetcheck.transport.pct import SUDO_PROMPT_REFUSED
+
+#: docker: `Error response from daemon: ...` (client/request.go), exit 1 for every daemon
+#: refusal of `docker exec`; podman: `Error: ...`, 125 for its own errors.
+DAEMON_ERROR = "Error response from daemon:"
+
+
+def oci_exec_argv(runtime: str, container: str, argv: list[str], *, user: str | None = None,
+                  ) -> list[str]:
+    """`RUNTIME exec -i [--user U] [--env VAR=V]... NAME ARGV...`.
+
+    A leading `env VAR=V...` of `argv` (how the scheduler sets a node's environment) becomes
+    `--env` options: the runtime sets them itself. Options precede NAME (docker's exec
+    stops reading options at the first word).
+    """
+    options = ["-i"]
+    if user:
+        options += ["--user", user]
+    if argv and argv[0] == "env":
+        index = 1
+        while index < len(argv) and "=" in argv[index] and not argv[index].startswith("-"):
+            options += ["--env", argv[index]]
+            index += 1
+        argv = argv[index:]
+    return [runtime, "exec", *options, container, *argv]
+
+
+def oci_exec_failure(
+    result: CommandResult, runtime: str, container: str, parent: str
+) -> tuple[str, str] | None:
+    """(status, reason) when the runtime, not the probe, refused (its texts and exit codes)."""
+    stderr = result.stderr.decode("utf-8", "replace")
+    stdout = result.stdout.decode("utf-8", "replace")
+    code = result.returncode
+    where = f"{runtime} container {container!r} on {parent}"
+    lowered = stderr.lower()
+    if SUDO_PROMPT_REFUSED in stderr:
+        return "error", (f"sudo on {parent} asks for a password (sudo -n): allow the login to "
+                         f"run {runtime} without a password (NOPASSWD)")
+    if "is not running" in lowered or "can only create exec sessions on running" in lowered \
+            or "when their container is running" in lowered:
+        return "skipped", "container not running"
+    if "is paused" in lowered:
+        return "skipped", "container paused"
+    if "is restarting" in lowered:
+        return "error", f"{where} is restarting"
+    if "no such container" in lowered:
+        return "error", f"no {runtime} container {container!r} on {parent}"
+    if "permission denied while trying to connect" in lowered:
+        return "error", (f"{runtime} on {parent}: permission denied on its socket (add the "
+                         f"login to the {runtime} group, or sudo: true)")
+    if "cannot connect to the docker daemon" in lowered or "failed to connect to the docker" \
+            in lowered:
+        return "error", f"{runtime} daemon on {parent} is not running"
+    if code == 127 and (f"env: '{runtime}'" in stderr or f"{runtime}: not found" in stderr
+                        or f"\"{runtime}\"" in stderr or f"“{runtime}”" in stderr):
+        return "error", f"{runtime} not found on {parent}"
+    # The runtime could not start the command: docker writes the OCI error to the exec's
+    # stdout (moby's exec router), podman to stderr; 127 not found, 126 cannot invoke.
+    oci = next((line.strip() for line in (stdout + "\n" + stderr).splitlines()
+                if "OCI runtime" in line or "executable file not found" in line), "")
+    if code in (126, 127) and oci:
+        problem = "not found" if code == 127 else "cannot be run"
+        return "error", f"{_command_of(oci) or 'the probe interpreter'} {problem} in {where}"
+    if code == 125 or (code == 1 and DAEMON_ERROR in stderr):
+        return "error", f"{runtime} exec refused: {last_line(result.stderr) or 'no message'}"
+    return None
+
+
+def oci_list_argv(runtime: str) -> list[str]:
+    """The running containers of `runtime`, one JSON object per line."""
+    return [runtime, "ps", "--format", "{{json .}}"]
+
+
+class OciListingError(DiscoveryError):
+    """`RUNTIME ps` gave no list; `status` is "skipped" when the parent itself is stopped."""
+
+    def __init__(self, message: str, status: str = "error") -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def oci_list(
+    runtime: str, parent: Transport, where: str, timeout: float, *, sudo: bool = False
+) -> list[DiscoveredOci]:
+    """`RUNTIME ps` inside the node `parent` reaches; OciListingError saying why it failed."""
+    argv = [*(["sudo", "-n"] if sudo else []), *oci_list_argv(runtime)]
+    result = await parent.run(argv, timeout=timeout)
+    code = result.returncode
+    if code == 0 and not (result.timed_out or result.signal or result.truncated):
+        return parse_oci_ps(result.stdout.decode("utf-8", "replace"), runtime)
+    # The parent's refusals (the host's gatekeeper, pct, qm) come before the runtime's.
+    refused = parent.explain_failure(result) or oci_exec_failure(result, runtime, "", where)
+    if result.timed_out:
+        status, detail = "error", "timed out"
+    elif refused is not None:
+        status, detail = refused
+    elif code == 127:
+        status, detail = "error", f"{runtime} not found"
+    else:
+        message = last_line(result.stderr) or "no message"
+        status, detail = "error", f"failed ({code}): {message}"
+    raise OciListingError(f"`{runtime} ps` on {where}: {detail}", status)
+
+
+def _command_of(text: str) -> str:
+    """`python3` from `exec: "python3": executable file not found` or crun's backquotes."""
+    for opening, closing in (('exec: "', '"'), ("`", "`")):
+        start = text.find(opening)
+        if start >= 0:
+            end = text.find(closing, start + len(opening))
+            if end > start:
+                return text[start + len(opening):end]
+    return ""
+
+
+class OciTransport(Transport):
+    """Runs commands in one Docker/Podman container through its parent node's transport."""
+
+    def __init__(
+        self, parent: Transport, runtime: str, container: str, *, user: str | None = None,
+        sudo: bool = False, parent_name: str = "its node",
+    ) -> None:
+        self.parent = parent
+        self.runtime = runtime
+        self.container = container
+        self.user = user
+        self.sudo = sudo
+        self.parent_name = parent_name
+
+    def argv(self, argv: list[str]) -> list[str]:
+        # `sudo -n` only where the parent is the host's own login (not inside pct/qm).
+        prefix = ["sudo", "-n"] if self.sudo else []
+        return [*prefix, *oci_exec_argv(self.runtime, self.container, argv, user=self.user)]
+
+    def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
+        # The parent's tool first: `pct exec` or `qm guest exec` may have refused before
+        # the runtime ran at all (container or VM stopped, no agent...).
+        return (self.parent.explain_failure(result)
+                or oci_exec_failure(result, self.runtime, self.container, self.parent_name))
+
+    async def run(
+        self, argv: list[str], *, input: bytes | None = None, timeout: float
+    ) -> CommandResult:
+        return await self.parent.run(self.argv(argv), input=input, timeout=timeout)
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[RunCommand]:
+        """One of the parent's session slots (so the host's SSH bound), in this container."""
+        async with self.parent.session() as parent_run:
+
+            async def run(
+                argv: list[str], *, input: bytes | None = None, timeout: float
+            ) -> CommandResult:
+                return await parent_run(self.argv(argv), input=input, timeout=timeout)
+
+            yield run

@@ -1,0 +1,134 @@
+"""QemuApiTransport against the HTTPS fake of the Proxmox API's agent/exec and exec-status."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakes.pve_api import FIXTURES_DIR, FakePveApi, FakeVm, serve_pve_api
+
+from fleetcheck.inventory.model import ApiOptions
+from fleetcheck.probe import probe_source
+from fleetcheck.probe.results import parse_probe_output
+from fleetcheck.transport.interface import CommandResult, TransportError
+from fleetcheck.transport.qemu_api import (
+    API_INPUT_LIMIT,
+    ApiAgent,
+    QemuApiTransport,
+    bootstrap_argv,
+)
+
+pytestmark = [pytest.mark.timeout(60)]
+TOKEN_ENV = "FLEETCHECK_TEST_PVE_TOKEN"
+
+
+@pytest.fixture
+def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePveApi]:
+    with serve_pve_api(FakePveApi(FIXTURES_DIR), tmp_path / "tls") as fake:
+        monkeypatch.setenv(TOKEN_ENV, fake.secret)
+        fake.vms[300] = FakeVm(env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+                               cwd=str(tmp_path))
+        yield fake
+
+
+def options(api: FakePveApi) -> ApiOptions:
+    return ApiOptions(url=api.url, user="fleet@pve", token_name="audit", token_env=TOKEN_ENV,
+                      verify_tls=str(api.ca_path), node="pve1", timeout=5.0)
+
+
+def run(api: FakePveApi, vmid: int, argv: list[str], *, input: bytes | None = None,
+        timeout: float = 20) -> tuple[CommandResult, QemuApiTransport]:
+    transport = QemuApiTransport(ApiAgent(options(api), "pve1"), vmid)
+
+    async def go() -> CommandResult:
+        async with transport.session() as run_command:
+            return await run_command(argv, input=input, timeout=timeout)
+
+    return asyncio.run(go()), transport
+
+
+def test_exec_then_status_until_exited_and_the_pid_is_forgotten(api: FakePveApi) -> None:
+    script = "import sys; sys.stdout.buffer.write(bytes(range(256))); sys.exit(4)"
+    result, _ = run(api, 300, [sys.executable, "-c", script])
+    assert (result.returncode, result.stdout) == (4, bytes(range(256)))
+    posts = [path for method, path, _ in api.requests if method == "POST"]
+    assert posts == ["/api2/json/nodes/pve1/qemu/300/agent/exec"]
+    assert api.sessions == {}  # asked once after "exited", never again
+
+
+def test_the_whole_probe_goes_as_a_compressed_bootstrap(api: FakePveApi) -> None:
+    probe = probe_source().encode()
+    assert len(probe) > API_INPUT_LIMIT
+    result, _ = run(api, 300, [sys.executable, "-", "--deadline", "20"], input=probe)
+    # The probe ran and printed its one JSON document.
+    assert result.returncode in (0, 1, 2), result.stderr[-500:]
+    output = parse_probe_output(result.stdout)
+    assert output.triton.verdict == "no-gpu"
+
+
+def test_bootstrap_needs_a_script_on_stdin() -> None:
+    with pytest.raises(TransportError):
+        bootstrap_argv(["python3", "-c", "pass"], b"x" * (API_INPUT_LIMIT + 1))
+    argv, packed = bootstrap_argv(["env", "A=1", "python3", "-", "--deep"], b"print(1)")
+    assert argv[:4] == ["env", "A=1", "python3", "-c"] and argv[5:] == ["--deep"]
+    assert len(packed) < 100
+
+
+@pytest.mark.parametrize(
+    ("vm", "expected"),
+    [
+        (FakeVm(agent="none"), ("error", "VM 300 has no QEMU guest agent configured: set it "
+                                "with `qm set 300 --agent 1` and install qemu-guest-agent in "
+                                "the guest")),
+        (FakeVm(status="stopped"), ("skipped", "VM stopped")),
+        (FakeVm(agent="off"), ("error", "the QEMU guest agent in VM 300 does not answer: start "
+                               "qemu-guest-agent in the guest (or the agent is disabled)")),
+        (None, ("error", "VM 300 does not exist on pve1")),
+    ],
+    ids=["no-agent", "stopped", "agent-off", "missing"],
+)
+def test_the_apis_refusals_read_like_qms(
+    api: FakePveApi, vm: FakeVm | None, expected: tuple[str, str]
+) -> None:
+    if vm is None:
+        del api.vms[300]
+    else:
+        api.vms[300] = vm
+    result, transport = run(api, 300, ["python3", "-"], input=b"print(1)")
+    assert result.returncode == 255
+    assert transport.explain_failure(result) == expected
+
+
+@pytest.mark.parametrize(("major", "privilege"), [(9, "VM.GuestAgent.Unrestricted"),
+                                                  (8, "VM.Monitor")])
+def test_a_token_without_the_agent_privilege(
+    api: FakePveApi, major: int, privilege: str
+) -> None:
+    api.pve_major = major
+    api.privileges = {"/vms/300": {"VM.Audit"}}
+    with pytest.raises(TransportError) as info:
+        run(api, 300, ["python3", "-"], input=b"print(1)")
+    assert info.value.kind == "error"
+    assert f"403 Permission check failed (/vms/300, {privilege})" in str(info.value)
+    assert "VM.GuestAgent.Unrestricted on /vms/VMID (PVE 9) or VM.Monitor" in str(info.value)
+    assert api.secret not in str(info.value)
+
+
+def test_a_command_that_outlives_the_bound_is_a_timeout(api: FakePveApi) -> None:
+    result, _ = run(api, 300, ["sleep", "30"], timeout=2)
+    assert result.timed_out
+    for proc, _ in api.sessions.values():
+        proc.kill()
+        proc.wait()
+
+
+def test_a_guest_without_coreutils_timeout(api: FakePveApi) -> None:
+    api.vms[300] = FakeVm(env={"PATH": "/nonexistent"})
+    result, transport = run(api, 300, ["python3", "-"], input=b"print(1)")
+    status, reason = transport.explain_failure(result) or ("", "")
+    assert status == "error"
+    assert reason.startswith("VM 300 has no `timeout` command (coreutils): fleetcheck probes "
+                             "Linux guests; agent said: ")
