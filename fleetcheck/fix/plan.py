@@ -229,6 +229,23 @@ LOADER_CAUSES = ("libcuda_not_in_ldcache", "ldcache_stale_libcuda_entry")
 CACHE_CAUSES = ("cache_dir_unwritable", "cache_dir_noexec", "cache_on_network_fs")
 
 
+def _linker_off_path(node: NodeResult) -> ManualAction | None:
+    """The package puts `ld` in /usr/bin; a workload PATH without it still finds no linker.
+
+    Seen with a toolchain named by CC outside the distribution (CC=/opt/gcc/bin/gcc): gcc
+    then looks for `ld` on PATH, and installing binutils alone changes nothing.
+    """
+    compiler = node.check("no_c_compiler")
+    path = compiler.evidence.get("PATH") if compiler is not None else None
+    if not isinstance(path, str) or {"/usr/bin", "/bin"} & set(path.split(":")):
+        return None
+    return ManualAction(
+        "no_linker", "person",
+        f"the workload's PATH ({path}) lacks /usr/bin, where the package puts ld",
+        ("add /usr/bin to the workload's PATH (inventory `env:`, the service unit), or set "
+         "CC to the distribution's compiler: CC=/usr/bin/gcc",))
+
+
 def _packages(node: NodeResult, check: Check, family: Family) -> tuple[list[str],
                                                                        ManualAction | None]:
     """(package names, printed action) for one of PACKAGE_CAUSES on this family."""
@@ -236,7 +253,7 @@ def _packages(node: NodeResult, check: Check, family: Family) -> tuple[list[str]
         names, action = _python_headers(node, family, failed=False)
         return [*family.compiler, *names], action
     if check.id == "no_linker":
-        return list(family.linker), None
+        return list(family.linker), _linker_off_path(node)
     if check.id == "libc_headers_missing":
         return list(family.libc_headers), None
     return _python_headers(node, family, failed=True)

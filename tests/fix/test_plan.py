@@ -77,6 +77,29 @@ def test_each_family_gets_its_own_install_line(os_id: str, like: str | None,
         assert "musllinux" in plan.note  # Triton itself cannot run there: said, not hidden
 
 
+@pytest.mark.parametrize(("path", "hinted"), [
+    ("/opt/torch/.venv/bin", True),  # as on the H200 (docs/validation.md): CC=/opt/gcc/bin/gcc
+    ("/opt/torch/.venv/bin:/usr/bin", False),
+    ("/usr/local/bin:/bin", False),
+])
+def test_no_linker_installs_binutils_and_says_when_path_cannot_reach_it(
+        path: str, hinted: bool) -> None:
+    checks = (Check("no_linker", "fail", "no linker: collect2: fatal error: cannot find ‘ld’",
+                    evidence={"argv": ["/opt/gcc/bin/gcc"], "ld": None}),
+              Check("no_c_compiler", "pass", "compiler from CC: /opt/gcc/bin/gcc",
+                    evidence={"PATH": path, "CC": "/opt/gcc/bin/gcc"}))
+    plan = plan_node(_node(_facts("debian"), *checks))
+    assert plan is not None
+    assert list(plan.steps[-1].argv) == [*APT, "install", "-y", "--no-install-recommends",
+                                         "--no-upgrade", "binutils"]
+    if hinted:
+        assert [(m.cause, m.who) for m in plan.manual] == [("no_linker", "person")]
+        assert path in plan.manual[0].summary
+        assert "CC=/usr/bin/gcc" in plan.manual[0].lines[0]
+    else:
+        assert plan.manual == ()
+
+
 def test_headers_present_are_not_installed_again() -> None:
     plan = plan_node(_node(_facts("debian"), *_no_compiler(python_h=True)))
     assert plan is not None
