@@ -28,9 +28,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
-TESTS = REPO / "tests"
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
 
 from bench.measure import Measurement, become_subreaper, run_measured  # noqa: E402
 
@@ -42,7 +39,8 @@ CONCURRENCY = 64
 def build(root: Path, hosts: int, per_host: int) -> tuple[object, Path, Path]:
     """A fleet with `per_host` VMs and `per_host` docker containers per host; two inventories."""
     import yaml
-    from fleet import Fleet
+
+    from tests.fleet import Fleet
 
     fleet = Fleet(root)
     for index in range(hosts):

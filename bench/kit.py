@@ -6,19 +6,14 @@ loop are given the same static list: nobody pays for discovery.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from bench.fleet import BenchFleet, BenchHost
 
-TESTS = Path(__file__).resolve().parent.parent / "tests"
-
 
 def build_bench_fleet(hosts: int, per_host: int, root: Path, *, timeout: float) -> BenchFleet:
     """`hosts` sshd with `per_host` healthy containers each (VMIDs 101...), inventory written."""
-    if str(TESTS) not in sys.path:
-        sys.path.insert(0, str(TESTS))
-    from fleet import Fleet  # the kit: tests/fleet/kit.py
+    from tests.fleet import Fleet  # the kit: tests/fleet/kit.py
 
     fleet = Fleet(root)
     try:

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fleet import Fleet
 from hypothesis import settings
+
+from tests.fleet import Fleet
 
 # Property tests explore a fixed sequence of examples: a CI run never fails on a draw that the
 # run before it did not make (fresh failures are found by running with --hypothesis-seed).

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from fleet import Fleet
-
 from fleetcheck.audit import run_audit
 from fleetcheck.inventory import load_inventory
 from fleetcheck.model import Report
+from tests.fleet import Fleet
 
 GPU_OK = ("ok", "Triton gpu (cuda)")
 

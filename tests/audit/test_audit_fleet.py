@@ -7,12 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-from fleet import Fleet
 
-from audit.support import GPU_OK, audit, rows
 from fleetcheck.audit import AuditRun
 from fleetcheck.inventory import InventoryError, load_inventory
 from fleetcheck.model import Report
+from tests.audit.support import GPU_OK, audit, rows
+from tests.fleet import Fleet
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(120)]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fleet import Fleet
 
-from audit.support import GPU_OK, audit, rows
+from tests.audit.support import GPU_OK, audit, rows
+from tests.fleet import Fleet
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(180)]
 
@@ -127,14 +127,13 @@ def test_a_host_without_ssh_reaches_its_vms_through_the_api(
 ) -> None:
     import asyncio
 
-    from fakes.pve_api import FIXTURES_DIR, FakePveApi, FakeVm, serve_pve_api
-
     from fleetcheck.audit import run_audit
     from fleetcheck.inventory import parse_inventory
+    from tests.fakes.pve_api import FIXTURES_DIR, FakePveApi, FakeVm, serve_pve_api
 
     if not (FIXTURES_DIR / "cluster_resources_vm.json").is_file():
         pytest.skip(f"shared Proxmox fixtures not found at {FIXTURES_DIR}")
-    import nodeenv  # type: ignore[import-not-found]
+    from tests import nodeenv
 
     node = nodeenv.make_node(tmp_path / "vm200", compiler=False)
     # The agent's environment: no HOME; coreutils' timeout on PATH, no compiler.
@@ -202,14 +201,13 @@ def test_a_runtime_that_cannot_list_is_one_node(fleet: Fleet) -> None:
 
 
 def test_vms_and_docker_pass_the_hosts_gatekeeper(fleet: Fleet, tmp_path: Path) -> None:
-    from gatekeeper.test_forced_command import (
+    from fleetcheck.gatekeeper import probe_sha256
+    from tests.gatekeeper.test_forced_command import (
         audit_with,
         install_gatekeeper,
         keygen,
         log_lines,
     )
-
-    from fleetcheck.gatekeeper import probe_sha256
 
     key = keygen(tmp_path / "audit_ed25519")
     host = fleet.add_host("pve1", containers="listed", vms="listed")

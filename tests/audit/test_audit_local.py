@@ -7,11 +7,11 @@ import socket
 from pathlib import Path
 
 import pytest
-from nodeenv import make_node
 
 from fleetcheck.audit import local_node_result, run_audit
 from fleetcheck.inventory.model import HostSpec, Inventory
 from fleetcheck.transport.interface import NodeBudget
+from tests.nodeenv import make_node
 
 pytestmark = pytest.mark.timeout(60)
 

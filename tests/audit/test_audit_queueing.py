@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from fleet import Fleet
 
 from fleetcheck.audit import run_audit
 from fleetcheck.inventory import load_inventory
 from fleetcheck.model import Report
+from tests.fleet import Fleet
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(120)]
 

@@ -8,10 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fleet import Fleet
-from nodeenv import make_node
 
-from audit.support import GPU_OK, audit, rows
 from fleetcheck.audit import run_audit
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
@@ -20,6 +17,9 @@ from fleetcheck.inventory.model import (
     HostSpec,
     Inventory,
 )
+from tests.audit.support import GPU_OK, audit, rows
+from tests.fleet import Fleet
+from tests.nodeenv import make_node
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(120)]
 

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from bench.contenders import Outcome  # noqa: E402
-from bench.measure import Measurement, descendants, run_measured  # noqa: E402
-from bench.report import Row, quick_line, table  # noqa: E402
+from bench.contenders import Outcome
+from bench.measure import Measurement, descendants, run_measured
+from bench.report import Row, quick_line, table
 
 
 def test_run_measured_counts_the_tree_and_its_own_memory() -> None:

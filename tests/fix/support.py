@@ -6,11 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nodeenv import make_node, run_probe
-
 from fleetcheck.model import NodeResult
 from fleetcheck.probe.results import parse_probe_output
 from fleetcheck.verdict import evaluate_node
+from tests.nodeenv import make_node, run_probe
 
 
 def probed(root: Path, node_id: str = "pve1/101", **options: Any) -> NodeResult:

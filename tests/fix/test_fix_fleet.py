@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fleet import Fleet
 
 from fleetcheck.cli import main
 from fleetcheck.history import run_files
 from fleetcheck.reportio import load_report
+from tests.fleet import Fleet
 
 pytestmark = [pytest.mark.sshd, pytest.mark.slow]
 
@@ -298,7 +298,7 @@ def test_a_rocky_node_is_fixed_with_dnf(fleet: Fleet, capsys: Any, tmp_path: Pat
 
 def test_an_audit_key_restricted_by_the_gatekeeper_cannot_repair(
         fleet: Fleet, capsys: Any, tmp_path: Path) -> None:
-    from gatekeeper.test_forced_command import install_gatekeeper, keygen
+    from tests.gatekeeper.test_forced_command import install_gatekeeper, keygen
 
     key = keygen(tmp_path / "audit_ed25519")
     cdir = _fleet(fleet)

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from fix.support import probed
 from fleetcheck.fix import plan_node, plan_report
 from fleetcheck.fix.distro import UnsafeName, family_for, install_argv
 from fleetcheck.fix.plan import LDCONF_FILE, LDCONFIG
 from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
+from tests.fix.support import probed
 
 APT = ["env", "LC_ALL=C", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
 

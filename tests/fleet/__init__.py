@@ -1,5 +1,5 @@
 """The loopback test fleet (real sshd, `pct` stand-in, containers as dirs); see kit.py."""
 
-from fleet.kit import KINDS, Fleet, FleetHost, build_fleet, free_port, marker_pattern
+from tests.fleet.kit import KINDS, Fleet, FleetHost, build_fleet, free_port, marker_pattern
 
 __all__ = ["KINDS", "Fleet", "FleetHost", "build_fleet", "free_port", "marker_pattern"]

@@ -2,7 +2,7 @@
 
 Usable outside pytest (benchmarks)::
 
-    from fleet import Fleet            # with tests/ on sys.path
+    from tests.fleet import Fleet      # with the repository root on sys.path
     with Fleet(tmp_dir) as fleet:
         pve1 = fleet.add_host("pve1")                     # starts sshd on 127.0.0.1:<free port>
         fleet.add_container("pve1", 101)                  # kind "healthy"
@@ -136,11 +136,9 @@ def _keygen(path: Path) -> str:
 
 
 def _load_nodeenv() -> Any:
-    try:
-        import nodeenv  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    return nodeenv if hasattr(nodeenv, "make_node") else None
+    from tests import nodeenv
+
+    return nodeenv
 
 
 class Fleet:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fleetcheck.cli import main
-from gate.pythons import other_python
+from tests.gate.pythons import other_python
 
 pytestmark = pytest.mark.sshd
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 import requests
-from fakes.pve_api import FIXTURES_DIR, FakePveApi, serve_pve_api
 
 from fleetcheck.inventory import ApiOptions, HostSpec, discover_via_api
+from tests.fakes.pve_api import FIXTURES_DIR, FakePveApi, serve_pve_api
 
 TOKEN_ENV = "FLEETCHECK_TEST_PVE_TOKEN"
 

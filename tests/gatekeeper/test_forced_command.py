@@ -23,14 +23,14 @@ from typing import Any
 
 import asyncssh
 import pytest
-from audit.support import rows
-from fleet import Fleet, FleetHost, free_port
 
 from fleetcheck.audit import run_audit
 from fleetcheck.gatekeeper import probe_sha256, script_module
 from fleetcheck.inventory import load_inventory
 from fleetcheck.model import Report
 from fleetcheck.probe import probe_source
+from tests.audit.support import rows
+from tests.fleet import Fleet, FleetHost, free_port
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(240)]
 

@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from gate.pythons import other_python, python_version
 
 from fleetcheck.cli import main
 from fleetcheck.history import run_files
 from fleetcheck.reportio import load_report
 from fleetcheck.verdict import exit_code_for
+from tests.gate.pythons import other_python, python_version
 
 pytestmark = pytest.mark.sshd
 

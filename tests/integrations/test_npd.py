@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from nodeenv import make_node
 
 from fleetcheck.nodehealth import CACHE_SCHEMA, NPD_MAX_MESSAGE
+from tests.nodeenv import make_node
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN_CONFIG = REPO / "deploy" / "kubernetes" / "fleetcheck-plugin-monitor.json"

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from nodeenv import make_node
 from prometheus_client.parser import text_string_to_metric_families
 
 from fleetcheck.render.prometheus import _HELP
+from tests.nodeenv import make_node
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "deploy" / "prometheus" / "fleetcheck-rules.yml"

@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from nodeenv import make_node
+
+from tests.nodeenv import make_node
 
 from .slurmkit import SlurmCluster, missing_binaries
 

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakes.pve_api import FIXTURES_DIR, FakePveApi, serve_pve_api
+
+from tests.fakes.pve_api import FIXTURES_DIR, FakePveApi, serve_pve_api
 
 
 @pytest.fixture

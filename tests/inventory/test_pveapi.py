@@ -7,7 +7,6 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from fakes.pve_api import FakePveApi, serve_pve_api
 
 from fleetcheck.inventory import (
     ApiOptions,
@@ -17,6 +16,7 @@ from fleetcheck.inventory import (
     discover_via_api,
     targets_for_host,
 )
+from tests.fakes.pve_api import FakePveApi, serve_pve_api
 
 TOKEN_ENV = "FLEETCHECK_TEST_PVE_TOKEN"
 

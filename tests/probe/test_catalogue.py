@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nodeenv import make_node, run_probe
 
 from fleetcheck.checks import CHECKS
 from fleetcheck.probe.results import parse_probe_output
+from tests.nodeenv import make_node, run_probe
 
 #: A forward-compat libcuda (CUDA's compat dir) on a GeForce, whose cuInit refuses it (804).
 COMPAT_GEFORCE: dict[str, Any] = {"init_rc": 804, "libcuda_subdir": "usr/local/cuda/compat",

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from nodeenv import make_node
+
+from tests.nodeenv import make_node
 
 PROBE = Path(__file__).resolve().parents[2] / "fleetcheck" / "probe" / "probe.py"
 SYSTEM_PYTHON = "/usr/bin/python3"

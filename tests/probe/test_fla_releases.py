@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nodeenv import make_node, run_probe
+
+from tests.nodeenv import make_node, run_probe
 
 ROOT = Path(__file__).resolve().parents[2]
 WHEELS = ROOT / ".test-wheels"

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from nodeenv import make_node, run_probe
-
 from fleetcheck.gate import gate_json, gate_lines
 from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
 from fleetcheck.probe.results import parse_probe_output
@@ -14,6 +12,7 @@ from fleetcheck.render.html import render_html
 from fleetcheck.render.json import render_json
 from fleetcheck.render.terminal import render_terminal
 from fleetcheck.verdict import framework_outcomes, frameworks_badge
+from tests.nodeenv import make_node, run_probe
 
 BADGE = "FLA cpu-fallback, vLLM fails-at-kernel, inductor fails-at-kernel"
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nodeenv import make_node, run_probe
+
+from tests.nodeenv import make_node, run_probe
 
 VLLM_DISABLED = ("vLLM logs: Triton is installed but 0 active driver(s) found (expected 1). "
                  "Disabling Triton to prevent runtime errors.")

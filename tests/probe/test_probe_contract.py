@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from nodeenv import make_node, run_probe
 
 from fleetcheck.checks import CHECKS
 from fleetcheck.probe import probe as probe_module
 from fleetcheck.probe import probe_argv, probe_source
+from tests.nodeenv import make_node, run_probe
 
 PY38 = Path.home() / ".pyenv/versions/3.8.18/bin/python3"
 STDLIB = set(sys.stdlib_module_names)

@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from nodeenv import STUB_KEY, make_node, run_probe
+
+from tests.nodeenv import STUB_KEY, make_node, run_probe
 
 
 def _snapshot(cache: Path) -> dict[str, tuple[int, str]]:

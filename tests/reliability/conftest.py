@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reliability.support import HOSTILE_STRINGS, mount_tmpfs
+from tests.reliability.support import HOSTILE_STRINGS, mount_tmpfs
 
 
 class Figures:
@@ -146,7 +146,7 @@ def hostile_strings() -> tuple[str, ...]:
 @pytest.fixture
 def silent_port() -> Iterator[int]:
     """A port on 127.0.0.1 that accepts TCP connections and never speaks."""
-    from reliability.support import silent_server
+    from tests.reliability.support import silent_server
 
     with silent_server() as port:
         yield port

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 import yaml
-from fleet import Fleet
 
-from reliability.support import (
+from tests.fleet import Fleet
+from tests.reliability.support import (
     CliProcess,
     CliRun,
     cmdline,
@@ -267,7 +267,7 @@ def test_hostile_probe_output_through_real_containers(
     fleet: Fleet, tmp_path: Path, figures: Any
 ) -> None:
     from fleetcheck.reportio import load_report
-    from reliability.render_checks import CHECKERS
+    from tests.reliability.render_checks import CHECKERS
 
     with figures.fault("hostile probe output"):
         fleet.add_host("pve1")

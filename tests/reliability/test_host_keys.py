@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 import yaml
-from fleet import Fleet
 
-from reliability.support import run_cli
+from tests.fleet import Fleet
+from tests.reliability.support import run_cli
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(90)]
 
@@ -93,7 +93,7 @@ def test_accept_new_trusts_once_then_pins(fleet: Fleet, tmp_path: Path, figures:
     fleet.close()
     host.host_key.unlink()
     host.host_key.with_suffix(".pub").unlink()
-    from fleet.kit import _keygen
+    from tests.fleet.kit import _keygen
 
     _keygen(host.host_key)
     fleet._start_sshd(host)

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 import yaml
-from fleet import Fleet
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +27,8 @@ from fleetcheck.inventory.pveapi import containers_from_resources
 from fleetcheck.transport.interface import CommandResult
 from fleetcheck.transport.pct import PctTransport
 from fleetcheck.transport.ssh import SshTransport, remote_command
-from reliability.support import run_cli
+from tests.fleet import Fleet
+from tests.reliability.support import run_cli
 
 CANARY_DIR = Path("/tmp")
 RUN = uuid.uuid4().hex[:8]

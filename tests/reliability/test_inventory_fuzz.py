@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from fleetcheck.inventory.errors import InventoryError
 from fleetcheck.inventory.load import load_inventory, parse_inventory
-from reliability.support import key_paths
+from tests.reliability.support import key_paths
 
 FUZZ = settings(
     max_examples=300,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import fleetcheck.probe as probe_package
-from reliability.support import cmdline, descendants, kill_pids, wait_until
+from tests.reliability.support import cmdline, descendants, kill_pids, wait_until
 
 PROBE = Path(probe_package.__file__).with_name("probe.py")
 def _names(folder: Path) -> set[str]:

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetcheck.probe.results import ProbeOutput, ProbeOutputError, parse_probe_output
-from reliability.support import key_paths
+from tests.reliability.support import key_paths
 
 FUZZ = settings(max_examples=300, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

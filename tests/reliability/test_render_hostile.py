@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from fleetcheck.cli import main
 from fleetcheck.reportio import report_to_dict
-from reliability.render_checks import CHECKERS, hostile_report
+from tests.reliability.render_checks import CHECKERS, hostile_report
 
 # A lone surrogate is what a node's JSON "\ud800" decodes to; it has its own test below.
 _ENCODABLE = st.text(max_size=80).filter(lambda s: not re.search("[\ud800-\udfff]", s))

@@ -16,7 +16,7 @@ import pytest
 from fleetcheck.cli import main
 from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
 from fleetcheck.reportio import dumps_report, write_atomic
-from reliability.support import fill_filesystem as _fill
+from tests.reliability.support import fill_filesystem as _fill
 
 OLD_REPORT = '{"schema": "fleetcheck.audit/1", "old": true}\n'
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 import yaml
-from fakes.pve_api import FIXTURES_DIR, FakePveApi, serve_pve_api
-from fleet import Fleet, free_port
 
 from fleetcheck.cli import main
+from tests.fakes.pve_api import FIXTURES_DIR, FakePveApi, serve_pve_api
+from tests.fleet import Fleet, free_port
 
 SECRET = f"5ec7e7-{uuid.uuid4()}"
 TOKEN_ENV = "FLEETCHECK_RELIABILITY_TOKEN"

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fleet import Fleet
 
 from fleetcheck.inventory.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import CommandResult, Transport
@@ -17,6 +16,7 @@ from fleetcheck.transport.oci import OciTransport, oci_exec_argv
 from fleetcheck.transport.pct import PctTransport
 from fleetcheck.transport.qemu import QemuTransport
 from fleetcheck.transport.ssh import SshTransport
+from tests.fleet import Fleet
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(90)]
 

@@ -9,7 +9,6 @@ import subprocess
 from typing import Any
 
 import pytest
-from fleet import Fleet
 
 from fleetcheck.inventory.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import CommandResult, NodeBudget, TransportError
@@ -21,6 +20,7 @@ from fleetcheck.transport.qemu import (
     result_from_status,
 )
 from fleetcheck.transport.ssh import SshTransport
+from tests.fleet import Fleet
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(90)]
 

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakes.pve_api import FIXTURES_DIR, FakePveApi, FakeVm, serve_pve_api
 
 from fleetcheck.inventory.model import ApiOptions
 from fleetcheck.probe import probe_source
@@ -20,6 +19,7 @@ from fleetcheck.transport.qemu_api import (
     QemuApiTransport,
     bootstrap_argv,
 )
+from tests.fakes.pve_api import FIXTURES_DIR, FakePveApi, FakeVm, serve_pve_api
 
 pytestmark = [pytest.mark.timeout(60)]
 TOKEN_ENV = "FLEETCHECK_TEST_PVE_TOKEN"

@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fleet import Fleet
 
 from fleetcheck.inventory.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import TransportError
 from fleetcheck.transport.pct import PctTransport
 from fleetcheck.transport.ssh import SshTransport
+from tests.fleet import Fleet
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(60)]
 

@@ -1,0 +1,1 @@
+"""Smoke tests of the benchmark helpers under bench/."""

@@ -1,0 +1,1 @@
+"""The forced-command gatekeeper and host-setup tests (other suites reuse their helpers)."""
