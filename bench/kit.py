@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from bench.fleet import BenchFleet, BenchHost
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 
 
-def build_bench_fleet(hosts: int, per_host: int, root: Path, *, timeout: float) -> BenchFleet:
-    """`hosts` sshd with `per_host` healthy containers each (VMIDs 101...), inventory written."""
+def build_bench_fleet(hosts: int, per_host: int, root: Path, *, timeout: float,
+                      **defaults: Any) -> BenchFleet:
+    """`hosts` sshd with `per_host` healthy containers each (VMIDs 101...), inventory written;
+    `defaults` extends the inventory's `defaults:` (e.g. concurrency, ssh.max_sessions)."""
     if str(TESTS) not in sys.path:
         sys.path.insert(0, str(TESTS))
     from fleet import Fleet  # the kit: tests/fleet/kit.py
@@ -27,7 +30,7 @@ def build_bench_fleet(hosts: int, per_host: int, root: Path, *, timeout: float) 
             fleet.add_host(name, containers="listed")
             for vmid in range(101, 101 + per_host):
                 fleet.add_container(name, vmid, "healthy")
-        inventory = fleet.write_inventory(timeout=timeout)
+        inventory = fleet.write_inventory(timeout=timeout, **defaults)
     except BaseException:
         fleet.close()
         raise

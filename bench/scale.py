@@ -45,11 +45,15 @@ async def serve(workdir: Path) -> None:
 
     reply = (workdir / "reply.json").read_bytes()
     code = int((workdir / "reply.code").read_text())
+    # The gate-latency bench's nodes take this long, costing no CPU (bench/gate_latency.py).
+    sleep = float((workdir / "sleep").read_text()) if (workdir / "sleep").exists() else 0.0
     host_key = asyncssh.read_private_key(str(workdir / "host_key"))
     client_pub = (workdir / "client_key.pub").read_text()
 
     async def process(proc: asyncssh.SSHServerProcess[bytes]) -> None:
         await proc.stdin.read()  # the probe, to its end, as python3 - would
+        if sleep:
+            await asyncio.sleep(sleep)
         proc.stdout.write(reply)
         proc.exit(code)
 
@@ -65,6 +69,18 @@ async def serve(workdir: Path) -> None:
 
 # -- the bench ---------------------------------------------------------------------------------
 
+def prepare(workdir: Path) -> Path:
+    """The reply the server gives, and the trivial probe the auditor sends; returns the probe."""
+    reply, code = probe_reply(workdir)
+    (workdir / "reply.json").write_bytes(reply)
+    (workdir / "reply.code").write_text(str(code))
+    probe = workdir / "trivial_probe.py"
+    probe.write_text(
+        "import sys\n# The real probe's reply, printed as is: no inspection at all.\n"
+        f"sys.stdout.write({reply.decode()!r})\nsys.exit({code})\n")
+    return probe
+
+
 def probe_reply(workdir: Path) -> tuple[bytes, int]:
     """What the shipped probe prints on this machine, and its exit status."""
     from fleetcheck.probe import probe_argv, probe_source
@@ -78,20 +94,21 @@ def probe_reply(workdir: Path) -> tuple[bytes, int]:
     return done.stdout, done.returncode
 
 
-def write_inventory(workdir: Path, nodes: int, port: int) -> Path:
+def write_inventory(workdir: Path, nodes: int, port: int, *,
+                    per_host: int = CONTAINERS_PER_HOST, **defaults: object) -> Path:
     import yaml
 
     hosts = {}
-    for index in range(-(-nodes // CONTAINERS_PER_HOST)):
+    for index in range(-(-nodes // per_host)):
         first = 101
-        count = min(CONTAINERS_PER_HOST, nodes - index * CONTAINERS_PER_HOST)
+        count = min(per_host, nodes - index * per_host)
         hosts[f"pve{index + 1}"] = {
             "address": "127.0.0.1", "ssh": {"port": port},
             "containers": [{"vmid": vmid} for vmid in range(first, first + count)]}
     data = {"defaults": {"timeout": NODE_TIMEOUT, "ssh": {
         "user": "root", "identity_file": str(workdir / "client_key"),
         "known_hosts": str(workdir / "known_hosts"), "config_file": "",
-        "connect_timeout": 30}}, "hosts": hosts}
+        "connect_timeout": 30}, **defaults}, "hosts": hosts}
     path = workdir / f"inventory-{nodes}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
@@ -255,12 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes = sorted(int(size) for size in args.sizes.split(","))
     workdir = Path(tempfile.mkdtemp(prefix="fc-scale-"))
-    reply, code = probe_reply(workdir)
-    (workdir / "reply.json").write_bytes(reply)
-    (workdir / "reply.code").write_text(str(code))
-    (workdir / "trivial_probe.py").write_text(
-        "import sys\n# The real probe's reply, printed as is: no inspection at all.\n"
-        f"sys.stdout.write({reply.decode()!r})\nsys.exit({code})\n")
+    prepare(workdir)
     server, port = start_server(workdir)
     samples = []
     try:
