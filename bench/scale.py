@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import statistics
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -143,34 +145,46 @@ def start_server(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
 
 
 def measure(workdir: Path, nodes: int, port: int, timeout: float,
-            server_pid: int) -> dict[str, float]:
+            server_pid: int, variant: str = "", payload: str = "trivial") -> dict[str, Any]:
     from bench.measure import run_measured
 
     inventory = write_inventory(workdir, nodes, port)
     out = workdir / f"report-{nodes}.json"
     out.unlink(missing_ok=True)
     argv = [sys.executable, str(REPO / "bench" / "fleetcheck_with_probe.py"),
-            str(workdir / "trivial_probe.py"), "audit", str(inventory), "--format", "json",
-            "-o", str(out), "--no-progress"]
+            str(workdir / "trivial_probe.py") if payload == "trivial" else "-",
+            "audit", str(inventory), "--format", "json", "-o", str(out), "--no-progress"]
     # The server is this process's child too: not an orphan of the run to be reaped.
-    measured = run_measured(argv, env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=timeout,
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    if variant:
+        env["BENCH_FIXES"] = variant  # bench/proposed_fixes.py
+    measured = run_measured(argv, env=env, timeout=timeout,
                             known_children=lambda: {server_pid})
     report = json.loads(out.read_text()) if out.exists() else {"nodes": []}
     ok = sum(1 for node in report["nodes"] if node.get("status") not in ("error", "unreachable"))
     if ok != nodes:
         sys.stderr.write(measured.stderr.decode(errors="replace")[-2000:])
-    return {"nodes": nodes, "ok": ok, "wall_s": measured.wall_s, "cpu_s": measured.cpu_s,
+    return {"variant": variant or "fleetcheck", "nodes": nodes, "ok": ok,
+            "wall_s": measured.wall_s, "cpu_s": measured.cpu_s,
             "peak_rss_kb": measured.peak_rss_mb * 1024, "load": measured.load_before}
 
 
-def summarise(samples: list[dict[str, float]]) -> list[dict[str, float]]:
-    """Medians per size, and the growth per node above the smallest size (the fixed cost)."""
+def summarise(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Medians per variant and size, and the growth per node above the smallest size."""
+    rows: list[dict[str, Any]] = []
+    for variant in dict.fromkeys(s["variant"] for s in samples):
+        rows += _summarise([s for s in samples if s["variant"] == variant])
+    return rows
+
+
+def _summarise(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
     sizes = sorted({int(s["nodes"]) for s in samples})
     rows = []
     for size in sizes:
         runs = [s for s in samples if s["nodes"] == size]
         rows.append({
-            "nodes": size, "runs": len(runs), "ok": min(r["ok"] for r in runs),
+            "variant": runs[0]["variant"], "nodes": size, "runs": len(runs),
+            "ok": min(r["ok"] for r in runs),
             "wall_s": statistics.median(r["wall_s"] for r in runs),
             "cpu_s": statistics.median(r["cpu_s"] for r in runs),
             "peak_rss_kb": statistics.median(r["peak_rss_kb"] for r in runs),
@@ -192,15 +206,17 @@ def summarise(samples: list[dict[str, float]]) -> list[dict[str, float]]:
     return rows
 
 
-def markdown(rows: list[dict[str, float]]) -> str:
+def markdown(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| nodes | ok | wall s | auditor CPU s | CPU ms/node (all) | CPU ms/node above fixed "
+        "| auditor | nodes | ok | wall s | auditor CPU s | CPU ms/node (all) "
+        "| CPU ms/node above fixed "
         "| CPU ms/node, this step | peak RSS MB | RSS KB/node above fixed | RSS KB/node, this step "
         "| runs | load |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         lines.append(
-            f"| {row['nodes']} | {row['ok']} | {row['wall_s']:.2f} | {row['cpu_s']:.2f} "
+            f"| {row['variant']} | {row['nodes']} | {row['ok']} | {row['wall_s']:.2f} "
+            f"| {row['cpu_s']:.2f} "
             f"| {row['cpu_ms_per_node_total']:.2f} | {row['cpu_ms_per_node']:.2f} "
             f"| {row['cpu_ms_per_node_step']:.2f} | {row['peak_rss_kb'] / 1024:.1f} "
             f"| {row['rss_kb_per_node']:.1f} | {row['rss_kb_per_node_step']:.1f} "
@@ -208,8 +224,9 @@ def markdown(rows: list[dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
-def svg(rows: list[dict[str, float]]) -> str:
+def svg(rows: list[dict[str, Any]]) -> str:
     """Two panels: per-node RSS and CPU above the fixed cost, against the node count."""
+    rows = [row for row in rows if row["variant"] == "fleetcheck"]
     width, height, pad = 760, 300, 50
     panel = (width - 3 * pad) / 2
     xs = [row["nodes"] for row in rows[1:]] or [1]
@@ -265,22 +282,31 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds before one audit is killed")
     parser.add_argument("--out", default=str(REPO / "bench"),
                         help="directory for scale.json and scale.svg")
+    parser.add_argument("--variants", default="",
+                        help="also measure these bench/proposed_fixes.py variants (e.g. chacha)")
+    parser.add_argument("--payload", choices=("trivial", "real"), default="trivial",
+                        help="what the auditor sends each node: the trivial probe (default) or "
+                        "the shipped probe (92 KB; the server still answers the same reply)")
     parser.add_argument("--serve", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
         asyncio.run(serve(Path(args.serve)))
         return 0
     sizes = sorted(int(size) for size in args.sizes.split(","))
+    variants = [name for name in args.variants.split(",") if name]
     workdir = Path(tempfile.mkdtemp(prefix="fc-scale-"))
     prepare(workdir)
     server, port = start_server(workdir)
     samples = []
     try:
         for run in range(args.runs):
-            for size in sizes:  # interleaved: drift over time hits every size alike
-                sample = measure(workdir, size, port, args.timeout, server.pid)
+            # Interleaved: drift over time hits every size and variant alike.
+            for size, variant in itertools.product(sizes, ["", *variants]):
+                sample = measure(workdir, size, port, args.timeout, server.pid, variant,
+                                 args.payload)
                 samples.append(sample)
-                print(f"{size:>5} nodes run {run + 1}/{args.runs}: {sample['wall_s']:6.2f} s "
+                print(f"{sample['variant']:<10} {size:>5} nodes run {run + 1}/{args.runs}: "
+                      f"{sample['wall_s']:6.2f} s "
                       f"wall, {sample['cpu_s']:6.2f} s cpu, {sample['peak_rss_kb'] / 1024:6.1f}"
                       f" MB, load {sample['load']:.1f}, ok {sample['ok']}/{size}",
                       file=sys.stderr, flush=True)
@@ -289,9 +315,10 @@ def main(argv: list[str] | None = None) -> int:
         server.wait(10)
     rows = summarise(samples)
     out = Path(args.out)
-    (out / "scale.json").write_text(json.dumps({"samples": samples, "rows": rows}, indent=1)
-                                    + "\n")
-    (out / "scale.svg").write_text(svg(rows))
+    suffix = "" if args.payload == "trivial" else f"-{args.payload}"
+    (out / f"scale{suffix}.json").write_text(
+        json.dumps({"payload": args.payload, "samples": samples, "rows": rows}, indent=1) + "\n")
+    (out / f"scale{suffix}.svg").write_text(svg(rows))
     print(markdown(rows))
     return 0 if all(row["ok"] == row["nodes"] for row in rows) else 1
 
