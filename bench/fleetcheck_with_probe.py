@@ -6,8 +6,12 @@ The probe payload is handed to `fleetcheck.cli.main` as an `AuditParts` (the aud
 parts); nothing is patched. Everything else — inventory, SSH, rendering, the JSON file — is the
 shipped code path.
 
-With BENCH_FIXES=gcm, the transport factory of bench/proposed_fixes.py carries the proposed
-fixes (PROBE.py may then be "-" for the shipped probe).
+With BENCH_FIXES=chacha, the transport factory of bench/proposed_fixes.py carries that
+variant (PROBE.py may then be "-" for the shipped probe).
+
+With BENCH_TIMES=FILE, each node's command is timed (bench/timed.py) and the times are
+written to FILE as JSON: {"started": process start, "ended": CLI return, "nodes": [[id, start,
+end], ...]}, all on the monotonic clock.
 
 With BENCH_PROFILE=FILE in the environment, the run is profiled on CPU time (not wall time:
 on a loaded 2-core machine a wall-clock profile charges `socket.send` for the time the
@@ -16,11 +20,13 @@ kernel spends running sshd) and the pstats are written to FILE.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
 from pathlib import Path
 
+STARTED = time.monotonic()
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
@@ -34,7 +40,17 @@ def main(argv: list[str]) -> int:
         from bench.proposed_fixes import transport_factory
 
         transports = transport_factory(os.environ["BENCH_FIXES"])
-    return cli_main(argv[1:], parts=AuditParts(transports=transports, probe=probe))
+    times_path = os.environ.get("BENCH_TIMES")
+    if not times_path:
+        return cli_main(argv[1:], parts=AuditParts(transports=transports, probe=probe))
+    from bench.timed import TimedTransports
+
+    timed = TimedTransports(transports)
+    try:
+        return cli_main(argv[1:], parts=AuditParts(transports=timed, probe=probe))
+    finally:
+        Path(times_path).write_text(json.dumps(
+            {"started": STARTED, "ended": time.monotonic(), "nodes": timed.times}))
 
 
 def profiled(argv: list[str], stats_path: str) -> int:

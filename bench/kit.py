@@ -7,12 +7,15 @@ loop are given the same static list: nobody pays for discovery.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from bench.fleet import BenchFleet, BenchHost
 
 
-def build_bench_fleet(hosts: int, per_host: int, root: Path, *, timeout: float) -> BenchFleet:
-    """`hosts` sshd with `per_host` healthy containers each (VMIDs 101...), inventory written."""
+def build_bench_fleet(hosts: int, per_host: int, root: Path, *, timeout: float,
+                      **defaults: Any) -> BenchFleet:
+    """`hosts` sshd with `per_host` healthy containers each (VMIDs 101...), inventory written;
+    `defaults` extends the inventory's `defaults:` (e.g. concurrency, ssh.max_sessions)."""
     from tests.fleet import Fleet  # the kit: tests/fleet/kit.py
 
     fleet = Fleet(root)
@@ -22,7 +25,7 @@ def build_bench_fleet(hosts: int, per_host: int, root: Path, *, timeout: float) 
             fleet.add_host(name, containers="listed")
             for vmid in range(101, 101 + per_host):
                 fleet.add_container(name, vmid, "healthy")
-        inventory = fleet.write_inventory(timeout=timeout)
+        inventory = fleet.write_inventory(timeout=timeout, **defaults)
     except BaseException:
         fleet.close()
         raise

@@ -9,6 +9,11 @@
   its memory over many processes.
 - Machine CPU: busy jiffies from /proc/stat, so the work done on the "nodes" (sshd, pct and the
   probes, which are not descendants of the auditor) is counted too.
+- Fleet CPU: the same node-side work, counted without anyone else's: the growth of the fleet's
+  sshd listeners' own and reaped children's CPU (utime+stime+cutime+cstime in /proc/PID/stat;
+  every session's shell, `timeout`, `pct` and probe is a descendant that sshd waited for), plus
+  the auditor's tree. Unlike wall time and machine CPU it does not move with the load others
+  put on a shared machine.
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ class Measurement:
     peak_fds: int = 0
     #: 1-minute load average when the run started (others' work on the machine shows here).
     load_before: float = 0.0
+    #: CPU the fleet's servers (sshd and everything they ran) spent during the run.
+    server_cpu_s: float = 0.0
     stdout: bytes = b""
     stderr: bytes = b""
 
@@ -147,6 +154,29 @@ def _fd_count(pid: int) -> int:
         return 0
 
 
+def servers_cpu_s(pids: set[int]) -> float:
+    """utime+stime+cutime+cstime of `pids` (the fleet's sshd listeners), in seconds."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                raw = stat.read()
+        except OSError:
+            continue
+        rest = raw[raw.rfind(b")") + 2 :].split()
+        total += sum(int(field) for field in rest[11:15])
+    return total / _CLOCK_TICKS
+
+
+def _wait_servers_idle(pids: set[int], limit_s: float = 3.0) -> None:
+    """Until no listener has a child left (sessions close after the auditor exits), bounded."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if not any(ppid in pids for ppid, _ in _process_table().values()):
+            return
+        time.sleep(0.05)
+
+
 def _children_cpu() -> float:
     usage = os.times()
     return usage.children_user + usage.children_system
@@ -181,6 +211,8 @@ def run_measured(
         env=dict(env) if env is not None else None, cwd=cwd, stdin=stdin,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )
+    servers = set(known)
+    servers_before = servers_cpu_s(servers)
     known.add(proc.pid)
     sampler = _TreeSampler(proc.pid, known)
     sampler.start()
@@ -213,6 +245,8 @@ def run_measured(
     if after is not None:
         after()
     reap_orphans(known)
+    _wait_servers_idle(servers)
+    server_cpu = servers_cpu_s(servers) - servers_before
     busy = machine_busy_s() - busy_before
     cpu = _children_cpu() - cpu_before
     if stdin_path:
@@ -228,6 +262,7 @@ def run_measured(
         wall_s=wall, cpu_s=cpu, machine_cpu_s=busy,
         peak_rss_mb=launched["maxrss_kb"] / 1024, tree_rss_mb=sampler.peak_kb / 1024,
         returncode=proc.returncode, load_before=load_before, peak_fds=sampler.peak_fds,
+        server_cpu_s=server_cpu,
         stdout=b"".join(out_chunks), stderr=b"".join(err_chunks),
     )
 

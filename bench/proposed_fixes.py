@@ -1,14 +1,14 @@
-"""Proposed auditor fixes, injected as a transport factory, measured before they are made.
+"""Auditor variants, injected as a transport factory, measured side by side with fleetcheck.
 
-Selected with BENCH_FIXES=gcm (comma list) when fleetcheck runs through
-bench/fleetcheck_with_probe.py. Each patch is the smallest change that tests one idea. Two
+Selected with BENCH_FIXES=NAME (comma list) when fleetcheck runs through
+bench/fleetcheck_with_probe.py. Each patch is the smallest change that tests one idea. Three
 that were measured here are now fleetcheck's own code: the audit JSON written one compact line
-per node by json's C encoder, and a node taking its host's session before a fleet-wide slot
-(bench/results.md has those measurements). What is left:
+per node by json's C encoder, a node taking its host's session before a fleet-wide slot, and
+AES-GCM preferred over chacha20-poly1305 (bench/results.md has those measurements). What is
+left is the way back, to measure what the cipher preference bought:
 
-- gcm:       prefer aes128-gcm@openssh.com over chacha20-poly1305 (asyncssh builds two
-             cipher contexts per chacha20 packet; AES-GCM is one AEAD call with AES-NI).
-             Measured: no gain on this machine.
+- chacha:    asyncssh's own cipher order, chacha20-poly1305 first (what fleetcheck used
+             before: three cipher contexts and a Poly1305 per packet in asyncssh).
 """
 
 from __future__ import annotations
@@ -22,17 +22,14 @@ from fleetcheck.transport.factory import TransportFactory
 from fleetcheck.transport.interface import Transport
 from fleetcheck.transport.ssh import SshTransport
 
-FIXES = ("gcm",)
+FIXES = ("chacha",)
 
 
-GCM_FIRST = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com",
-             "chacha20-poly1305@openssh.com", "aes128-ctr"]
-
-
-class _GcmFirstSsh(SshTransport):
-    def _connect_kwargs(self, known_hosts: Any) -> dict[str, Any]:
-        kwargs = super()._connect_kwargs(known_hosts)
-        kwargs["encryption_algs"] = GCM_FIRST
+class _ChachaFirstSsh(SshTransport):
+    def _with_algorithms(
+        self, kwargs: dict[str, Any], host: str, port: int | None
+    ) -> dict[str, Any]:
+        # asyncssh's defaults: chacha20-poly1305 first, compression none first.
         return kwargs
 
 
@@ -44,8 +41,8 @@ class FixedTransports(TransportFactory):
         self.fixes = tuple(fixes)
 
     def ssh_transport(self, host: HostSpec, connects: asyncio.Semaphore) -> Transport:
-        if "gcm" in self.fixes:
-            return _GcmFirstSsh(host, connect_limiter=connects)
+        if "chacha" in self.fixes:
+            return _ChachaFirstSsh(host, connect_limiter=connects)
         return super().ssh_transport(host, connects)
 
 

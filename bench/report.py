@@ -35,6 +35,8 @@ class Row:
     #: Most file descriptors the auditor's tree held at once (sampled).
     peak_fds: int = 0
     note: str = ""
+    #: Median CPU of the fleet's sshd and all they ran, plus the auditor's (bench/measure.py).
+    fleet_cpu_s: float = 0.0
 
     @classmethod
     def from_outcomes(cls, containers: int, probe: str, contender: str,
@@ -51,6 +53,8 @@ class Row:
             ok=min(o.ok for o in outcomes), total=outcomes[0].total,
             load_max=max(o.measurement.load_before for o in outcomes),
             peak_fds=max(o.measurement.peak_fds for o in outcomes), note="; ".join(notes),
+            fleet_cpu_s=statistics.median(o.measurement.cpu_s + o.measurement.server_cpu_s
+                                          for o in outcomes),
         )
 
     @property
@@ -72,6 +76,15 @@ def ratio(rows: Sequence[Row], containers: int, probe: str, over: str, under: st
     return top.wall_s / bottom.wall_s
 
 
+def fleet_cpu_ratio(rows: Sequence[Row], containers: int, probe: str, over: str,
+                    under: str) -> float | None:
+    """Like `ratio`, on fleet CPU (sshd and all it ran, plus the auditor): load-independent."""
+    top, bottom = (_find(rows, containers, probe, over), _find(rows, containers, probe, under))
+    if top is None or bottom is None or bottom.fleet_cpu_s <= 0 or top.fleet_cpu_s <= 0:
+        return None
+    return top.fleet_cpu_s / bottom.fleet_cpu_s
+
+
 def quick_line(rows: Sequence[Row], containers: int) -> str:
     """`fleetcheck/floor=X.XX ansible/fleetcheck=Y.YY` (real probe, trivial probe)."""
     x = ratio(rows, containers, "real", "fleetcheck", "floor")
@@ -84,12 +97,13 @@ def table(rows: Sequence[Row]) -> list[str]:
     lines = [
         "| containers | probe | contender | wall s (min–max) | × floor | × fleetcheck "
         "| auditor CPU s | CPU ms/node | machine CPU s | peak RSS MB | tree RSS MB | ok "
-        "| fds | runs | load |",
-        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| fds | runs | load | fleet CPU s | fleet CPU × floor |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         floor = ratio(rows, row.containers, row.probe, row.contender, "floor")
         vs_fc = ratio(rows, row.containers, row.probe, row.contender, "fleetcheck")
+        fleet = fleet_cpu_ratio(rows, row.containers, row.probe, row.contender, "floor")
         spread = f" ({row.wall_min_s:.2f}–{row.wall_max_s:.2f})" if row.runs > 1 else ""
         lines.append(
             f"| {row.containers} | {row.probe} | {row.contender} "
@@ -98,7 +112,9 @@ def table(rows: Sequence[Row]) -> list[str]:
             f"| {'' if vs_fc is None else f'{vs_fc:.2f}'} "
             f"| {row.cpu_s:.2f} | {row.cpu_ms_per_node:.1f} | {row.machine_cpu_s:.1f} "
             f"| {row.peak_rss_mb:.0f} | {row.tree_rss_mb:.0f} | {row.ok}/{row.total} "
-            f"| {row.peak_fds or '–'} | {row.runs} | {row.load_max:.1f} |"
+            f"| {row.peak_fds or '–'} | {row.runs} | {row.load_max:.1f} "
+            f"| {f'{row.fleet_cpu_s:.1f}' if row.fleet_cpu_s else '–'} "
+            f"| {'' if fleet is None else f'{fleet:.2f}'} |"
         )
     return lines
 
@@ -131,11 +147,13 @@ def probe_performance_section() -> list[str]:
 
 
 TARGETS = (
-    # (label, containers, probe, value function, limit, lower is better)
+    # (label, containers, probe, kind, limit); issue #15's targets
+    ("fleetcheck / floor, trivial probe, 100 containers", 100, "trivial", "floor", 1.15),
+    ("fleetcheck / floor, trivial probe, 500 containers", 500, "trivial", "floor", 1.15),
+    ("ansible / fleetcheck, trivial probe, 500 containers", 500, "trivial", "ansible", 3.0),
+    ("fleetcheck / floor, real probe, 500 containers", 500, "real", "floor", 1.10),
     ("fleetcheck / floor, real probe, 100 containers", 100, "real", "floor", 1.3),
-    ("fleetcheck / floor, real probe, 500 containers", 500, "real", "floor", 1.3),
     ("ansible / fleetcheck, trivial probe, 100 containers", 100, "trivial", "ansible", 2.0),
-    ("ansible / fleetcheck, trivial probe, 500 containers", 500, "trivial", "ansible", 2.0),
     ("fleetcheck peak RSS at 500 containers (MB)", 500, "real", "rss", 150.0),
     ("fleetcheck auditor CPU per node at 500 containers (ms)", 500, "real", "cpu", 5.0),
 )
@@ -232,19 +250,17 @@ def write_results(path: Path, rows: Sequence[Row], machine: Mapping[str, object]
     ]
     if supplement:
         text += [
-            "## The proposed auditor fixes, measured",
+            "## Variants, measured",
             "",
-            "Run separately, after the table above, with `python bench/run.py --contenders",
-            "floor,floor-wide,fleetcheck,fleetcheck+fixes` (3 runs at 100 containers, 1 at 500)",
-            "and with `--probes latency` (1 run at 500). **fleetcheck+fixes** is the same CLI",
-            "given `bench/proposed_fixes.py`'s transport factory: `gcm` prefers aes128-gcm (the",
-            "compact JSON and host-first fixes once measured here are now fleetcheck's own).",
-            "**floor-wide** runs the probes directly, as many",
+            "Run separately, with `python bench/run.py --contenders",
+            "floor,floor-wide,fleetcheck,fleetcheck-chacha`. **fleetcheck-chacha** is the same",
+            "CLI given `bench/proposed_fixes.py`'s transport factory with asyncssh's own cipher",
+            "order (chacha20-poly1305 first). **floor-wide** runs the probes directly, as many",
             "at a time as fleetcheck does.",
             "",
             *table(supplement),
             "",
-            *targets_section(supplement, "fleetcheck+fixes"),
+            *targets_section(supplement, "fleetcheck-chacha"),
         ]
     text += [*extra, *probe_performance_section(), METHOD]
     path.write_text("\n".join(text).rstrip() + "\n")
@@ -264,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("results_json")
     parser.add_argument("--supplement", nargs="*", default=[],
-                        help="JSON of runs with floor-wide and fleetcheck+fixes")
+                        help="JSON of runs with floor-wide and fleetcheck-chacha")
     parser.add_argument("--notes", help="markdown to include after the targets (findings)")
     parser.add_argument("-o", "--output", required=True)
     args = parser.parse_args(argv)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -46,18 +47,34 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 def _safe_text(text: str, limit: int = MAX_TEXT) -> str:
     """Bounded, and encodable: JSON's \\ud800 escapes decode to lone surrogates, which no
     UTF-8 writer accepts, so one hostile node could otherwise stop every report being written."""
-    if not text.isascii():
-        text = _LONE_SURROGATE.sub("\ufffd", text)
-    return clip(text, limit)
+    if text.isascii():
+        # The common case, tested first: a node's reply holds hundreds of short ASCII strings.
+        return text if len(text) <= limit else clip(text, limit)
+    return clip(_LONE_SURROGATE.sub("\ufffd", text), limit)
 
 
 def _bounded(value: Any, depth: int = 0) -> Any:
     """A copy with strings clipped, containers cut, depth limited, non-finite floats dropped."""
     if depth > MAX_DEPTH:
         return None
+    # json.loads makes exact types: dispatch on them first (this runs for every value of every
+    # node's reply), then fall back to isinstance for anything else.
+    kind = type(value)
+    if kind is str:
+        return value if len(value) <= MAX_TEXT and value.isascii() else _safe_text(value)
+    if kind is dict:
+        deeper = depth + 1
+        return {(key if type(key) is str and len(key) <= 200 and key.isascii()
+                 else _safe_text(str(key), 200)): _bounded(item, deeper)
+                for key, item in itertools.islice(value.items(), MAX_ITEMS)}
+    if kind is list:
+        deeper = depth + 1
+        return [_bounded(item, deeper) for item in value[:MAX_ITEMS]]
+    if kind is int or kind is bool or value is None:
+        return value
     if isinstance(value, str):
         return _safe_text(value)
-    if isinstance(value, bool) or value is None or isinstance(value, int):
+    if isinstance(value, bool) or isinstance(value, int):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
@@ -88,6 +105,25 @@ def _choice(data: Mapping[str, Any], key: str, allowed: tuple[str, ...], where: 
 
 
 def _check(item: Any, index: int) -> Check:
+    if type(item) is dict:
+        # One lookup per field and no helper calls for a well-formed check (every check of
+        # every node passes here); anything unusual takes the careful path for its message.
+        ident, status, summary = item.get("id"), item.get("status"), item.get("summary")
+        fix, evidence = item.get("fix"), item.get("evidence", {})
+        if (type(ident) is str and type(summary) is str and status in CHECK_STATUSES
+                and (fix is None or type(fix) is str) and type(evidence) is dict):
+            return Check(
+                id=ident if len(ident) <= 100 and ident.isascii() else _safe_text(ident, 100),
+                status=status,
+                summary=summary if len(summary) <= MAX_TEXT and summary.isascii()
+                else _safe_text(summary),
+                fix="" if fix is None else _safe_text(fix),
+                evidence=_bounded(evidence),
+            )
+    return _check_carefully(item, index)
+
+
+def _check_carefully(item: Any, index: int) -> Check:
     where = f"checks[{index}]"
     if not isinstance(item, dict):
         raise ProbeOutputError(f"{where}: not an object")

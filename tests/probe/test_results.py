@@ -116,3 +116,31 @@ def test_mutated_documents_parse_or_raise_the_one_error(overrides: dict[str, Any
         return
     assert out.status in ("ok", "warn", "fail", "error")
     assert isinstance(out.duration_s, float)
+
+
+# A check's fields as a node may send them: short and long, ASCII and not, lone surrogates
+# (JSON's \ud800 escapes), wrong types; the fast path for well-formed checks must agree with
+# the careful one on every input it accepts, and leave every other input to it.
+check_texts = st.one_of(st.text(max_size=12), st.text(min_size=4090, max_size=4200),
+                        st.sampled_from(["\ud800x", "é" * 120, "x" * 101]))
+check_fields = st.fixed_dictionaries({}, optional={
+    "id": check_texts | json_values, "summary": check_texts | json_values,
+    "status": st.sampled_from(["ok", "warn", "fail", "skip", "bogus"]) | json_values,
+    "fix": check_texts | json_values, "evidence": json_values,
+})
+
+
+@settings(max_examples=300, deadline=None)
+@given(check_fields)
+def test_the_fast_path_of_a_check_agrees_with_the_careful_one(item: dict[str, Any]) -> None:
+    from fleetcheck.probe.results import _check, _check_carefully
+
+    try:
+        expected: Check | str = _check_carefully(item, 3)
+    except ProbeOutputError as exc:
+        expected = str(exc)
+    try:
+        got: Check | str = _check(item, 3)
+    except ProbeOutputError as exc:
+        got = str(exc)
+    assert got == expected

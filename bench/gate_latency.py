@@ -1,0 +1,136 @@
+"""Gate latency: `fleetcheck gate` on 100 nodes against the slowest single probe, in one run.
+
+    python bench/gate_latency.py                # 100 nodes, latency probe sleeping 2 s, 3 runs
+
+The fleet is the loopback kit's (an OpenSSH sshd per host, the `pct` stand-in). Every node's
+probe is the latency probe: a 2 s sleep (a GPU node waiting on `import torch` costs no CPU),
+then the real probe's reply. The gate is the real CLI (`fleetcheck gate INVENTORY`, through
+bench/fleetcheck_with_probe.py, which hands it the probe and times each node's command with
+bench/timed.py). Measured per run: the gate's wall time from the outside (Python's start
+included, as a scheduler's prolog would see it), the slowest node's command, and the gate's
+own cost = wall - slowest probe.
+
+A gate costs one probe only when every node can run at once: at most `ssh.max_sessions`
+nodes run on one host's connection (OpenSSH's MaxSessions is 10), and at most `concurrency`
+in the fleet. So the default shape is 20 hosts of 5 containers with `concurrency: 100`; the
+`--per-host 20` shape (three waves of 8 per host) is measured too, to show what waves cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.measure import become_subreaper, run_measured  # noqa: E402
+from bench.run import NODE_TIMEOUT, latency_probe, real_probe, trivial_probe  # noqa: E402
+
+
+def one_shape(nodes: int, per_host: int, runs: int, sleep: float, workdir: Path,
+              concurrency: int, where: str) -> dict[str, object]:
+    from bench import scale
+    from bench.kit import build_bench_fleet
+
+    if where == "sshd":
+        fleet = build_bench_fleet(-(-nodes // per_host), per_host, workdir,
+                                  timeout=NODE_TIMEOUT, concurrency=concurrency)
+        inventory, server_pids, close = fleet.inventory_path, fleet.server_pids, fleet.close
+        probe_path = latency_probe(trivial_probe(fleet, real_probe(workdir), workdir), workdir,
+                                   sleep).path
+    else:
+        # asyncssh's in-process server (bench/scale.py) sleeps, then answers: no node CPU.
+        probe_path = str(scale.prepare(workdir))
+        (workdir / "sleep").write_text(str(sleep))
+        server, port = scale.start_server(workdir)
+        inventory = str(scale.write_inventory(workdir, nodes, port, per_host=per_host,
+                                              concurrency=concurrency))
+
+        def server_pids() -> set[int]:
+            return {server.pid}
+
+        def close() -> None:
+            server.terminate()
+            server.wait(10)
+    samples = []
+    try:
+        for run in range(runs):
+            times_path = workdir / f"times-{run}.json"
+            argv = [sys.executable, str(REPO / "bench" / "fleetcheck_with_probe.py"),
+                    probe_path, "gate", inventory, "--playbook", "quick"]
+            env = dict(os.environ, PYTHONPATH=str(REPO), BENCH_TIMES=str(times_path))
+            measured = run_measured(argv, env=env, timeout=600, known_children=server_pids)
+            times = json.loads(times_path.read_text())
+            durations = [end - start for _, start, end in times["nodes"]]
+            sample = {
+                "wall_s": measured.wall_s, "cpu_s": measured.cpu_s,
+                "returncode": measured.returncode, "load": measured.load_before,
+                "gate_said": measured.stderr.decode(errors="replace").strip().splitlines()[:3],
+                "starts_s": sorted(round(s - times["started"], 3) for _, s, _ in times["nodes"]),
+                "nodes": len(durations), "slowest_probe_s": max(durations),
+                "first_start_s": min(s for _, s, _ in times["nodes"]) - times["started"],
+                "last_end_s": max(e for _, _, e in times["nodes"]) - times["started"],
+                # From the last node's exit status to the CLI's return: verdicts, the gate's
+                # lines, the connections' close.
+                "after_last_s": times["ended"] - max(e for _, _, e in times["nodes"]),
+            }
+            sample["gate_cost_s"] = sample["wall_s"] - sample["slowest_probe_s"]
+            samples.append(sample)
+            print(f"{where}: {nodes} nodes, {per_host}/host, run {run + 1}/{runs}: gate "
+                  f"{sample['wall_s']:.2f} s wall (exit {measured.returncode}), slowest probe "
+                  f"{sample['slowest_probe_s']:.2f} s, cost {sample['gate_cost_s']:.2f} s, "
+                  f"first probe at {sample['first_start_s']:.2f} s, load {sample['load']:.1f}",
+                  file=sys.stderr, flush=True)
+    finally:
+        close()
+    median = {key: statistics.median(float(s[key]) for s in samples)  # type: ignore[arg-type]
+              for key in ("wall_s", "slowest_probe_s", "gate_cost_s", "first_start_s",
+                          "cpu_s")}
+    return {"where": where, "nodes": nodes, "per_host": per_host, "concurrency": concurrency,
+            "runs": runs, "sleep_s": sleep, "median": median,
+            "load_max": max(s["load"] for s in samples), "samples": samples}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--shapes", default="5,20",
+                        help="containers per host, one fleet each (comma list)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--servers", default="inprocess,sshd",
+                        help="inprocess (asyncssh's server: the auditor alone) and/or sshd "
+                        "(the loopback kit: node CPU included)")
+    parser.add_argument("--sleep", type=float, default=2.0, help="seconds the probe sleeps")
+    parser.add_argument("--out", default=str(REPO / "bench" / "gate_latency.json"))
+    args = parser.parse_args(argv)
+    become_subreaper()
+    results = []
+    for where in args.servers.split(","):
+        for per_host in (int(shape) for shape in args.shapes.split(",")):
+            with tempfile.TemporaryDirectory(prefix="fc-gate-") as workdir:
+                results.append(one_shape(args.nodes, per_host, args.runs, args.sleep,
+                                         Path(workdir), max(64, args.nodes), where))
+    Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+    print("| nodes' server | nodes | containers per host | concurrency | gate wall s "
+          "| slowest probe s | gate cost s (wall - slowest) | first probe starts at s "
+          "| gate CPU s | runs | load |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for result in results:
+        m = result["median"]
+        print(f"| {result['where']} | {result['nodes']} | {result['per_host']} "
+              f"| {result['concurrency']} "
+              f"| {m['wall_s']:.2f} | {m['slowest_probe_s']:.2f} | {m['gate_cost_s']:.2f} "
+              f"| {m['first_start_s']:.2f} | {m['cpu_s']:.2f} | {result['runs']} "
+              f"| {result['load_max']:.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""A transport factory that notes when each node's command ran: the gate-latency bench's clock.
+
+It wraps any `TransportFactory` (fleetcheck's own by default) and hands the audit the same
+transports, each inside a wrapper that records (node id, start, end) on the monotonic clock
+around every command run in a held session: the node's probe time as the audit sees it, from
+the moment it holds its slots to the exit status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator
+
+from fleetcheck.inventory.model import DiscoveredContainer, HostSpec, Target
+from fleetcheck.transport.factory import TransportFactory
+from fleetcheck.transport.interface import CommandResult, RunCommand, Transport
+
+Times = list[tuple[str, float, float]]
+
+
+class _Timed(Transport):
+    def __init__(self, inner: Transport, node_id: str, times: Times) -> None:
+        self.inner = inner
+        self.node_id = node_id
+        self.times = times
+
+    async def run(
+        self, argv: list[str], *, input: bytes | None = None, timeout: float
+    ) -> CommandResult:
+        async with self.session() as run:
+            return await run(argv, input=input, timeout=timeout)
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[RunCommand]:
+        async with self.inner.session() as run:
+
+            async def timed(
+                argv: list[str], *, input: bytes | None = None, timeout: float
+            ) -> CommandResult:
+                started = time.monotonic()
+                try:
+                    return await run(argv, input=input, timeout=timeout)
+                finally:
+                    self.times.append((self.node_id, started, time.monotonic()))
+
+            yield timed
+
+    def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
+        return self.inner.explain_failure(result)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+class TimedTransports(TransportFactory):
+    """`inner`'s transports, each node's commands timed into `times`."""
+
+    def __init__(self, inner: TransportFactory | None = None) -> None:
+        super().__init__()
+        self.inner = inner or TransportFactory()
+        self.times: Times = []
+
+    def for_host(self, host: HostSpec) -> Transport:
+        return self.inner.for_host(host)
+
+    async def list_containers(
+        self, host: HostSpec, transport: Transport
+    ) -> list[DiscoveredContainer]:
+        return await self.inner.list_containers(host, transport)
+
+    def for_target(self, target: Target, host_transport: Transport) -> Transport:
+        return _Timed(self.inner.for_target(target, host_transport), target.id, self.times)
