@@ -158,3 +158,54 @@ class Transport(abc.ABC):
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; safe to call more than once."""
+
+
+class NestedTransport(Transport):
+    """Runs each command through an outer transport (`pct exec`, `qm guest exec`, `docker
+    exec` around the node it sits in): the outer's session slots, so one SSH connection and
+    its channel bound per host, and the outer's refusals read before this tool's own.
+
+    A subclass says how its tool wraps a command (`wrap`, or `through` when the reply must
+    be unpacked too) and what its tool's refusals mean (`explain_own`).
+    """
+
+    @property
+    @abc.abstractmethod
+    def outer(self) -> Transport:
+        """The transport this node's commands run through."""
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """The outer transport's argv that runs `argv` in this node."""
+        raise NotImplementedError
+
+    async def through(
+        self, outer_run: RunCommand, argv: list[str], input: bytes | None, timeout: float
+    ) -> CommandResult:
+        """Run `argv` in this node with the outer transport's `outer_run`."""
+        return await outer_run(self.wrap(argv), input=input, timeout=timeout)
+
+    def explain_own(self, result: CommandResult) -> tuple[str, str] | None:
+        """(status, reason) when this transport's own tool refused to run."""
+        del result
+        return None
+
+    def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
+        # What stands before this tool (the host's gatekeeper, pct, qm...) refuses first.
+        return self.outer.explain_failure(result) or self.explain_own(result)
+
+    async def run(
+        self, argv: list[str], *, input: bytes | None = None, timeout: float
+    ) -> CommandResult:
+        return await self.through(self.outer.run, argv, input, timeout)
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[RunCommand]:
+        """One of the outer transport's session slots, running commands in this node."""
+        async with self.outer.session() as outer_run:
+
+            async def run(
+                argv: list[str], *, input: bytes | None = None, timeout: float
+            ) -> CommandResult:
+                return await self.through(outer_run, argv, input, timeout)
+
+            yield run

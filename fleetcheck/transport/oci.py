@@ -12,14 +12,11 @@ the image needs no `env` binary.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
-
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.listings import parse_oci_ps
 from fleetcheck.inventory.model import DiscoveredOci
 from fleetcheck.text import last_line
-from fleetcheck.transport.interface import CommandResult, RunCommand, Transport
+from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
 from fleetcheck.transport.pct import SUDO_PROMPT_REFUSED
 
 #: docker: `Error response from daemon: ...` (client/request.go), exit 1 for every daemon
@@ -136,7 +133,7 @@ def _command_of(text: str) -> str:
     return ""
 
 
-class OciTransport(Transport):
+class OciTransport(NestedTransport):
     """Runs commands in one Docker/Podman container through its parent node's transport."""
 
     def __init__(
@@ -150,30 +147,16 @@ class OciTransport(Transport):
         self.sudo = sudo
         self.parent_name = parent_name
 
-    def argv(self, argv: list[str]) -> list[str]:
+    @property
+    def outer(self) -> Transport:
+        return self.parent
+
+    def wrap(self, argv: list[str]) -> list[str]:
         # `sudo -n` only where the parent is the host's own login (not inside pct/qm).
         prefix = ["sudo", "-n"] if self.sudo else []
         return [*prefix, *oci_exec_argv(self.runtime, self.container, argv, user=self.user)]
 
-    def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
-        # The parent's tool first: `pct exec` or `qm guest exec` may have refused before
+    def explain_own(self, result: CommandResult) -> tuple[str, str] | None:
+        # Read after the parent's tool: `pct exec` or `qm guest exec` may have refused before
         # the runtime ran at all (container or VM stopped, no agent...).
-        return (self.parent.explain_failure(result)
-                or oci_exec_failure(result, self.runtime, self.container, self.parent_name))
-
-    async def run(
-        self, argv: list[str], *, input: bytes | None = None, timeout: float
-    ) -> CommandResult:
-        return await self.parent.run(self.argv(argv), input=input, timeout=timeout)
-
-    @contextlib.asynccontextmanager
-    async def session(self) -> AsyncIterator[RunCommand]:
-        """One of the parent's session slots (so the host's SSH bound), in this container."""
-        async with self.parent.session() as parent_run:
-
-            async def run(
-                argv: list[str], *, input: bytes | None = None, timeout: float
-            ) -> CommandResult:
-                return await parent_run(self.argv(argv), input=input, timeout=timeout)
-
-            yield run
+        return oci_exec_failure(result, self.runtime, self.container, self.parent_name)

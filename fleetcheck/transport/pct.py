@@ -6,14 +6,11 @@ for probing a container and for `pct list` discovery alike.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
-
 from fleetcheck.inventory.discovery import parse_pct_list
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.model import DiscoveredContainer, HostSpec
 from fleetcheck.text import last_line
-from fleetcheck.transport.interface import CommandResult, RunCommand, Transport
+from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
 
 #: Error texts of pct (src/PVE/CLI/pct.pm, pve-common, pve-guest-common) and sudo -n.
 NOT_RUNNING = "not running!"
@@ -92,7 +89,7 @@ def pct_exec_argv(vmid: int, argv: list[str], *, sudo: bool = False) -> list[str
     return [*sudo_prefix(sudo), "pct", "exec", str(vmid), "--keep-env", "0", "--", *argv]
 
 
-class PctTransport(Transport):
+class PctTransport(NestedTransport):
     """Runs commands in one container, sharing the host's SSH connection and channel bound."""
 
     def __init__(
@@ -103,26 +100,12 @@ class PctTransport(Transport):
         self.sudo = sudo
         self.host_name = host_name
 
-    def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
-        # What stands before pct on the host (its SSH gatekeeper) refuses first.
-        return (self.host.explain_failure(result)
-                or pct_exec_failure(result, self.vmid, self.host_name))
+    @property
+    def outer(self) -> Transport:
+        return self.host
 
-    async def run(
-        self, argv: list[str], *, input: bytes | None = None, timeout: float
-    ) -> CommandResult:
-        return await self.host.run(pct_exec_argv(self.vmid, argv, sudo=self.sudo),
-                                  input=input, timeout=timeout)
+    def wrap(self, argv: list[str]) -> list[str]:
+        return pct_exec_argv(self.vmid, argv, sudo=self.sudo)
 
-    @contextlib.asynccontextmanager
-    async def session(self) -> AsyncIterator[RunCommand]:
-        """One of the host's session slots, running commands in this container."""
-        async with self.host.session() as host_run:
-
-            async def run(
-                argv: list[str], *, input: bytes | None = None, timeout: float
-            ) -> CommandResult:
-                return await host_run(pct_exec_argv(self.vmid, argv, sudo=self.sudo),
-                                      input=input, timeout=timeout)
-
-            yield run
+    def explain_own(self, result: CommandResult) -> tuple[str, str] | None:
+        return pct_exec_failure(result, self.vmid, self.host_name)

@@ -12,10 +12,8 @@ coreutils `timeout -k`; qm's --timeout and the host's `timeout` are backstops be
 
 from __future__ import annotations
 
-import contextlib
 import json
 import signal
-from collections.abc import AsyncIterator
 from typing import Any
 
 from fleetcheck.inventory.errors import DiscoveryError
@@ -25,6 +23,7 @@ from fleetcheck.text import last_line
 from fleetcheck.transport.interface import (
     BudgetFor,
     CommandResult,
+    NestedTransport,
     NodeBudget,
     RunCommand,
     Transport,
@@ -187,7 +186,7 @@ async def qm_list(host: HostSpec, transport: Transport, timeout: float
     return parse_qm_list(result.stdout.decode("utf-8", "replace"))
 
 
-class QemuTransport(Transport):
+class QemuTransport(NestedTransport):
     """Runs commands in one VM through `qm guest exec` on its host's transport."""
 
     def __init__(
@@ -204,35 +203,20 @@ class QemuTransport(Transport):
     def where(self) -> str:
         return f"VM {self.vmid} on {self.host_name}"
 
-    def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
-        # What stands before qm on the host (its SSH gatekeeper) refuses first.
-        return (self.host.explain_failure(result)
-                or qm_exec_failure(result, self.vmid, self.host_name))
+    @property
+    def outer(self) -> Transport:
+        return self.host
 
-    async def _exec(
-        self, host_run: RunCommand, argv: list[str], input: bytes | None, timeout: float
+    def explain_own(self, result: CommandResult) -> tuple[str, str] | None:
+        return qm_exec_failure(result, self.vmid, self.host_name)
+
+    async def through(
+        self, outer_run: RunCommand, argv: list[str], input: bytes | None, timeout: float
     ) -> CommandResult:
         # `timeout` is the node's: the host's `timeout` around qm gets it whole, qm and the
         # guest's own `timeout` the shorter deadlines the budget derives from it.
         budget = self.budget(timeout)
         qm_argv = qm_exec_argv(self.vmid, guest_command(argv, budget), budget.guest_wait,
                                sudo=self.sudo)
-        result = await host_run(qm_argv, input=input, timeout=timeout)
+        result = await outer_run(qm_argv, input=input, timeout=timeout)
         return parse_qm_reply(result, self.where)
-
-    async def run(
-        self, argv: list[str], *, input: bytes | None = None, timeout: float
-    ) -> CommandResult:
-        return await self._exec(self.host.run, argv, input, timeout)
-
-    @contextlib.asynccontextmanager
-    async def session(self) -> AsyncIterator[RunCommand]:
-        """One of the host's session slots, running commands in this VM."""
-        async with self.host.session() as host_run:
-
-            async def run(
-                argv: list[str], *, input: bytes | None = None, timeout: float
-            ) -> CommandResult:
-                return await self._exec(host_run, argv, input, timeout)
-
-            yield run

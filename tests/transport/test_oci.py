@@ -141,7 +141,7 @@ def test_argv_shape() -> None:
     assert oci_exec_argv("podman", "t", ["python3", "-"]) == ["podman", "exec", "-i", "t",
                                                                "python3", "-"]
     sudo = OciTransport(LocalTransport(), "docker", "t", sudo=True)
-    assert sudo.argv(["python3"])[:4] == ["sudo", "-n", "docker", "exec"]
+    assert sudo.wrap(["python3"])[:4] == ["sudo", "-n", "docker", "exec"]
 
 
 def test_the_real_docker_client_without_a_daemon(
