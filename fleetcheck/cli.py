@@ -81,7 +81,8 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fleetcheck",
-        description="Audit GPU nodes (Proxmox VE hosts and their LXC containers, over SSH) and "
+        description="Audit GPU nodes (Proxmox VE hosts, their LXC containers and QEMU VMs, and "
+        "Docker/Podman containers inside any of them) and "
         "tell, per node, whether Triton really runs on the GPU or silently falls back to CPU, "
         "and why.",
         epilog=EPILOG,
