@@ -136,8 +136,38 @@ class Inventory:
     disabled_hosts: tuple[HostSpec, ...] = ()
 
 
+class NodePlace:
+    """Where a node runs, and so its id, kind and parent: shared by Target and SkippedTarget."""
+
+    host: HostSpec
+    vmid: int | None
+    kind: str
+    runtime: str | None
+    container: str | None
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            object.__setattr__(self, "kind", "host" if self.vmid is None else "lxc")
+
+    @property
+    def id(self) -> str:
+        """`HOST`, `HOST/VMID` or `PARENT/RUNTIME:NAME` (the node id contract)."""
+        return node_id(self.host.name, self.vmid, self.runtime, self.container)
+
+    @property
+    def node_kind(self) -> str:
+        return self.kind
+
+    @property
+    def parent(self) -> str | None:
+        """The id of the node this one runs in; None for a host."""
+        if self.runtime is not None:
+            return node_id(self.host.name, self.vmid)
+        return None if self.vmid is None else self.host.name
+
+
 @dataclass(frozen=True)
-class Target:
+class Target(NodePlace):
     """One node to probe: a host itself (vmid None), a guest on it, or an OCI container.
 
     `vmid` is the Proxmox guest the node is or runs in (None on the host itself); an OCI
@@ -162,29 +192,10 @@ class Target:
     #: The node's OCI spec (its Docker/Podman containers), for hosts and guests.
     oci: OciSpec | None = None
 
-    def __post_init__(self) -> None:
-        if not self.kind:
-            object.__setattr__(self, "kind", "host" if self.vmid is None else "lxc")
-
-    @property
-    def id(self) -> str:
-        """`HOST`, `HOST/VMID` or `PARENT/RUNTIME:NAME` (the node id contract)."""
-        return node_id(self.host.name, self.vmid, self.runtime, self.container)
-
-    @property
-    def node_kind(self) -> str:
-        return self.kind
-
-    @property
-    def parent(self) -> str | None:
-        """The id of the node this one runs in; None for a host."""
-        if self.runtime is not None:
-            return node_id(self.host.name, self.vmid)
-        return None if self.vmid is None else self.host.name
 
 
 @dataclass(frozen=True)
-class SkippedTarget:
+class SkippedTarget(NodePlace):
     """A node that is known but will not be probed (stopped, template, excluded) or that
     discovery could not read (`status` "error")."""
 
@@ -200,25 +211,18 @@ class SkippedTarget:
     #: The id when neither VMID nor name could be read (an unreadable discovery line).
     fixed_id: str | None = None
 
-    def __post_init__(self) -> None:
-        if not self.kind:
-            object.__setattr__(self, "kind", "host" if self.vmid is None else "lxc")
-
     @property
     def id(self) -> str:
         if self.fixed_id is not None:
             return self.fixed_id
-        return node_id(self.host.name, self.vmid, self.runtime, self.container)
-
-    @property
-    def node_kind(self) -> str:
-        return self.kind
+        return super().id
 
     @property
     def parent(self) -> str | None:
-        if self.runtime is not None:
-            return node_id(self.host.name, self.vmid)
-        return None if self.vmid is None and self.fixed_id is None else self.host.name
+        # An unreadable discovery line of a host still sits on that host.
+        if self.fixed_id is not None and self.vmid is None and self.runtime is None:
+            return self.host.name
+        return super().parent
 
 
 @dataclass(frozen=True)
