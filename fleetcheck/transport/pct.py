@@ -21,20 +21,21 @@ SUDO_PROMPT_REFUSED = "sudo: a password is required"
 PCT_LIST_TIMEOUT = 30.0
 
 
-def pct_refusal(stderr: str, host: str) -> str | None:
-    """Why sudo or pct refused to run anything on `host` (sudo's prompt, pct's root check)."""
+def pve_refusal(stderr: str, host: str, tool: str = "pct") -> str | None:
+    """Why sudo or a Proxmox CLI tool (pct, qm) refused to run anything on `host`: sudo's
+    prompt, the tool's root check (pve-common's, shared by both)."""
     if SUDO_PROMPT_REFUSED in stderr:
         return (f"sudo on {host} asks for a password (sudo -n): allow the login to run "
-                "pct without a password (NOPASSWD)")
+                f"{tool} without a password (NOPASSWD)")
     if NEEDS_ROOT in stderr:
-        return f"pct on {host} needs root: log in as root or set sudo: true"
+        return f"{tool} on {host} needs root: log in as root or set sudo: true"
     return None
 
 
 def pct_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, str] | None:
     """(status, reason) when pct or sudo, not the probe, refused to run (their stderr texts)."""
     stderr = result.stderr.decode("utf-8", "replace")
-    refused = pct_refusal(stderr, host)
+    refused = pve_refusal(stderr, host)
     if refused is not None:
         return "error", refused
     if NOT_RUNNING in stderr and f"'{vmid}'" in stderr:
@@ -48,16 +49,16 @@ def pct_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, 
     return None
 
 
-def pct_list_failure(result: CommandResult, host: str) -> str:
-    """Why `pct list` on `host` gave no container list."""
-    refused = pct_refusal(result.stderr.decode("utf-8", "replace"), host)
+def pve_list_failure(result: CommandResult, host: str, tool: str) -> str:
+    """Why `TOOL list` (pct, qm) on `host` gave no guest list."""
+    refused = pve_refusal(result.stderr.decode("utf-8", "replace"), host, tool)
     if refused is not None:
         return refused
     if result.returncode == 127:
-        return f"pct not found on {host}: is it a Proxmox VE host?"
+        return f"{tool} not found on {host}: is it a Proxmox VE host?"
     if result.timed_out:
-        return f"`pct list` on {host} timed out"
-    return f"`pct list` on {host} failed ({result.returncode}): {last_line(result.stderr)}"
+        return f"`{tool} list` on {host} timed out"
+    return f"`{tool} list` on {host} failed ({result.returncode}): {last_line(result.stderr)}"
 
 
 def sudo_prefix(sudo: bool) -> list[str]:
@@ -70,14 +71,20 @@ def pct_list_argv(host: HostSpec) -> list[str]:
     return [*sudo_prefix(host.sudo), "pct", "list"]
 
 
+async def pve_list(host: HostSpec, transport: Transport, tool: str, timeout: float) -> str:
+    """What `TOOL list` (pct, qm) prints on `host`; DiscoveryError saying why when it fails."""
+    result = await transport.run([*sudo_prefix(host.sudo), tool, "list"], timeout=timeout)
+    if result.returncode != 0 or result.timed_out:
+        # The host's own refusal (its gatekeeper) first.
+        refused = transport.explain_failure(result)
+        reason = refused[1] if refused else pve_list_failure(result, host.name, tool)
+        raise DiscoveryError(reason, host=host.name)
+    return result.stdout.decode("utf-8", "replace")
+
+
 async def pct_list(host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
     """The containers `pct list` shows on `host`; DiscoveryError saying why when it fails."""
-    result = await transport.run(pct_list_argv(host), timeout=PCT_LIST_TIMEOUT)
-    if result.returncode != 0 or result.timed_out:
-        refused = transport.explain_failure(result)
-        reason = refused[1] if refused else pct_list_failure(result, host.name)
-        raise DiscoveryError(reason, host=host.name)
-    return parse_pct_list(result.stdout.decode("utf-8", "replace"))
+    return parse_pct_list(await pve_list(host, transport, "pct", PCT_LIST_TIMEOUT))
 
 
 def pct_exec_argv(vmid: int, argv: list[str], *, sudo: bool = False) -> list[str]:

@@ -16,7 +16,6 @@ import json
 import signal
 from typing import Any
 
-from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.listings import parse_qm_list
 from fleetcheck.inventory.model import DiscoveredContainer, HostSpec
 from fleetcheck.text import last_line
@@ -29,7 +28,7 @@ from fleetcheck.transport.interface import (
     Transport,
     TransportError,
 )
-from fleetcheck.transport.pct import SUDO_PROMPT_REFUSED, sudo_prefix
+from fleetcheck.transport.pct import SUDO_PROMPT_REFUSED, pve_list, sudo_prefix
 
 #: qm.pm: `die "'input-data' (STDIN) is limited to 1 MiB, aborting\n"` beyond 1024 * 1024.
 QM_STDIN_LIMIT = 1024 * 1024
@@ -160,30 +159,10 @@ def qm_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, s
     return None
 
 
-def qm_list_failure(result: CommandResult, host: str) -> str:
-    """Why `qm list` on `host` gave no VM list."""
-    stderr = result.stderr.decode("utf-8", "replace")
-    if SUDO_PROMPT_REFUSED in stderr:
-        return (f"sudo on {host} asks for a password (sudo -n): allow the login to run qm "
-                "without a password (NOPASSWD)")
-    if result.returncode == 127:
-        return f"qm not found on {host}: is it a Proxmox VE host?"
-    if result.timed_out:
-        return f"`qm list` on {host} timed out"
-    return f"`qm list` on {host} failed ({result.returncode}): {last_line(result.stderr)}"
-
-
 async def qm_list(host: HostSpec, transport: Transport, timeout: float
                   ) -> list[DiscoveredContainer]:
     """The VMs `qm list` shows on `host`; DiscoveryError saying why when it fails."""
-    argv = [*sudo_prefix(host.sudo), "qm", "list"]
-    result = await transport.run(argv, timeout=timeout)
-    if result.returncode != 0 or result.timed_out:
-        # The host's own refusal (its gatekeeper) first, as pct_list does.
-        refused = transport.explain_failure(result)
-        reason = refused[1] if refused else qm_list_failure(result, host.name)
-        raise DiscoveryError(reason, host=host.name)
-    return parse_qm_list(result.stdout.decode("utf-8", "replace"))
+    return parse_qm_list(await pve_list(host, transport, "qm", timeout))
 
 
 class QemuTransport(NestedTransport):
