@@ -10,14 +10,8 @@ import random
 import shlex
 import socket
 import time
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
-
-import asyncssh
-import asyncssh.config
-import asyncssh.encryption
-import asyncssh.mac
 
 from fleetcheck.gatekeeper import refusal_reason
 from fleetcheck.inventory.model import HostSpec
@@ -32,6 +26,7 @@ from fleetcheck.transport.interface import (
     TransportError,
 )
 from fleetcheck.transport.ssh_hostkeys import HostKeyPlan, known_hosts_path
+from fleetcheck.transport.sshlib import asyncssh
 
 #: Connection attempts in flight at once, fleet-wide: below sshd's MaxStartups (10:30:100),
 #: which starts dropping unauthenticated connections at random beyond 10.
@@ -192,7 +187,7 @@ class SshTransport(Transport):
         self._failure: TransportError | None = None
         self._closed = False
         #: Marks this transport's remote commands; see remote_command.
-        self.tag = uuid.uuid4().hex[:16]
+        self.tag = os.urandom(8).hex()
         #: Commands given up on (cancelled or timed out) before their exit status arrived.
         self.abandoned = 0
         self._hops: list[asyncssh.SSHClientConnection] = []

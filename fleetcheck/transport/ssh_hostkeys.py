@@ -10,10 +10,9 @@ import os
 import threading
 from dataclasses import dataclass
 
-import asyncssh
-
 from fleetcheck.inventory.model import SshOptions
 from fleetcheck.transport.interface import TransportError
+from fleetcheck.transport.sshlib import asyncssh
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 

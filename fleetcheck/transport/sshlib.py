@@ -1,0 +1,47 @@
+"""asyncssh, imported without ctypes.util.find_library's compiler run.
+
+Importing asyncssh looks for liboqs (asyncssh.crypto.pq: `find_library("oqs")`, then
+`find_library("liboqs")`, for the sntrup761 key exchange). On Linux, for a library that is not
+in the ld cache, `ctypes.util.find_library` runs `ldconfig -p`, then gcc (compiling and linking
+a test program), then `ld -t`: on a machine with gcc that is ten processes and about 0.2 s of
+every fleetcheck start (bench/results.md), paid again by each gate, health check and cron run.
+
+While asyncssh is imported, `find_library` is given its first step alone, the ld-cache lookup:
+a liboqs installed by a package (or put in the cache by ldconfig) is still found and used, as
+the dynamic loader would find it; one found only on gcc's own search path is not. Every other
+caller of `find_library` is unaffected: it is restored as soon as the import returns.
+
+Every module of fleetcheck imports asyncssh from here (`from fleetcheck.transport.sshlib
+import asyncssh`), so whichever comes first takes this path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes.util
+import sys
+from collections.abc import Iterator
+
+
+@contextlib.contextmanager
+def ld_cache_only() -> Iterator[None]:
+    """`ctypes.util.find_library` as its ld-cache lookup alone, for the `with` block (Linux)."""
+    ld_cache = getattr(ctypes.util, "_findSoname_ldconfig", None)
+    if not sys.platform.startswith("linux") or not callable(ld_cache):
+        yield
+        return
+    original = ctypes.util.find_library
+    ctypes.util.find_library = ld_cache
+    try:
+        yield
+    finally:
+        ctypes.util.find_library = original
+
+
+with ld_cache_only():
+    import asyncssh
+    import asyncssh.config
+    import asyncssh.encryption
+    import asyncssh.mac
+
+__all__ = ["asyncssh"]
