@@ -64,6 +64,8 @@ def profiled(argv: list[str], stats_path: str) -> int:
 
 
 if __name__ == "__main__":
+    from fleetcheck.cli import finish  # the command's own ending (os._exit once flushed)
+
     if os.environ.get("BENCH_PROFILE"):
-        sys.exit(profiled(sys.argv[1:], os.environ["BENCH_PROFILE"]))
-    sys.exit(main(sys.argv[1:]))
+        finish(profiled(sys.argv[1:], os.environ["BENCH_PROFILE"]))
+    finish(main(sys.argv[1:]))

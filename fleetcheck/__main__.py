@@ -1,7 +1,5 @@
 """`python -m fleetcheck`: the same as the `fleetcheck` command."""
 
-import sys
+from fleetcheck.cli import run
 
-from fleetcheck.cli import main
-
-sys.exit(main())
+run()

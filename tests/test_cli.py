@@ -279,3 +279,47 @@ def test_a_limit_typo_after_discovery_keeps_history_and_hook_untouched(fleet, tm
 
     emptied = fleetcheck("audit", inventory, "--limit", "pve1/101,!pve1/101")
     assert_one_line_error(emptied, "selects no node of pve1/101 (after discovery and the ! and &")
+
+
+def test_writing_stdout_to_a_full_disk_is_one_line_error() -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "fleetcheck", "probe", "--script"],
+                              cwd=ROOT, stdout=full, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+    assert done.returncode == 2
+    assert done.stderr == ("fleetcheck: error: standard output: cannot write report: "
+                           "No space left on device\n")
+
+
+def _finish(code: int, then: str = "", chars: int = 200_000) -> subprocess.CompletedProcess[str]:
+    # Unflushed text still in Python's buffer when finish() ends the process; `then` runs
+    # between the write and finish.
+    script = ("import os, sys\nfrom fleetcheck.cli import finish\nsys.stdout.write('x' * "
+              f"{chars})\nprint('last', file=sys.stderr)\n{then}\nfinish({code})\n")
+    # Buffered as a command's stdout is by default (PYTHONUNBUFFERED would write through).
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"}
+    return subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, env=env)
+
+
+def test_finish_ends_the_process_with_everything_written() -> None:
+    done = _finish(3)
+    assert (done.returncode, len(done.stdout), done.stderr) == (3, 200_000, "last\n")
+
+
+def test_finish_says_when_stdout_could_not_be_written() -> None:
+    # The last of the text is still buffered when stdout's descriptor goes away under it.
+    done = _finish(0, then="os.close(1)", chars=10)
+    assert done.returncode == 120  # CPython's own status for a failed flush at exit
+    assert done.stderr.splitlines() == [
+        "last", "fleetcheck: error: writing standard output: [Errno 9] Bad file descriptor"]
+
+
+def test_finish_keeps_the_code_when_the_reader_left() -> None:
+    piped = subprocess.run(
+        ["bash", "-o", "pipefail", "-c",
+         f"{sys.executable} -c 'import sys; from fleetcheck.cli import finish; "
+         "sys.stdout.write(\"x\" * 200000); finish(1)' | head -c 1 >/dev/null"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert piped.returncode == 1
+    assert piped.stderr == ""
