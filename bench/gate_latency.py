@@ -49,8 +49,10 @@ def one_shape(nodes: int, per_host: int, runs: int, sleep: float, workdir: Path,
         # asyncssh's in-process server (bench/scale.py) sleeps, then answers: no node CPU.
         probe_path = str(scale.prepare(workdir))
         (workdir / "sleep").write_text(str(sleep))
-        server, port = scale.start_server(workdir)
-        inventory = str(scale.write_inventory(workdir, nodes, port, per_host=per_host,
+        # One listener per host, as a fleet has one sshd per host (connection attempts are
+        # bounded per server: one port for every host would ramp 8 at a time).
+        server, ports = scale.start_server(workdir, listeners=-(-nodes // per_host))
+        inventory = str(scale.write_inventory(workdir, nodes, ports, per_host=per_host,
                                               concurrency=concurrency))
 
         def server_pids() -> set[int]:

@@ -13,14 +13,13 @@ left is the way back, to measure what the cipher preference bought:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 from fleetcheck.inventory.model import HostSpec
 from fleetcheck.transport.factory import TransportFactory
 from fleetcheck.transport.interface import Transport
-from fleetcheck.transport.ssh import SshTransport
+from fleetcheck.transport.ssh import ConnectLimiter, SshTransport
 
 FIXES = ("chacha",)
 
@@ -40,7 +39,7 @@ class FixedTransports(TransportFactory):
         super().__init__()
         self.fixes = tuple(fixes)
 
-    def ssh_transport(self, host: HostSpec, connects: asyncio.Semaphore) -> Transport:
+    def ssh_transport(self, host: HostSpec, connects: ConnectLimiter) -> Transport:
         if "chacha" in self.fixes:
             return _ChachaFirstSsh(host, connect_limiter=connects)
         return super().ssh_transport(host, connects)

@@ -42,7 +42,8 @@ NODE_TIMEOUT = 120.0
 # -- the server (a separate process) ---------------------------------------------------------
 
 async def serve(workdir: Path) -> None:
-    """Listen on 127.0.0.1:0, answer every channel with the reply; write the port, then wait."""
+    """Listen on 127.0.0.1:0 (as many listeners as the file `listeners` says, one by default),
+    answer every channel with the reply; write the ports, then wait."""
     import asyncssh
 
     reply = (workdir / "reply.json").read_bytes()
@@ -59,10 +60,13 @@ async def serve(workdir: Path) -> None:
         proc.stdout.write(reply)
         proc.exit(code)
 
-    server = await asyncssh.listen(
+    listeners = int((workdir / "listeners").read_text()) if (workdir / "listeners").exists() \
+        else 1
+    servers = [await asyncssh.listen(
         "127.0.0.1", 0, server_host_keys=[host_key], process_factory=process, encoding=None,
         authorized_client_keys=asyncssh.import_authorized_keys(client_pub))
-    (workdir / "port.tmp").write_text(str(server.get_port()))
+        for _ in range(listeners)]
+    (workdir / "port.tmp").write_text(" ".join(str(server.get_port()) for server in servers))
     os.replace(workdir / "port.tmp", workdir / "port")
     # Until the bench terminates this process (asyncio's Server.wait_closed returns at once
     # on Python 3.11 when the server was never closed).
@@ -96,16 +100,18 @@ def probe_reply(workdir: Path) -> tuple[bytes, int]:
     return done.stdout, done.returncode
 
 
-def write_inventory(workdir: Path, nodes: int, port: int, *,
+def write_inventory(workdir: Path, nodes: int, port: int | list[int], *,
                     per_host: int = CONTAINERS_PER_HOST, **defaults: object) -> Path:
+    """`nodes` containers, `per_host` to a host; hosts take the ports in turn."""
     import yaml
 
+    ports = [port] if isinstance(port, int) else port
     hosts = {}
     for index in range(-(-nodes // per_host)):
         first = 101
         count = min(per_host, nodes - index * per_host)
         hosts[f"pve{index + 1}"] = {
-            "address": "127.0.0.1", "ssh": {"port": port},
+            "address": "127.0.0.1", "ssh": {"port": ports[index % len(ports)]},
             "containers": [{"vmid": vmid} for vmid in range(first, first + count)]}
     data = {"defaults": {"timeout": NODE_TIMEOUT, "ssh": {
         "user": "root", "identity_file": str(workdir / "client_key"),
@@ -116,9 +122,12 @@ def write_inventory(workdir: Path, nodes: int, port: int, *,
     return path
 
 
-def start_server(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
+def start_server(workdir: Path, listeners: int = 1) -> tuple[subprocess.Popen[bytes], list[int]]:
+    """The server process, and its ports: one listener by default (every host of the
+    inventory on one port), or one per host as a real fleet has one sshd per host."""
     import asyncssh
 
+    (workdir / "listeners").write_text(str(listeners))
     host_key = asyncssh.generate_private_key("ssh-ed25519")
     host_key.write_private_key(str(workdir / "host_key"))
     client_key = asyncssh.generate_private_key("ssh-ed25519")
@@ -138,13 +147,13 @@ def start_server(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
     else:
         server.kill()
         raise SystemExit("bench/scale.py: the server did not listen within 30 s")
-    port = int((workdir / "port").read_text())
-    (workdir / "known_hosts").write_text(
-        f"[127.0.0.1]:{port} {host_key.export_public_key().decode()}")
-    return server, port
+    ports = [int(port) for port in (workdir / "port").read_text().split()]
+    key = host_key.export_public_key().decode()
+    (workdir / "known_hosts").write_text("".join(f"[127.0.0.1]:{port} {key}" for port in ports))
+    return server, ports
 
 
-def measure(workdir: Path, nodes: int, port: int, timeout: float,
+def measure(workdir: Path, nodes: int, port: int | list[int], timeout: float,
             server_pid: int, variant: str = "", payload: str = "trivial") -> dict[str, Any]:
     from bench.measure import run_measured
 
@@ -296,13 +305,13 @@ def main(argv: list[str] | None = None) -> int:
     variants = [name for name in args.variants.split(",") if name]
     workdir = Path(tempfile.mkdtemp(prefix="fc-scale-"))
     prepare(workdir)
-    server, port = start_server(workdir)
+    server, ports = start_server(workdir)
     samples = []
     try:
         for run in range(args.runs):
             # Interleaved: drift over time hits every size and variant alike.
             for size, variant in itertools.product(sizes, ["", *variants]):
-                sample = measure(workdir, size, port, args.timeout, server.pid, variant,
+                sample = measure(workdir, size, ports, args.timeout, server.pid, variant,
                                  args.payload)
                 samples.append(sample)
                 print(f"{sample['variant']:<10} {size:>5} nodes run {run + 1}/{args.runs}: "

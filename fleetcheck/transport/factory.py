@@ -13,8 +13,6 @@ the runtime's `exec -i` on its parent's transport, whatever that parent is.
 
 from __future__ import annotations
 
-import asyncio
-
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
@@ -31,18 +29,19 @@ from fleetcheck.transport.pct import PCT_LIST_TIMEOUT, PctTransport, pct_list
 from fleetcheck.transport.pvesh import pvesh_list
 from fleetcheck.transport.qemu import QemuTransport, qm_list
 from fleetcheck.transport.qemu_api import ApiHostTransport, QemuApiTransport
-from fleetcheck.transport.ssh import DEFAULT_CONNECT_ATTEMPTS, SshTransport
+from fleetcheck.transport.ssh import DEFAULT_CONNECT_ATTEMPTS, ConnectLimiter, SshTransport
 
 #: How long one listing (pvesh, qm list, docker ps) may take: as long as `pct list`.
 LISTING_TIMEOUT = PCT_LIST_TIMEOUT
 
 
 class TransportFactory:
-    """Builds the transports of one audit; they share its fleet-wide connection limiter."""
+    """Builds the transports of one audit; they share its connection limiter (per SSH server
+    and fleet-wide, `connect_attempts` being the fleet-wide bound)."""
 
     def __init__(self, *, connect_attempts: int = DEFAULT_CONNECT_ATTEMPTS) -> None:
         self.connect_attempts = max(1, connect_attempts)
-        self._connects: asyncio.Semaphore | None = None
+        self._connects: ConnectLimiter | None = None
 
     def for_host(self, host: HostSpec) -> Transport:
         """The transport to `host` itself; its nodes' transports wrap this one."""
@@ -56,10 +55,10 @@ class TransportFactory:
             return ApiHostTransport(host.api, host.name, slots=host.ssh.max_sessions)
         if self._connects is None:
             # Made on first use, inside the audit's event loop.
-            self._connects = asyncio.Semaphore(self.connect_attempts)
+            self._connects = ConnectLimiter(fleet_wide=self.connect_attempts)
         return self.ssh_transport(host, self._connects)
 
-    def ssh_transport(self, host: HostSpec, connects: asyncio.Semaphore) -> Transport:
+    def ssh_transport(self, host: HostSpec, connects: ConnectLimiter) -> Transport:
         """An SSH transport to `host` (a bench or test overrides this to vary SSH alone)."""
         return SshTransport(host, connect_limiter=connects)
 

@@ -14,7 +14,7 @@ import pytest
 from fleetcheck.inventory.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import TransportError
 from fleetcheck.transport.pct import PctTransport
-from fleetcheck.transport.ssh import SshTransport
+from fleetcheck.transport.ssh import ConnectLimiter, SshTransport
 from tests.fleet import Fleet
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(60)]
@@ -111,12 +111,13 @@ def test_thirty_containers_share_one_connection_within_max_sessions(fleet: Fleet
 
 def test_many_connections_at_once_stay_under_max_startups(fleet: Fleet) -> None:
     fleet.add_host("pve1")
-    # 20 inventory hosts on one sshd: 20 connections at once would exceed MaxStartups 10.
+    # 20 inventory hosts on one sshd: 20 connections at once would exceed MaxStartups 10. The
+    # fleet-wide bound (64) would let them all start; the per-server bound (8) must not.
     specs = [dataclasses.replace(host_spec(fleet, "pve1"), name=f"alias{i}") for i in range(20)]
-    limiter = asyncio.Semaphore  # one fleet-wide limiter, as the audit shares it
 
     async def main() -> list[object]:
-        shared = limiter(8)
+        shared = ConnectLimiter()  # one for the audit, as the transport factory shares it
+        assert shared.fleet_wide > 20
         transports = [SshTransport(spec, connect_limiter=shared) for spec in specs]
         try:
             return list(await asyncio.gather(*(t.run(["echo", "up"], timeout=20)
