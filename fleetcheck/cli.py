@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Awaitable, Sequence
@@ -415,6 +414,8 @@ async def _audit_into(audit: Awaitable[Report], into: list[Report]) -> None:
 def _run_audit(inventory: Inventory, limit: list[str], deep: bool, policy: Policy,
                timeout: float | None, progress: bool, parts: Any = None) -> Report:
     """Run the audit with a progress bar on a TTY; Ctrl-C returns what was gathered."""
+    import asyncio
+
     from fleetcheck.audit import AuditParts, AuditRun
     from fleetcheck.inventory import check_limit
     from fleetcheck.render.progress import progress_observer
@@ -760,6 +761,8 @@ def cmd_fix(args: argparse.Namespace) -> int:
         write_record([], applied=False, interrupted=False)
         return int(exit_code_for(before))
     assert inventory is not None
+    import asyncio
+
     from fleetcheck.fix.run import FixRun
     from fleetcheck.render.progress import progress_observer
 
