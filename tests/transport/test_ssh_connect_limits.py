@@ -100,7 +100,7 @@ def test_ld_cache_only_is_scoped_to_its_block() -> None:
     original = ctypes.util.find_library
     with ld_cache_only():
         if sys.platform.startswith("linux"):
-            assert ctypes.util.find_library is getattr(ctypes.util, "_findSoname_ldconfig")
+            assert ctypes.util.find_library is ctypes.util._findSoname_ldconfig
             assert ctypes.util.find_library("c")  # libc is in every ld cache
     assert ctypes.util.find_library is original
 
