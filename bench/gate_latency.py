@@ -24,6 +24,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,7 +69,9 @@ def one_shape(nodes: int, per_host: int, runs: int, sleep: float, workdir: Path,
             argv = [sys.executable, str(REPO / "bench" / "fleetcheck_with_probe.py"),
                     probe_path, "gate", inventory, "--playbook", "quick"]
             env = dict(os.environ, PYTHONPATH=str(REPO), BENCH_TIMES=str(times_path))
+            launched = time.monotonic()
             measured = run_measured(argv, env=env, timeout=600, known_children=server_pids)
+            gone = time.monotonic()
             times = json.loads(times_path.read_text())
             durations = [end - start for _, start, end in times["nodes"]]
             sample = {
@@ -82,6 +85,11 @@ def one_shape(nodes: int, per_host: int, runs: int, sleep: float, workdir: Path,
                 # From the last node's exit status to the CLI's return: verdicts, the gate's
                 # lines, the connections' close.
                 "after_last_s": times["ended"] - max(e for _, _, e in times["nodes"]),
+                # Python's start up to the CLI's first line (the bench's small launcher
+                # included), and from the CLI's return to the process's end as this bench saw
+                # it (the interpreter's shutdown; its wait loop polls every 5 ms).
+                "start_s": times["started"] - launched,
+                "exit_s": gone - times["ended"],
             }
             sample["gate_cost_s"] = sample["wall_s"] - sample["slowest_probe_s"]
             samples.append(sample)
@@ -94,7 +102,7 @@ def one_shape(nodes: int, per_host: int, runs: int, sleep: float, workdir: Path,
         close()
     median = {key: statistics.median(float(s[key]) for s in samples)  # type: ignore[arg-type]
               for key in ("wall_s", "slowest_probe_s", "gate_cost_s", "first_start_s",
-                          "cpu_s")}
+                          "cpu_s", "start_s", "exit_s")}
     return {"where": where, "nodes": nodes, "per_host": per_host, "concurrency": concurrency,
             "runs": runs, "sleep_s": sleep, "median": median,
             "load_max": max(s["load"] for s in samples), "samples": samples}
@@ -122,14 +130,15 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
     print("| nodes' server | nodes | containers per host | concurrency | gate wall s "
           "| slowest probe s | gate cost s (wall - slowest) | first probe starts at s "
-          "| gate CPU s | runs | load |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| Python start s | exit s | gate CPU s | runs | load |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for result in results:
         m = result["median"]
         print(f"| {result['where']} | {result['nodes']} | {result['per_host']} "
               f"| {result['concurrency']} "
               f"| {m['wall_s']:.2f} | {m['slowest_probe_s']:.2f} | {m['gate_cost_s']:.2f} "
-              f"| {m['first_start_s']:.2f} | {m['cpu_s']:.2f} | {result['runs']} "
+              f"| {m['first_start_s']:.2f} | {m['start_s']:.3f} | {m['exit_s']:.3f} "
+              f"| {m['cpu_s']:.2f} | {result['runs']} "
               f"| {result['load_max']:.1f} |")
     return 0
 

@@ -3,8 +3,9 @@
 Importing asyncssh looks for liboqs (asyncssh.crypto.pq: `find_library("oqs")`, then
 `find_library("liboqs")`, for the sntrup761 key exchange). On Linux, for a library that is not
 in the ld cache, `ctypes.util.find_library` runs `ldconfig -p`, then gcc (compiling and linking
-a test program), then `ld -t`: on a machine with gcc that is ten processes and about 0.2 s of
-every fleetcheck start (bench/results.md), paid again by each gate, health check and cron run.
+a test program), then `ld -t`: on a machine with gcc and ld that is seven processes at every
+fleetcheck start (30 ms on an idle 2-core machine, much more on a busy one; docs/scaling.md),
+paid again by each gate, health check and cron run.
 
 While asyncssh is imported, `find_library` is given its first step alone, the ld-cache lookup:
 a liboqs installed by a package (or put in the cache by ldconfig) is still found and used, as
