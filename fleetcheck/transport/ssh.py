@@ -234,9 +234,16 @@ class SshTransport(Transport):
         Through `proxy_jump` every attempt first logs in to the first hop: that sshd is the one
         whose MaxStartups many hosts behind one bastion would meet.
         """
-        if self.options.proxy_jump:
-            return ("jump", self.options.proxy_jump.split(",")[0].strip())
+        hops = self._jump_hops()
+        if hops:
+            return ("jump", hops[0])
         return ("direct", self.address, self.options.port or 22)
+
+    def _jump_hops(self) -> list[str]:
+        """`proxy_jump`'s hops in order (`[user@]host[:port]` each), none without it."""
+        if not self.options.proxy_jump:
+            return []
+        return [hop.strip() for hop in self.options.proxy_jump.split(",")]
 
     def _connect_kwargs(self, known_hosts: Any) -> dict[str, Any]:
         options = self.options
@@ -329,8 +336,8 @@ class SshTransport(Transport):
         """
         assert self.options.proxy_jump
         conn: asyncssh.SSHClientConnection | None = None
-        for hop in self.options.proxy_jump.split(","):
-            user, _, rest = hop.strip().rpartition("@")
+        for hop in self._jump_hops():
+            user, _, rest = hop.rpartition("@")
             host, _, port = rest.partition(":")
             kwargs = self._connect_kwargs(known_hosts)
             kwargs.pop("port", None)
@@ -350,7 +357,7 @@ class SshTransport(Transport):
                 self._hops.append(conn)
             except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError) as exc:
                 raise TransportError(
-                    f"jump host {hop.strip()} for {self.host.name} failed: "
+                    f"jump host {hop} for {self.host.name} failed: "
                     + self._hop_problem(exc, kwargs.get("username"), watch)
                 ) from None
         assert conn is not None
