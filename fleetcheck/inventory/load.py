@@ -11,9 +11,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from fleetcheck.inventory.errors import InventoryError
+from fleetcheck.inventory.limit import pattern_problem
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
     OCI_RUNTIMES,
+    VMID_MAX,
+    VMID_MIN,
     ApiOptions,
     ContainerSpec,
     HostSpec,
@@ -99,8 +102,6 @@ NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 #: The Proxmox tag syntax (pve-common), so API tags and inventory labels mix.
 LABEL_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_+.-]*$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-#: pve-common's pve-vmid format.
-VMID_MIN, VMID_MAX = 100, 999_999_999
 #: A DNS name or an ssh_config alias: dot-separated labels of letters, digits, '_' and '-',
 #: none starting with '-' (so no address can read as an option such as -oProxyCommand=...).
 HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_][A-Za-z0-9_-]{0,62}"
@@ -610,8 +611,6 @@ class _Builder:
         )
 
     def groups(self, raw: Any, inventory: Inventory) -> dict[str, tuple[str, ...]]:
-        from fleetcheck.inventory.limit import pattern_problem  # limit imports nothing of ours
-
         if raw is None:
             return {}
         if not isinstance(raw, dict):
