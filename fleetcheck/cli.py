@@ -239,6 +239,36 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("--no-progress", action="store_true",
                      help="no progress bar (it is only drawn on a terminal anyway)")
 
+    merge = sub.add_parser(
+        "merge", help="one audit report from node documents gathered by Slurm, Kubernetes, "
+        "timers",
+        description="Assemble the node documents that `fleetcheck probe --format json` printed "
+        "on each node (files, folders of *.json, tarballs, - for stdin; node caches and saved "
+        "audits too) into one audit report with the playbook's fleet checks, history and every "
+        "format, as `fleetcheck audit` would have written it. A node given twice keeps its "
+        "newest document; a document older than --max-age leaves its node unverified; an input "
+        "that cannot be read is named. Each is one line on stderr and a finding in the report. "
+        "See docs/integrations.md.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    merge.add_argument("inputs", nargs="+", metavar="INPUT",
+                       help="node document files, folders, tarballs (.tar, .tar.gz), or -")
+    _add_output(merge)
+    merge.add_argument("--id", dest="id_template", default="auto", metavar="TEMPLATE",
+                       help="how merged nodes are named: 'auto' (default: the Slurm node name, "
+                       "else the Kubernetes node name, else the document's id) or a template "
+                       "of {id} {hostname} {slurm_node} {slurm_job} {k8s_node} {pod} "
+                       "{namespace} {file}")
+    merge.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
+                       help="a document probed longer ago leaves its node unverified (default: "
+                       "1800)")
+    merge.add_argument("--playbook", "-p", metavar="FILE|NAME",
+                       help="fleet checks and requirements (default: the built-in default)")
+    merge.add_argument("--history", metavar="DIR",
+                       help="keep this merge in DIR and report what changed since the last run")
+    merge.add_argument("--keep", type=positive_count, default=None, metavar="N",
+                       help="with --history: runs to keep (default: 90)")
+
     diff = sub.add_parser(
         "diff", help="what changed between two saved audits",
         description="Compare two saved audits. Exit 0: no change, 1: changes, 2: trouble.",
@@ -562,7 +592,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         _emit(probe_source(), None)
         return EXIT_PASS
     from fleetcheck.audit import local_node_result
-    from fleetcheck.reportio import node_to_dict
+    from fleetcheck.nodedoc import node_document
     from fleetcheck.timestamps import utc_now
 
     output = getattr(args, "output", None)
@@ -584,14 +614,15 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if fmt is None:
         fmt = _output_format(argparse.Namespace(format=None, output=output))
         fmt = fmt if fmt in ("json", "prometheus") else "table"
+    document = node_document(node, finished)
     if cache:
         from fleetcheck.nodehealth import cache_document
 
-        _emit(cache_document(node_to_dict(node), code), cache)
+        _emit(cache_document(document, code), cache)
     if fmt == "json":
         import json
 
-        _emit(json.dumps(node_to_dict(node), indent=2, ensure_ascii=False) + "\n", output)
+        _emit(json.dumps(document, indent=2, ensure_ascii=False) + "\n", output)
     else:
         from fleetcheck.render import render
 
@@ -660,6 +691,46 @@ def cmd_report(args: argparse.Namespace) -> int:
     _emit(render(report, _output_format(args), history=history, failing_since=failing_since,
                  **_file_options(args.output)), args.output)
     return EXIT_PASS
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from fleetcheck.merge import merge_inputs, problem_lines
+    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S
+    from fleetcheck.render import render
+
+    if args.keep is not None and not args.history:
+        raise UsageError("--keep needs --history DIR (it is how many runs the history keeps)")
+    _check_output(args.output)
+    if args.history:
+        _check_history(args.history)
+    policy = _load_policy(args.playbook)
+    outcome = merge_inputs(args.inputs, policy=policy, id_template=args.id_template,
+                           max_age_s=args.max_age or DEFAULT_MAX_AGE_S)
+    for line in problem_lines(outcome):
+        print(line, file=sys.stderr)
+    report = outcome.report
+    history: Any = ()
+    failing_since: Any = {}
+    changes: list[str] = []
+    if args.history:
+        from fleetcheck import history as hist
+        from fleetcheck.rundiff import diff_reports
+
+        previous = hist.previous_run(args.history, None)
+        if previous is not None:
+            changes = diff_reports(previous, report).lines()
+        history = hist.history_summaries(args.history)
+        failing_since = hist.failing_since(args.history, report)
+    _emit(render(report, _output_format(args), history=history, failing_since=failing_since,
+                 changes=changes, **_file_options(args.output)), args.output)
+    if args.history:
+        from fleetcheck.history import HistoryError, save_run
+
+        try:
+            save_run(args.history, report, keep=args.keep or 90)
+        except HistoryError as exc:
+            print(f"fleetcheck: warning: {exc}", file=sys.stderr)
+    return outcome.exit_code
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -810,6 +881,7 @@ COMMANDS = {
     "inventory": cmd_inventory,
     "report": cmd_report,
     "diff": cmd_diff,
+    "merge": cmd_merge,
     "health": cmd_health,
     "host-setup": cmd_host_setup,
     "fix": cmd_fix,
@@ -827,6 +899,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
         ("fleetcheck.history", "HistoryError"),
         ("fleetcheck.render", "RenderError"),
         ("fleetcheck.gatekeeper", "HostSetupError"),
+        ("fleetcheck.merge", "MergeError"),
     ):
         try:
             imported = __import__(module, fromlist=[name])
