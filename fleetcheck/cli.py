@@ -126,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gate.add_argument("inventory", help="inventory YAML")
     _add_selection(gate)
+    gate.add_argument("--nodes", metavar="HOSTLIST",
+                      help="gate exactly these hosts as one job's node set: a Slurm hostlist "
+                      "(gpu[01-08], $SLURM_JOB_NODELIST); each must be a host of the inventory; "
+                      "the playbook's consistency checks run across them (instead of --limit)")
     gate.add_argument("--playbook", "-p", metavar="FILE|NAME", default="pre-training",
                       help="requirements (default: the built-in pre-training playbook)")
     gate.add_argument("--json", action="store_true", help="print a JSON verdict on stdout")
@@ -561,14 +565,24 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     inventory = _load_inventory(args.inventory)
     policy = _load_policy(args.playbook)
-    report = _run_audit(inventory, args.limit, policy.deep, policy, args.timeout, progress=False,
+    limit = args.limit
+    if args.nodes is not None:
+        from fleetcheck.gate import JobNodesError, job_limit
+
+        if args.limit:
+            raise UsageError("--nodes and --limit: give one (--nodes is the job's node set)")
+        try:
+            limit = [job_limit(args.nodes, inventory)]
+        except JobNodesError as exc:
+            raise UsageError(str(exc)) from None
+    report = _run_audit(inventory, limit, policy.deep, policy, args.timeout, progress=False,
                         parts=args.parts)
     report = _with_fleet_checks(report, policy)
     for line in gate_lines(report):
         print(line, file=sys.stderr)
     if args.json:
         _emit(json.dumps(gate_json(report), indent=2) + "\n", None)
-    limit_error = _unmatched_limit(inventory, args.limit, report)
+    limit_error = _unmatched_limit(inventory, limit, report)
     if limit_error:
         print(f"fleetcheck: error: {limit_error}", file=sys.stderr)
         return EXIT_USAGE

@@ -1,5 +1,9 @@
 """fleetcheck across a real Slurm allocation: four Slurm nodes on this host (one slurmd each).
 
+A job's whole node set is gated by examples/slurm-prologslurmctld.sh, run by slurmctld itself
+(`fleetcheck gate INVENTORY --nodes "$SLURM_JOB_NODELIST"`): a job whose nodes disagree, or
+with one failing node, is requeued held with fleetcheck's reason in `scontrol show job`.
+
 `srun -N4 … fleetcheck probe --format json` writes one node document per task (srun's own
 `--output=DIR/%N-%t.json`: %N is the host name, the same for every node here, so the task
 number keeps the files apart), and `fleetcheck merge DIR` must give the report a direct
@@ -13,6 +17,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +31,8 @@ from .slurmkit import SlurmCluster, missing_binaries
 
 pytestmark = pytest.mark.slow
 
+REPO = Path(__file__).resolve().parents[2]
+PROLOG_SLURMCTLD = REPO / "examples" / "slurm-prologslurmctld.sh"
 NODES = ("gpu01", "gpu02", "gpu03", "gpu04")
 #: Each node's fake environment: two healthy, one without a C compiler (Triton falls back),
 #: one with another torch (a fleet mismatch).
@@ -57,7 +64,18 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
     _script(bindir / "fleetcheck",
             f'if [ "$1" = probe ]; then . {q(str(root / "nodes"))}/"$SLURMD_NODENAME.env"; fi\n'
             f'exec {q(sys.executable)} -m fleetcheck "$@"\n')
-    kit = SlurmCluster(root, names=NODES)
+    # The job gate, on only while a test writes gate.on (the srun test gates nothing).
+    _script(root / "prologslurmctld",
+            f"[ -e {q(str(root / 'gate.on'))} ] || exit 0\n"
+            f"export FLEETCHECK={q(str(bindir / 'fleetcheck'))} FLEETCHECK_SYSLOG=0\n"
+            f"export FLEETCHECK_INVENTORY={q(str(root / 'inventory.yaml'))}\n"
+            f"export SLURM_CONF={q(str(root / 'slurm.conf'))} FLEETCHECK_TIMEOUT=120\n"
+            "start=$(date +%s.%N)\n"
+            f"{q(str(PROLOG_SLURMCTLD))} 2>>{q(str(root / 'gate.err'))}\n"
+            f'rc=$?\necho "$rc $start $(date +%s.%N)" >> {q(str(root / "gate.runs"))}\n'
+            "exit $rc\n")
+    kit = SlurmCluster(root, names=NODES, extra_conf=[
+        f"PrologSlurmctld={root / 'prologslurmctld'}", "PrologEpilogTimeout=180"])
     try:
         kit.start()
         yield kit
@@ -65,16 +83,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
         kit.stop()
 
 
-def make_fleet(cluster: SlurmCluster) -> dict[str, dict[str, str]]:
-    """Build each node's environment; return what the inventory needs for each."""
+def make_fleet(cluster: SlurmCluster, kinds: dict[str, dict[str, Any]] | None = None
+               ) -> dict[str, dict[str, str]]:
+    """Build each node's environment and the inventory reaching them (local transport, each
+    host in its node's environment); return the inventory's hosts."""
     hosts = {}
-    for name, kind in NODE_KINDS.items():
-        node = make_node(cluster.root / "nodes" / name, **kind)
+    for name, kind in (kinds or NODE_KINDS).items():
+        node = make_node(cluster.root / "nodes" / f"{name}-{time.monotonic_ns()}", **kind)
         python3 = node.bindir / "python3"
         _script(python3, f'exec {shlex.quote(sys.executable)} "$@"\n')
         lines = [f"export {key}={shlex.quote(value)}" for key, value in node.env.items()]
         (cluster.root / "nodes" / f"{name}.env").write_text("\n".join(lines) + "\n")
-        hosts[name] = {"python": str(python3), "env": node.env}
+        hosts[name] = {"transport": "local", "probe_host": True, "timeout": 100,
+                       "python": str(python3), "env": node.env}
+    (cluster.root / "inventory.yaml").write_text(yaml.safe_dump({"hosts": hosts}))
     return hosts
 
 
@@ -94,7 +116,7 @@ def comparable(report: dict[str, Any]) -> dict[str, Any]:
 
 def test_srun_fan_out_merges_into_the_direct_audits_report(cluster: SlurmCluster,
                                                            tmp_path: Path) -> None:
-    hosts = make_fleet(cluster)
+    make_fleet(cluster)
     docs = tmp_path / "docs"
     docs.mkdir()
     fleetcheck = str(cluster.root / "bin" / "fleetcheck")
@@ -116,10 +138,7 @@ def test_srun_fan_out_merges_into_the_direct_audits_report(cluster: SlurmCluster
     assert merged_run.returncode == 1, merged_run.stderr
     assert merged_run.stderr == ""
 
-    inventory = tmp_path / "inventory.yaml"
-    inventory.write_text(yaml.safe_dump({"hosts": {
-        name: {"transport": "local", "probe_host": True, "timeout": 60, **spec}
-        for name, spec in hosts.items()}}))
+    inventory = cluster.root / "inventory.yaml"
     direct_path = tmp_path / "direct.json"
     direct = run(sys.executable, "-m", "fleetcheck", "audit", str(inventory), "--format",
                  "json", "-o", str(direct_path), "--no-progress")
@@ -142,3 +161,71 @@ def test_srun_fan_out_merges_into_the_direct_audits_report(cluster: SlurmCluster
     assert run("tar", "-C", str(docs), "-czf", str(tarball), ".").returncode == 0
     packed = run(sys.executable, "-m", "fleetcheck", "merge", str(tarball), "--format", "json")
     assert comparable(json.loads(packed.stdout)) == comparable(merged)
+
+
+def submit(cluster: SlurmCluster) -> str:
+    done = cluster.run("sbatch", "--parsable", "-N", str(len(NODES)), "-o", "/dev/null",
+                       "--wrap", "true")
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().split(";")[0]
+
+
+def wait_job(cluster: SlurmCluster, job: str, ready: str, limit: float = 240) -> str:
+    """`scontrol show job` once it shows `ready` (bounded; the gate probes four nodes)."""
+    deadline = time.monotonic() + limit
+    shown = ""
+    while time.monotonic() < deadline:
+        shown = cluster.run("scontrol", "show", "job", job).stdout
+        if ready in shown:
+            return shown
+        time.sleep(0.5)
+    raise AssertionError(f"job {job} never showed {ready}:\n{shown}\n{cluster.logs()}\n"
+                         + (cluster.root / "gate.err").read_text(errors="replace"))
+
+
+@pytest.fixture
+def gated(cluster: SlurmCluster) -> Iterator[SlurmCluster]:
+    (cluster.root / "gate.on").touch()
+    try:
+        yield cluster
+    finally:
+        (cluster.root / "gate.on").unlink()
+        cluster.reset_node()
+
+
+def gate_runs(cluster: SlurmCluster) -> list[tuple[int, float]]:
+    path = cluster.root / "gate.runs"
+    runs = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        rc, start, end = line.split()
+        runs.append((int(rc), float(end) - float(start)))
+    return runs
+
+
+def test_a_consistent_job_starts_after_the_gate(gated: SlurmCluster) -> None:
+    make_fleet(gated, {name: {} for name in NODES})
+    job = submit(gated)
+    wait_job(gated, job, "JobState=COMPLETED")
+    assert gate_runs(gated)[-1][0] == 0
+
+
+@pytest.mark.parametrize(("kinds", "reason"), [
+    ({"gpu04": {"torch": "2.10.0+cu130"}},
+     "Comment=fleetcheck: fleet: fail: torch version differs across the selection: "
+     "2.11.0+cu130 on 3 (gpu01, gpu02, gpu03); 2.10.0+cu130 on 1 (gpu04)"),
+    ({"gpu03": {"compiler": False}}, "Comment=fleetcheck: gpu03: fail: Triton cpu-fallback"),
+])
+def test_an_inconsistent_or_failing_node_holds_the_whole_job_with_a_reason(
+        gated: SlurmCluster, kinds: dict[str, dict[str, Any]], reason: str) -> None:
+    make_fleet(gated, {name: kinds.get(name, {}) for name in NODES})
+    job = submit(gated)
+    shown = wait_job(gated, job, "Comment=fleetcheck:")
+    shown = wait_job(gated, job, "JobState=PENDING")
+    assert reason in shown, shown
+    # Held, not merely requeued: it does not come back to the gate every requeue interval.
+    assert "Priority=0 " in shown and "Reason=JobHeldAdmin" in shown, shown
+    rc, wall = gate_runs(gated)[-1]
+    assert rc == 1
+    print(f"\nPrologSlurmctld (the gate over {len(NODES)} nodes) took {wall:.1f} s")
+    # No node was drained: the job waits; the nodes stay for other jobs.
+    assert {gated.node_state(name)[0] for name in NODES} <= {"idle", "mixed", "completing"}
