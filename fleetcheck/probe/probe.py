@@ -39,7 +39,6 @@ else:
 
 MAX_TEXT = 4096
 
-
 SYSROOT = os.environ.get("FLEETCHECK_SYSROOT") or "/"
 
 
@@ -132,7 +131,6 @@ CHECK_IDS = (
     "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator", "fla_fallback_hidden",
 )
 
-
 #: Short names of root causes, used in the verdict's fix ("no C compiler: apt-get ...").
 CAUSE_LABELS = {
     "dev_nodes_missing": "GPU device nodes unusable",
@@ -212,7 +210,6 @@ def classify_error(text):
 # --- spawn ----------------------------------------------------------------------------------------
 
 RESERVE_S = 0.4  # kept back from the deadline to assemble and print the JSON
-
 
 MARK = "@@fleetcheck@@ "
 
@@ -2279,7 +2276,6 @@ STACK_DEPENDENT = frozenset({
     "driver_too_old_for_bundled_ptxas",
 })
 
-
 #: Checks that only matter when Triton is installed.
 TRITON_DEPENDENT = frozenset(CHECK_IDS[CHECK_IDS.index("triton_2x"):CHECK_IDS.index(
     "blackwell_no_allocator")])
@@ -2439,7 +2435,6 @@ class Probe(
 # --- main -----------------------------------------------------------------------------------------
 
 PROBE_SCHEMA = "fleetcheck.probe/1"
-
 
 PROBE_VERSION = "1"
 

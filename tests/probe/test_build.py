@@ -1,4 +1,4 @@
-"""The shipped probe is the build of its sources (fleetcheck/probe/parts/), and the build's rules."""
+"""The shipped probe is the build of its sources (fleetcheck/probe/parts/); the build's rules."""
 
 from __future__ import annotations
 

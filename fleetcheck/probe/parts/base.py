@@ -17,7 +17,6 @@ else:
 
 MAX_TEXT = 4096
 
-
 SYSROOT = os.environ.get("FLEETCHECK_SYSROOT") or "/"
 
 

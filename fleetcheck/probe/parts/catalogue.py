@@ -16,7 +16,6 @@ CHECK_IDS = (
     "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator", "fla_fallback_hidden",
 )
 
-
 #: Short names of root causes, used in the verdict's fix ("no C compiler: apt-get ...").
 CAUSE_LABELS = {
     "dev_nodes_missing": "GPU device nodes unusable",

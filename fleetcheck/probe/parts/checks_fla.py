@@ -1,6 +1,5 @@
 """Checks of flash-linear-attention: its device detection and Blackwell's allocator."""
 
-
 from fleetcheck.probe.parts.base import Part, first_line, version_tuple
 from fleetcheck.probe.parts.stages import FLA_LAYOUTS
 

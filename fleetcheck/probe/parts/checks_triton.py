@@ -1,6 +1,5 @@
 """Checks of Triton: install, version, ptxas, get_current_target(), warm cache, --deep kernel."""
 
-
 from fleetcheck.probe.parts.base import Part, clip, first_line, version_tuple
 from fleetcheck.probe.parts.classify import classify_error
 

@@ -14,7 +14,6 @@ STACK_DEPENDENT = frozenset({
     "driver_too_old_for_bundled_ptxas",
 })
 
-
 #: Checks that only matter when Triton is installed.
 TRITON_DEPENDENT = frozenset(CHECK_IDS[CHECK_IDS.index("triton_2x"):CHECK_IDS.index(
     "blackwell_no_allocator")])

@@ -1,6 +1,5 @@
 """Where the probe runs: the kind of container it is in, if any."""
 
-
 from fleetcheck.probe.parts.base import host_path, read_text
 
 

@@ -15,7 +15,6 @@ from fleetcheck.probe.parts.spawn import Deadline, kill_live, on_terminate
 
 PROBE_SCHEMA = "fleetcheck.probe/1"
 
-
 PROBE_VERSION = "1"
 
 

@@ -12,7 +12,6 @@ from fleetcheck.probe.parts.base import error_text
 
 RESERVE_S = 0.4  # kept back from the deadline to assemble and print the JSON
 
-
 MARK = "@@fleetcheck@@ "
 
 
