@@ -914,7 +914,10 @@ def cmd_fix(args: argparse.Namespace) -> int:
 def _load_inventory(path: str) -> Inventory:
     from fleetcheck.inventory import load_inventory
 
-    return load_inventory(path)
+    inventory = load_inventory(path)
+    for warning in inventory.warnings:
+        print(f"fleetcheck: warning: {warning}", file=sys.stderr)
+    return inventory
 
 
 COMMANDS = {

@@ -23,17 +23,19 @@ from fleetcheck.inventory.model import (
     SshOptions,
 )
 from fleetcheck.inventory.ranges import RangeError, expand_nodes, has_range
+from fleetcheck.inventory.sources import SourceEntry
 from fleetcheck.inventory.yamlsrc import (
     INVENTORY_WORDING,
     KeyPath,
     YamlDocument,
+    format_path,
     load_yaml,
     read_source,
 )
 from fleetcheck.text import clip
 from fleetcheck.transport.interface import DEFAULT_NODE_TIMEOUT
 
-TOP_KEYS = ("defaults", "hosts", "groups")
+TOP_KEYS = ("defaults", "hosts", "groups", "sources")
 SSH_KEYS = (
     "user",
     "port",
@@ -152,7 +154,10 @@ def jump_problem(text: str) -> str | None:
 
 def schema_keys() -> tuple[str, ...]:
     """Every key the loader accepts, as paths: "hosts.*.containers[].vmid" and the like."""
+    from fleetcheck.inventory.sources import SOURCE_KEYS
+
     keys = [*TOP_KEYS, "groups.*"]
+    keys += list(dict.fromkeys(f"sources[].{k}" for ks in SOURCE_KEYS.values() for k in ks))
     for prefix, names in (("defaults", DEFAULTS_KEYS), ("hosts.*", HOST_KEYS)):
         keys += [f"{prefix}.{k}" for k in names]
         keys += [f"{prefix}.ssh.{k}" for k in SSH_KEYS]
@@ -176,6 +181,21 @@ def parse_inventory(text: str, path: str) -> Inventory:
     if doc.data is None:
         raise InventoryError(f"{path}: empty inventory (expected a mapping with a 'hosts' key)")
     return _Builder(doc).build()
+
+
+def merge_settings(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """Host settings `over` laid on `base`: ssh, api and env merged key by key, labels added
+    up, anything else replaced."""
+    merged = dict(base)
+    for key, value in over.items():
+        if key in ("ssh", "api", "env") and isinstance(value, dict) \
+                and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        elif key == "labels" and isinstance(value, list) and isinstance(merged.get(key), list):
+            merged[key] = [*merged[key], *value]
+        else:
+            merged[key] = value
+    return merged
 
 
 def _show(value: Any) -> str:
@@ -322,27 +342,39 @@ class _Builder:
     # -- sections -------------------------------------------------------------------------
 
     def build(self) -> Inventory:
+        from fleetcheck.inventory.sources import read_sources
+
         top = self.mapping(self.doc.data, (), TOP_KEYS)
         defaults = self.mapping(top.get("defaults") or {}, ("defaults",), DEFAULTS_KEYS)
-        if "hosts" not in top:
+        if "hosts" not in top and "sources" not in top:
             raise self.fail((), "missing key 'hosts'")
-        hosts_raw = top["hosts"]
+        hosts_raw = top.get("hosts") or {}
         if not isinstance(hosts_raw, dict):
             raise self.fail(("hosts",), f"must be a mapping of host names, got {_show(hosts_raw)}")
-        if not hosts_raw:
-            raise self.fail(("hosts",), "no hosts defined")
+        found = read_sources(self, top.get("sources"))
+        if not hosts_raw and not found.hosts:
+            raise self.fail(("hosts",) if "hosts" in top else ("sources",), "no hosts defined")
         context = self.defaults(defaults)
         enabled: list[HostSpec] = []
         disabled: list[HostSpec] = []
         first: dict[str, str] = {}
+        from_sources = {entry.host.name: entry for entry in found.hosts}
         for key, raw in hosts_raw.items():
             for name, address in self.host_names(key, raw):
                 if name in first:
                     raise self.fail(("hosts", key), f"duplicate host {name!r} (also in "
                                                     f"{first[name]})")
                 first[name] = f"{key} at line {self.doc.line(('hosts', key))}"
+                entry = from_sources.pop(name, None)
+                if entry is not None:
+                    # The inventory's own entry refines what the source says of the host.
+                    raw = merge_settings(entry.host.settings, raw or {})
                 host, is_enabled = self.host(name, raw, context, key=key, address=address)
                 (enabled if is_enabled else disabled).append(host)
+        for entry in from_sources.values():
+            host, is_enabled = _SourceBuilder(self.doc, entry).host(
+                entry.host.name, dict(entry.host.settings), context, origin=entry.origin)
+            (enabled if is_enabled else disabled).append(host)
         concurrency = 64
         if "concurrency" in defaults:
             concurrency = self.integer(defaults["concurrency"], ("defaults", "concurrency"), 1)
@@ -357,6 +389,11 @@ class _Builder:
             disabled_hosts=tuple(disabled),
         )
         groups = self.groups(top.get("groups"), inventory)
+        host_names = {h.name for h in (*inventory.hosts, *inventory.disabled_hosts)}
+        for name, members in found.groups.items():
+            # A source's group is one more group, unless the file names it already.
+            if name not in groups and name not in host_names and NAME_RE.match(name):
+                groups[name] = members
         return Inventory(
             path=inventory.path,
             hosts=inventory.hosts,
@@ -364,6 +401,7 @@ class _Builder:
             concurrency=concurrency,
             groups=groups,
             disabled_hosts=inventory.disabled_hosts,
+            warnings=found.warnings,
         )
 
     def defaults(self, raw: dict[str, Any]) -> dict[str, Any]:
@@ -405,7 +443,7 @@ class _Builder:
         return list(zip(names, addresses, strict=True))
 
     def host(self, name: str, raw: Any, ctx: dict[str, Any], key: str | None = None,
-             address: str | None = None) -> tuple[HostSpec, bool]:
+             address: str | None = None, origin: str | None = None) -> tuple[HostSpec, bool]:
         path: KeyPath = ("hosts", key or name)
         if not NAME_RE.match(name):
             raise self.fail(path, "host name may hold only letters, digits, '_', '.' and '-'"
@@ -469,7 +507,7 @@ class _Builder:
             # defaults.api may hold only shared settings (user, token...): a host uses the
             # API when it ends up with a url, or when it has an api: section of its own.
             api=self.api(api_items, path, name) if api_raw or "url" in api_items else None,
-            origin=f"{self.doc.path}:{self.doc.line(path)}",
+            origin=origin or f"{self.doc.path}:{self.doc.line(path)}",
         )
         return spec, enabled
 
@@ -674,3 +712,28 @@ class _Builder:
                 if problem:
                     raise self.fail(("groups", name, index), problem)
         return groups
+
+
+class _SourceBuilder(_Builder):
+    """The loader for a host a source gave: its mistakes are worded in the source's terms,
+    at the line of the `sources:` entry (`fleetcheck_timeout`, not `hosts.X.timeout`)."""
+
+    def __init__(self, doc: YamlDocument, entry: SourceEntry) -> None:
+        super().__init__(doc)
+        self.entry = entry
+
+    def fail(self, path: KeyPath, problem: str) -> InventoryError:
+        entry = self.entry
+        rest = tuple(str(part) for part in path[2:])
+        variable = ""
+        for cut in range(len(rest), 0, -1):
+            if rest[:cut] in entry.host.provenance:
+                variable = entry.host.provenance[rest[:cut]] + "".join(
+                    f"[{part}]" if isinstance(part, int) else f".{part}"
+                    for part in path[2 + cut:])
+                break
+        else:
+            variable = format_path(("host", *path[2:])) if rest else ""
+        where = f"{self.doc.path}:{self.doc.line(entry.where)}: {format_path(entry.where)}"
+        what = f"{entry.label}: host {entry.host.name}"
+        return InventoryError(f"{where}: {what}: {variable + ': ' if variable else ''}{problem}")
