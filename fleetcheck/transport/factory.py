@@ -16,15 +16,18 @@ from fleetcheck.transport.interface import Transport
 from fleetcheck.transport.local import LocalTransport
 from fleetcheck.transport.qemu_api import ApiHostTransport
 from fleetcheck.transport.ssh import DEFAULT_CONNECT_ATTEMPTS, ConnectLimiter, SshTransport
+from fleetcheck.transport.ssh_settings import SshFiles
 
 
 class TransportFactory:
     """Builds the transports of one audit; they share its connection limiter (per SSH server
-    and fleet-wide, `connect_attempts` being the fleet-wide bound)."""
+    and fleet-wide, `connect_attempts` being the fleet-wide bound) and its SSH files: each
+    ssh_config, known_hosts file and key is read once for all the hosts that use it."""
 
     def __init__(self, *, connect_attempts: int = DEFAULT_CONNECT_ATTEMPTS) -> None:
         self.connect_attempts = max(1, connect_attempts)
         self._connects: ConnectLimiter | None = None
+        self.ssh_files = SshFiles()
 
     def for_host(self, host: HostSpec) -> Transport:
         """The transport to `host` itself; its nodes' transports wrap this one."""
@@ -43,7 +46,7 @@ class TransportFactory:
 
     def ssh_transport(self, host: HostSpec, connects: ConnectLimiter) -> Transport:
         """An SSH transport to `host` (a bench or test overrides this to vary SSH alone)."""
-        return SshTransport(host, connect_limiter=connects)
+        return SshTransport(host, connect_limiter=connects, files=self.ssh_files)
 
     def for_target(self, target: Target, host_transport: Transport) -> Transport:
         """The transport that runs commands on `target`, given its host's transport."""
