@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from fleetcheck.checks import CHECKS_BY_ID
+from fleetcheck.errors import FleetcheckError
 from fleetcheck.inventory.yamlsrc import (
     KeyPath,
     YamlDocument,
@@ -34,7 +35,7 @@ _CHECKS_KEYS = ("warn_only", "ignore")
 _ACCEPTABLE_VERDICTS = tuple(v for v in VERDICTS if v != "unknown")
 
 
-class PlaybookError(Exception):
+class PlaybookError(FleetcheckError):
     """A playbook could not be loaded: one line, "FILE:LINE: KEY: problem"."""
 
 

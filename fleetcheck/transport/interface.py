@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from fleetcheck.errors import FleetcheckError
+
 #: Most stdout bytes kept per command; a node printing more is cut off and marked truncated.
 OUTPUT_CAP = 8 * 1024 * 1024
 STDERR_CAP = 256 * 1024
@@ -20,6 +22,7 @@ STDERR_CAP = 256 * 1024
 DEFAULT_NODE_TIMEOUT = 60.0
 #: The same for `--deep`, whose compile and kernel checks take longer.
 DEFAULT_DEEP_NODE_TIMEOUT = 180.0
+
 
 
 def node_timeout(given: float | None, *, deep: bool) -> float:
@@ -85,7 +88,7 @@ class NodeBudget:
         return self.timeout + self.kill_after + self.channel_slack
 
 
-class TransportError(Exception):
+class TransportError(FleetcheckError):
     """A node could not be reached or a command could not be run on it.
 
     `kind` sorts the failure for the report: "unreachable" (DNS, refused, auth, host key,
