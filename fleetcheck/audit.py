@@ -231,8 +231,11 @@ class AuditRun:
         self.audit_timeout = audit_timeout if audit_timeout is not None else (
             inventory.audit_timeout)
         if transports is None:
-            transports = (TransportFactory() if connect_attempts is None
-                          else TransportFactory(connect_attempts=connect_attempts))
+            # The factory hands the audit's budget to every transport it makes; a factory
+            # given (a bench's) brings its own.
+            transports = (TransportFactory(budget=budget) if connect_attempts is None
+                          else TransportFactory(connect_attempts=connect_attempts,
+                                                budget=budget))
         self.transports = transports
         self.probe = probe
         self.budget = budget
@@ -359,7 +362,7 @@ class AuditRun:
         kind after the other, and raise; the others (Docker/Podman inside any node) run
         concurrently with the deeper levels, and one that fails is one node saying why.
         """
-        transport = kinds.open_transport(parent, host_transport)
+        transport = kinds.open_transport(parent, host_transport, self.budget)
         declared = [k for k in kinds.children_kinds(parent) if k.declared(parent) is not None]
         listings: dict[str, Sequence[object]] = {}
         for kind in declared:

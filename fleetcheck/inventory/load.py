@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from fleetcheck.budget import DEFAULT_API_TIMEOUT, DEFAULT_CONCURRENCY, DEFAULT_NODE_TIMEOUT
 from fleetcheck.inventory.errors import InventoryError
 from fleetcheck.inventory.limit import pattern_problem
 from fleetcheck.inventory.model import (
@@ -58,7 +59,6 @@ from fleetcheck.inventory.yamlsrc import (
     read_source,
 )
 from fleetcheck.text import clip
-from fleetcheck.transport.interface import DEFAULT_NODE_TIMEOUT
 
 
 def _is_ip(text: str) -> bool:
@@ -305,7 +305,7 @@ class _Builder:
             host, is_enabled = _SourceBuilder(self.doc, entry).host(
                 entry.host.name, dict(entry.host.settings), context, origin=entry.origin)
             (enabled if is_enabled else disabled).append(host)
-        concurrency = 64
+        concurrency = DEFAULT_CONCURRENCY
         if "concurrency" in defaults:
             concurrency = self.integer(defaults["concurrency"], ("defaults", "concurrency"), 1)
         audit_timeout = None
@@ -598,7 +598,7 @@ class _Builder:
         node = name
         if "node" in items:
             node = self.string(*items["node"])
-        timeout = self.seconds(*items["timeout"]) if "timeout" in items else 10.0
+        timeout = self.seconds(*items["timeout"]) if "timeout" in items else DEFAULT_API_TIMEOUT
         return ApiOptions(
             url=url,
             user=user,

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fleetcheck.budget import LISTING_TIMEOUT
 from fleetcheck.inventory.listings import parse_pct_list
 from fleetcheck.inventory.model import DiscoveredContainer, HostSpec, Target
-from fleetcheck.kinds.base import LISTING_TIMEOUT
 from fleetcheck.kinds.proxmox import ProxmoxGuestKind, pve_list
 from fleetcheck.transport.pct import PctTransport, pve_list_argv
 
 if TYPE_CHECKING:
+    from fleetcheck.budget import BudgetFor
     from fleetcheck.model import NodeResult
     from fleetcheck.transport.interface import Transport
 
@@ -36,7 +37,8 @@ class LxcKind(ProxmoxGuestKind):
     async def tool_list(self, host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
         return await pct_list(host, transport)
 
-    def transport(self, target: Target, outer: Transport) -> Transport:
+    def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
+        del budget  # pct exec has no wait of its own: the host transport's bounds it
         assert target.vmid is not None
         host = target.host
         return PctTransport(outer, target.vmid, sudo=host.sudo, host_name=host.name)

@@ -14,6 +14,7 @@ import abc
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from fleetcheck.budget import LISTING_TIMEOUT
 from fleetcheck.inventory.errors import DiscoveryError, InventoryError
 from fleetcheck.inventory.listings import parse_pvesh_json
 from fleetcheck.inventory.model import (
@@ -26,7 +27,6 @@ from fleetcheck.inventory.model import (
 )
 from fleetcheck.inventory.pveapi import discover_guests_via_api
 from fleetcheck.kinds.base import (
-    LISTING_TIMEOUT,
     Discovery,
     NodeKind,
     Nodes,
