@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib.resources
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,6 +19,7 @@ from fleetcheck.inventory.yamlsrc import (
     read_source,
 )
 from fleetcheck.model import VERDICTS
+from fleetcheck.text import closest
 from fleetcheck.verdict import CONSISTENCY_KEYS, DEFAULT_POLICY, Policy
 
 #: The playbook used when none is given (fleetcheck/playbooks/default.yaml).
@@ -115,9 +115,8 @@ _PLAYBOOK_WORDING = _PlaybookWording()
 
 
 def _suggest(word: object, choices: Iterable[str]) -> str:
-    by_lower = {choice.lower(): choice for choice in choices}
-    close = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1, cutoff=0.6)
-    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
+    close = closest(word, choices, ignore_case=True)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 def _type_name(value: object) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import os
 from collections.abc import Callable, Mapping
@@ -58,7 +57,7 @@ from fleetcheck.inventory.yamlsrc import (
     load_yaml,
     read_source,
 )
-from fleetcheck.text import clip
+from fleetcheck.text import clip, closest
 
 
 def _is_ip(text: str) -> bool:
@@ -178,8 +177,8 @@ class _Builder:
                     f"secrets are not allowed in the inventory; {SECRET_HINT[str(section)]}",
                 )
             if key not in allowed:
-                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-                hint = f"did you mean {close[0]!r}?" if close else "valid: " + ", ".join(allowed)
+                close = closest(key, allowed)
+                hint = f"did you mean {close!r}?" if close else "valid: " + ", ".join(allowed)
                 raise self.fail((*path, key), f"unknown key ({hint})")
         return value
 

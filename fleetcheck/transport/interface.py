@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import signal
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import Protocol
@@ -63,6 +64,15 @@ class CommandResult:
     truncated: bool = False
     #: The signal that ended the command ("KILL", "SEGV"...), when one did; returncode is None.
     signal: str | None = None
+
+
+def signal_name(number: int) -> str:
+    """"SEGV" for 11, as sshd's exit-signal names it (`CommandResult.signal`); real-time
+    signals have no name: "36"."""
+    try:
+        return signal.Signals(number).name.removeprefix("SIG")
+    except ValueError:
+        return str(number)
 
 
 class RunCommand(Protocol):
