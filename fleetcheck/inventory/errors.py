@@ -21,6 +21,8 @@ class DiscoveryError(FleetcheckError):
     The message is one line, names the host and never contains a secret.
     """
 
-    def __init__(self, message: str, host: str = "") -> None:
+    def __init__(self, message: str, host: str = "", *, cause: str | None = None) -> None:
         super().__init__(message)
         self.host = host
+        #: The failure's id (`fleetcheck/failures.py`) when one is known where it happened.
+        self.cause = cause

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from fleetcheck.failures import UNREACHABLE
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.listings import parse_guest_rows
 from fleetcheck.inventory.model import ApiOptions, DiscoveredContainer, HostSpec
@@ -162,10 +163,13 @@ def call_api(
     import requests
     from proxmoxer import ResourceException
 
+    # The API refused the token or could not be reached at all; any other answer is an error.
+    unreached = True
     try:
         return request()
     except ResourceException as exc:
         message = _resource_message(exc, api, forbidden)
+        unreached = getattr(exc, "status_code", None) == 401
     except requests.exceptions.SSLError as exc:
         reason = _VERIFY_FAILED.search(str(exc))
         detail = reason.group(1).strip() if reason else "TLS handshake failed"
@@ -180,14 +184,16 @@ def call_api(
         message = f"cannot connect: {reason.group(1).strip() if reason else 'connection failed'}"
     except requests.exceptions.RequestException as exc:
         message = f"request failed: {type(exc).__name__}"
+        unreached = False
     except OSError as exc:
         # requests raises a plain OSError for a CA bundle path that does not exist.
         message = f"api.verify_tls: {exc}"
+        unreached = False
     text = f"{host}: Proxmox API {api.url}: {message}"
     # Defence in depth: no message built above holds the secret, but a library text might.
     if len(secret) >= 8:
         text = text.replace(secret, "***")
-    raise DiscoveryError(text, host=host)
+    raise DiscoveryError(text, host=host, cause=UNREACHABLE if unreached else None)
 
 
 def _resource_message(exc: Any, api: ApiOptions, forbidden: str) -> str:

@@ -44,12 +44,15 @@ class TransportError(FleetcheckError):
     """A node could not be reached or a command could not be run on it.
 
     `kind` sorts the failure for the report: "unreachable" (DNS, refused, auth, host key,
-    connection lost before the command ran) or "error" (anything after that).
+    connection lost before the command ran) or "error" (anything after that). `cause` is
+    the failure's id (`fleetcheck/failures.py`) where the transport knows one.
     """
 
-    def __init__(self, message: str, kind: str = "unreachable") -> None:
+    def __init__(self, message: str, kind: str = "unreachable", *,
+                 cause: str | None = None) -> None:
         super().__init__(message)
         self.kind = kind
+        self.cause = cause
 
 
 @dataclass(frozen=True)
