@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetcheck.inventory.ansible import AnsibleInventory
+from fleetcheck.inventory.schema import API_KEYS, HOST_KEYS, LABEL_RE, merge_settings
 
 #: A host variable `fleetcheck_KEY` is the host key KEY (`fleetcheck_containers: all`).
 VARIABLE_PREFIX = "fleetcheck_"
@@ -256,8 +257,6 @@ class FoundSources:
 def read_sources(builder: Any, raw: Any, context: Mapping[str, Any]) -> FoundSources:
     """Read each `sources:` entry; `builder` is the loader's (its checks and error wording),
     `context` what `defaults:` gives every host."""
-    from fleetcheck.inventory.load import HOST_KEYS, LABEL_RE
-
     if raw is None or raw == []:
         return FoundSources()
     if not isinstance(raw, list):
@@ -304,8 +303,6 @@ def read_sources(builder: Any, raw: Any, context: Mapping[str, Any]) -> FoundSou
 
 
 def _merged(template: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
-    from fleetcheck.inventory.load import merge_settings
-
     return merge_settings(template, settings)
 
 
@@ -349,7 +346,6 @@ def _read_proxmox(builder: Any, item: Mapping[str, Any], path: tuple[str | int, 
                   context: Mapping[str, Any], template: Mapping[str, Any]) -> SourceHosts:
     """The nodes of a Proxmox cluster, each a host listing its guests through the same API."""
     from fleetcheck.inventory.errors import DiscoveryError, InventoryError
-    from fleetcheck.inventory.load import API_KEYS
     from fleetcheck.inventory.pvecluster import read_cluster
 
     where = (*path, "proxmox")
