@@ -68,6 +68,12 @@ def _add_output(parser: argparse.ArgumentParser, default_format: str = "table") 
     )
 
 
+def _add_max_out(parser: argparse.ArgumentParser, what: str) -> None:
+    """--max-out: the remediation bound (fleetcheck/outbound.py), for health and fix."""
+    parser.add_argument("--max-out", metavar="SHARE|N", default=None,
+                        help=what + " (default: 10%%, at least 1 node)")
+
+
 def _add_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit", "-l", action="append", default=[], metavar="PATTERN",
@@ -194,10 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the Slurm node name (default: $SLURMD_NODENAME, else hostname -s)")
     health.add_argument("--drain-unverified", action="store_true",
                         help="with --slurm, also drain when the node could not be verified")
-    health.add_argument("--max-out", metavar="SHARE|N", default=None,
-                        help="with --slurm: never drain when that would take more than SHARE "
-                        "(10%%) or N nodes of one of the node's partitions out at once; the "
-                        "node is then left as it is (default: 10%%, at least 1 node)")
+    _add_max_out(health, "with --slurm: never drain when that would take more than SHARE "
+                 "(10%%) or N nodes of one of the node's partitions out at once; the node is "
+                 "then left as it is")
     health.add_argument("--python", metavar="PATH",
                         help="without --cache: the workload's interpreter to examine")
     health.add_argument("--playbook", "-p", metavar="FILE|NAME",
@@ -249,10 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "probe after it)")
     fix.add_argument("--history", metavar="DIR",
                      help="with --apply: keep the after-probe in DIR like any audit")
-    fix.add_argument("--max-out", metavar="SHARE|N", default=None,
-                     help="with --apply: refuse (changing nothing) to repair more than SHARE "
-                     "(10%%) or N of the selected nodes at once (default: 10%%, at least 1 "
-                     "node); narrow the selection with --limit or raise it")
+    _add_max_out(fix, "with --apply: refuse (changing nothing) to repair more than SHARE "
+                 "(10%%) or N of the selected nodes at once; narrow the selection with --limit "
+                 "or raise it")
     fix.add_argument("--no-progress", action="store_true",
                      help="no progress bar (it is only drawn on a terminal anyway)")
 
