@@ -68,6 +68,12 @@ def _add_output(parser: argparse.ArgumentParser, default_format: str = "table") 
     )
 
 
+def _add_max_out(parser: argparse.ArgumentParser, what: str) -> None:
+    """--max-out: the remediation bound (fleetcheck/outbound.py), for health and fix."""
+    parser.add_argument("--max-out", metavar="SHARE|N", default=None,
+                        help=what + " (default: 10%%, at least 1 node)")
+
+
 def _add_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit", "-l", action="append", default=[], metavar="PATTERN",
@@ -153,6 +159,11 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--cache", metavar="FILE", default=None,
                        help="also save the verdict to FILE (atomically) for `fleetcheck health "
                        "--cache FILE`")
+    probe.add_argument("--nfd", metavar="FILE", default=None,
+                       help="also write the verdict as a node-feature-discovery feature file "
+                       "(atomically; labels fleetcheck.feature.node.kubernetes.io/*, expiring "
+                       "after 30 min), e.g. /etc/kubernetes/node-feature-discovery/features.d/"
+                       "fleetcheck")
     probe.add_argument("--python", metavar="PATH",
                        help="the workload's interpreter to examine (default: python3 on PATH)")
     probe.add_argument("--deep", action="store_true",
@@ -189,10 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the Slurm node name (default: $SLURMD_NODENAME, else hostname -s)")
     health.add_argument("--drain-unverified", action="store_true",
                         help="with --slurm, also drain when the node could not be verified")
-    health.add_argument("--max-out", metavar="SHARE|N", default=None,
-                        help="with --slurm: never drain when that would take more than SHARE "
-                        "(10%%) or N nodes of one of the node's partitions out at once; the "
-                        "node is then left as it is (default: 10%%, at least 1 node)")
+    _add_max_out(health, "with --slurm: never drain when that would take more than SHARE "
+                 "(10%%) or N nodes of one of the node's partitions out at once; the node is "
+                 "then left as it is")
     health.add_argument("--python", metavar="PATH",
                         help="without --cache: the workload's interpreter to examine")
     health.add_argument("--playbook", "-p", metavar="FILE|NAME",
@@ -244,10 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "probe after it)")
     fix.add_argument("--history", metavar="DIR",
                      help="with --apply: keep the after-probe in DIR like any audit")
-    fix.add_argument("--max-out", metavar="SHARE|N", default=None,
-                     help="with --apply: refuse (changing nothing) to repair more than SHARE "
-                     "(10%%) or N of the selected nodes at once (default: 10%%, at least 1 "
-                     "node); narrow the selection with --limit or raise it")
+    _add_max_out(fix, "with --apply: refuse (changing nothing) to repair more than SHARE "
+                 "(10%%) or N of the selected nodes at once; narrow the selection with --limit "
+                 "or raise it")
     fix.add_argument("--no-progress", action="store_true",
                      help="no progress bar (it is only drawn on a terminal anyway)")
 
@@ -619,8 +628,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     output = getattr(args, "output", None)
     cache = getattr(args, "cache", None)
+    nfd = getattr(args, "nfd", None)
     _check_output(output)
     _check_output(cache)
+    _check_output(nfd)
     policy = _load_policy(args.playbook)
     deep = args.deep or policy.deep
     from fleetcheck.transport.interface import node_timeout
@@ -641,6 +652,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
         from fleetcheck.nodehealth import cache_document
 
         _emit(cache_document(document, code), cache)
+    if nfd:
+        from fleetcheck.nfd import feature_file
+
+        _emit(feature_file(document), nfd)
     if fmt == "json":
         import json
 
