@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleetcheck import kinds
 from fleetcheck.checks import CHECKS_BY_ID, causal_rank
 from fleetcheck.fix.distro import (
     Family,
@@ -112,17 +113,8 @@ def node_kind(node: NodeResult) -> str:
 
 def where_it_runs(node: NodeResult) -> str:
     """Where and as whom the node's steps run: the transport its probe ran through."""
-    kind = node_kind(node)
-    if kind == "lxc":
-        return (f"inside LXC container {node.vmid} on {node.host}, as root, "
-                f"through `pct exec {node.vmid}`")
-    if kind == "qemu":
-        return (f"inside VM {node.vmid} on {node.host}, as root, "
-                f"through the QEMU guest agent (`qm guest exec {node.vmid}`)")
-    if kind in ("docker", "podman"):
-        parent = getattr(node, "parent", None) or node.host
-        return f"inside {kind} container {node.name} on {parent}, through `{kind} exec`"
-    return f"on {node.host} itself, over SSH as the inventory's login (`sudo -n` when set)"
+    # Each kind words its own transport; a kind this version does not know is read as a host.
+    return (kinds.find(node_kind(node)) or kinds.kind("host")).where_it_runs(node)
 
 
 def failing_causes(node: NodeResult) -> list[Check]:

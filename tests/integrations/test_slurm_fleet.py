@@ -27,7 +27,7 @@ import yaml
 
 from tests.nodeenv import make_node
 
-from .slurmkit import SlurmCluster, missing_binaries
+from .slurmkit import SlurmCluster, skip_without_slurm, write_script
 
 pytestmark = pytest.mark.slow
 
@@ -42,30 +42,20 @@ NODE_KINDS: dict[str, dict[str, Any]] = {
 }
 
 
-def _script(path: Path, body: str) -> None:
-    path.write_text("#!/bin/sh\n" + body, encoding="utf-8")
-    path.chmod(0o755)
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
-    if os.geteuid() != 0:
-        pytest.skip("needs root: slurmd runs as root (SlurmdUser=root)")
-    missing = missing_binaries()
-    if missing:
-        pytest.skip(f"needs Debian's slurm-wlm and munge ({', '.join(missing)} missing; "
-                    "scripts/test.sh installs them)")
+    skip_without_slurm()
     root = tmp_path_factory.mktemp("slurmfleet")
     (root / "nodes").mkdir()
     bindir = root / "bin"
     bindir.mkdir()
     q = shlex.quote
     # `fleetcheck` on a node: the probe runs in that Slurm node's own fake environment.
-    _script(bindir / "fleetcheck",
+    write_script(bindir / "fleetcheck",
             f'if [ "$1" = probe ]; then . {q(str(root / "nodes"))}/"$SLURMD_NODENAME.env"; fi\n'
             f'exec {q(sys.executable)} -m fleetcheck "$@"\n')
     # The job gate, on only while a test writes gate.on (the srun test gates nothing).
-    _script(root / "prologslurmctld",
+    write_script(root / "prologslurmctld",
             f"[ -e {q(str(root / 'gate.on'))} ] || exit 0\n"
             f"export FLEETCHECK={q(str(bindir / 'fleetcheck'))} FLEETCHECK_SYSLOG=0\n"
             f"export FLEETCHECK_INVENTORY={q(str(root / 'inventory.yaml'))}\n"
@@ -91,7 +81,7 @@ def make_fleet(cluster: SlurmCluster, kinds: dict[str, dict[str, Any]] | None = 
     for name, kind in (kinds or NODE_KINDS).items():
         node = make_node(cluster.root / "nodes" / f"{name}-{time.monotonic_ns()}", **kind)
         python3 = node.bindir / "python3"
-        _script(python3, f'exec {shlex.quote(sys.executable)} "$@"\n')
+        write_script(python3, f'exec {shlex.quote(sys.executable)} "$@"\n')
         lines = [f"export {key}={shlex.quote(value)}" for key, value in node.env.items()]
         (cluster.root / "nodes" / f"{name}.env").write_text("\n".join(lines) + "\n")
         hosts[name] = {"transport": "local", "probe_host": True, "timeout": 100,
@@ -229,3 +219,44 @@ def test_an_inconsistent_or_failing_node_holds_the_whole_job_with_a_reason(
     print(f"\nPrologSlurmctld (the gate over {len(NODES)} nodes) took {wall:.1f} s")
     # No node was drained: the job waits; the nodes stay for other jobs.
     assert {gated.node_state(name)[0] for name in NODES} <= {"idle", "mixed", "completing"}
+
+
+@pytest.mark.parametrize(("bound", "kept"), [(None, 1), ("2", 2), ("50%", 2)])
+def test_the_drain_bound_holds_under_a_fleet_wide_failure(
+        cluster: SlurmCluster, tmp_path: Path, bound: str | None, kept: int) -> None:
+    # One bad image everywhere: every node's cached verdict fails at once.
+    node = make_node(tmp_path / "bad-image", compiler=False)
+    cache = tmp_path / "node.json"
+    probe = run(sys.executable, "-m", "fleetcheck", "probe", "--python", node.python,
+                "--playbook", "quick", "--cache", str(cache), env={**os.environ, **node.env})
+    assert probe.returncode == 1, probe.stderr
+    argv = [sys.executable, "-m", "fleetcheck", "health", "--slurm", "--cache", str(cache)]
+    if bound is not None:
+        argv += ["--max-out", bound]
+    try:
+        # As slurmd runs its HealthCheckProgram: on every node at the same moment.
+        checks = {name: subprocess.Popen([*argv, "--node", name], env=cluster.env, text=True,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                  for name in NODES}
+        results = {name: check.communicate(timeout=120) for name, check in checks.items()}
+        assert {name: check.returncode for name, check in checks.items()} == dict.fromkeys(
+            NODES, 1)
+        states = {name: cluster.node_state(name) for name in NODES}
+        drained = sorted(name for name, (state, _r) in states.items()
+                         if state.startswith("drain"))
+        assert len(drained) == kept, (states, results)
+        for name in NODES:
+            err = results[name][1].splitlines()
+            assert len(err) == 1, err
+            if name in drained:
+                assert states[name][1].startswith("fleetcheck: no_c_compiler"), states[name]
+                assert err[0].startswith(f"fleetcheck: health: drained {name}: "), err
+            else:
+                # Left as it was: idle, no reason; and the one line says why. (A `*` is
+                # slurmctld's flag for a slurmd slow to answer its ping on a loaded machine.)
+                assert (states[name][0].rstrip("*"), states[name][1]) == ("idle", "none"), \
+                    states[name]
+                assert err[0].startswith(f"fleetcheck: health: not draining {name}: "), err
+                assert f"--max-out {bound or '10%'}: at most {kept} of 4 at once" in err[0], err
+    finally:
+        cluster.reset_node()
