@@ -188,7 +188,8 @@ def markdown(resolved: list[dict[str, Any]], audited: list[dict[str, Any]]) -> s
               for r in resolved]
     if audited:
         lines += ["", "| hosts (one node each) | inventory: CPU s (ms/node) | ssh_config: CPU s "
-                  "(ms/node) | CPU ratio | wall s inventory / ssh_config | ok inventory/ssh_config | runs | load |",
+                  "(ms/node) | CPU ratio | wall s inventory / ssh_config "
+                  "| ok inventory/ssh_config | runs | load |",
                   "|---:|---:|---:|---:|---:|---:|---:|---:|"]
         lines += [f"| {r['hosts']} | {r['direct_cpu_s']:.2f} ({r['direct_cpu_ms_per_node']:.2f}) "
                   f"| {r['sshcfg_cpu_s']:.2f} ({r['sshcfg_cpu_ms_per_node']:.2f}) "
