@@ -68,6 +68,12 @@ def _add_output(parser: argparse.ArgumentParser, default_format: str = "table") 
     )
 
 
+def _add_max_out(parser: argparse.ArgumentParser, what: str) -> None:
+    """--max-out: the remediation bound (fleetcheck/outbound.py), for health and fix."""
+    parser.add_argument("--max-out", metavar="SHARE|N", default=None,
+                        help=what + " (default: 10%%, at least 1 node)")
+
+
 def _add_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit", "-l", action="append", default=[], metavar="PATTERN",
@@ -194,10 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the Slurm node name (default: $SLURMD_NODENAME, else hostname -s)")
     health.add_argument("--drain-unverified", action="store_true",
                         help="with --slurm, also drain when the node could not be verified")
-    health.add_argument("--max-out", metavar="SHARE|N", default=None,
-                        help="with --slurm: never drain when that would take more than SHARE "
-                        "(10%%) or N nodes of one of the node's partitions out at once; the "
-                        "node is then left as it is (default: 10%%, at least 1 node)")
+    _add_max_out(health, "with --slurm: never drain when that would take more than SHARE "
+                 "(10%%) or N nodes of one of the node's partitions out at once; the node is "
+                 "then left as it is")
     health.add_argument("--python", metavar="PATH",
                         help="without --cache: the workload's interpreter to examine")
     health.add_argument("--playbook", "-p", metavar="FILE|NAME",
@@ -249,10 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "probe after it)")
     fix.add_argument("--history", metavar="DIR",
                      help="with --apply: keep the after-probe in DIR like any audit")
-    fix.add_argument("--max-out", metavar="SHARE|N", default=None,
-                     help="with --apply: refuse (changing nothing) to repair more than SHARE "
-                     "(10%%) or N of the selected nodes at once (default: 10%%, at least 1 "
-                     "node); narrow the selection with --limit or raise it")
+    _add_max_out(fix, "with --apply: refuse (changing nothing) to repair more than SHARE "
+                 "(10%%) or N of the selected nodes at once; narrow the selection with --limit "
+                 "or raise it")
     fix.add_argument("--no-progress", action="store_true",
                      help="no progress bar (it is only drawn on a terminal anyway)")
 
@@ -285,6 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="keep this merge in DIR and report what changed since the last run")
     merge.add_argument("--keep", type=positive_count, default=None, metavar="N",
                        help="with --history: runs to keep (default: 90)")
+    merge.add_argument("--on-change", metavar="CMD",
+                       help="with --history: run CMD (no shell) with the changes on stdin "
+                       "when something changed")
 
     diff = sub.add_parser(
         "diff", help="what changed between two saved audits",
@@ -744,6 +751,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
     if args.keep is not None and not args.history:
         raise UsageError("--keep needs --history DIR (it is how many runs the history keeps)")
+    if args.on_change and not args.history:
+        raise UsageError("--on-change needs --history DIR (changes are found against the last run)")
     _check_output(args.output)
     if args.history:
         _check_history(args.history)
@@ -756,13 +765,17 @@ def cmd_merge(args: argparse.Namespace) -> int:
     history: Any = ()
     failing_since: Any = {}
     changes: list[str] = []
+    hook_input = None
     if args.history:
         from fleetcheck import history as hist
         from fleetcheck.rundiff import diff_reports
 
         previous = hist.previous_run(args.history, None)
         if previous is not None:
-            changes = diff_reports(previous, report).lines()
+            diff = diff_reports(previous, report)
+            changes = diff.lines()
+            if diff.changed and args.on_change:
+                hook_input = "\n".join(changes) + "\n"
         history = hist.history_summaries(args.history)
         failing_since = hist.failing_since(args.history, report)
     _emit(render(report, _output_format(args), history=history, failing_since=failing_since,
@@ -774,6 +787,13 @@ def cmd_merge(args: argparse.Namespace) -> int:
             save_run(args.history, report, keep=args.keep or 90)
         except HistoryError as exc:
             print(f"fleetcheck: warning: {exc}", file=sys.stderr)
+            hook_input = None
+    if hook_input is not None:
+        from fleetcheck.hook import run_on_change
+
+        problem = run_on_change(args.on_change, hook_input)
+        if problem:
+            print(f"fleetcheck: --on-change: {problem}", file=sys.stderr)
     return outcome.exit_code
 
 

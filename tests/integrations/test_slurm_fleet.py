@@ -27,7 +27,7 @@ import yaml
 
 from tests.nodeenv import make_node
 
-from .slurmkit import SlurmCluster, missing_binaries
+from .slurmkit import SlurmCluster, skip_without_slurm, write_script
 
 pytestmark = pytest.mark.slow
 
@@ -42,30 +42,20 @@ NODE_KINDS: dict[str, dict[str, Any]] = {
 }
 
 
-def _script(path: Path, body: str) -> None:
-    path.write_text("#!/bin/sh\n" + body, encoding="utf-8")
-    path.chmod(0o755)
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
-    if os.geteuid() != 0:
-        pytest.skip("needs root: slurmd runs as root (SlurmdUser=root)")
-    missing = missing_binaries()
-    if missing:
-        pytest.skip(f"needs Debian's slurm-wlm and munge ({', '.join(missing)} missing; "
-                    "scripts/test.sh installs them)")
+    skip_without_slurm()
     root = tmp_path_factory.mktemp("slurmfleet")
     (root / "nodes").mkdir()
     bindir = root / "bin"
     bindir.mkdir()
     q = shlex.quote
     # `fleetcheck` on a node: the probe runs in that Slurm node's own fake environment.
-    _script(bindir / "fleetcheck",
+    write_script(bindir / "fleetcheck",
             f'if [ "$1" = probe ]; then . {q(str(root / "nodes"))}/"$SLURMD_NODENAME.env"; fi\n'
             f'exec {q(sys.executable)} -m fleetcheck "$@"\n')
     # The job gate, on only while a test writes gate.on (the srun test gates nothing).
-    _script(root / "prologslurmctld",
+    write_script(root / "prologslurmctld",
             f"[ -e {q(str(root / 'gate.on'))} ] || exit 0\n"
             f"export FLEETCHECK={q(str(bindir / 'fleetcheck'))} FLEETCHECK_SYSLOG=0\n"
             f"export FLEETCHECK_INVENTORY={q(str(root / 'inventory.yaml'))}\n"
@@ -91,7 +81,7 @@ def make_fleet(cluster: SlurmCluster, kinds: dict[str, dict[str, Any]] | None = 
     for name, kind in (kinds or NODE_KINDS).items():
         node = make_node(cluster.root / "nodes" / f"{name}-{time.monotonic_ns()}", **kind)
         python3 = node.bindir / "python3"
-        _script(python3, f'exec {shlex.quote(sys.executable)} "$@"\n')
+        write_script(python3, f'exec {shlex.quote(sys.executable)} "$@"\n')
         lines = [f"export {key}={shlex.quote(value)}" for key, value in node.env.items()]
         (cluster.root / "nodes" / f"{name}.env").write_text("\n".join(lines) + "\n")
         hosts[name] = {"transport": "local", "probe_host": True, "timeout": 100,
