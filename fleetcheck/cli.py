@@ -289,6 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="keep this merge in DIR and report what changed since the last run")
     merge.add_argument("--keep", type=positive_count, default=None, metavar="N",
                        help="with --history: runs to keep (default: 90)")
+    merge.add_argument("--on-change", metavar="CMD",
+                       help="with --history: run CMD (no shell) with the changes on stdin "
+                       "when something changed")
 
     diff = sub.add_parser(
         "diff", help="what changed between two saved audits",
@@ -748,6 +751,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
     if args.keep is not None and not args.history:
         raise UsageError("--keep needs --history DIR (it is how many runs the history keeps)")
+    if args.on_change and not args.history:
+        raise UsageError("--on-change needs --history DIR (changes are found against the last run)")
     _check_output(args.output)
     if args.history:
         _check_history(args.history)
@@ -760,13 +765,17 @@ def cmd_merge(args: argparse.Namespace) -> int:
     history: Any = ()
     failing_since: Any = {}
     changes: list[str] = []
+    hook_input = None
     if args.history:
         from fleetcheck import history as hist
         from fleetcheck.rundiff import diff_reports
 
         previous = hist.previous_run(args.history, None)
         if previous is not None:
-            changes = diff_reports(previous, report).lines()
+            diff = diff_reports(previous, report)
+            changes = diff.lines()
+            if diff.changed and args.on_change:
+                hook_input = "\n".join(changes) + "\n"
         history = hist.history_summaries(args.history)
         failing_since = hist.failing_since(args.history, report)
     _emit(render(report, _output_format(args), history=history, failing_since=failing_since,
@@ -778,6 +787,13 @@ def cmd_merge(args: argparse.Namespace) -> int:
             save_run(args.history, report, keep=args.keep or 90)
         except HistoryError as exc:
             print(f"fleetcheck: warning: {exc}", file=sys.stderr)
+            hook_input = None
+    if hook_input is not None:
+        from fleetcheck.hook import run_on_change
+
+        problem = run_on_change(args.on_change, hook_input)
+        if problem:
+            print(f"fleetcheck: --on-change: {problem}", file=sys.stderr)
     return outcome.exit_code
 
 

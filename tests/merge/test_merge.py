@@ -218,9 +218,14 @@ def test_merge_keeps_history_and_renders_every_format(tmp_path: Path, capsys) ->
                                             verdict="cpu-fallback"))
     for suffix in ("html", "xml", "prom", "txt"):
         assert main(["merge", str(second), "-o", str(tmp_path / f"r.{suffix}")]) == 1
-    assert main(["merge", str(second), "--history", str(history)]) == 1
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ncat > {tmp_path / 'changes.txt'}\n")
+    hook.chmod(0o755)
+    assert main(["merge", str(second), "--history", str(history), "--on-change",
+                 str(hook)]) == 1
     table = capsys.readouterr().out
     assert "gpu01: ok -> fail" in table
+    assert "gpu01: ok -> fail" in (tmp_path / "changes.txt").read_text()
     assert len(list(history.iterdir())) == 2
     assert load_report(tmp_path / "r1.json").nodes[0].status == "ok"
     assert "<html" in (tmp_path / "r.html").read_text()
