@@ -280,30 +280,36 @@ class _Builder:
         hosts_raw = top.get("hosts") or {}
         if not isinstance(hosts_raw, dict):
             raise self.fail(("hosts",), f"must be a mapping of host names, got {_show(hosts_raw)}")
-        found = read_sources(self, top.get("sources"))
+        context = self.defaults(defaults)
+        found = read_sources(self, top.get("sources"), context)
         if not hosts_raw and not found.hosts:
             raise self.fail(("hosts",) if "hosts" in top else ("sources",), "no hosts defined")
-        context = self.defaults(defaults)
-        enabled: list[HostSpec] = []
-        disabled: list[HostSpec] = []
         first: dict[str, str] = {}
         from_sources = {entry.host.name: entry for entry in found.hosts}
+        # Hosts in order: the sources' (each refined by a hosts: entry of its name), then
+        # the hosts: entries of their own.
+        built: dict[str, tuple[HostSpec, bool]] = {}
+        own: list[str] = []
         for key, raw in hosts_raw.items():
             for name, address in self.host_names(key, raw):
                 if name in first:
                     raise self.fail(("hosts", key), f"duplicate host {name!r} (also in "
                                                     f"{first[name]})")
                 first[name] = f"{key} at line {self.doc.line(('hosts', key))}"
-                entry = from_sources.pop(name, None)
+                entry = from_sources.get(name)
                 if entry is not None:
                     # The inventory's own entry refines what the source says of the host.
                     raw = merge_settings(entry.host.settings, raw or {})
-                host, is_enabled = self.host(name, raw, context, key=key, address=address)
-                (enabled if is_enabled else disabled).append(host)
-        for entry in from_sources.values():
-            host, is_enabled = _SourceBuilder(self.doc, entry).host(
-                entry.host.name, dict(entry.host.settings), context, origin=entry.origin)
-            (enabled if is_enabled else disabled).append(host)
+                else:
+                    own.append(name)
+                built[name] = self.host(name, raw, context, key=key, address=address)
+        for entry in found.hosts:
+            if entry.host.name not in built:
+                built[entry.host.name] = _SourceBuilder(self.doc, entry).host(
+                    entry.host.name, dict(entry.host.settings), context, origin=entry.origin)
+        order = [*(entry.host.name for entry in found.hosts), *own]
+        enabled = [built[name][0] for name in order if built[name][1]]
+        disabled = [built[name][0] for name in order if not built[name][1]]
         concurrency = DEFAULT_CONCURRENCY
         if "concurrency" in defaults:
             concurrency = self.integer(defaults["concurrency"], ("defaults", "concurrency"), 1)

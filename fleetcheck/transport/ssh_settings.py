@@ -8,6 +8,7 @@ uses; asyncssh is then given all of them explicitly and reads no config of its o
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,34 @@ def key_exchanges() -> list[str]:
     through `cryptography`, sntrup761x25519-sha512 with liboqs) where this build has them."""
     return [alg for alg in _names(asyncssh.kex.get_default_kex_algs())
             if not alg.startswith("gss-")]
+
+
+def _host_key_algs(default: bool) -> list[str]:
+    key = asyncssh.public_key
+    if default:
+        return _names(key.get_default_x509_certificate_algs()
+                      + key.get_default_certificate_algs() + key.get_default_public_key_algs())
+    return _names(key.get_x509_certificate_algs() + key.get_certificate_algs()
+                  + key.get_public_key_algs())
+
+
+@functools.cache
+def algorithms(option: str, setting: str | None) -> tuple[str, ...]:
+    """The list one option gives (ssh_config's `setting` on fleetcheck's defaults), computed
+    once per distinct setting: asyncssh's algorithms are fixed once it is imported."""
+    if option == "KexAlgorithms":
+        chosen = algorithm_list(setting, key_exchanges(), _names(asyncssh.kex.get_kex_algs()))
+    elif option == "Ciphers":
+        chosen = algorithm_list(setting, PREFERRED_CIPHERS,
+                                _names(asyncssh.encryption.get_encryption_algs()))
+    elif option == "MACs":
+        chosen = algorithm_list(setting, PREFERRED_MACS, _names(asyncssh.mac.get_mac_algs()))
+    else:
+        chosen = algorithm_list(setting, _host_key_algs(True), _host_key_algs(False))
+    if not chosen:
+        raise TransportError(f"ssh_config {option} {setting}: none of them is one this SSH "
+                             "client (asyncssh) has")
+    return tuple(chosen)
 
 
 @dataclass(frozen=True)
@@ -142,16 +171,9 @@ def _settings(name: str, options: SshOptions, resolved: Resolved) -> SshSettings
               or _POLICY_OF_STRICT.get(resolved.strict_host_key_checking)
               or DEFAULT_HOST_KEY_POLICY)
     jump = options.proxy_jump or resolved.proxy_jump
-    host_key_algs = None
-    if resolved.host_key_algorithms:
-        host_key_algs = tuple(algorithm_list(
-            resolved.host_key_algorithms,
-            _names(asyncssh.public_key.get_default_x509_certificate_algs())
-            + _names(asyncssh.public_key.get_default_certificate_algs())
-            + _names(asyncssh.public_key.get_default_public_key_algs()),
-            _names(asyncssh.public_key.get_x509_certificate_algs())
-            + _names(asyncssh.public_key.get_certificate_algs())
-            + _names(asyncssh.public_key.get_public_key_algs())))
+    # Unset: asyncssh orders host key types by the keys known_hosts holds, as OpenSSH does.
+    host_key_algs = (algorithms("HostKeyAlgorithms", resolved.host_key_algorithms)
+                     if resolved.host_key_algorithms else None)
     return SshSettings(
         name=name,
         address=resolved.hostname,
@@ -163,12 +185,8 @@ def _settings(name: str, options: SshOptions, resolved: Resolved) -> SshSettings
         host_key_policy=policy,
         proxy_jump=jump,
         connect_timeout=float(timeout),
-        kex_algs=tuple(algorithm_list(resolved.kex_algorithms, key_exchanges(),
-                                      _names(asyncssh.kex.get_kex_algs()))),
-        encryption_algs=tuple(algorithm_list(
-            resolved.ciphers, PREFERRED_CIPHERS,
-            _names(asyncssh.encryption.get_encryption_algs()))),
-        mac_algs=tuple(algorithm_list(resolved.macs, PREFERRED_MACS,
-                                      _names(asyncssh.mac.get_mac_algs()))),
+        kex_algs=algorithms("KexAlgorithms", resolved.kex_algorithms),
+        encryption_algs=algorithms("Ciphers", resolved.ciphers),
+        mac_algs=algorithms("MACs", resolved.macs),
         host_key_algs=host_key_algs,
     )

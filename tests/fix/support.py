@@ -12,13 +12,14 @@ from fleetcheck.model import NodeResult
 from fleetcheck.transport.interface import CommandResult
 from fleetcheck.transport.local import LocalTransport
 from fleetcheck.verdict import DEFAULT_POLICY
-from tests.nodeenv import make_node, run_probe
+from tests.nodeenv import make_amd_node, make_node, run_probe
 
 
-def probed(root: Path, node_id: str = "pve1/101", **options: Any) -> NodeResult:
-    """Build a fake node, run the real probe on it, and judge it as the audit does (the
-    scheduler's own `node_from_result`)."""
-    node = make_node(root, **options)
+def probed(root: Path, node_id: str = "pve1/101", *, amd: bool = False,
+           **options: Any) -> NodeResult:
+    """Build a fake node (an AMD one with `amd`), run the real probe on it, and judge it as the
+    audit does (the scheduler's own `node_from_result`)."""
+    node = (make_amd_node if amd else make_node)(root, **options)
     code, document, stderr = run_probe(node)
     host, _, vmid = node_id.partition("/")
     target = Target(host=HostSpec(name=host, address=None), vmid=int(vmid) if vmid else None,
