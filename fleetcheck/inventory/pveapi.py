@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -59,11 +59,27 @@ async def discover_guests_via_api(
             containers_from_resources(resources, node, host.name, "qemu"))
 
 
+#: The privilege a token needs to see a cluster's guests (on /vms).
+GUEST_PRIVILEGE = "VM.Audit"
+
+
+def missing_guest_privilege(permissions: Any) -> str | None:
+    """Why a token sees no guest, from GET /access/permissions (path -> {privilege: 1});
+    None when it holds VM.Audit somewhere guests live (then there are simply none)."""
+    if not isinstance(permissions, Mapping):
+        return None
+    for path, privileges in permissions.items():
+        where = str(path)
+        guest_path = where in ("/", "/vms") or where.startswith(("/vms/", "/pool/"))
+        if guest_path and isinstance(privileges, Mapping) and GUEST_PRIVILEGE in privileges:
+            return None
+    held = sorted(str(path) for path in permissions) or ["none"]
+    return f"it lacks {GUEST_PRIVILEGE} on /vms (its permissions: {', '.join(held)})"
+
+
 async def _refuse_blind_token(api: ApiOptions, secret: str, host: str, deadline: float) -> None:
     """DiscoveryError when a token that sees no guest lacks VM.Audit (GET
     /access/permissions), so an audit never passes on guests it could not see."""
-    from fleetcheck.inventory.pvecluster import missing_guest_privilege
-
     def permissions() -> Any:
         client = api_client(api, secret, host)
         return call_api(api, secret, host, lambda: client.access.permissions.get())
