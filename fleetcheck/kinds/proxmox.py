@@ -90,9 +90,16 @@ class ProxmoxGuestKind(NodeKind):
         specs: str | tuple[ContainerSpec, ...] = getattr(parent.host, self.key)
         return specs or None
 
+    #: The kind's own tool, whose `TOOL list` answers when pvesh cannot (pct, qm).
+    tool: ClassVar[str]
     @abc.abstractmethod
+    def parse_listing(self, text: str) -> list[DiscoveredContainer]:
+        """The guests in what `TOOL list` printed (its parser in `inventory/listings.py`)."""
+
     async def tool_list(self, host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
-        """The kind's own listing (`pct list`, `qm list`) when pvesh cannot answer."""
+        """The guests `TOOL list` shows on `host`; DiscoveryError saying why when it fails."""
+        return self.parse_listing(
+            await pve_list(host, transport, self.tool, LISTING_TIMEOUT))
 
     async def discover(
         self, parent: Target, transport: Transport, context: Discovery
