@@ -38,6 +38,12 @@ _PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
 
 
+def repo_pythonpath(repo: object) -> str:
+    """PYTHONPATH for a child that imports the repository: it first, then what was already
+    there (a machine without network carries fleetcheck's wheels on PYTHONPATH)."""
+    return os.pathsep.join(part for part in (str(repo), os.environ.get("PYTHONPATH", "")) if part)
+
+
 # -- the core split (--pin) ---------------------------------------------------------------------
 
 def parse_cpus(text: str) -> set[int]:

@@ -153,6 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--cache", metavar="FILE", default=None,
                        help="also save the verdict to FILE (atomically) for `fleetcheck health "
                        "--cache FILE`")
+    probe.add_argument("--nfd", metavar="FILE", default=None,
+                       help="also write the verdict as a node-feature-discovery feature file "
+                       "(atomically; labels fleetcheck.feature.node.kubernetes.io/*, expiring "
+                       "after 30 min), e.g. /etc/kubernetes/node-feature-discovery/features.d/"
+                       "fleetcheck")
     probe.add_argument("--python", metavar="PATH",
                        help="the workload's interpreter to examine (default: python3 on PATH)")
     probe.add_argument("--deep", action="store_true",
@@ -619,8 +624,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     output = getattr(args, "output", None)
     cache = getattr(args, "cache", None)
+    nfd = getattr(args, "nfd", None)
     _check_output(output)
     _check_output(cache)
+    _check_output(nfd)
     policy = _load_policy(args.playbook)
     deep = args.deep or policy.deep
     from fleetcheck.transport.interface import node_timeout
@@ -641,6 +648,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
         from fleetcheck.nodehealth import cache_document
 
         _emit(cache_document(document, code), cache)
+    if nfd:
+        from fleetcheck.nfd import feature_file
+
+        _emit(feature_file(document), nfd)
     if fmt == "json":
         import json
 
