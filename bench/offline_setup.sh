@@ -24,6 +24,10 @@ mkdir -p /run/sshd && chmod 755 /run/sshd
 # pdsh's wrapper and clush's interpreter line name Debian's paths: point them into PREFIX.
 sed -i "s|/usr/bin/pdsh.bin|$prefix/usr/bin/pdsh.bin|; s|/etc/pdsh|$prefix/etc/pdsh|g" \
   "$prefix/usr/bin/pdsh"
+# pdsh loads its modules (ssh, exec) from the directory compiled in, nothing else: link it
+# there when the system has none (a new path only).
+modules=/usr/lib/x86_64-linux-gnu/pdsh
+[ -e "$modules" ] || ln -s "$prefix$modules" "$modules"
 python=$(command -v python3)
 sed -i "1s|.*|#!$python|" "$prefix/usr/bin/clush"
 [ -e /etc/clustershell ] || cp -r "$prefix/etc/clustershell" /etc/clustershell
@@ -35,7 +39,6 @@ cat <<ENV
 export PATH="$prefix/usr/bin:$prefix/usr/sbin:$prefix/site/bin:\$PATH"
 export LD_LIBRARY_PATH="$prefix/missing-libs\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 export PYTHONPATH="$prefix/usr/lib/python3/dist-packages:$prefix/site\${PYTHONPATH:+:\$PYTHONPATH}"
-export PDSH_MODULE_DIR="$prefix/usr/lib/x86_64-linux-gnu/pdsh"
 export BENCH_SSHD="$prefix/usr/sbin/sshd"
 ENV
 echo "offline set-up: $(ls "$prefix/missing-libs" | wc -l) libraries this system lacked:" \
