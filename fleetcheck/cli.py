@@ -130,12 +130,20 @@ def build_parser() -> argparse.ArgumentParser:
         "Blocking nodes are printed on stderr, one line each: node, cause, fix.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    gate.add_argument("inventory", help="inventory YAML")
+    gate.add_argument("inventory", nargs="?", default=None,
+                      help="inventory YAML (not with --documents)")
     _add_selection(gate)
     gate.add_argument("--nodes", metavar="HOSTLIST",
                       help="gate exactly these hosts as one job's node set: a Slurm hostlist "
                       "(gpu[01-08], $SLURM_JOB_NODELIST); each must be a host of the inventory; "
                       "the playbook's consistency checks run across them (instead of --limit)")
+    gate.add_argument("--documents", action="append", default=None, metavar="PATH",
+                      help="with --nodes, instead of an inventory: gate from the node documents "
+                      "the nodes wrote (`fleetcheck probe --format json`; files, folders, "
+                      "tarballs, as for `merge`), probing nothing; a node without a document, "
+                      "or with one older than --max-age, is unverified")
+    gate.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
+                      help="with --documents: oldest document that counts (default: 1800)")
     gate.add_argument("--playbook", "-p", metavar="FILE|NAME", default="pre-training",
                       help="requirements (default: the built-in pre-training playbook)")
     gate.add_argument("--json", action="store_true", help="print a JSON verdict on stdout")
@@ -583,6 +591,12 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     from fleetcheck.gate import gate_exit_code, gate_json, gate_lines
 
+    if args.documents is not None:
+        return _gate_documents(args)
+    if args.inventory is None:
+        raise UsageError("gate needs an INVENTORY, or --documents PATH with --nodes")
+    if args.max_age is not None:
+        raise UsageError("--max-age goes with --documents (a probe is never stale)")
     inventory = _load_inventory(args.inventory)
     policy = _load_policy(args.playbook)
     limit = args.limit
@@ -606,6 +620,38 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if limit_error:
         print(f"fleetcheck: error: {limit_error}", file=sys.stderr)
         return EXIT_USAGE
+    return int(gate_exit_code(report))
+
+
+def _gate_documents(args: argparse.Namespace) -> int:
+    """`gate --documents PATH --nodes HOSTLIST`: the gate over gathered node documents."""
+    import json
+
+    from fleetcheck.gate import (
+        JobNodesError,
+        documents_gate_report,
+        gate_exit_code,
+        gate_json,
+        gate_lines,
+    )
+    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S
+
+    if args.inventory is not None or args.limit:
+        raise UsageError("--documents replaces the inventory and --limit: give --nodes only")
+    if args.nodes is None:
+        raise UsageError("--documents needs --nodes HOSTLIST (the job's nodes)")
+    policy = _load_policy(args.playbook)
+    try:
+        report, notes = documents_gate_report(args.documents, args.nodes, policy,
+                                              args.max_age or DEFAULT_MAX_AGE_S)
+    except JobNodesError as exc:
+        raise UsageError(str(exc)) from None
+    for line in notes:
+        print(line, file=sys.stderr)
+    for line in gate_lines(report):
+        print(line, file=sys.stderr)
+    if args.json:
+        _emit(json.dumps(gate_json(report), indent=2) + "\n", None)
     return int(gate_exit_code(report))
 
 

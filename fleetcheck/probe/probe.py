@@ -213,6 +213,7 @@ ERROR_PATTERNS = (
     (r"cannot (locate|open) libamdhip64\.so", "libamdhip64_not_found"),
     (r"libamdhip64 version .* is not supported|refusing to mix ROCm installations",
      "libamdhip64_other_rocm"),
+    (r"no ROCm-capable device is detected", "zero_active_drivers"),
     (r"/sbin/ldconfig", "ldconfig_binary_missing"),
     (r"cannot find -lcuda", "libcuda_unversioned_missing"),
     (r"failed to map segment", "cache_dir_noexec"),
@@ -2592,6 +2593,7 @@ class HipChecks(Part):
             return ("pass", "%d device nodes open read-write" % len(results), "", evidence)
         kfd_major = re.search(r"^\s*(\d+)\s+kfd\s*$", self.proc_devices, re.M)
         kfd = kfd_major.group(1) if kfd_major else "<kfd major>"
+        evidence["kfd_major"] = kfd_major.group(1) if kfd_major else None
         name, code = sorted(bad.items(), key=lambda item: expected.index(item[0]))[0]
         if code == "ENOENT":
             what = "missing (not passed through)"

@@ -60,6 +60,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
             f"export FLEETCHECK={q(str(bindir / 'fleetcheck'))} FLEETCHECK_SYSLOG=0\n"
             f"export FLEETCHECK_INVENTORY={q(str(root / 'inventory.yaml'))}\n"
             f"export SLURM_CONF={q(str(root / 'slurm.conf'))} FLEETCHECK_TIMEOUT=120\n"
+            f"[ -e {q(str(root / 'gate.documents'))} ] && "
+            f"export FLEETCHECK_DOCUMENTS={q(str(root / 'documents'))}\n"
             "start=$(date +%s.%N)\n"
             f"{q(str(PROLOG_SLURMCTLD))} 2>>{q(str(root / 'gate.err'))}\n"
             f'rc=$?\necho "$rc $start $(date +%s.%N)" >> {q(str(root / "gate.runs"))}\n'
@@ -260,3 +262,30 @@ def test_the_drain_bound_holds_under_a_fleet_wide_failure(
                 assert f"--max-out {bound or '10%'}: at most {kept} of 4 at once" in err[0], err
     finally:
         cluster.reset_node()
+
+
+def test_the_gate_from_node_documents_holds_an_inconsistent_job_without_probing(
+        gated: SlurmCluster) -> None:
+    # Each node's own timer wrote its document (with the gate's playbook) into a shared folder.
+    make_fleet(gated, {name: {"torch": "2.10.0+cu130"} if name == "gpu02" else {}
+                       for name in NODES})
+    documents = gated.root / "documents"
+    documents.mkdir(exist_ok=True)
+    for name in NODES:
+        done = run(str(gated.root / "bin" / "fleetcheck"), "probe", "--playbook",
+                   "pre-training", "--format", "json", "-o", str(documents / f"{name}.json"),
+                   env={**gated.env, "SLURMD_NODENAME": name})
+        assert done.returncode == 0, done.stderr
+    (gated.root / "gate.documents").touch()
+    try:
+        job = submit(gated)
+        shown = wait_job(gated, job, "Comment=fleetcheck:")
+        shown = wait_job(gated, job, "JobState=PENDING")
+    finally:
+        (gated.root / "gate.documents").unlink()
+    assert ("Comment=fleetcheck: fleet: fail: torch version differs across the selection: "
+            "2.11.0+cu130 on 3 (gpu01, gpu03, gpu04); 2.10.0+cu130 on 1 (gpu02)") in shown, shown
+    assert "Priority=0 " in shown and "Reason=JobHeldAdmin" in shown, shown
+    rc, wall = gate_runs(gated)[-1]
+    print(f"\nPrologSlurmctld from {len(NODES)} node documents took {wall:.2f} s")
+    assert rc == 1

@@ -239,3 +239,15 @@ def test_no_input_is_a_usage_error(capsys) -> None:
     assert main(["merge", "/nonexistent/docs"]) == 3
     assert capsys.readouterr().err.splitlines()[-1] == (
         "fleetcheck: merge: unread: /nonexistent/docs: no such file or folder")
+
+
+def test_nodes_are_judged_under_the_merges_playbook(tmp_path: Path) -> None:
+    path = write(tmp_path / "a.json", doc("gpu01"))
+    playbook = tmp_path / "eight.yaml"
+    playbook.write_text("min_gpus: 8\n")
+    from fleetcheck.playbook import load_playbook
+
+    outcome = merge_inputs([str(path)], policy=load_playbook(str(playbook)), now=NOW,
+                           max_age_s=1800)
+    assert [(n.status, n.reason) for n in outcome.report.nodes] == [
+        ("fail", "1 GPU(s), playbook eight requires 8")]

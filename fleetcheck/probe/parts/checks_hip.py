@@ -76,6 +76,7 @@ class HipChecks(Part):
             return ("pass", "%d device nodes open read-write" % len(results), "", evidence)
         kfd_major = re.search(r"^\s*(\d+)\s+kfd\s*$", self.proc_devices, re.M)
         kfd = kfd_major.group(1) if kfd_major else "<kfd major>"
+        evidence["kfd_major"] = kfd_major.group(1) if kfd_major else None
         name, code = sorted(bad.items(), key=lambda item: expected.index(item[0]))[0]
         if code == "ENOENT":
             what = "missing (not passed through)"
