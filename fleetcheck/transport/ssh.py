@@ -270,7 +270,8 @@ class SshTransport(Transport):
         if settings.host_key_algs:
             kwargs["server_host_key_algs"] = list(settings.host_key_algs)
         if settings.identity_files:
-            kwargs["client_keys"] = self.files.client_keys(settings.identity_files)
+            kwargs["client_keys"] = self.files.client_keys(settings.identity_files,
+                                                           settings.named_identity)
         if settings.identities_only:
             # Only the named keys (or the default ones), never the agent's others.
             kwargs["agent_path"] = None
@@ -301,8 +302,10 @@ class SshTransport(Transport):
             return self._conn
 
     def _key_plan(self, settings: SshSettings) -> HostKeyPlan:
+        # Under a HostKeyAlias the key is known by that name alone, without a port (OpenSSH).
+        port = None if settings.host_key_name != settings.address else settings.port
         return HostKeyPlan.for_host(self.files.known_hosts, settings.known_hosts,
-                                    settings.address, settings.port, settings.host_key_policy)
+                                    settings.host_key_name, port, settings.host_key_policy)
 
     async def _open(self) -> asyncssh.SSHClientConnection:
         settings = self.resolve()

@@ -159,3 +159,20 @@ def test_an_nvidia_node_has_no_amd_facts_or_checks(tmp_path: Path) -> None:
     assert "gpu_vendor" not in doc["facts"] and "amd" not in doc["facts"]
     assert "hip" not in doc["facts"]["torch"]
     assert [c["id"] for c in doc["checks"]] == [i.id for i in vendor_checks("nvidia")]
+
+
+def test_deep_kernel_runs_through_the_hip_driver(tmp_path: Path) -> None:
+    node = make_amd_node(tmp_path / "node", gpus=2)
+    rc, doc, stderr = run_probe(node, "--deep")
+    by_id = {check["id"]: check for check in doc["checks"]}
+    assert (rc, doc["triton"]["verdict"], stderr) == (0, "gpu", "")
+    assert by_id["triton_kernel"]["summary"] == ("JIT kernel verified on 2 GPU(s) in a fresh "
+                                                 "cache")
+
+
+def test_a_warm_cache_hides_the_missing_compiler_on_amd_too(tmp_path: Path) -> None:
+    rc, doc, by_id = probe(tmp_path, compiler=False, warm_cache=True)
+    assert (rc, doc["triton"]["verdict"], doc["triton"]["backend"], doc["triton"]["cause"]) == (
+        0, "gpu", "hip", "stale_cache_masks_compiler")
+    assert (by_id["no_c_compiler"]["status"], by_id["stale_cache_masks_compiler"]["status"]) == (
+        "warn", "warn")
