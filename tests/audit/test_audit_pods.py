@@ -218,3 +218,31 @@ def result(stderr: str, code: int = 1) -> CommandResult:
 )
 def test_kubectl_texts(stderr: str, code: int, expected: tuple[str, str] | None) -> None:
     assert kubectl_failure(result(stderr, code), "pod training/trainer-0") == expected
+
+
+REAL_KUBECTL = shutil.which("kubectl")
+
+
+@pytest.mark.skipif(REAL_KUBECTL is None, reason="needs a real kubectl (Debian: kubernetes-client)")
+def test_the_stand_in_says_what_a_real_kubectl_says_without_a_server(tmp_path: Path) -> None:
+    import subprocess
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "lab",
+        "clusters": [{"name": "lab", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "contexts": [{"name": "lab", "context": {"cluster": "lab", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}]}))
+    (tmp_path / "kubeconfig.cluster.json").write_text(json.dumps({"reachable": False}))
+    cases = [
+        ["--kubeconfig", str(tmp_path / "missing"), "get", "pods", "-o", "json"],
+        ["--kubeconfig", str(kubeconfig), "--context", "nope", "get", "pods", "-o", "json"],
+        ["--kubeconfig", str(kubeconfig), "get", "pods", "-o", "json"],
+    ]
+    for args in cases:
+        real = subprocess.run([str(REAL_KUBECTL), *args], capture_output=True, text=True,
+                              timeout=60, check=False)
+        ours = subprocess.run([sys.executable, str(STANDIN), *args], capture_output=True,
+                              text=True, timeout=60, check=False)
+        last = [line for line in real.stderr.splitlines() if line.strip()][-1]
+        assert (ours.returncode, ours.stderr.strip()) == (real.returncode, last.strip())

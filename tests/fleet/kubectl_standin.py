@@ -4,7 +4,8 @@ No cluster can run here, so this plays kubectl and the API server behind it, wit
 texts and exit codes: kubectl's own from a real kubectl 1.32 run without a server (`error:
 stat F: no such file or directory`, `Error in configuration: context was not found for
 specified context: C`, `The connection to the server H:P was refused - did you specify the
-right host or port?`; Debian 12's kubernetes-client 1.20 prints the same), the API server's
+right host or port?`; tests/audit/test_audit_pods.py compares them with a real kubectl when
+one is on PATH; Debian 12 packages kubectl 1.20 as kubernetes-client), the API server's
 through kubectl's CheckErr (`Error from server (NotFound): pods "P" not found`, `Error from
 server (Forbidden): pods "P" is forbidden: User "U" cannot create resource "pods/exec" in API
 group "" in the namespace "N"`), exec.go's `cannot exec into a container in a completed pod;
