@@ -176,3 +176,33 @@ def test_a_warm_cache_hides_the_missing_compiler_on_amd_too(tmp_path: Path) -> N
         0, "gpu", "hip", "stale_cache_masks_compiler")
     assert (by_id["no_c_compiler"]["status"], by_id["stale_cache_masks_compiler"]["status"]) == (
         "warn", "warn")
+
+
+ROCMINFO = """#!/bin/sh
+echo 'ROCk module version 6.12.12 is loaded'
+echo '=====================    '
+echo 'HSA System Attributes    '
+echo '=====================    '
+echo '*******                  '
+echo 'Agent 1                  '
+echo '*******                  '
+echo '  Name:                    AMD EPYC 9654 96-Core Processor'
+echo '  Marketing Name:          AMD EPYC 9654 96-Core Processor'
+echo '  Device Type:             CPU'
+echo '*******                  '
+echo 'Agent 2                  '
+echo '*******                  '
+echo '  Name:                    gfx942                             '
+echo '  Marketing Name:          AMD Instinct MI300X'
+echo '  Device Type:             GPU'
+"""
+
+
+def test_rocminfo_where_present_lists_the_gpu_agents(tmp_path: Path) -> None:
+    node = make_amd_node(tmp_path / "node")
+    (node.bindir / "rocminfo").write_text(ROCMINFO)
+    (node.bindir / "rocminfo").chmod(0o755)
+    _, doc, _ = run_probe(node)
+    assert doc["facts"]["amd"]["rocminfo"] == {"gfx": ["gfx942"]}
+    _, doc, _ = run_probe(make_amd_node(tmp_path / "without"))
+    assert doc["facts"]["amd"]["rocminfo"] is None
