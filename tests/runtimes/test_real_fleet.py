@@ -1,0 +1,67 @@
+"""One audit of the real-runtime fleet: every node's status and reason as the real tools make it.
+
+pve1: LXC 101 (running), 102 (stopped), 109 (no such container), 103 (running; the docker
+CLI inside talks to the fleet's dockerd through its socket: `web`, `gone` exited, `frozen`
+paused, `ghost` missing), 104 (running; podman inside it, its own containers `inner` and
+`inner-gone` exited); Docker on the host itself (`containers: all`); VMs (`vms: all`): 301
+(a TCG guest with a real qemu-guest-agent), 302 (running, agent never answers), 303 (agent
+configured, not running), 304 (no agent configured). pve2: `containers: all` (pct list over
+the real LXC containers), Podman on the host (`containers: all`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.runtimes.conftest import Scenario
+
+pytestmark = [pytest.mark.timeout(600)]
+
+EXPECTED: dict[str, tuple[str, str]] = {
+    "pve1/102": ("skipped", "container stopped"),
+    "pve1/109": ("error", "container 109 does not exist on pve1"),
+    "pve1/103/docker:gone": ("skipped", "container not running"),
+    "pve1/103/docker:frozen": ("skipped", "container paused"),
+    "pve1/103/docker:ghost": ("error", "no docker container 'ghost' on pve1/103"),
+    "pve1/docker:gone": ("skipped", "container exited"),
+    "pve1/docker:frozen": ("skipped", "container paused"),
+    "pve1/104/podman:inner-gone": ("skipped", "container exited"),
+    "pve2/102": ("skipped", "container stopped"),
+    "pve2/podman:pgone": ("skipped", "container exited"),
+    "pve2/podman:pfrozen": ("skipped", "container paused"),
+    "pve1/302": ("error", "the QEMU guest agent in VM 302 does not answer: start "
+                            "qemu-guest-agent in the guest (or the agent is disabled)"),
+    "pve1/303": ("skipped", "VM stopped"),
+    "pve1/304": ("error", "VM 304 has no QEMU guest agent configured: set it with "
+                            "`qm set 304 --agent 1` and install qemu-guest-agent in the guest"),
+}
+PROBED = {
+    "pve1/101": "lxc", "pve1/103": "lxc", "pve1/104": "lxc", "pve2/101": "lxc",
+    "pve2/103": "lxc", "pve2/104": "lxc", "pve1/103/docker:web": "docker",
+    "pve1/docker:web": "docker", "pve1/104/podman:inner": "podman", "pve2/podman:pweb": "podman",
+    "pve1/301": "qemu",
+}
+
+
+def test_every_real_node_is_in_the_report(scenario: Scenario) -> None:
+    missing = sorted((set(EXPECTED) | set(PROBED)) - set(scenario.nodes))
+    assert not missing, (missing, sorted(scenario.nodes), scenario.stderr[-2000:])
+
+
+@pytest.mark.parametrize("node_id", sorted(PROBED))
+def test_a_running_node_is_probed(scenario: Scenario, node_id: str) -> None:
+    node = scenario.nodes.get(node_id)
+    assert node is not None, sorted(scenario.nodes)
+    assert node["status"] not in ("error", "unreachable", "skipped"), (node["status"],
+                                                                         node["reason"])
+    assert node["kind"] == PROBED[node_id]
+    assert node["triton"]["verdict"] == "no-gpu"
+
+
+@pytest.mark.parametrize("node_id", sorted(EXPECTED))
+def test_a_refused_node_says_why(scenario: Scenario, node_id: str) -> None:
+    node = scenario.nodes.get(node_id)
+    assert node is not None, sorted(scenario.nodes)
+    status, reason = EXPECTED[node_id]
+    assert node["status"] == status, node["reason"]
+    assert node["reason"] == reason
