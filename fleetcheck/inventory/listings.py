@@ -2,9 +2,9 @@
 
 `pct list`, `qm list`, `pvesh get /nodes/NODE/{lxc,qemu} --output-format json`,
 `docker ps -a --format '{{json .}}'` and `podman ps -a --format json`. A listing that is not
-what it claims to be at all (another program answered) raises DiscoveryError; one line or row that does not parse
-becomes one entry with `problem` set (its VMID or name when readable), so a single odd line
-never hides the other guests of a host.
+what it claims to be at all (another program answered) raises DiscoveryError; one line or
+row that does not parse becomes one entry with `problem` set (its VMID or name when
+readable), so a single odd line never hides the other guests of a host.
 """
 
 from __future__ import annotations
