@@ -71,7 +71,8 @@ def _add_output(parser: argparse.ArgumentParser, default_format: str = "table") 
 def _add_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit", "-l", action="append", default=[], metavar="PATTERN",
-        help="only these nodes: HOST, HOST/VMID, globs (pve*, pve1/*), label:NAME (or @NAME), "
+        help="only these nodes: HOST, HOST/VMID, node ranges (gpu[01-03,07], pve[1-3]/1[01-20]), "
+        "globs (pve*, pve1/*), label:NAME (or @NAME), "
         "a GROUP of the inventory, !PATTERN to exclude, &PATTERN to intersect; "
         "comma-separated or repeated",
     )
@@ -125,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gate.add_argument("inventory", help="inventory YAML")
     _add_selection(gate)
+    gate.add_argument("--nodes", metavar="HOSTLIST",
+                      help="gate exactly these hosts as one job's node set: a Slurm hostlist "
+                      "(gpu[01-08], $SLURM_JOB_NODELIST); each must be a host of the inventory; "
+                      "the playbook's consistency checks run across them (instead of --limit)")
     gate.add_argument("--playbook", "-p", metavar="FILE|NAME", default="pre-training",
                       help="requirements (default: the built-in pre-training playbook)")
     gate.add_argument("--json", action="store_true", help="print a JSON verdict on stdout")
@@ -237,6 +242,36 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --apply: keep the after-probe in DIR like any audit")
     fix.add_argument("--no-progress", action="store_true",
                      help="no progress bar (it is only drawn on a terminal anyway)")
+
+    merge = sub.add_parser(
+        "merge", help="one audit report from node documents gathered by Slurm, Kubernetes, "
+        "timers",
+        description="Assemble the node documents that `fleetcheck probe --format json` printed "
+        "on each node (files, folders of *.json, tarballs, - for stdin; node caches and saved "
+        "audits too) into one audit report with the playbook's fleet checks, history and every "
+        "format, as `fleetcheck audit` would have written it. A node given twice keeps its "
+        "newest document; a document older than --max-age leaves its node unverified; an input "
+        "that cannot be read is named. Each is one line on stderr and a finding in the report. "
+        "See docs/integrations.md.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    merge.add_argument("inputs", nargs="+", metavar="INPUT",
+                       help="node document files, folders, tarballs (.tar, .tar.gz), or -")
+    _add_output(merge)
+    merge.add_argument("--id", dest="id_template", default="auto", metavar="TEMPLATE",
+                       help="how merged nodes are named: 'auto' (default: the Slurm node name, "
+                       "else the Kubernetes node name, else the document's id) or a template "
+                       "of {id} {hostname} {slurm_node} {slurm_job} {k8s_node} {pod} "
+                       "{namespace} {file}")
+    merge.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
+                       help="a document probed longer ago leaves its node unverified (default: "
+                       "1800)")
+    merge.add_argument("--playbook", "-p", metavar="FILE|NAME",
+                       help="fleet checks and requirements (default: the built-in default)")
+    merge.add_argument("--history", metavar="DIR",
+                       help="keep this merge in DIR and report what changed since the last run")
+    merge.add_argument("--keep", type=positive_count, default=None, metavar="N",
+                       help="with --history: runs to keep (default: 90)")
 
     diff = sub.add_parser(
         "diff", help="what changed between two saved audits",
@@ -530,14 +565,24 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     inventory = _load_inventory(args.inventory)
     policy = _load_policy(args.playbook)
-    report = _run_audit(inventory, args.limit, policy.deep, policy, args.timeout, progress=False,
+    limit = args.limit
+    if args.nodes is not None:
+        from fleetcheck.gate import JobNodesError, job_limit
+
+        if args.limit:
+            raise UsageError("--nodes and --limit: give one (--nodes is the job's node set)")
+        try:
+            limit = [job_limit(args.nodes, inventory)]
+        except JobNodesError as exc:
+            raise UsageError(str(exc)) from None
+    report = _run_audit(inventory, limit, policy.deep, policy, args.timeout, progress=False,
                         parts=args.parts)
     report = _with_fleet_checks(report, policy)
     for line in gate_lines(report):
         print(line, file=sys.stderr)
     if args.json:
         _emit(json.dumps(gate_json(report), indent=2) + "\n", None)
-    limit_error = _unmatched_limit(inventory, args.limit, report)
+    limit_error = _unmatched_limit(inventory, limit, report)
     if limit_error:
         print(f"fleetcheck: error: {limit_error}", file=sys.stderr)
         return EXIT_USAGE
@@ -561,7 +606,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         _emit(probe_source(), None)
         return EXIT_PASS
     from fleetcheck.audit import local_node_result
-    from fleetcheck.reportio import node_to_dict
+    from fleetcheck.nodedoc import node_document
     from fleetcheck.timestamps import utc_now
 
     output = getattr(args, "output", None)
@@ -583,14 +628,15 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if fmt is None:
         fmt = _output_format(argparse.Namespace(format=None, output=output))
         fmt = fmt if fmt in ("json", "prometheus") else "table"
+    document = node_document(node, finished)
     if cache:
         from fleetcheck.nodehealth import cache_document
 
-        _emit(cache_document(node_to_dict(node), code), cache)
+        _emit(cache_document(document, code), cache)
     if fmt == "json":
         import json
 
-        _emit(json.dumps(node_to_dict(node), indent=2, ensure_ascii=False) + "\n", output)
+        _emit(json.dumps(document, indent=2, ensure_ascii=False) + "\n", output)
     else:
         from fleetcheck.render import render
 
@@ -659,6 +705,46 @@ def cmd_report(args: argparse.Namespace) -> int:
     _emit(render(report, _output_format(args), history=history, failing_since=failing_since,
                  **_file_options(args.output)), args.output)
     return EXIT_PASS
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from fleetcheck.merge import merge_inputs, problem_lines
+    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S
+    from fleetcheck.render import render
+
+    if args.keep is not None and not args.history:
+        raise UsageError("--keep needs --history DIR (it is how many runs the history keeps)")
+    _check_output(args.output)
+    if args.history:
+        _check_history(args.history)
+    policy = _load_policy(args.playbook)
+    outcome = merge_inputs(args.inputs, policy=policy, id_template=args.id_template,
+                           max_age_s=args.max_age or DEFAULT_MAX_AGE_S)
+    for line in problem_lines(outcome):
+        print(line, file=sys.stderr)
+    report = outcome.report
+    history: Any = ()
+    failing_since: Any = {}
+    changes: list[str] = []
+    if args.history:
+        from fleetcheck import history as hist
+        from fleetcheck.rundiff import diff_reports
+
+        previous = hist.previous_run(args.history, None)
+        if previous is not None:
+            changes = diff_reports(previous, report).lines()
+        history = hist.history_summaries(args.history)
+        failing_since = hist.failing_since(args.history, report)
+    _emit(render(report, _output_format(args), history=history, failing_since=failing_since,
+                 changes=changes, **_file_options(args.output)), args.output)
+    if args.history:
+        from fleetcheck.history import HistoryError, save_run
+
+        try:
+            save_run(args.history, report, keep=args.keep or 90)
+        except HistoryError as exc:
+            print(f"fleetcheck: warning: {exc}", file=sys.stderr)
+    return outcome.exit_code
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -796,7 +882,10 @@ def cmd_fix(args: argparse.Namespace) -> int:
 def _load_inventory(path: str) -> Inventory:
     from fleetcheck.inventory import load_inventory
 
-    return load_inventory(path)
+    inventory = load_inventory(path)
+    for warning in inventory.warnings:
+        print(f"fleetcheck: warning: {warning}", file=sys.stderr)
+    return inventory
 
 
 COMMANDS = {
@@ -806,6 +895,7 @@ COMMANDS = {
     "inventory": cmd_inventory,
     "report": cmd_report,
     "diff": cmd_diff,
+    "merge": cmd_merge,
     "health": cmd_health,
     "host-setup": cmd_host_setup,
     "fix": cmd_fix,
@@ -823,6 +913,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
         ("fleetcheck.history", "HistoryError"),
         ("fleetcheck.render", "RenderError"),
         ("fleetcheck.gatekeeper", "HostSetupError"),
+        ("fleetcheck.merge", "MergeError"),
     ):
         try:
             imported = __import__(module, fromlist=[name])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetcheck.model import Report
 from fleetcheck.render.sanitize import sanitise
@@ -15,7 +15,38 @@ from fleetcheck.verdict import (
     gate_exit_code,
 )
 
+if TYPE_CHECKING:
+    from fleetcheck.inventory.model import Inventory
+
 GATE_SCHEMA = "fleetcheck.gate/1"
+
+
+class JobNodesError(Exception):
+    """A job's node list that cannot be gated as given (does not parse, names unknown hosts)."""
+
+
+def job_limit(nodelist: str, inventory: Inventory) -> str:
+    """The --limit pattern selecting exactly the hosts of a Slurm hostlist (`gpu[01-08]`,
+    `$SLURM_JOB_NODELIST`): the names folded back into one node set.
+
+    Each name is a host of the inventory (a Slurm node's name is its host's); one the inventory
+    does not know cannot be verified, and a gate that skipped it would pass a job on a node
+    nobody looked at, so it is refused, by name, before anything is probed.
+    """
+    from fleetcheck.inventory.ranges import RangeError, expand_nodes, fold_nodes
+
+    try:
+        names = expand_nodes(nodelist.strip())
+    except RangeError as exc:
+        raise JobNodesError(f"--nodes {exc}") from None
+    if not names:
+        raise JobNodesError("--nodes: the node list is empty")
+    known = {host.name for host in inventory.hosts}
+    missing = [name for name in names if name not in known]
+    if missing:
+        raise JobNodesError(f"--nodes: {fold_nodes(missing)} not in the inventory "
+                            f"{inventory.path} ({len(missing)} of {len(names)} nodes)")
+    return fold_nodes(names)
 
 
 def _blocking(report: Report) -> list[dict[str, str]]:

@@ -24,6 +24,9 @@ command -v podman >/dev/null 2>&1 && command -v crun >/dev/null 2>&1 || need+=(p
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 [ -x /usr/sbin/qemu-ga ] || need+=(qemu-guest-agent)
 dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+# The bench's peers (tests/bench/test_nodes_fleet.py): pdsh and ClusterShell's clush.
+command -v pdsh >/dev/null 2>&1 || need+=(pdsh)
+command -v clush >/dev/null 2>&1 || need+=(clustershell)
 # The README's install is tested with Debian's own python3 (PEP 668), which needs its venv.
 if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1; then
   need+=(python3-venv)

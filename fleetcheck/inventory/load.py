@@ -22,17 +22,20 @@ from fleetcheck.inventory.model import (
     OciSpec,
     SshOptions,
 )
+from fleetcheck.inventory.ranges import RangeError, expand_nodes, has_range
+from fleetcheck.inventory.sources import SourceEntry
 from fleetcheck.inventory.yamlsrc import (
     INVENTORY_WORDING,
     KeyPath,
     YamlDocument,
+    format_path,
     load_yaml,
     read_source,
 )
 from fleetcheck.text import clip
 from fleetcheck.transport.interface import DEFAULT_NODE_TIMEOUT
 
-TOP_KEYS = ("defaults", "hosts", "groups")
+TOP_KEYS = ("defaults", "hosts", "groups", "sources")
 SSH_KEYS = (
     "user",
     "port",
@@ -55,6 +58,7 @@ DEFAULTS_KEYS = (
     "sudo",
     "concurrency",
     "audit_timeout",
+    "probe_host",
 )
 HOST_KEYS = (
     "address",
@@ -150,7 +154,10 @@ def jump_problem(text: str) -> str | None:
 
 def schema_keys() -> tuple[str, ...]:
     """Every key the loader accepts, as paths: "hosts.*.containers[].vmid" and the like."""
+    from fleetcheck.inventory.sources import SOURCE_KEYS
+
     keys = [*TOP_KEYS, "groups.*"]
+    keys += list(dict.fromkeys(f"sources[].{k}" for ks in SOURCE_KEYS.values() for k in ks))
     for prefix, names in (("defaults", DEFAULTS_KEYS), ("hosts.*", HOST_KEYS)):
         keys += [f"{prefix}.{k}" for k in names]
         keys += [f"{prefix}.ssh.{k}" for k in SSH_KEYS]
@@ -174,6 +181,21 @@ def parse_inventory(text: str, path: str) -> Inventory:
     if doc.data is None:
         raise InventoryError(f"{path}: empty inventory (expected a mapping with a 'hosts' key)")
     return _Builder(doc).build()
+
+
+def merge_settings(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """Host settings `over` laid on `base`: ssh, api and env merged key by key, labels added
+    up, anything else replaced."""
+    merged = dict(base)
+    for key, value in over.items():
+        if key in ("ssh", "api", "env") and isinstance(value, dict) \
+                and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        elif key == "labels" and isinstance(value, list) and isinstance(merged.get(key), list):
+            merged[key] = [*merged[key], *value]
+        else:
+            merged[key] = value
+    return merged
 
 
 def _show(value: Any) -> str:
@@ -320,20 +342,38 @@ class _Builder:
     # -- sections -------------------------------------------------------------------------
 
     def build(self) -> Inventory:
+        from fleetcheck.inventory.sources import read_sources
+
         top = self.mapping(self.doc.data, (), TOP_KEYS)
         defaults = self.mapping(top.get("defaults") or {}, ("defaults",), DEFAULTS_KEYS)
-        if "hosts" not in top:
+        if "hosts" not in top and "sources" not in top:
             raise self.fail((), "missing key 'hosts'")
-        hosts_raw = top["hosts"]
+        hosts_raw = top.get("hosts") or {}
         if not isinstance(hosts_raw, dict):
             raise self.fail(("hosts",), f"must be a mapping of host names, got {_show(hosts_raw)}")
-        if not hosts_raw:
-            raise self.fail(("hosts",), "no hosts defined")
+        found = read_sources(self, top.get("sources"))
+        if not hosts_raw and not found.hosts:
+            raise self.fail(("hosts",) if "hosts" in top else ("sources",), "no hosts defined")
         context = self.defaults(defaults)
         enabled: list[HostSpec] = []
         disabled: list[HostSpec] = []
-        for name, raw in hosts_raw.items():
-            host, is_enabled = self.host(name, raw, context)
+        first: dict[str, str] = {}
+        from_sources = {entry.host.name: entry for entry in found.hosts}
+        for key, raw in hosts_raw.items():
+            for name, address in self.host_names(key, raw):
+                if name in first:
+                    raise self.fail(("hosts", key), f"duplicate host {name!r} (also in "
+                                                    f"{first[name]})")
+                first[name] = f"{key} at line {self.doc.line(('hosts', key))}"
+                entry = from_sources.pop(name, None)
+                if entry is not None:
+                    # The inventory's own entry refines what the source says of the host.
+                    raw = merge_settings(entry.host.settings, raw or {})
+                host, is_enabled = self.host(name, raw, context, key=key, address=address)
+                (enabled if is_enabled else disabled).append(host)
+        for entry in from_sources.values():
+            host, is_enabled = _SourceBuilder(self.doc, entry).host(
+                entry.host.name, dict(entry.host.settings), context, origin=entry.origin)
             (enabled if is_enabled else disabled).append(host)
         concurrency = 64
         if "concurrency" in defaults:
@@ -349,6 +389,11 @@ class _Builder:
             disabled_hosts=tuple(disabled),
         )
         groups = self.groups(top.get("groups"), inventory)
+        host_names = {h.name for h in (*inventory.hosts, *inventory.disabled_hosts)}
+        for name, members in found.groups.items():
+            # A source's group is one more group, unless the file names it already.
+            if name not in groups and name not in host_names and NAME_RE.match(name):
+                groups[name] = members
         return Inventory(
             path=inventory.path,
             hosts=inventory.hosts,
@@ -356,6 +401,7 @@ class _Builder:
             concurrency=concurrency,
             groups=groups,
             disabled_hosts=inventory.disabled_hosts,
+            warnings=found.warnings,
         )
 
     def defaults(self, raw: dict[str, Any]) -> dict[str, Any]:
@@ -371,26 +417,50 @@ class _Builder:
             "labels": self.optional(raw, path, "labels", self.labels, ()),
             "timeout": self.optional(raw, path, "timeout", self.seconds, DEFAULT_NODE_TIMEOUT),
             "sudo": self.optional(raw, path, "sudo", self.boolean, False),
+            "probe_host": self.optional(raw, path, "probe_host", self.boolean, False),
         }
 
-    def host(self, name: str, raw: Any, ctx: dict[str, Any]) -> tuple[HostSpec, bool]:
-        path: KeyPath = ("hosts", name)
+    def host_names(self, key: str, raw: Any) -> list[tuple[str, str | None]]:
+        """The hosts a `hosts:` key stands for, each with its address when the key's
+        `address` is a range too: `gpu[01-16]` is sixteen hosts with the same settings."""
+        path: KeyPath = ("hosts", key)
+        if not has_range(key):
+            return [(key, None)]
+        try:
+            names = expand_nodes(key)
+        except RangeError as exc:
+            raise self.fail(path, f"bad node range: {exc}") from None
+        address = raw.get("address") if isinstance(raw, dict) else None
+        if not isinstance(address, str) or not has_range(address):
+            return [(name, None) for name in names]
+        try:
+            addresses = expand_nodes(address)
+        except RangeError as exc:
+            raise self.fail((*path, "address"), f"bad range: {exc}") from None
+        if len(addresses) != len(names):
+            raise self.fail((*path, "address"), f"a range of {len(addresses)} addresses for "
+                                                f"{len(names)} hosts (they pair up in order)")
+        return list(zip(names, addresses, strict=True))
+
+    def host(self, name: str, raw: Any, ctx: dict[str, Any], key: str | None = None,
+             address: str | None = None, origin: str | None = None) -> tuple[HostSpec, bool]:
+        path: KeyPath = ("hosts", key or name)
         if not NAME_RE.match(name):
-            raise self.fail(path, "host name may hold only letters, digits, '_', '.' and '-'")
-        if raw is None:
-            raise self.fail(path, "empty host (needs at least 'address')")
-        raw = self.mapping(raw, path, HOST_KEYS)
+            raise self.fail(path, "host name may hold only letters, digits, '_', '.' and '-'"
+                                  + (f" (got {name!r})" if name != path[-1] else ""))
+        raw = self.mapping({} if raw is None else raw, path, HOST_KEYS)
         transport = self.choice(raw.get("transport", "ssh"), (*path, "transport"), TRANSPORTS)
         enabled = self.boolean(raw.get("enabled", True), (*path, "enabled"))
-        address = None
-        if "address" in raw:
+        if address is not None:
+            address = self.address(address, (*path, "address"))
+        elif "address" in raw:
             address = self.address(raw["address"], (*path, "address"))
         elif transport == "ssh":
-            raise self.fail((*path, "address"),
-                            "missing (required unless transport: local or api)")
-        probe_host = self.boolean(
-            raw.get("probe_host", transport == "local"), (*path, "probe_host")
-        )
+            # As ssh and Ansible do: the name is the address (DNS, or an ssh_config Host).
+            address = self.checked(name, path, address_problem)
+        # This machine is always its own node; an api host has no shell to probe.
+        default_probe = transport == "local" or (ctx["probe_host"] and transport == "ssh")
+        probe_host = self.boolean(raw.get("probe_host", default_probe), (*path, "probe_host"))
         containers = self.containers(raw.get("containers"), (*path, "containers"))
         vms = self.containers(raw.get("vms"), (*path, "vms"))
         if isinstance(containers, tuple) and isinstance(vms, tuple):
@@ -402,7 +472,8 @@ class _Builder:
                                     f"VMID {guest.vmid} is also listed under containers")
         oci = self.optional(raw, path, "oci", self.oci, None)
         if not probe_host and not containers and not vms and oci is None:
-            raise self.fail(path, "nothing to probe: set containers, vms, oci or probe_host: true")
+            raise self.fail(path, "nothing to probe: set containers, vms, oci or probe_host: true "
+                                  "(or defaults.probe_host: true)")
         if transport == "api":
             # The API has no `pct exec` and no shell on the host: only guest agents.
             for key in ("containers", "probe_host", "oci"):
@@ -436,7 +507,7 @@ class _Builder:
             # defaults.api may hold only shared settings (user, token...): a host uses the
             # API when it ends up with a url, or when it has an api: section of its own.
             api=self.api(api_items, path, name) if api_raw or "url" in api_items else None,
-            origin=f"{self.doc.path}:{self.doc.line(path)}",
+            origin=origin or f"{self.doc.path}:{self.doc.line(path)}",
         )
         return spec, enabled
 
@@ -641,3 +712,28 @@ class _Builder:
                 if problem:
                     raise self.fail(("groups", name, index), problem)
         return groups
+
+
+class _SourceBuilder(_Builder):
+    """The loader for a host a source gave: its mistakes are worded in the source's terms,
+    at the line of the `sources:` entry (`fleetcheck_timeout`, not `hosts.X.timeout`)."""
+
+    def __init__(self, doc: YamlDocument, entry: SourceEntry) -> None:
+        super().__init__(doc)
+        self.entry = entry
+
+    def fail(self, path: KeyPath, problem: str) -> InventoryError:
+        entry = self.entry
+        rest = tuple(str(part) for part in path[2:])
+        variable = ""
+        for cut in range(len(rest), 0, -1):
+            if rest[:cut] in entry.host.provenance:
+                variable = entry.host.provenance[rest[:cut]] + "".join(
+                    f"[{part}]" if isinstance(part, int) else f".{part}"
+                    for part in path[2 + cut:])
+                break
+        else:
+            variable = format_path(("host", *path[2:])) if rest else ""
+        where = f"{self.doc.path}:{self.doc.line(entry.where)}: {format_path(entry.where)}"
+        what = f"{entry.label}: host {entry.host.name}"
+        return InventoryError(f"{where}: {what}: {variable + ': ' if variable else ''}{problem}")

@@ -134,6 +134,8 @@ class Inventory:
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: Hosts declared with `enabled: false`: shown by `fleetcheck inventory`, never audited.
     disabled_hosts: tuple[HostSpec, ...] = ()
+    #: What reading the inventory's sources left out or could not check, one line each.
+    warnings: tuple[str, ...] = ()
 
 
 class NodePlace:
