@@ -22,6 +22,15 @@ from tests.runtimes.fleet import RealFleet, Unavailable
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked kills_the_vm run last: the session's one VM is shared."""
+    items.sort(key=lambda item: item.get_closest_marker("kills_the_vm") is not None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "kills_the_vm: ends the real fleet's shared VM")
+
+
 @dataclass
 class Scenario:
     """The fleet and one audit of all of it (the report's nodes by id)."""

@@ -454,3 +454,39 @@ class RealFleet:
 
 def json_lines(text: str) -> list[Any]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+#: What the fleet's own containers run (their init) and what a ps of them shows of itself.
+IDLE = ("sleep infinity", "ps -eo", "ps -e", "/usr/bin/sleep infinity")
+
+
+def busy(lines: list[str], header: bool = True) -> list[str]:
+    """The process lines of a runtime's ps/top that are neither the container's init nor the
+    ps itself (the header line dropped)."""
+    body = lines[1:] if header else lines
+    return [line for line in body if line.strip() and not any(idle in line for idle in IDLE)]
+
+
+def leftovers(fleet: RealFleet, *, lxc: list[int], docker: list[str], podman: list[str],
+              vm: int | None = None, host: RealHost | None = None) -> dict[str, list[str]]:
+    """What still runs in each node, as the runtimes' own tools show it: `lxc-attach -- ps`,
+    `docker top`, `podman top`, `qm guest exec VMID -- ps` (through `host`'s qm)."""
+    found: dict[str, list[str]] = {}
+    for vmid in lxc:
+        found[f"lxc {vmid}"] = busy(fleet.ps(["lxc-attach", "-n", str(vmid), "--clear-env",
+                                              "--", "ps", "-eo", "pid,args"]))
+    for name in docker:
+        found[f"docker {name}"] = busy(fleet.ps(["docker", "top", name, "-eo", "pid,args"]))
+    for name in podman:
+        found[f"podman {name}"] = busy(fleet.ps(["podman", "top", name, "pid", "args"]))
+    if vm is not None and host is not None:
+        reply = fleet.run([str(host.dir / "bin" / "qm"), "guest", "exec", str(vm), "--",
+                           "ps", "-eo", "pid,args"], check=False)
+        try:
+            out = json.loads(reply.stdout).get("out-data", "")
+        except json.JSONDecodeError:
+            out = reply.stdout + reply.stderr
+        # The guest's own: its kernel threads ([...]), init's qemu-ga.
+        found[f"vm {vm}"] = [line for line in busy(out.splitlines())
+                             if "[" not in line and "qemu-ga" not in line]
+    return {node: lines for node, lines in found.items() if lines}
