@@ -137,8 +137,10 @@ def node_from_result(
         status, reason = _without_document(target, transport, result, exc)
         return _node(target, status, reason, **timing)
     status, reason = evaluate_node(output.checks, output.triton, policy, facts=output.facts)
+    # How the node was reached is the transport's to say, never the node's (it could lie).
+    facts = {**output.facts, **transport.connection_facts()}
     return _node(target, status, reason, triton=output.triton, checks=tuple(output.checks),
-                 facts=output.facts, **timing)
+                 facts=facts, **timing)
 
 
 async def probe_target(

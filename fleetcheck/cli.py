@@ -189,6 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the Slurm node name (default: $SLURMD_NODENAME, else hostname -s)")
     health.add_argument("--drain-unverified", action="store_true",
                         help="with --slurm, also drain when the node could not be verified")
+    health.add_argument("--max-out", metavar="SHARE|N", default=None,
+                        help="with --slurm: never drain when that would take more than SHARE "
+                        "(10%%) or N nodes of one of the node's partitions out at once; the "
+                        "node is then left as it is (default: 10%%, at least 1 node)")
     health.add_argument("--python", metavar="PATH",
                         help="without --cache: the workload's interpreter to examine")
     health.add_argument("--playbook", "-p", metavar="FILE|NAME",
@@ -240,6 +244,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "probe after it)")
     fix.add_argument("--history", metavar="DIR",
                      help="with --apply: keep the after-probe in DIR like any audit")
+    fix.add_argument("--max-out", metavar="SHARE|N", default=None,
+                     help="with --apply: refuse (changing nothing) to repair more than SHARE "
+                     "(10%%) or N of the selected nodes at once (default: 10%%, at least 1 "
+                     "node); narrow the selection with --limit or raise it")
     fix.add_argument("--no-progress", action="store_true",
                      help="no progress bar (it is only drawn on a terminal anyway)")
 
@@ -644,9 +652,20 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return code
 
 
+def _out_bound(text: str | None) -> Any:
+    """--max-out's bound (outbound.OutBound), the default when not given."""
+    from fleetcheck.outbound import DEFAULT_OUT_BOUND, OutBoundError, parse_out_bound
+
+    try:
+        return parse_out_bound(text if text is not None else DEFAULT_OUT_BOUND)
+    except OutBoundError as exc:
+        raise UsageError(f"--max-out {exc}") from None
+
+
 def cmd_health(args: argparse.Namespace) -> int:
     from fleetcheck import nodehealth
 
+    bound = _out_bound(args.max_out) if args.slurm else None
     if args.cache:
         max_age = args.max_age if args.max_age is not None else nodehealth.DEFAULT_MAX_AGE_S
         health = nodehealth.read_cache(args.cache, max_age)
@@ -668,7 +687,7 @@ def cmd_health(args: argparse.Namespace) -> int:
     if args.slurm:
         try:
             done = nodehealth.apply_to_slurm(health, args.node or nodehealth.slurm_node_name(),
-                                             drain_unknown=args.drain_unverified)
+                                             drain_unknown=args.drain_unverified, bound=bound)
         except nodehealth.SlurmError as exc:
             print(f"fleetcheck: health: {exc}", file=sys.stderr)
         else:
@@ -813,6 +832,8 @@ def cmd_fix(args: argparse.Namespace) -> int:
     _check_output(args.output)
     if args.history:
         _check_history(args.history)
+    bound = _out_bound(args.max_out)
+    refused = False
     policy = _load_policy(args.playbook)
     started = utc_now()
     inventory, before = _fix_before(args, policy)
@@ -823,6 +844,17 @@ def cmd_fix(args: argparse.Namespace) -> int:
         print("fleetcheck: the first probe was interrupted: nothing is applied",
               file=sys.stderr)
     applying = bool(args.apply and runnable and not before.interrupted)
+    if applying:
+        allowed = bound.allowed(len(before.nodes))
+        if len(runnable) > allowed:
+            # One bad image fails every node at once; repairing them all at once is how a
+            # wrong fix takes the whole fleet down.
+            print(f"fleetcheck: fix: not repairing {len(runnable)} of {len(before.nodes)} "
+                  f"nodes at once (--max-out {bound.describe(len(before.nodes))}); nothing "
+                  "was changed: narrow the selection with --limit, or raise --max-out",
+                  file=sys.stderr)
+            applying = False
+            refused = True
     _emit(render_plan(plan, apply=applying), None)
 
     def write_record(outcomes: list[Any], applied: bool, interrupted: bool) -> None:
@@ -835,7 +867,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
         _emit(json.dumps(data, indent=2, ensure_ascii=False) + "\n", args.output)
 
     if not applying:
-        if args.apply and not before.interrupted:
+        if args.apply and not before.interrupted and not refused:
             print("fleetcheck: nothing to apply: no failing node has a step fleetcheck runs",
                   file=sys.stderr)
         write_record([], applied=False, interrupted=False)

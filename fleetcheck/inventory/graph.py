@@ -105,7 +105,7 @@ def _ssh_summary(address: str, ssh: SshOptions) -> str:
         text += f" ({', '.join(unset)} from ssh_config)"
     if ssh.proxy_jump:
         text += f" via {ssh.proxy_jump}"
-    if ssh.host_key_policy != "strict":
+    if ssh.host_key_policy not in (None, "strict"):
         text += f" host keys {ssh.host_key_policy}"
     return text
 

@@ -32,13 +32,15 @@ class SshOptions:
     port: int | None = None
     identity_file: str | None = None
     known_hosts: str | None = None
-    #: "strict" (default: unknown or changed keys refused) or "accept-new" (unknown keys
-    #: are trusted on first use and appended to known_hosts; changed keys still refused).
-    host_key_policy: str = "strict"
+    #: "strict" (unknown or changed keys refused) or "accept-new" (unknown keys are trusted
+    #: on first use and appended to known_hosts; changed keys still refused). None: as
+    #: ssh_config's StrictHostKeyChecking says, strict when it says nothing.
+    host_key_policy: str | None = None
     proxy_jump: str | None = None
     #: ssh_config file to honour; None means ~/.ssh/config when it exists, "" means none.
     config_file: str | None = None
-    connect_timeout: float = 10.0
+    #: None: ssh_config's ConnectTimeout, else 10 s (transport/ssh_settings.py).
+    connect_timeout: float | None = None
     #: Concurrent channels on the one connection to this host (OpenSSH MaxSessions is 10).
     max_sessions: int = 8
 

@@ -30,6 +30,7 @@ from fleetcheck.transport.pvesh import pvesh_list
 from fleetcheck.transport.qemu import QemuTransport, qm_list
 from fleetcheck.transport.qemu_api import ApiHostTransport, QemuApiTransport
 from fleetcheck.transport.ssh import DEFAULT_CONNECT_ATTEMPTS, ConnectLimiter, SshTransport
+from fleetcheck.transport.ssh_settings import SshFiles
 
 #: How long one listing (pvesh, qm list, docker ps) may take: as long as `pct list`.
 LISTING_TIMEOUT = PCT_LIST_TIMEOUT
@@ -37,11 +38,13 @@ LISTING_TIMEOUT = PCT_LIST_TIMEOUT
 
 class TransportFactory:
     """Builds the transports of one audit; they share its connection limiter (per SSH server
-    and fleet-wide, `connect_attempts` being the fleet-wide bound)."""
+    and fleet-wide, `connect_attempts` being the fleet-wide bound) and its SSH files: each
+    ssh_config, known_hosts file and key is read once for all the hosts that use it."""
 
     def __init__(self, *, connect_attempts: int = DEFAULT_CONNECT_ATTEMPTS) -> None:
         self.connect_attempts = max(1, connect_attempts)
         self._connects: ConnectLimiter | None = None
+        self.ssh_files = SshFiles()
 
     def for_host(self, host: HostSpec) -> Transport:
         """The transport to `host` itself; its nodes' transports wrap this one."""
@@ -60,7 +63,7 @@ class TransportFactory:
 
     def ssh_transport(self, host: HostSpec, connects: ConnectLimiter) -> Transport:
         """An SSH transport to `host` (a bench or test overrides this to vary SSH alone)."""
-        return SshTransport(host, connect_limiter=connects)
+        return SshTransport(host, connect_limiter=connects, files=self.ssh_files)
 
     async def list_containers(
         self, host: HostSpec, transport: Transport

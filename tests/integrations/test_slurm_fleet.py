@@ -229,3 +229,44 @@ def test_an_inconsistent_or_failing_node_holds_the_whole_job_with_a_reason(
     print(f"\nPrologSlurmctld (the gate over {len(NODES)} nodes) took {wall:.1f} s")
     # No node was drained: the job waits; the nodes stay for other jobs.
     assert {gated.node_state(name)[0] for name in NODES} <= {"idle", "mixed", "completing"}
+
+
+@pytest.mark.parametrize(("bound", "kept"), [(None, 1), ("2", 2), ("50%", 2)])
+def test_the_drain_bound_holds_under_a_fleet_wide_failure(
+        cluster: SlurmCluster, tmp_path: Path, bound: str | None, kept: int) -> None:
+    # One bad image everywhere: every node's cached verdict fails at once.
+    node = make_node(tmp_path / "bad-image", compiler=False)
+    cache = tmp_path / "node.json"
+    probe = run(sys.executable, "-m", "fleetcheck", "probe", "--python", node.python,
+                "--playbook", "quick", "--cache", str(cache), env={**os.environ, **node.env})
+    assert probe.returncode == 1, probe.stderr
+    argv = [sys.executable, "-m", "fleetcheck", "health", "--slurm", "--cache", str(cache)]
+    if bound is not None:
+        argv += ["--max-out", bound]
+    try:
+        # As slurmd runs its HealthCheckProgram: on every node at the same moment.
+        checks = {name: subprocess.Popen([*argv, "--node", name], env=cluster.env, text=True,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                  for name in NODES}
+        results = {name: check.communicate(timeout=120) for name, check in checks.items()}
+        assert {name: check.returncode for name, check in checks.items()} == dict.fromkeys(
+            NODES, 1)
+        states = {name: cluster.node_state(name) for name in NODES}
+        drained = sorted(name for name, (state, _r) in states.items()
+                         if state.startswith("drain"))
+        assert len(drained) == kept, (states, results)
+        for name in NODES:
+            err = results[name][1].splitlines()
+            assert len(err) == 1, err
+            if name in drained:
+                assert states[name][1].startswith("fleetcheck: no_c_compiler"), states[name]
+                assert err[0].startswith(f"fleetcheck: health: drained {name}: "), err
+            else:
+                # Left as it was: idle, no reason; and the one line says why. (A `*` is
+                # slurmctld's flag for a slurmd slow to answer its ping on a loaded machine.)
+                assert (states[name][0].rstrip("*"), states[name][1]) == ("idle", "none"), \
+                    states[name]
+                assert err[0].startswith(f"fleetcheck: health: not draining {name}: "), err
+                assert f"--max-out {bound or '10%'}: at most {kept} of 4 at once" in err[0], err
+    finally:
+        cluster.reset_node()
