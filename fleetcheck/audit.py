@@ -29,6 +29,8 @@ from fleetcheck.inventory import (
     Target,
     host_may_match,
     matches_limit,
+    may_select_guests,
+    may_select_inside,
     targets_for_host,
 )
 from fleetcheck.inventory.discovery import oci_targets
@@ -325,7 +327,12 @@ class AuditRun:
     async def _audit_selected_host(self, host: HostSpec, transport: Transport) -> None:
         discovered: list[DiscoveredContainer] | None = None
         vms: list[DiscoveredContainer] | None = None
-        if ALL_CONTAINERS in (host.containers, host.vms):
+        if ALL_CONTAINERS in (host.containers, host.vms) and not may_select_guests(
+                host, self.limit, self.inventory.groups):
+            # The limit names nothing a guest listing could bring: none runs.
+            discovered = [] if host.containers == ALL_CONTAINERS else None
+            vms = [] if host.vms == ALL_CONTAINERS else None
+        elif ALL_CONTAINERS in (host.containers, host.vms):
             self._pending[host.name] = _host_node(host, "error", INTERRUPTED_DISCOVERY)
             try:
                 discovered, vms = await self.transports.list_guests(host, transport)
@@ -367,6 +374,9 @@ class AuditRun:
             parents.append(Target(host=host, vmid=None, name=host.name, python=host.python,
                                   env=dict(host.env), labels=host.labels, timeout=host.timeout,
                                   oci=host.oci))
+        # A listing only where the limit may select one of its containers.
+        parents = [parent for parent in parents if parent.oci is not None and may_select_inside(
+            parent.id, parent.oci.runtime, self.limit, self.inventory.groups)]
 
         async def containers_of(parent: Target) -> list[Target | SkippedTarget]:
             try:

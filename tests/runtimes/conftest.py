@@ -17,7 +17,11 @@ from typing import Any
 
 import pytest
 
-from tests.runtimes.fleet import RealFleet, Unavailable
+from tests.runtimes.fleet import RealFleet, Unavailable, processes
+
+#: The scenario's probed nodes whose processes are compared before and after its audit.
+PROBED_PROCESSES: dict[str, Any] = {"lxc": [101, 103, 104], "docker": ["web"],
+                                    "podman": ["pweb"], "vm": 301}
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,6 +44,8 @@ class Scenario:
     nodes: dict[str, dict[str, Any]]
     code: int
     stderr: str
+    #: What ran in the probed nodes before the audit (tests/runtimes/fleet.py `processes`).
+    before: dict[str, set[str]]
 
 
 def audit(inventory: Path, *args: str, timeout: float = 240) -> tuple[int, dict[str, Any], str]:
@@ -105,7 +111,8 @@ def real_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealFleet]:
 @pytest.fixture(scope="session")
 def scenario(real_fleet: RealFleet) -> Scenario:
     inventory = real_fleet.inventory(real_fleet.root / "inventory.yaml", timeout=90)
+    before = processes(real_fleet, **PROBED_PROCESSES, host=real_fleet.hosts["pve1"])
     code, report, stderr = audit(inventory)
     (real_fleet.root / "report.json").write_text(json.dumps(report, indent=1))
     nodes = {node["id"]: node for node in report.get("nodes", [])}
-    return Scenario(real_fleet, inventory, nodes, code, stderr)
+    return Scenario(real_fleet, inventory, nodes, code, stderr, before)

@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -456,29 +457,21 @@ def json_lines(text: str) -> list[Any]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-#: What the fleet's own containers run (their init) and what a ps of them shows of itself.
-IDLE = ("sleep infinity", "ps -eo", "ps -e", "/usr/bin/sleep infinity")
 
-
-def busy(lines: list[str], header: bool = True) -> list[str]:
-    """The process lines of a runtime's ps/top that are neither the container's init nor the
-    ps itself (the header line dropped)."""
-    body = lines[1:] if header else lines
-    return [line for line in body if line.strip() and not any(idle in line for idle in IDLE)]
-
-
-def leftovers(fleet: RealFleet, *, lxc: list[int], docker: list[str], podman: list[str],
-              vm: int | None = None, host: RealHost | None = None) -> dict[str, list[str]]:
-    """What still runs in each node, as the runtimes' own tools show it: `lxc-attach -- ps`,
-    `docker top`, `podman top`, `qm guest exec VMID -- ps` (through `host`'s qm)."""
+def processes(fleet: RealFleet, *, lxc: Sequence[int] = (), docker: Sequence[str] = (),
+              podman: Sequence[str] = (), vm: int | None = None,
+              host: RealHost | None = None) -> dict[str, set[str]]:
+    """What runs in each node ("PID ARGS" lines), as the runtimes' own tools show it:
+    `lxc-attach -- ps`, `docker top`, `podman top`, `qm guest exec VMID -- ps` (through
+    `host`'s qm). The ps itself is left out; compare two of these with `new_processes`."""
     found: dict[str, list[str]] = {}
     for vmid in lxc:
-        found[f"lxc {vmid}"] = busy(fleet.ps(["lxc-attach", "-n", str(vmid), "--clear-env",
-                                              "--", "ps", "-eo", "pid,args"]))
+        found[f"lxc {vmid}"] = fleet.ps(["lxc-attach", "-n", str(vmid), "--clear-env", "--",
+                                         "ps", "-eo", "pid,args"])[1:]
     for name in docker:
-        found[f"docker {name}"] = busy(fleet.ps(["docker", "top", name, "-eo", "pid,args"]))
+        found[f"docker {name}"] = fleet.ps(["docker", "top", name, "-eo", "pid,args"])[1:]
     for name in podman:
-        found[f"podman {name}"] = busy(fleet.ps(["podman", "top", name, "pid", "args"]))
+        found[f"podman {name}"] = fleet.ps(["podman", "top", name, "pid", "args"])[1:]
     if vm is not None and host is not None:
         reply = fleet.run([str(host.dir / "bin" / "qm"), "guest", "exec", str(vm), "--",
                            "ps", "-eo", "pid,args"], check=False)
@@ -486,7 +479,17 @@ def leftovers(fleet: RealFleet, *, lxc: list[int], docker: list[str], podman: li
             out = json.loads(reply.stdout).get("out-data", "")
         except json.JSONDecodeError:
             out = reply.stdout + reply.stderr
-        # The guest's own: its kernel threads ([...]), init's qemu-ga.
-        found[f"vm {vm}"] = [line for line in busy(out.splitlines())
-                             if "[" not in line and "qemu-ga" not in line]
-    return {node: lines for node, lines in found.items() if lines}
+        found[f"vm {vm}"] = out.splitlines()[1:]
+    # Zombies are not running: a container whose init is `sleep` never reaps the
+    # double-forked helpers of podman's exec sessions (conmon), whoever ran them.
+    return {node: {" ".join(line.split()) for line in lines
+                   if line.strip() and " ps -eo pid,args" not in f" {' '.join(line.split())}"
+                   and not line.rstrip().endswith("<defunct>")}
+            for node, lines in found.items()}
+
+
+def new_processes(before: dict[str, set[str]], after: dict[str, set[str]]
+                  ) -> dict[str, list[str]]:
+    """The processes in `after` that were not in `before`, per node (none: {})."""
+    grown = {node: sorted(lines - before.get(node, set())) for node, lines in after.items()}
+    return {node: lines for node, lines in grown.items() if lines}

@@ -104,6 +104,9 @@ def cmd_exec(args):
 
 
 def main(argv):
+    # What ran, for the tests (`<host dir>/calls.log`, one line a call).
+    with open(os.path.join(HOST_DIR, "calls.log"), "a", encoding="utf-8") as log:
+        log.write(" ".join(["pct", *argv]) + "\n")
     if os.geteuid() != 0:
         die("please run as root")
     if not argv:

@@ -238,6 +238,9 @@ def cmd_list():
 
 
 def main(argv):
+    # What ran, for the tests (`<host dir>/calls.log`, one line a call).
+    with open(os.path.join(HOST_DIR, "calls.log"), "a", encoding="utf-8") as log:
+        log.write(" ".join(["qm", *argv]) + "\n")
     if os.geteuid() != 0:
         die("please run as root")
     if not argv:

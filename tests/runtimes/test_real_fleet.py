@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.runtimes.conftest import Scenario
+from tests.runtimes.conftest import Scenario, audit
 
 pytestmark = [pytest.mark.timeout(600)]
 
@@ -56,6 +56,11 @@ def test_a_running_node_is_probed(scenario: Scenario, node_id: str) -> None:
                                                                          node["reason"])
     assert node["kind"] == PROBED[node_id]
     assert node["triton"]["verdict"] == "no-gpu"
+    # The probe itself knows where it runs, from the signs the real runtime left.
+    where = node["facts"]["where"]
+    assert where["kind"] == PROBED[node_id], where
+    assert node["facts"]["container"] == (None if PROBED[node_id] == "qemu"
+                                          else PROBED[node_id])
 
 
 @pytest.mark.parametrize("node_id", sorted(EXPECTED))
@@ -65,3 +70,26 @@ def test_a_refused_node_says_why(scenario: Scenario, node_id: str) -> None:
     status, reason = EXPECTED[node_id]
     assert node["status"] == status, node["reason"]
     assert node["reason"] == reason
+
+
+@pytest.mark.parametrize(("limit", "calls"), [
+    # LXC 103 is listed in the inventory: no pct list, no qm list (vms: all), no docker ps of
+    # the host or podman ps of LXC 104; only the one exec.
+    ("pve1/103/docker:web", ["pct exec 103 --keep-env 0 -- docker exec"]),
+    # The host's own podman on a `containers: all` host: no pct list.
+    ("pve2/podman:pweb", []),
+    # A VM of a `vms: all` host: its listing is needed, no other.
+    ("pve1/301", ["qm list", "qm guest exec 301"]),
+])
+def test_limit_on_one_nested_node_runs_only_the_discovery_it_needs(
+        scenario: Scenario, limit: str, calls: list[str]) -> None:
+    fleet = scenario.fleet
+    host = fleet.hosts[limit.split("/")[0]]
+    log = host.dir / "calls.log"
+    log.write_text("")
+    _code, report, stderr = audit(scenario.inventory, "--limit", limit)
+    assert [node["id"] for node in report["nodes"]] == [limit], stderr[-1500:]
+    assert report["nodes"][0]["status"] == "warn"
+    ran = log.read_text().splitlines()
+    assert len(ran) == len(calls) and all(
+        line.startswith(call) for line, call in zip(ran, calls, strict=True)), ran

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.runtimes.conftest import ROOT, Scenario, audit
-from tests.runtimes.fleet import RealFleet, leftovers
+from tests.runtimes.conftest import PROBED_PROCESSES, ROOT, Scenario, audit
+from tests.runtimes.fleet import RealFleet, new_processes, processes
 
 pytestmark = [pytest.mark.timeout(900)]
 
@@ -25,11 +25,13 @@ SLOW = ("#!/bin/sh\n# stands in for the interpreter: the probe's stdin is read b
 
 def test_the_scenario_leaves_nothing_running(scenario: Scenario) -> None:
     fleet = scenario.fleet
-    assert leftovers(fleet, lxc=[101, 103, 104], docker=["web"], podman=["pweb"], vm=301,
-                     host=fleet.hosts["pve1"]) == {}
+    after = processes(fleet, **PROBED_PROCESSES, host=fleet.hosts["pve1"])
+    assert set(after) == set(scenario.before)
+    assert new_processes(scenario.before, after) == {}
+    # podman inside LXC 104: its own `podman top` of the container the probe ran in.
     inner = fleet.ps(["lxc-attach", "-n", "104", "--clear-env", "--", "podman", "top",
                       "inner", "pid", "args"])
-    assert [line for line in inner[1:] if "sleep infinity" not in line] == []
+    assert [line.split(None, 1)[1] for line in inner[1:]] == ["/usr/bin/sleep infinity"]
 
 
 def test_fifty_containers_across_the_runtimes_at_once(scenario: Scenario) -> None:
@@ -48,6 +50,7 @@ def test_fifty_containers_across_the_runtimes_at_once(scenario: Scenario) -> Non
     pve3.entry = {"containers": lxc, "oci": {"runtime": "docker", "containers": docker}}
     pve4.entry = {"oci": {"runtime": "podman", "containers": podman}}
     inventory = fleet.inventory(fleet.root / "fifty.yaml", timeout=240)
+    before = processes(fleet, lxc=lxc, docker=docker, podman=podman)
     try:
         code, report, stderr = audit(inventory, "--limit", "pve3,pve4", timeout=600)
         nodes = {node["id"]: node for node in report["nodes"]}
@@ -58,7 +61,8 @@ def test_fifty_containers_across_the_runtimes_at_once(scenario: Scenario) -> Non
                if n["status"] in ("error", "unreachable", "skipped")}
         assert bad == {}
         assert code == 0 or all(n["status"] in ("ok", "warn") for n in nodes.values())
-        assert leftovers(fleet, lxc=lxc, docker=docker, podman=podman) == {}
+        after = processes(fleet, lxc=lxc, docker=docker, podman=podman)
+        assert new_processes(before, after) == {}
     finally:
         fleet.run(["docker", "rm", "-f", *docker], check=False)
         fleet.run(["podman", "rm", "-f", "-t", "0", *podman], check=False)
@@ -105,23 +109,28 @@ def test_nodes_that_go_away_while_probed(scenario: Scenario) -> None:
     is left running (the VM is not restarted: this test runs last)."""
     fleet = scenario.fleet
     fleet.lxc(140)
-    slow_lxc = fleet.state / "lxc" / "140" / "rootfs" / "root" / "slowpy"
+    # Named python3 (the inventory and the gatekeeper take an interpreter by that name).
+    slow_lxc = fleet.state / "lxc" / "140" / "rootfs" / "root" / "slow" / "python3"
+    slow_lxc.parent.mkdir()
     slow_lxc.write_text(SLOW.format(mark="slowmark-lxc"))
     slow_lxc.chmod(0o755)
     fleet.docker_run("slowd")
-    fleet.run(["docker", "exec", "-i", "slowd", "sh", "-c", "cat > /slowpy; chmod 755 /slowpy"],
+    fleet.run(["docker", "exec", "-i", "slowd", "sh", "-c",
+               "mkdir /slow && cat > /slow/python3 && chmod 755 /slow/python3"],
               input=SLOW.format(mark="slowmark-docker").encode())
     pve1 = fleet.hosts["pve1"]
     fleet.run([str(pve1.dir / "bin" / "qm"), "guest", "exec", "301", "--pass-stdin", "1", "--",
-               "sh", "-c", "cat > /tmp/slowpy; chmod 755 /tmp/slowpy"],
+               "sh", "-c", "mkdir -p /tmp/slow && cat > /tmp/slow/python3 && "
+               "chmod 755 /tmp/slow/python3"],
               input=SLOW.format(mark="slowmark-vm").encode())
     pve5 = fleet.add_host("pve5")
     for vmid in (301,):
         fleet.vm_config(pve5, vmid, agent=1)
     pve5.entry = {
-        "containers": [{"vmid": 140, "python": "/root/slowpy"}],
-        "oci": {"runtime": "docker", "containers": [{"name": "slowd", "python": "/slowpy"}]},
-        "vms": [{"vmid": 301, "python": "/tmp/slowpy"}],
+        "containers": [{"vmid": 140, "python": "/root/slow/python3"}],
+        "oci": {"runtime": "docker",
+                "containers": [{"name": "slowd", "python": "/slow/python3"}]},
+        "vms": [{"vmid": 301, "python": "/tmp/slow/python3"}],
     }
     inventory = fleet.inventory(fleet.root / "going.yaml", timeout=200)
     child = subprocess.Popen(
@@ -130,7 +139,10 @@ def test_nodes_that_go_away_while_probed(scenario: Scenario) -> None:
         text=True)
     try:
         missing = _wait_for(fleet, ["slowmark-lxc", "slowmark-docker"], 120)
-        assert missing == [], missing
+        if missing:
+            child.kill()
+            out, err = child.communicate()
+            pytest.fail(f"the probes never started ({missing}): {out[-1500:]} {err[-800:]}")
         # The guest's processes are not in this machine's /proc: its agent is asked.
         assert _wait_in_vm(fleet, "slowmark-vm", 120), "the VM's probe never started"
         fleet.lxc_stop(140)
