@@ -140,7 +140,7 @@ def cmd_exec(args):
              "before exec\n", 1)
     if state != "running":
         if RUNTIME == "docker":
-            fail(f"Error response from daemon: container {cid} is not running\n", 1)
+            fail(f"Error response from daemon: Container {cid} is not running\n", 1)
         fail("Error: can only create exec sessions on running containers: container state "
              "improper\n", 255)
     env = dict(config.get("env", {}))

@@ -481,11 +481,19 @@ def processes(fleet: RealFleet, *, lxc: Sequence[int] = (), docker: Sequence[str
             out = reply.stdout + reply.stderr
         found[f"vm {vm}"] = out.splitlines()[1:]
     # Zombies are not running: a container whose init is `sleep` never reaps the
-    # double-forked helpers of podman's exec sessions (conmon), whoever ran them.
-    return {node: {" ".join(line.split()) for line in lines
-                   if line.strip() and " ps -eo pid,args" not in f" {' '.join(line.split())}"
-                   and not line.rstrip().endswith("<defunct>")}
+    # double-forked helpers of podman's exec sessions (conmon), whoever ran them. Kernel
+    # threads ([kworker/0:0]: the guest's own) come and go by themselves.
+    return {node: {" ".join(line.split()) for line in lines if _a_process(line)}
             for node, lines in found.items()}
+
+
+def _a_process(line: str) -> bool:
+    """Whether a `PID ARGS` line of ps/top is a process something started (not the ps itself,
+    a zombie or a kernel thread)."""
+    fields = line.split(None, 1)
+    args = fields[1].strip() if len(fields) > 1 else ""
+    return bool(args) and not args.startswith("ps -eo pid,args") and not (
+        args.startswith("[") and args.endswith("]")) and not args.endswith("<defunct>")
 
 
 def new_processes(before: dict[str, set[str]], after: dict[str, set[str]]

@@ -11,8 +11,13 @@ the real LXC containers), Podman on the host (`containers: all`).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from fleetcheck.inventory.listings import parse_oci_ps
+from fleetcheck.transport.interface import CommandResult
+from fleetcheck.transport.oci import oci_exec_failure, oci_list_argv
 from tests.runtimes.conftest import Scenario, audit
 
 pytestmark = [pytest.mark.timeout(600)]
@@ -93,3 +98,27 @@ def test_limit_on_one_nested_node_runs_only_the_discovery_it_needs(
     ran = log.read_text().splitlines()
     assert len(ran) == len(calls) and all(
         line.startswith(call) for line, call in zip(ran, calls, strict=True)), ran
+
+
+CLIENTS = [client for client in ("/usr/bin/docker", "/usr/local/bin/docker")
+           if Path(client).is_file()]
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_every_docker_client_here_lists_and_refuses_alike(scenario: Scenario,
+                                                          client: str) -> None:
+    # Debian's 20.10 client and, where installed, a newer one (Docker 28 on these images)
+    # against the same 20.10 daemon: the listing parses the same, the refusals read the same.
+    fleet = scenario.fleet
+    listing = fleet.run([client, *oci_list_argv("docker")[1:]]).stdout
+    states = {e.name: e.state for e in parse_oci_ps(listing, "docker")}
+    assert {name: states.get(name) for name in ("web", "gone", "frozen")} == {
+        "web": "running", "gone": "exited", "frozen": "paused"}
+    outcomes = {}
+    for name in ("gone", "frozen", "ghost"):
+        done = fleet.run([client, "exec", "-i", name, "true"], check=False)
+        result = CommandResult(done.returncode, done.stdout.encode(), done.stderr.encode())
+        outcomes[name] = oci_exec_failure(result, "docker", name, "pve1")
+    assert outcomes == {"gone": ("skipped", "container not running"),
+                        "frozen": ("skipped", "container paused"),
+                        "ghost": ("error", "no docker container 'ghost' on pve1")}
