@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.fleet import BenchFleet
-from bench.measure import Measurement, fleet_core_count, run_measured
+from bench.measure import Measurement, fleet_core_count, repo_pythonpath, run_measured
 
 REPO = Path(__file__).resolve().parent.parent
 ANSIBLE_FORKS = 50
@@ -166,7 +166,7 @@ def run_fleetcheck(ctx: Context, fixes: str = "", inventory: str = "") -> Outcom
     cli = ["audit", inventory or fleet.inventory_path, "--format", "json", "-o", str(out),
            "--no-progress"]
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = repo_pythonpath(REPO)
     note = ""
     if fixes:
         env["BENCH_FIXES"] = fixes

@@ -38,6 +38,12 @@ _PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
 
 
+def repo_pythonpath(repo: object) -> str:
+    """PYTHONPATH for a child that imports the repository: it first, then what was already
+    there (a machine without network carries fleetcheck's wheels on PYTHONPATH)."""
+    return os.pathsep.join(part for part in (str(repo), os.environ.get("PYTHONPATH", "")) if part)
+
+
 # -- the core split (--pin) ---------------------------------------------------------------------
 
 def parse_cpus(text: str) -> set[int]:
@@ -320,16 +326,23 @@ def run_measured(
     deadline = started + timeout
     status = None
     rusage = None
-    while status is None:
-        pid, wait_status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid == proc.pid:
-            status, rusage = wait_status, usage
-            break
-        if time.perf_counter() > deadline:
-            os.killpg(proc.pid, signal.SIGKILL)
-            _, status, rusage = os.wait4(proc.pid, 0)
-            break
-        time.sleep(0.005)
+    try:
+        while status is None:
+            pid, wait_status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid == proc.pid:
+                status, rusage = wait_status, usage
+                break
+            if time.perf_counter() > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                _, status, rusage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.005)
+    except BaseException:
+        # Interrupted (Ctrl-C, a step's time limit): the command runs in its own session, so
+        # it would outlive the bench and load the next measurement. Stop it first.
+        os.killpg(proc.pid, signal.SIGKILL)
+        os.wait4(proc.pid, 0)
+        raise
     wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
     for reader in readers:

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -127,7 +128,9 @@ def measure_size(containers: int, contenders: list[str], probes: list[str], runs
                  workdir: Path, timeout: float, log, loop_runs: int,
                  quick: bool = False,
                  latency_sleep: float = LATENCY_PROBE_SLEEP,
-                 shape: str = "containers") -> list[Row]:
+                 shape: str = "containers",
+                 real_contenders: tuple[str, ...] = (),
+                 checkpoint: Callable[[list[Row]], None] | None = None) -> list[Row]:
     size_dir = workdir / f"fleet-{containers}"
     size_dir.mkdir(parents=True, exist_ok=True)
     log(f"building a fleet of {containers} {shape}")
@@ -142,6 +145,8 @@ def measure_size(containers: int, contenders: list[str], probes: list[str], runs
             probe = kinds[kind]
             names = [name for name in contenders if name not in QUICK_SKIP.get(kind, ())] \
                 if quick else contenders
+            if kind == "real" and real_contenders:
+                names = [name for name in names if name in real_contenders]
             outcomes: dict[str, list[Outcome]] = {name: [] for name in names}
             for run in range(runs):
                 # Interleaved, so that drift over time hits every contender alike.
@@ -161,6 +166,8 @@ def measure_size(containers: int, contenders: list[str], probes: list[str], runs
             for name in names:
                 rows.append(Row.from_outcomes(containers, kind, name, outcomes[name],
                                               shape=shape, cores=measure.PIN.describe()))
+            if checkpoint is not None:
+                checkpoint(rows)  # each probe's rows kept as soon as they are measured
     finally:
         fleet.close()
     return rows
@@ -215,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs per measurement (median)")
     parser.add_argument("--contenders", default="floor,fleetcheck,ansible,ssh-loop",
                         help=f"subset of {','.join(CONTENDERS)}")
+    parser.add_argument("--real-contenders", default="", metavar="NAMES",
+                        help="with the real probe, only these of --contenders (its runs are "
+                        "the long ones)")
     parser.add_argument("--probes", default="real,trivial",
                         help="real, trivial and/or latency (the trivial probe after a 2 s sleep)")
     parser.add_argument("--latency-sleep", type=float, default=LATENCY_PROBE_SLEEP,
@@ -269,9 +279,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for size in sizes:
             loop_runs = runs if size < 500 else min(runs, args.loop_runs_large)
+            done = list(rows)
+
+            def checkpoint(size_rows: list[Row], done: list[Row] = done) -> None:
+                if not args.quick:
+                    save_results(Path(args.results), done + size_rows, runs)
+
             rows += measure_size(size, contenders, probes, runs, workdir, args.timeout, log,
                                  loop_runs, quick=args.quick, latency_sleep=args.latency_sleep,
-                                 shape=args.shape)
+                                 shape=args.shape, real_contenders=tuple(
+                                     name for name in args.real_contenders.split(",") if name),
+                                 checkpoint=checkpoint)
             if not args.quick:
                 # After every size, so that a long run interrupted later still leaves figures.
                 save_results(Path(args.results), rows, runs)

@@ -26,11 +26,19 @@
 #                     gate is no evidence against the nodes, and holding on it would let one
 #                     fleetcheck problem stop every job of the cluster.
 #
+# Without SSH: with FLEETCHECK_DOCUMENTS set, the gate probes nothing and reads the node
+# documents the nodes' own timers write into a shared folder (`fleetcheck probe --playbook
+# pre-training --format json -o /shared/fleetcheck/$(hostname -s).json`):
+# `fleetcheck gate --documents DIR --nodes "$SLURM_JOB_NODELIST"`. A job node without a
+# document, or with one older than FLEETCHECK_MAX_AGE, is unverified (exit 3, see below).
+#
 # Settings (environment; slurmctld's is minimal, so set them in a wrapper):
 #   FLEETCHECK                  the fleetcheck command         (default: fleetcheck)
 #   FLEETCHECK_INVENTORY        the inventory naming the nodes (default: /etc/fleetcheck/inventory.yaml)
 #   FLEETCHECK_PLAYBOOK         playbook for the gate          (default: pre-training)
 #   FLEETCHECK_TIMEOUT          seconds for the whole gate     (default: 90)
+#   FLEETCHECK_DOCUMENTS        gate from the node documents in this folder (default: probe)
+#   FLEETCHECK_MAX_AGE          with it: oldest document that counts, seconds (default: 1800)
 #   FLEETCHECK_BLOCK_UNVERIFIED 1: hold the job when the gate could not verify it (default: 0)
 #   FLEETCHECK_SYSLOG           0: log to stderr only, not also through logger(1) (default: 1)
 #   SCONTROL                    the scontrol command           (default: scontrol)
@@ -43,6 +51,8 @@ TIMEOUT="${FLEETCHECK_TIMEOUT:-90}"
 BLOCK_UNVERIFIED="${FLEETCHECK_BLOCK_UNVERIFIED:-0}"
 SYSLOG="${FLEETCHECK_SYSLOG:-1}"
 SCONTROL="${SCONTROL:-scontrol}"
+DOCUMENTS="${FLEETCHECK_DOCUMENTS:-}"
+MAX_AGE="${FLEETCHECK_MAX_AGE:-1800}"
 JOB="${SLURM_JOB_ID:-}"
 NODES="${SLURM_JOB_NODELIST:-}"
 
@@ -59,7 +69,7 @@ log() {
 
 # The reason users read: one line, printable, no quotes (scontrol takes it as one argument).
 reason_of() {
-    printf '%s\n' "$1" | grep -v '^fleetcheck: error:' | head -n 1 | tr -c '[:print:]' ' ' \
+    printf '%s\n' "$1" | grep -v '^fleetcheck: ' | head -n 1 | tr -c '[:print:]' ' ' \
         | tr -d "\"'\\\\" | cut -c 1-240
 }
 
@@ -79,13 +89,17 @@ hold() {
 
 [ -n "$NODES" ] || exit 0  # nothing allocated: nothing to gate
 
+if [ -n "$DOCUMENTS" ]; then
+    set -- gate --documents "$DOCUMENTS" --max-age "$MAX_AGE" --nodes "$NODES" \
+        --playbook "$PLAYBOOK"
+else
+    set -- gate "$INVENTORY" --nodes "$NODES" --playbook "$PLAYBOOK" --timeout "$TIMEOUT"
+fi
 if command -v timeout >/dev/null 2>&1; then
     # A hard bound over the gate's own deadline: slurmctld waits on this script.
-    output=$(timeout -k 5 "$((TIMEOUT + 10))" "$FLEETCHECK" gate "$INVENTORY" --nodes "$NODES" \
-        --playbook "$PLAYBOOK" --timeout "$TIMEOUT" 2>&1 >/dev/null)
+    output=$(timeout -k 5 "$((TIMEOUT + 10))" "$FLEETCHECK" "$@" 2>&1 >/dev/null)
 else
-    output=$("$FLEETCHECK" gate "$INVENTORY" --nodes "$NODES" --playbook "$PLAYBOOK" \
-        --timeout "$TIMEOUT" 2>&1 >/dev/null)
+    output=$("$FLEETCHECK" "$@" 2>&1 >/dev/null)
 fi
 status=$?
 

@@ -68,6 +68,12 @@ def _add_output(parser: argparse.ArgumentParser, default_format: str = "table") 
     )
 
 
+def _add_max_out(parser: argparse.ArgumentParser, what: str) -> None:
+    """--max-out: the remediation bound (fleetcheck/outbound.py), for health and fix."""
+    parser.add_argument("--max-out", metavar="SHARE|N", default=None,
+                        help=what + " (default: 10%%, at least 1 node)")
+
+
 def _add_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit", "-l", action="append", default=[], metavar="PATTERN",
@@ -124,12 +130,20 @@ def build_parser() -> argparse.ArgumentParser:
         "Blocking nodes are printed on stderr, one line each: node, cause, fix.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    gate.add_argument("inventory", help="inventory YAML")
+    gate.add_argument("inventory", nargs="?", default=None,
+                      help="inventory YAML (not with --documents)")
     _add_selection(gate)
     gate.add_argument("--nodes", metavar="HOSTLIST",
                       help="gate exactly these hosts as one job's node set: a Slurm hostlist "
                       "(gpu[01-08], $SLURM_JOB_NODELIST); each must be a host of the inventory; "
                       "the playbook's consistency checks run across them (instead of --limit)")
+    gate.add_argument("--documents", action="append", default=None, metavar="PATH",
+                      help="with --nodes, instead of an inventory: gate from the node documents "
+                      "the nodes wrote (`fleetcheck probe --format json`; files, folders, "
+                      "tarballs, as for `merge`), probing nothing; a node without a document, "
+                      "or with one older than --max-age, is unverified")
+    gate.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
+                      help="with --documents: oldest document that counts (default: 1800)")
     gate.add_argument("--playbook", "-p", metavar="FILE|NAME", default="pre-training",
                       help="requirements (default: the built-in pre-training playbook)")
     gate.add_argument("--json", action="store_true", help="print a JSON verdict on stdout")
@@ -153,6 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--cache", metavar="FILE", default=None,
                        help="also save the verdict to FILE (atomically) for `fleetcheck health "
                        "--cache FILE`")
+    probe.add_argument("--nfd", metavar="FILE", default=None,
+                       help="also write the verdict as a node-feature-discovery feature file "
+                       "(atomically; labels fleetcheck.feature.node.kubernetes.io/*, expiring "
+                       "after 30 min), e.g. /etc/kubernetes/node-feature-discovery/features.d/"
+                       "fleetcheck")
     probe.add_argument("--python", metavar="PATH",
                        help="the workload's interpreter to examine (default: python3 on PATH)")
     probe.add_argument("--deep", action="store_true",
@@ -189,10 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the Slurm node name (default: $SLURMD_NODENAME, else hostname -s)")
     health.add_argument("--drain-unverified", action="store_true",
                         help="with --slurm, also drain when the node could not be verified")
-    health.add_argument("--max-out", metavar="SHARE|N", default=None,
-                        help="with --slurm: never drain when that would take more than SHARE "
-                        "(10%%) or N nodes of one of the node's partitions out at once; the "
-                        "node is then left as it is (default: 10%%, at least 1 node)")
+    _add_max_out(health, "with --slurm: never drain when that would take more than SHARE "
+                 "(10%%) or N nodes of one of the node's partitions out at once; the node is "
+                 "then left as it is")
     health.add_argument("--python", metavar="PATH",
                         help="without --cache: the workload's interpreter to examine")
     health.add_argument("--playbook", "-p", metavar="FILE|NAME",
@@ -244,10 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "probe after it)")
     fix.add_argument("--history", metavar="DIR",
                      help="with --apply: keep the after-probe in DIR like any audit")
-    fix.add_argument("--max-out", metavar="SHARE|N", default=None,
-                     help="with --apply: refuse (changing nothing) to repair more than SHARE "
-                     "(10%%) or N of the selected nodes at once (default: 10%%, at least 1 "
-                     "node); narrow the selection with --limit or raise it")
+    _add_max_out(fix, "with --apply: refuse (changing nothing) to repair more than SHARE "
+                 "(10%%) or N of the selected nodes at once; narrow the selection with --limit "
+                 "or raise it")
     fix.add_argument("--no-progress", action="store_true",
                      help="no progress bar (it is only drawn on a terminal anyway)")
 
@@ -280,6 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="keep this merge in DIR and report what changed since the last run")
     merge.add_argument("--keep", type=positive_count, default=None, metavar="N",
                        help="with --history: runs to keep (default: 90)")
+    merge.add_argument("--on-change", metavar="CMD",
+                       help="with --history: run CMD (no shell) with the changes on stdin "
+                       "when something changed")
 
     diff = sub.add_parser(
         "diff", help="what changed between two saved audits",
@@ -571,6 +591,12 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     from fleetcheck.gate import gate_exit_code, gate_json, gate_lines
 
+    if args.documents is not None:
+        return _gate_documents(args)
+    if args.inventory is None:
+        raise UsageError("gate needs an INVENTORY, or --documents PATH with --nodes")
+    if args.max_age is not None:
+        raise UsageError("--max-age goes with --documents (a probe is never stale)")
     inventory = _load_inventory(args.inventory)
     policy = _load_policy(args.playbook)
     limit = args.limit
@@ -597,6 +623,38 @@ def cmd_gate(args: argparse.Namespace) -> int:
     return int(gate_exit_code(report))
 
 
+def _gate_documents(args: argparse.Namespace) -> int:
+    """`gate --documents PATH --nodes HOSTLIST`: the gate over gathered node documents."""
+    import json
+
+    from fleetcheck.gate import (
+        JobNodesError,
+        documents_gate_report,
+        gate_exit_code,
+        gate_json,
+        gate_lines,
+    )
+    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S
+
+    if args.inventory is not None or args.limit:
+        raise UsageError("--documents replaces the inventory and --limit: give --nodes only")
+    if args.nodes is None:
+        raise UsageError("--documents needs --nodes HOSTLIST (the job's nodes)")
+    policy = _load_policy(args.playbook)
+    try:
+        report, notes = documents_gate_report(args.documents, args.nodes, policy,
+                                              args.max_age or DEFAULT_MAX_AGE_S)
+    except JobNodesError as exc:
+        raise UsageError(str(exc)) from None
+    for line in notes:
+        print(line, file=sys.stderr)
+    for line in gate_lines(report):
+        print(line, file=sys.stderr)
+    if args.json:
+        _emit(json.dumps(gate_json(report), indent=2) + "\n", None)
+    return int(gate_exit_code(report))
+
+
 def cmd_probe(args: argparse.Namespace) -> int:
     from fleetcheck.model import Report
     from fleetcheck.verdict import exit_code_for
@@ -619,8 +677,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     output = getattr(args, "output", None)
     cache = getattr(args, "cache", None)
+    nfd = getattr(args, "nfd", None)
     _check_output(output)
     _check_output(cache)
+    _check_output(nfd)
     policy = _load_policy(args.playbook)
     deep = args.deep or policy.deep
     from fleetcheck.transport.interface import node_timeout
@@ -641,6 +701,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
         from fleetcheck.nodehealth import cache_document
 
         _emit(cache_document(document, code), cache)
+    if nfd:
+        from fleetcheck.nfd import feature_file
+
+        _emit(feature_file(document), nfd)
     if fmt == "json":
         import json
 
@@ -733,6 +797,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
     if args.keep is not None and not args.history:
         raise UsageError("--keep needs --history DIR (it is how many runs the history keeps)")
+    if args.on_change and not args.history:
+        raise UsageError("--on-change needs --history DIR (changes are found against the last run)")
     _check_output(args.output)
     if args.history:
         _check_history(args.history)
@@ -745,13 +811,17 @@ def cmd_merge(args: argparse.Namespace) -> int:
     history: Any = ()
     failing_since: Any = {}
     changes: list[str] = []
+    hook_input = None
     if args.history:
         from fleetcheck import history as hist
         from fleetcheck.rundiff import diff_reports
 
         previous = hist.previous_run(args.history, None)
         if previous is not None:
-            changes = diff_reports(previous, report).lines()
+            diff = diff_reports(previous, report)
+            changes = diff.lines()
+            if diff.changed and args.on_change:
+                hook_input = "\n".join(changes) + "\n"
         history = hist.history_summaries(args.history)
         failing_since = hist.failing_since(args.history, report)
     _emit(render(report, _output_format(args), history=history, failing_since=failing_since,
@@ -763,6 +833,13 @@ def cmd_merge(args: argparse.Namespace) -> int:
             save_run(args.history, report, keep=args.keep or 90)
         except HistoryError as exc:
             print(f"fleetcheck: warning: {exc}", file=sys.stderr)
+            hook_input = None
+    if hook_input is not None:
+        from fleetcheck.hook import run_on_change
+
+        problem = run_on_change(args.on_change, hook_input)
+        if problem:
+            print(f"fleetcheck: --on-change: {problem}", file=sys.stderr)
     return outcome.exit_code
 
 

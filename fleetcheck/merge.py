@@ -4,8 +4,9 @@ Owns where documents are read from (files, folders, tarballs, stdin), how a merg
 named (`--id`), and what is never merged silently: a node given twice (the newest document is
 kept, the others are reported), a document older than the merge allows (the node stays in the
 report as unverified, its old facts left out of every comparison), and a document that cannot
-be read (reported; the merge goes on with the rest and exits 3 at least). The merged report then
-gets the fleet consistency checks of the playbook, exactly as `fleetcheck audit` would.
+be read (reported; the merge goes on with the rest and exits 3 at least). Every node is judged
+under the merge's playbook and the merged report gets its fleet consistency checks, exactly as
+`fleetcheck audit` with that playbook would.
 """
 
 from __future__ import annotations
@@ -29,7 +30,14 @@ from fleetcheck.consistency import fleet_checks
 from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
 from fleetcheck.nodedoc import ORIGIN_FIELDS, NodeDocument, NodeDocumentError, documents_from_json
 from fleetcheck.timestamps import REPORT_FORMAT
-from fleetcheck.verdict import EXIT_PASS, EXIT_UNVERIFIED, Policy, exit_code_for
+from fleetcheck.verdict import (
+    EXIT_PASS,
+    EXIT_UNVERIFIED,
+    PROBE_STATUSES,
+    Policy,
+    evaluate_node,
+    exit_code_for,
+)
 
 #: File names read from a folder or a tarball; anything else there is not ours.
 DOCUMENT_SUFFIXES = (".json", ".json.gz", ".jsonl", ".ndjson")
@@ -56,6 +64,8 @@ class MergeProblem:
     kind: str
     source: str
     message: str
+    #: The merged node it is about ("" for an input no node could be read from).
+    node: str = ""
 
 
 @dataclass(frozen=True)
@@ -268,6 +278,21 @@ def _renamed(node: NodeResult, node_id: str) -> NodeResult:
 # --- merging -----------------------------------------------------------------------------------
 
 
+def _judged(node: NodeResult, policy: Policy) -> NodeResult:
+    """The node judged under the merge's playbook, as an audit with it would have judged it.
+
+    A probed node's status and reason follow from its checks, Triton verdict and facts under
+    a policy (verdict.evaluate_node); the document's were the probing node's playbook's. A node
+    without checks (its probe never printed a document) keeps what it says.
+    """
+    if not node.checks or node.status not in PROBE_STATUSES:
+        return node
+    status, reason = evaluate_node(node.checks, node.triton, policy, facts=node.facts)
+    if (status, reason) == (node.status, node.reason):
+        return node
+    return dataclasses.replace(node, status=status, reason=reason)
+
+
 def _natural(node_id: str) -> list[tuple[int, int | str]]:
     """gpu2 before gpu10: documents arrive in any order, a report reads in the nodes' own."""
     return [(0, int(part)) if part.isdigit() else (1, part)
@@ -328,7 +353,7 @@ def merge_documents(documents: Iterable[NodeDocument], *, policy: Policy,
             continue
         if document.note:
             notes.append(f"{document.source}: {document.note}")
-        node = _renamed(document.node, node_id)
+        node = _judged(_renamed(document.node, node_id), policy)
         if node_id not in chosen:
             order.append(node_id)
             chosen[node_id] = (document, node)
@@ -340,7 +365,7 @@ def merge_documents(documents: Iterable[NodeDocument], *, policy: Policy,
         found.append(MergeProblem(
             "duplicate", loser.source,
             f"{node_id}: given twice; {winner.source} kept ({_dated(winner)}), "
-            f"{loser.source} left out ({_dated(loser)})"))
+            f"{loser.source} left out ({_dated(loser)})", node_id))
         if newer:
             chosen[node_id] = (document, node)
     nodes = []
@@ -354,7 +379,7 @@ def merge_documents(documents: Iterable[NodeDocument], *, policy: Policy,
             if age > max_age_s:
                 node = _stale_node(node, age, max_age_s, document.probed_at)
                 found.append(MergeProblem("stale", document.source,
-                                          f"{node_id}: {node.reason}"))
+                                          f"{node_id}: {node.reason}", node_id))
         nodes.append(node)
     dates = sorted(d.probed_at for d, _ in chosen.values() if d.probed_at is not None)
     started = stamp(dates[0]) if dates else stamp(moment)
@@ -403,9 +428,12 @@ def merge_inputs(inputs: Sequence[str], *, policy: Policy, id_template: str = AU
                            max_age_s=max_age_s, now=now, problems=problems, label=label)
 
 
-def problem_lines(outcome: MergeOutcome) -> list[str]:
-    """stderr's lines: every problem, then the notes, one line each."""
-    lines = [f"fleetcheck: merge: {p.kind}: {p.message}" for p in outcome.problems]
+def problem_lines(outcome: MergeOutcome, nodes: Iterable[str] | None = None) -> list[str]:
+    """stderr's lines: every problem, then the notes, one line each; with `nodes`, only the
+    problems about those nodes, or about inputs no node could be read from."""
+    wanted = None if nodes is None else set(nodes)
+    lines = [f"fleetcheck: merge: {p.kind}: {p.message}" for p in outcome.problems
+             if wanted is None or not p.node or p.node in wanted]
     lines += [f"fleetcheck: merge: note: {note}" for note in outcome.notes]
     return lines
 

@@ -13,10 +13,13 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from fleetcheck.inventory.ansible_model import (
+    AnsibleInventory,
+    AnsibleSourceError,
+    group_members,
+)
 from fleetcheck.text import clip
 
 #: `parser:` of an Ansible source: ansible-inventory when installed, else the built-in reader.
@@ -24,21 +27,6 @@ PARSERS = ("auto", "ansible-inventory", "builtin")
 DEFAULT_TIMEOUT = 60.0
 #: Ansible's own groups: every host is in `all`, and in `ungrouped` when in no other group.
 IMPLICIT_GROUPS = ("all", "ungrouped")
-
-
-class AnsibleSourceError(ValueError):
-    """The Ansible inventory could not be read; the message is one line."""
-
-
-@dataclass(frozen=True)
-class AnsibleInventory:
-    """What an Ansible inventory says: hosts with their variables (group_vars and host_vars
-    merged as Ansible merges them), and each group's hosts (children included)."""
-
-    hosts: Mapping[str, Mapping[str, Any]]
-    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    #: How it was read: "ansible-inventory" or "builtin".
-    parser: str = "builtin"
 
 
 def read_ansible_inventory(path: str, parser: str = "auto",
@@ -113,21 +101,3 @@ def from_ansible_json(data: Any, path: str = "") -> AnsibleInventory:
     groups = {name: hosts_of for name, hosts_of in members.items()
               if name not in IMPLICIT_GROUPS}
     return AnsibleInventory(hosts=hosts, groups=groups, parser="ansible-inventory")
-
-
-def group_members(direct: Mapping[str, list[str]],
-                  children: Mapping[str, list[str]]) -> dict[str, tuple[str, ...]]:
-    """Each group's hosts, its children's included (Ansible's get_hosts), groups by name."""
-    out: dict[str, tuple[str, ...]] = {}
-
-    def collect(group: str, seen: frozenset[str]) -> list[str]:
-        found = list(direct.get(group, ()))
-        for child in children.get(group, ()):
-            if child not in seen:
-                found += collect(child, seen | {child})
-        return found
-
-    for group in direct.keys() | children.keys():
-        out[group] = tuple(dict.fromkeys(collect(group, frozenset({group}))))
-    # By name, as ansible-inventory prints them: both readers give the same order.
-    return {name: out[name] for name in sorted(out)}

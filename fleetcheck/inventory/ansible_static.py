@@ -18,7 +18,7 @@ import string
 from collections.abc import Iterator
 from typing import Any
 
-from fleetcheck.inventory.ansible import (
+from fleetcheck.inventory.ansible_model import (
     AnsibleInventory,
     AnsibleSourceError,
     group_members,

@@ -5,15 +5,17 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import os
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from fleetcheck.inventory.errors import InventoryError
+from fleetcheck.inventory.limit import pattern_problem
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
     OCI_RUNTIMES,
+    VMID_MAX,
+    VMID_MIN,
     ApiOptions,
     ContainerSpec,
     HostSpec,
@@ -23,7 +25,30 @@ from fleetcheck.inventory.model import (
     SshOptions,
 )
 from fleetcheck.inventory.ranges import RangeError, expand_nodes, has_range
-from fleetcheck.inventory.sources import SourceEntry
+from fleetcheck.inventory.schema import (
+    API_KEYS,
+    CONTAINER_KEYS,
+    DEFAULTS_KEYS,
+    ENV_NAME_RE,
+    HOST_KEY_POLICIES,
+    HOST_KEYS,
+    HOSTNAME_RE,
+    JUMP_USER_RE,
+    LABEL_RE,
+    NAME_RE,
+    OCI_CONTAINER_KEYS,
+    OCI_KEYS,
+    OCI_NAME_RE,
+    OCI_USER_RE,
+    SECRET_HINT,
+    SECRET_KEYS,
+    SSH_KEYS,
+    TOP_KEYS,
+    TRANSPORTS,
+    VM_KEYS,
+    merge_settings,
+)
+from fleetcheck.inventory.sources import SOURCE_KEYS, SourceEntry, read_sources
 from fleetcheck.inventory.yamlsrc import (
     INVENTORY_WORDING,
     KeyPath,
@@ -34,83 +59,6 @@ from fleetcheck.inventory.yamlsrc import (
 )
 from fleetcheck.text import clip
 from fleetcheck.transport.interface import DEFAULT_NODE_TIMEOUT
-
-TOP_KEYS = ("defaults", "hosts", "groups", "sources")
-SSH_KEYS = (
-    "user",
-    "port",
-    "identity_file",
-    "known_hosts",
-    "proxy_jump",
-    "host_key_policy",
-    "config_file",
-    "max_sessions",
-    "connect_timeout",
-)
-API_KEYS = ("url", "user", "token_name", "token_env", "token_file", "verify_tls", "node", "timeout")
-DEFAULTS_KEYS = (
-    "ssh",
-    "api",
-    "python",
-    "env",
-    "labels",
-    "timeout",
-    "sudo",
-    "concurrency",
-    "audit_timeout",
-    "probe_host",
-)
-HOST_KEYS = (
-    "address",
-    "transport",
-    "enabled",
-    "ssh",
-    "api",
-    "probe_host",
-    "containers",
-    "vms",
-    "oci",
-    "python",
-    "env",
-    "labels",
-    "sudo",
-    "timeout",
-)
-CONTAINER_KEYS = ("vmid", "name", "python", "env", "labels", "timeout", "oci")
-VM_KEYS = CONTAINER_KEYS
-OCI_KEYS = ("runtime", "containers")
-OCI_CONTAINER_KEYS = ("name", "python", "env", "user", "labels", "timeout")
-TRANSPORTS = ("ssh", "local", "api")
-#: A Docker/Podman container name (moby's `[a-zA-Z0-9][a-zA-Z0-9_.-]+`) or an id prefix.
-OCI_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-#: `docker exec --user`: name or uid, optionally `:group` or `:gid`.
-OCI_USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$")
-HOST_KEY_POLICIES = ("strict", "accept-new")
-
-#: Keys that would put a secret in the file; refused with a pointer to the safe way.
-_SECRET_KEYS = {
-    "api": ("token_value", "token", "secret", "password"),
-    "ssh": ("password", "passphrase"),
-}
-_SECRET_HINT = {
-    "api": "use token_env (an environment variable) or token_file (a file) instead",
-    "ssh": "use an identity_file or ssh-agent instead",
-}
-
-#: Host and group names appear in node ids (`HOST/VMID`) and in --limit patterns, so none of
-#: the pattern characters (`/ , ! & @ : * ? [`) may appear in them.
-NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-#: The Proxmox tag syntax (pve-common), so API tags and inventory labels mix.
-LABEL_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_+.-]*$")
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-#: pve-common's pve-vmid format.
-VMID_MIN, VMID_MAX = 100, 999_999_999
-#: A DNS name or an ssh_config alias: dot-separated labels of letters, digits, '_' and '-',
-#: none starting with '-' (so no address can read as an option such as -oProxyCommand=...).
-HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_][A-Za-z0-9_-]{0,62}"
-                         r"(?:\.[A-Za-z0-9_][A-Za-z0-9_-]{0,62})*\.?$")
-#: A jump user as POSIX login names go: no '-' first, no shell metacharacter.
-JUMP_USER_RE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,31}$")
 
 
 def _is_ip(text: str) -> bool:
@@ -154,8 +102,6 @@ def jump_problem(text: str) -> str | None:
 
 def schema_keys() -> tuple[str, ...]:
     """Every key the loader accepts, as paths: "hosts.*.containers[].vmid" and the like."""
-    from fleetcheck.inventory.sources import SOURCE_KEYS
-
     keys = [*TOP_KEYS, "groups.*"]
     keys += list(dict.fromkeys(f"sources[].{k}" for ks in SOURCE_KEYS.values() for k in ks))
     for prefix, names in (("defaults", DEFAULTS_KEYS), ("hosts.*", HOST_KEYS)):
@@ -181,21 +127,6 @@ def parse_inventory(text: str, path: str) -> Inventory:
     if doc.data is None:
         raise InventoryError(f"{path}: empty inventory (expected a mapping with a 'hosts' key)")
     return _Builder(doc).build()
-
-
-def merge_settings(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """Host settings `over` laid on `base`: ssh, api and env merged key by key, labels added
-    up, anything else replaced."""
-    merged = dict(base)
-    for key, value in over.items():
-        if key in ("ssh", "api", "env") and isinstance(value, dict) \
-                and isinstance(merged.get(key), dict):
-            merged[key] = {**merged[key], **value}
-        elif key == "labels" and isinstance(value, list) and isinstance(merged.get(key), list):
-            merged[key] = [*merged[key], *value]
-        else:
-            merged[key] = value
-    return merged
 
 
 def _show(value: Any) -> str:
@@ -241,10 +172,10 @@ class _Builder:
             raise self.fail(path, f"must be a mapping, got {_show(value)}")
         section = path[-1] if path and isinstance(path[-1], str) else ""
         for key in value:
-            if key in _SECRET_KEYS.get(str(section), ()):
+            if key in SECRET_KEYS.get(str(section), ()):
                 raise self.fail(
                     (*path, key),
-                    f"secrets are not allowed in the inventory; {_SECRET_HINT[str(section)]}",
+                    f"secrets are not allowed in the inventory; {SECRET_HINT[str(section)]}",
                 )
             if key not in allowed:
                 close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
@@ -342,7 +273,6 @@ class _Builder:
     # -- sections -------------------------------------------------------------------------
 
     def build(self) -> Inventory:
-        from fleetcheck.inventory.sources import read_sources
 
         top = self.mapping(self.doc.data, (), TOP_KEYS)
         defaults = self.mapping(top.get("defaults") or {}, ("defaults",), DEFAULTS_KEYS)
@@ -351,30 +281,36 @@ class _Builder:
         hosts_raw = top.get("hosts") or {}
         if not isinstance(hosts_raw, dict):
             raise self.fail(("hosts",), f"must be a mapping of host names, got {_show(hosts_raw)}")
-        found = read_sources(self, top.get("sources"))
+        context = self.defaults(defaults)
+        found = read_sources(self, top.get("sources"), context)
         if not hosts_raw and not found.hosts:
             raise self.fail(("hosts",) if "hosts" in top else ("sources",), "no hosts defined")
-        context = self.defaults(defaults)
-        enabled: list[HostSpec] = []
-        disabled: list[HostSpec] = []
         first: dict[str, str] = {}
         from_sources = {entry.host.name: entry for entry in found.hosts}
+        # Hosts in order: the sources' (each refined by a hosts: entry of its name), then
+        # the hosts: entries of their own.
+        built: dict[str, tuple[HostSpec, bool]] = {}
+        own: list[str] = []
         for key, raw in hosts_raw.items():
             for name, address in self.host_names(key, raw):
                 if name in first:
                     raise self.fail(("hosts", key), f"duplicate host {name!r} (also in "
                                                     f"{first[name]})")
                 first[name] = f"{key} at line {self.doc.line(('hosts', key))}"
-                entry = from_sources.pop(name, None)
+                entry = from_sources.get(name)
                 if entry is not None:
                     # The inventory's own entry refines what the source says of the host.
                     raw = merge_settings(entry.host.settings, raw or {})
-                host, is_enabled = self.host(name, raw, context, key=key, address=address)
-                (enabled if is_enabled else disabled).append(host)
-        for entry in from_sources.values():
-            host, is_enabled = _SourceBuilder(self.doc, entry).host(
-                entry.host.name, dict(entry.host.settings), context, origin=entry.origin)
-            (enabled if is_enabled else disabled).append(host)
+                else:
+                    own.append(name)
+                built[name] = self.host(name, raw, context, key=key, address=address)
+        for entry in found.hosts:
+            if entry.host.name not in built:
+                built[entry.host.name] = _SourceBuilder(self.doc, entry).host(
+                    entry.host.name, dict(entry.host.settings), context, origin=entry.origin)
+        order = [*(entry.host.name for entry in found.hosts), *own]
+        enabled = [built[name][0] for name in order if built[name][1]]
+        disabled = [built[name][0] for name in order if not built[name][1]]
         concurrency = 64
         if "concurrency" in defaults:
             concurrency = self.integer(defaults["concurrency"], ("defaults", "concurrency"), 1)
@@ -681,8 +617,6 @@ class _Builder:
         )
 
     def groups(self, raw: Any, inventory: Inventory) -> dict[str, tuple[str, ...]]:
-        from fleetcheck.inventory.limit import pattern_problem  # limit imports nothing of ours
-
         if raw is None:
             return {}
         if not isinstance(raw, dict):

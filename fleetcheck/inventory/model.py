@@ -9,10 +9,10 @@ from fleetcheck.transport.interface import DEFAULT_NODE_TIMEOUT
 
 #: `containers: all` in the inventory (also `vms: all` and `oci: {containers: all}`).
 ALL_CONTAINERS = "all"
-#: What a node is: the Proxmox host itself, an LXC container, a QEMU VM (probed through its
-#: guest agent) or a Docker/Podman container inside any of those.
-NODE_KINDS = ("host", "lxc", "qemu", "docker", "podman")
+#: The runtimes an `oci:` may name (each one a node kind of `fleetcheck/kinds/`).
 OCI_RUNTIMES = ("docker", "podman")
+#: pve-common's pve-vmid format.
+VMID_MIN, VMID_MAX = 100, 999_999_999
 
 
 def node_id(host: str, vmid: int | None, runtime: str | None = None,
@@ -185,7 +185,8 @@ class Target(NodePlace):
     env: Mapping[str, str]
     labels: tuple[str, ...]
     timeout: float
-    #: One of NODE_KINDS; left out, "host" or "lxc" from vmid.
+    #: A kind of the registry (`fleetcheck.kinds.NODE_KINDS`); left out, "host" or "lxc"
+    #: from vmid.
     kind: str = ""
     #: For an OCI container: its runtime, its name, the kind of node it runs in and the user
     #: it runs as.

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetcheck.inventory.ansible import AnsibleInventory
+from fleetcheck.inventory.schema import API_KEYS, HOST_KEYS, LABEL_RE, merge_settings
 
 #: A host variable `fleetcheck_KEY` is the host key KEY (`fleetcheck_containers: all`).
 VARIABLE_PREFIX = "fleetcheck_"
@@ -228,6 +229,7 @@ def _refuse_unevaluated(variable: str, value: Any) -> None:
 #: The keys of each kind of source entry (the kind is the key naming its location).
 SOURCE_KEYS = {
     "ansible": ("ansible", "parser", "groups", "host", "timeout", "enabled"),
+    "proxmox": ("proxmox", "host", "enabled"),
 }
 
 
@@ -252,10 +254,9 @@ class FoundSources:
     warnings: tuple[str, ...] = ()
 
 
-def read_sources(builder: Any, raw: Any) -> FoundSources:
-    """Read each `sources:` entry; `builder` is the loader's (its checks and error wording)."""
-    from fleetcheck.inventory.load import HOST_KEYS, LABEL_RE
-
+def read_sources(builder: Any, raw: Any, context: Mapping[str, Any]) -> FoundSources:
+    """Read each `sources:` entry; `builder` is the loader's (its checks and error wording),
+    `context` what `defaults:` gives every host."""
     if raw is None or raw == []:
         return FoundSources()
     if not isinstance(raw, list):
@@ -275,8 +276,12 @@ def read_sources(builder: Any, raw: Any) -> FoundSources:
         if not builder.optional(item, path, "enabled", builder.boolean, True):
             continue  # not read at all: no command run, no API asked
         template = builder.mapping(item.get("host") or {}, (*path, "host"), HOST_KEYS)
-        found = _read_ansible(builder, item, path, HOST_KEYS)
-        label = str(item[kind])
+        if kind == "ansible":
+            found = _read_ansible(builder, item, path, HOST_KEYS)
+            label = str(item[kind])
+        else:
+            found = _read_proxmox(builder, item, path, context, template)
+            label = "Proxmox cluster " + str(item[kind].get("url"))
         origin = f"{builder.doc.path}:{builder.doc.line((*path, kind))} ({label})"
         for host in found.hosts:
             if host.name in seen:
@@ -298,8 +303,6 @@ def read_sources(builder: Any, raw: Any) -> FoundSources:
 
 
 def _merged(template: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
-    from fleetcheck.inventory.load import merge_settings
-
     return merge_settings(template, settings)
 
 
@@ -337,3 +340,38 @@ def _read_ansible(builder: Any, item: Mapping[str, Any], path: tuple[str | int, 
                              label=label)
     except SourceProblem as exc:
         raise builder.fail((*path, "ansible"), f"{label}: {exc}") from None
+
+
+def _read_proxmox(builder: Any, item: Mapping[str, Any], path: tuple[str | int, ...],
+                  context: Mapping[str, Any], template: Mapping[str, Any]) -> SourceHosts:
+    """The nodes of a Proxmox cluster, each a host listing its guests through the same API."""
+    from fleetcheck.inventory.errors import DiscoveryError, InventoryError
+    from fleetcheck.inventory.pvecluster import read_cluster
+
+    where = (*path, "proxmox")
+    keys = tuple(k for k in API_KEYS if k != "node")
+    api_raw = builder.mapping(item["proxmox"], where, keys)
+    items = {**context["api"], **{k: (v, (*where, k)) for k, v in api_raw.items()}}
+    for key in ("url", "user", "token_name"):
+        if key not in items:
+            raise builder.fail((*where, key), "missing (defaults.api or here)")
+    api = builder.api(items, path, "")
+    label = f"{builder.doc.path}:{builder.doc.line(where)}: sources[{path[1]}].proxmox"
+    try:
+        view = read_cluster(api, label)
+    except DiscoveryError as exc:
+        raise InventoryError(str(exc)) from None
+    # Each node lists its guests through the API it came from (its own node name); the
+    # host settings say what to probe: by default every container and every VM.
+    base: dict[str, Any] = {"vms": "all"} if template.get("transport") == "api" \
+        else {"containers": "all", "vms": "all"}
+    hosts = []
+    for node in view.nodes:
+        settings = _merged(_merged(base, template), {"api": {**api_raw, "node": node.name}})
+        provenance: dict[tuple[str, ...], str] = {("api",): "proxmox"}
+        if node.ip is not None and template.get("transport") != "api":
+            settings["address"] = node.ip
+            provenance[("address",)] = f"the ip of node {node.name} in /cluster/status"
+        hosts.append(SourceHost(node.name, settings, provenance))
+    groups = {view.name: tuple(n.name for n in view.nodes)} if view.name else {}
+    return SourceHosts(tuple(hosts), groups, view.warnings)

@@ -269,7 +269,8 @@ class SshTransport(Transport):
         if settings.host_key_algs:
             kwargs["server_host_key_algs"] = list(settings.host_key_algs)
         if settings.identity_files:
-            kwargs["client_keys"] = self.files.client_keys(settings.identity_files)
+            kwargs["client_keys"] = self.files.client_keys(settings.identity_files,
+                                                           settings.named_identity)
         if settings.identities_only:
             # Only the named keys (or the default ones), never the agent's others.
             kwargs["agent_path"] = None

@@ -15,6 +15,7 @@ OpenSSH expands them (HostName: `%h`; IdentityFile and the known_hosts files: th
 
 from __future__ import annotations
 
+import functools
 import getpass
 import hashlib
 import os
@@ -51,6 +52,9 @@ _BOOL_VALUES = {"yes": True, "true": True, "no": False, "false": False}
 _MATCH_ARGUMENT = ("host", "originalhost", "user", "localuser", "exec")
 _MAX_INCLUDE_DEPTH = 16
 _TOKEN = re.compile(r"%(.)")
+_KEYWORD = re.compile(r"([A-Za-z]+)\s*(?:=\s*|\s+|$)(.*)")
+#: What makes a line need shlex: quotes, backslashes, a comment.
+_QUOTING = re.compile(r"[\"'\\#]")
 
 
 class SshConfigError(TransportError):
@@ -145,11 +149,20 @@ class Resolved:
     overridden: frozenset[str] = frozenset()
 
 
+@functools.cache
 def _local_user() -> str:
     try:
         return getpass.getuser()
     except (KeyError, OSError):
         return ""
+
+
+@functools.cache
+def _local_tokens() -> dict[str, str]:
+    """The tokens that name this machine and user: the same for every host."""
+    local = socket.gethostname()
+    return {"u": _local_user(), "d": os.path.expanduser("~"), "l": local,
+            "L": local.split(".", 1)[0], "i": str(os.getuid())}
 
 
 class _Tokens:
@@ -176,6 +189,8 @@ _PATH_TOKENS = "CdhijkLlnpru"
 
 def expand_path(text: str, tokens: _Tokens, where: tuple[str, int] | None = None) -> str:
     """A path option as OpenSSH opens it: `~` first, then the `%` tokens."""
+    if "%" not in text and not text.startswith("~"):
+        return text
     return tokens.expand(os.path.expanduser(text), _PATH_TOKENS, where)
 
 
@@ -251,11 +266,15 @@ class SshConfig:
 
     @staticmethod
     def _split(line: str, where: tuple[str, int]) -> tuple[str, list[str]]:
-        match = re.match(r"([A-Za-z]+)\s*(?:=\s*|\s+|$)(.*)", line)
+        match = _KEYWORD.match(line)
         if match is None:
             raise SshConfigError(*where, f"cannot read {line!r}")
+        rest = match.group(2)
+        if not _QUOTING.search(rest):
+            # Most lines: plain words, split without shlex's character-by-character lexer.
+            return match.group(1).lower(), rest.split()
         try:
-            words = shlex.split(match.group(2), comments=True)
+            words = shlex.split(rest, comments=True)
         except ValueError as exc:
             raise SshConfigError(*where, str(exc)) from None
         return match.group(1).lower(), words
@@ -433,15 +452,13 @@ class SshConfig:
                 local_user: str) -> _Tokens:
         port = str(options.get("Port") or DEFAULT_PORT)
         user = str(options.get("User") or local_user)
-        local = socket.gethostname()
+        local = _local_tokens()
         jump = str(options.get("ProxyJump") or "")
         values = {
-            "h": hostname, "p": port, "r": user, "n": host, "u": local_user,
-            "d": os.path.expanduser("~"), "l": local, "L": local.split(".", 1)[0],
-            "i": str(os.getuid()), "j": jump,
+            **local, "h": hostname, "p": port, "r": user, "n": host, "j": jump,
             "k": str(options.get("HostKeyAlias") or host),
             # OpenSSH's %C: a name for the connection, not a security hash.
-            "C": hashlib.sha1(f"{local}{hostname}{port}{user}".encode(),
+            "C": hashlib.sha1(f"{local['l']}{hostname}{port}{user}".encode(),
                               usedforsecurity=False).hexdigest(),
         }
         return _Tokens(values)

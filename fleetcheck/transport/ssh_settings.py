@@ -8,6 +8,7 @@ uses; asyncssh is then given all of them explicitly and reads no config of its o
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +58,34 @@ def key_exchanges() -> list[str]:
             if not alg.startswith("gss-")]
 
 
+def _host_key_algs(default: bool) -> list[str]:
+    key = asyncssh.public_key
+    if default:
+        return _names(key.get_default_x509_certificate_algs()
+                      + key.get_default_certificate_algs() + key.get_default_public_key_algs())
+    return _names(key.get_x509_certificate_algs() + key.get_certificate_algs()
+                  + key.get_public_key_algs())
+
+
+@functools.cache
+def algorithms(option: str, setting: str | None) -> tuple[str, ...]:
+    """The list one option gives (ssh_config's `setting` on fleetcheck's defaults), computed
+    once per distinct setting: asyncssh's algorithms are fixed once it is imported."""
+    if option == "KexAlgorithms":
+        chosen = algorithm_list(setting, key_exchanges(), _names(asyncssh.kex.get_kex_algs()))
+    elif option == "Ciphers":
+        chosen = algorithm_list(setting, PREFERRED_CIPHERS,
+                                _names(asyncssh.encryption.get_encryption_algs()))
+    elif option == "MACs":
+        chosen = algorithm_list(setting, PREFERRED_MACS, _names(asyncssh.mac.get_mac_algs()))
+    else:
+        chosen = algorithm_list(setting, _host_key_algs(True), _host_key_algs(False))
+    if not chosen:
+        raise TransportError(f"ssh_config {option} {setting}: none of them is one this SSH "
+                             "client (asyncssh) has")
+    return tuple(chosen)
+
+
 @dataclass(frozen=True)
 class SshSettings:
     """What one connection to one host uses, every value decided (for messages, too)."""
@@ -66,6 +95,8 @@ class SshSettings:
     port: int
     user: str
     identity_files: tuple[str, ...]
+    #: The inventory's `identity_file`, first of `identity_files` (it must load).
+    named_identity: str | None
     identities_only: bool
     #: known_hosts files consulted: the user's (first: where accept-new writes), then global.
     known_hosts: tuple[str, ...]
@@ -93,7 +124,8 @@ class SshFiles:
 
     def __init__(self) -> None:
         self._configs: dict[str | None, SshConfig] = {}
-        self._keys: dict[str, list[Any]] = {}
+        #: Per path: its keys, or why it cannot be loaded.
+        self._keys: dict[str, list[Any] | str] = {}
         self.known_hosts = KnownHostsFiles()
 
     def config(self, config_file: str | None) -> SshConfig:
@@ -111,8 +143,10 @@ class SshFiles:
         resolved = self.config(options.config_file).resolve(name, user=user, port=port)
         return _settings(host.name, options, resolved)
 
-    def client_keys(self, paths: tuple[str, ...]) -> list[Any]:
-        """Each private key loaded once; a file that is gone is skipped as OpenSSH skips it."""
+    def client_keys(self, paths: tuple[str, ...], named: str | None = None) -> list[Any]:
+        """Each private key loaded once. A file that is gone is skipped, as OpenSSH skips it,
+        and so is a passphrase-protected one from ssh_config (its agent may hold it, as
+        asyncssh's own reading does); only `named`, the inventory's key, must load."""
         keys: list[Any] = []
         for path in paths:
             if path not in self._keys:
@@ -121,17 +155,22 @@ class SshFiles:
                 except FileNotFoundError:
                     self._keys[path] = []
                 except (OSError, ValueError, asyncssh.KeyImportError) as exc:
-                    raise TransportError(f"cannot load SSH key {path}: {exc}") from None
-            keys.extend(self._keys[path])
+                    self._keys[path] = f"cannot load SSH key {path}: {exc}"
+            loaded = self._keys[path]
+            if isinstance(loaded, str):
+                if path == named or "passphrase" not in loaded.lower():
+                    raise TransportError(loaded)
+                continue
+            keys.extend(loaded)
         return keys
 
 
 def _settings(name: str, options: SshOptions, resolved: Resolved) -> SshSettings:
     # The inventory's key comes first, as `ssh -i` does, then the ssh_config's.
     identities = resolved.identity_files
-    if options.identity_file:
-        identities = (os.path.expanduser(options.identity_file),
-                      *(path for path in identities if path != options.identity_file))
+    named = os.path.expanduser(options.identity_file) if options.identity_file else None
+    if named:
+        identities = (named, *(path for path in identities if path != named))
     user_files = ((os.path.expanduser(options.known_hosts),) if options.known_hosts
                   else resolved.user_known_hosts)
     if not user_files:
@@ -142,33 +181,23 @@ def _settings(name: str, options: SshOptions, resolved: Resolved) -> SshSettings
               or _POLICY_OF_STRICT.get(resolved.strict_host_key_checking)
               or DEFAULT_HOST_KEY_POLICY)
     jump = options.proxy_jump or resolved.proxy_jump
-    host_key_algs = None
-    if resolved.host_key_algorithms:
-        host_key_algs = tuple(algorithm_list(
-            resolved.host_key_algorithms,
-            _names(asyncssh.public_key.get_default_x509_certificate_algs())
-            + _names(asyncssh.public_key.get_default_certificate_algs())
-            + _names(asyncssh.public_key.get_default_public_key_algs()),
-            _names(asyncssh.public_key.get_x509_certificate_algs())
-            + _names(asyncssh.public_key.get_certificate_algs())
-            + _names(asyncssh.public_key.get_public_key_algs())))
+    # Unset: asyncssh orders host key types by the keys known_hosts holds, as OpenSSH does.
+    host_key_algs = (algorithms("HostKeyAlgorithms", resolved.host_key_algorithms)
+                     if resolved.host_key_algorithms else None)
     return SshSettings(
         name=name,
         address=resolved.hostname,
         port=resolved.port,
         user=resolved.user,
         identity_files=identities,
+        named_identity=named,
         identities_only=resolved.identities_only,
         known_hosts=(*user_files, *resolved.global_known_hosts),
         host_key_policy=policy,
         proxy_jump=jump,
         connect_timeout=float(timeout),
-        kex_algs=tuple(algorithm_list(resolved.kex_algorithms, key_exchanges(),
-                                      _names(asyncssh.kex.get_kex_algs()))),
-        encryption_algs=tuple(algorithm_list(
-            resolved.ciphers, PREFERRED_CIPHERS,
-            _names(asyncssh.encryption.get_encryption_algs()))),
-        mac_algs=tuple(algorithm_list(resolved.macs, PREFERRED_MACS,
-                                      _names(asyncssh.mac.get_mac_algs()))),
+        kex_algs=algorithms("KexAlgorithms", resolved.kex_algorithms),
+        encryption_algs=algorithms("Ciphers", resolved.ciphers),
+        mac_algs=algorithms("MACs", resolved.macs),
         host_key_algs=host_key_algs,
     )

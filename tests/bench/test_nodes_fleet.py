@@ -94,3 +94,33 @@ def test_every_contender_probes_every_node_of_a_real_fleet(tmp_path: Path) -> No
             assert contenders.CONTENDERS[name](ctx).ok == 2, name
     finally:
         fleet.close()
+
+
+def test_an_interrupted_measurement_stops_its_command(tmp_path: Path) -> None:
+    """A step cut short (timeout -s INT) must not leave its contender loading the next one."""
+    import signal
+    import threading
+    import time
+
+    marker = tmp_path / "pid"
+
+    def interrupt_once_started() -> None:
+        for _ in range(6000):  # bounded: 60 s
+            if marker.exists() and marker.read_text().strip():
+                break
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_started, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run_measured(["sh", "-c", f"echo $$ > {marker}; exec sleep 600"])
+    pid = int(marker.read_text())
+    for _ in range(1000):  # bounded: 10 s for the killed sleep to be reaped
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return
+        if state == "Z":
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"pid {pid} still running after the interrupt")

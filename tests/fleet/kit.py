@@ -290,7 +290,8 @@ class Fleet:
         """A node of `kind` in `cdir` (bin/, root/, sysroot/): its environment, and the folder
         its tools live in (where an installed package links into).
 
-        `node`: extra make_node options for the healthy/no-compiler kinds."""
+        `node`: extra make_node options for the healthy/no-compiler kinds; its "amd" key (a dict
+        of make_amd_node options) makes the node an AMD GPU node instead."""
         bindir = cdir / "bin"
         for sub in ("root", "sysroot"):
             (cdir / sub).mkdir(parents=True, exist_ok=True)
@@ -304,8 +305,14 @@ class Fleet:
                     "FLEETCHECK_FLEET_MARK": self.mark}
         node_bin = bindir
         if kind in ("healthy", "no-compiler") and self._nodeenv is not None:
-            made = self._nodeenv.make_node(cdir / "node", compiler=kind == "healthy",
-                                           **(node or {}))
+            options = dict(node or {})
+            amd = options.pop("amd", None)
+            if amd is not None:
+                made = self._nodeenv.make_amd_node(cdir / "node", compiler=kind == "healthy",
+                                                   **amd, **options)
+            else:
+                made = self._nodeenv.make_node(cdir / "node", compiler=kind == "healthy",
+                                               **options)
             node_bin = made.bindir
             made_env = dict(made.env)
             made_env["PATH"] = f"{made_env.get('PATH', '')}:{bindir}".strip(":")

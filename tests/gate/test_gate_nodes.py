@@ -54,3 +54,39 @@ def test_nodes_outside_the_inventory_or_unparsable_are_usage_errors(
     assert main(["gate", path, "--nodes", "gpu01", "--limit", "gpu01"]) == 2
     assert capsys.readouterr().err == (
         "fleetcheck: error: --nodes and --limit: give one (--nodes is the job's node set)\n")
+
+
+def test_documents_gate_a_job_without_probing(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.merge.test_merge import doc, write
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    write(folder / "gpu01.json", doc("gpu01", origin={"hostname": "x", "slurm_node": "gpu01"}))
+    write(folder / "gpu02.json", doc("gpu02", torch="2.10.0+cu130"))
+    write(folder / "gpu04.json", doc("gpu04", minutes_ago=240))
+    assert main(["gate", "--documents", str(folder), "--nodes", "gpu01",
+                 "--playbook", "default"]) == 0
+    assert capsys.readouterr().err == ""
+    playbook = tmp_path / "torch.yaml"
+    playbook.write_text("consistency:\n  fail: [torch]\n")
+    assert main(["gate", "--documents", str(folder), "--nodes", "gpu[01-02]",
+                 "--playbook", str(playbook)]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "fleet: fail: torch version differs across the selection: 2.10.0+cu130 on 1 (gpu02); "
+        "2.11.0+cu130 on 1 (gpu01) (fix: pin one torch version in every node's environment)"]
+    # A job node without a document, or with a stale one, is not verified: exit 3.
+    assert main(["gate", "--documents", str(folder), "--nodes", "gpu[01,03-04]",
+                 "--playbook", "default"]) == 3
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2:] == [
+        f"gpu03: error: no node document for gpu03 in {folder} (fix: check that the node's "
+        "timer or DaemonSet writes its document (fleetcheck probe --format json -o "
+        "DIR/NODE.json) there)",
+        f"gpu04: error: stale node document: probed {doc('gpu04', 240)['probed_at']}, 4 h "
+        "before the merge (--max-age 30 min) (fix: probe the node again (its timer, prolog "
+        "or DaemonSet may have stopped), or raise --max-age)"]
+    assert err[0].startswith("fleetcheck: merge: stale: ")
+    assert main(["gate", "--documents", str(folder)]) == 2
+    assert capsys.readouterr().err == (
+        "fleetcheck: error: --documents needs --nodes HOSTLIST (the job's nodes)\n")

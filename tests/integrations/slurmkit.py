@@ -27,6 +27,25 @@ START_TIMEOUT_S = 30.0
 WAIT_TIMEOUT_S = 45.0
 
 
+def write_script(path: Path, body: str) -> None:
+    """An executable /bin/sh script (a wrapper slurmd or slurmctld runs)."""
+    path.write_text("#!/bin/sh\n" + body, encoding="utf-8")
+    path.chmod(0o755)
+
+
+def skip_without_slurm() -> None:
+    """Skip the calling test unless root (slurmd runs as root) and Debian's Slurm are here."""
+    import pytest
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root: slurmd runs as root (SlurmdUser=root) to run Prolog and "
+                    "HealthCheckProgram")
+    missing = missing_binaries()
+    if missing:
+        pytest.skip(f"needs Debian's slurm-wlm and munge ({', '.join(missing)} missing; "
+                    "scripts/test.sh installs them)")
+
+
 def missing_binaries() -> list[str]:
     found = {name: shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin") for name in
              BINARIES}

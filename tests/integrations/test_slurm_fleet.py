@@ -27,7 +27,7 @@ import yaml
 
 from tests.nodeenv import make_node
 
-from .slurmkit import SlurmCluster, missing_binaries
+from .slurmkit import SlurmCluster, skip_without_slurm, write_script
 
 pytestmark = pytest.mark.slow
 
@@ -42,34 +42,26 @@ NODE_KINDS: dict[str, dict[str, Any]] = {
 }
 
 
-def _script(path: Path, body: str) -> None:
-    path.write_text("#!/bin/sh\n" + body, encoding="utf-8")
-    path.chmod(0o755)
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
-    if os.geteuid() != 0:
-        pytest.skip("needs root: slurmd runs as root (SlurmdUser=root)")
-    missing = missing_binaries()
-    if missing:
-        pytest.skip(f"needs Debian's slurm-wlm and munge ({', '.join(missing)} missing; "
-                    "scripts/test.sh installs them)")
+    skip_without_slurm()
     root = tmp_path_factory.mktemp("slurmfleet")
     (root / "nodes").mkdir()
     bindir = root / "bin"
     bindir.mkdir()
     q = shlex.quote
     # `fleetcheck` on a node: the probe runs in that Slurm node's own fake environment.
-    _script(bindir / "fleetcheck",
+    write_script(bindir / "fleetcheck",
             f'if [ "$1" = probe ]; then . {q(str(root / "nodes"))}/"$SLURMD_NODENAME.env"; fi\n'
             f'exec {q(sys.executable)} -m fleetcheck "$@"\n')
     # The job gate, on only while a test writes gate.on (the srun test gates nothing).
-    _script(root / "prologslurmctld",
+    write_script(root / "prologslurmctld",
             f"[ -e {q(str(root / 'gate.on'))} ] || exit 0\n"
             f"export FLEETCHECK={q(str(bindir / 'fleetcheck'))} FLEETCHECK_SYSLOG=0\n"
             f"export FLEETCHECK_INVENTORY={q(str(root / 'inventory.yaml'))}\n"
             f"export SLURM_CONF={q(str(root / 'slurm.conf'))} FLEETCHECK_TIMEOUT=120\n"
+            f"[ -e {q(str(root / 'gate.documents'))} ] && "
+            f"export FLEETCHECK_DOCUMENTS={q(str(root / 'documents'))}\n"
             "start=$(date +%s.%N)\n"
             f"{q(str(PROLOG_SLURMCTLD))} 2>>{q(str(root / 'gate.err'))}\n"
             f'rc=$?\necho "$rc $start $(date +%s.%N)" >> {q(str(root / "gate.runs"))}\n'
@@ -91,7 +83,7 @@ def make_fleet(cluster: SlurmCluster, kinds: dict[str, dict[str, Any]] | None = 
     for name, kind in (kinds or NODE_KINDS).items():
         node = make_node(cluster.root / "nodes" / f"{name}-{time.monotonic_ns()}", **kind)
         python3 = node.bindir / "python3"
-        _script(python3, f'exec {shlex.quote(sys.executable)} "$@"\n')
+        write_script(python3, f'exec {shlex.quote(sys.executable)} "$@"\n')
         lines = [f"export {key}={shlex.quote(value)}" for key, value in node.env.items()]
         (cluster.root / "nodes" / f"{name}.env").write_text("\n".join(lines) + "\n")
         hosts[name] = {"transport": "local", "probe_host": True, "timeout": 100,
@@ -270,3 +262,30 @@ def test_the_drain_bound_holds_under_a_fleet_wide_failure(
                 assert f"--max-out {bound or '10%'}: at most {kept} of 4 at once" in err[0], err
     finally:
         cluster.reset_node()
+
+
+def test_the_gate_from_node_documents_holds_an_inconsistent_job_without_probing(
+        gated: SlurmCluster) -> None:
+    # Each node's own timer wrote its document (with the gate's playbook) into a shared folder.
+    make_fleet(gated, {name: {"torch": "2.10.0+cu130"} if name == "gpu02" else {}
+                       for name in NODES})
+    documents = gated.root / "documents"
+    documents.mkdir(exist_ok=True)
+    for name in NODES:
+        done = run(str(gated.root / "bin" / "fleetcheck"), "probe", "--playbook",
+                   "pre-training", "--format", "json", "-o", str(documents / f"{name}.json"),
+                   env={**gated.env, "SLURMD_NODENAME": name})
+        assert done.returncode == 0, done.stderr
+    (gated.root / "gate.documents").touch()
+    try:
+        job = submit(gated)
+        shown = wait_job(gated, job, "Comment=fleetcheck:")
+        shown = wait_job(gated, job, "JobState=PENDING")
+    finally:
+        (gated.root / "gate.documents").unlink()
+    assert ("Comment=fleetcheck: fleet: fail: torch version differs across the selection: "
+            "2.11.0+cu130 on 3 (gpu01, gpu03, gpu04); 2.10.0+cu130 on 1 (gpu02)") in shown, shown
+    assert "Priority=0 " in shown and "Reason=JobHeldAdmin" in shown, shown
+    rc, wall = gate_runs(gated)[-1]
+    print(f"\nPrologSlurmctld from {len(NODES)} node documents took {wall:.2f} s")
+    assert rc == 1

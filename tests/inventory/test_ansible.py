@@ -159,8 +159,8 @@ def test_the_inventory_entry_refines_a_source_host_and_groups_select(tmp_path: P
                       "hosts:\n  pve2:\n    ssh: {user: root}\n    labels: [a100]\n")
     inventory = load_inventory(str(path))
     assert [(h.name, h.ssh.user, h.ssh.port, h.labels, h.timeout) for h in inventory.hosts] == [
-        ("pve2", "root", 2200, ("datacenter", "pve", "a100"), 30.0),
         ("pve1", "audit", None, ("datacenter", "pve"), 30.0),
+        ("pve2", "root", 2200, ("datacenter", "pve", "a100"), 30.0),
     ]
 
 

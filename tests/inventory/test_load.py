@@ -530,8 +530,8 @@ def test_the_example_inventory_loads_with_only_this_machine_enabled() -> None:
     inventory = load_inventory(str(EXAMPLE))
     assert [(h.name, h.transport) for h in inventory.hosts] == [("this-machine", "local")]
     assert [h.name for h in inventory.disabled_hosts] == [
-        "pve1", "pve2", "pve3", "pve4", "pve5", *(f"gpu{n:02d}" for n in range(1, 17)), "pve6",
-        *(f"train{n:02d}.example.internal" for n in range(1, 5)), "infer1"]
+        *(f"train{n:02d}.example.internal" for n in range(1, 5)), "infer1",
+        "pve1", "pve2", "pve3", "pve4", "pve5", *(f"gpu{n:02d}" for n in range(1, 17)), "pve6"]
     assert inventory.concurrency == 64
     assert inventory.audit_timeout == 600.0
 

@@ -218,9 +218,14 @@ def test_merge_keeps_history_and_renders_every_format(tmp_path: Path, capsys) ->
                                             verdict="cpu-fallback"))
     for suffix in ("html", "xml", "prom", "txt"):
         assert main(["merge", str(second), "-o", str(tmp_path / f"r.{suffix}")]) == 1
-    assert main(["merge", str(second), "--history", str(history)]) == 1
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ncat > {tmp_path / 'changes.txt'}\n")
+    hook.chmod(0o755)
+    assert main(["merge", str(second), "--history", str(history), "--on-change",
+                 str(hook)]) == 1
     table = capsys.readouterr().out
     assert "gpu01: ok -> fail" in table
+    assert "gpu01: ok -> fail" in (tmp_path / "changes.txt").read_text()
     assert len(list(history.iterdir())) == 2
     assert load_report(tmp_path / "r1.json").nodes[0].status == "ok"
     assert "<html" in (tmp_path / "r.html").read_text()
@@ -234,3 +239,15 @@ def test_no_input_is_a_usage_error(capsys) -> None:
     assert main(["merge", "/nonexistent/docs"]) == 3
     assert capsys.readouterr().err.splitlines()[-1] == (
         "fleetcheck: merge: unread: /nonexistent/docs: no such file or folder")
+
+
+def test_nodes_are_judged_under_the_merges_playbook(tmp_path: Path) -> None:
+    path = write(tmp_path / "a.json", doc("gpu01"))
+    playbook = tmp_path / "eight.yaml"
+    playbook.write_text("min_gpus: 8\n")
+    from fleetcheck.playbook import load_playbook
+
+    outcome = merge_inputs([str(path)], policy=load_playbook(str(playbook)), now=NOW,
+                           max_age_s=1800)
+    assert [(n.status, n.reason) for n in outcome.report.nodes] == [
+        ("fail", "1 GPU(s), playbook eight requires 8")]

@@ -234,3 +234,21 @@ def test_a_line_openssh_refuses_is_one_line_naming_file_and_line(
     # OpenSSH refuses the same file (exit 255), so the row is not a guess about ssh.
     ran = subprocess.run(["ssh", "-G", "-F", str(config), "a"], capture_output=True, text=True)
     assert ran.returncode == 255
+
+
+def test_a_passphrase_key_from_ssh_config_is_skipped_but_the_inventorys_must_load(
+    tmp_path: Path,
+) -> None:
+    from fleetcheck.transport.interface import TransportError
+    from fleetcheck.transport.ssh_settings import SshFiles
+
+    locked, plain = tmp_path / "locked", tmp_path / "plain"
+    for path, phrase in ((locked, "secret"), (plain, "")):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", phrase, "-f", str(path)],
+                       check=True)
+    files = SshFiles()
+    # From ssh_config: the agent may hold the locked one; the plain one is offered.
+    keys = files.client_keys((str(locked), str(plain), str(tmp_path / "gone")))
+    assert [key.get_comment_bytes() is not None for key in keys] == [True]
+    with pytest.raises(TransportError, match=r"cannot load SSH key .*locked: Passphrase"):
+        files.client_keys((str(locked),), str(locked))

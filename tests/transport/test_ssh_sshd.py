@@ -246,3 +246,19 @@ def test_a_jump_host_that_does_not_answer_is_a_sentence_naming_it(
     assert unreachable_message(SshTransport(spec)) == (
         "unreachable", f"jump host 127.0.0.1:{silent_port} for pve1 failed: "
                        "no SSH banner within 1 s (not an SSH server?)")
+
+
+def test_ssh_config_connect_timeout_and_port_are_the_ones_used(
+    fleet: Fleet, silent_port: int, tmp_path: Path
+) -> None:
+    fleet.add_host("pve1")
+    config = tmp_path / "ssh_config"
+    config.write_text(f"Host pve1\n    HostName 127.0.0.1\n    Port {silent_port}\n"
+                      "    ConnectTimeout 1\n")
+    # Nothing about the port or the timeout in the inventory: the ssh_config's are used.
+    spec = HostSpec(name="pve1", address="pve1", ssh=SshOptions(
+        user="root", identity_file=str(fleet.client_key), known_hosts=str(fleet.known_hosts),
+        config_file=str(config)))
+    assert unreachable_message(SshTransport(spec)) == (
+        "unreachable", f"connecting to pve1 (127.0.0.1:{silent_port}) timed out: "
+                       "no SSH banner within 1 s (not an SSH server?)")

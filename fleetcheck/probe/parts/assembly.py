@@ -6,11 +6,13 @@ import sys
 from fleetcheck.probe.parts.checks_cache import CacheChecks
 from fleetcheck.probe.parts.checks_driver import DriverChecks
 from fleetcheck.probe.parts.checks_fla import FlaChecks
+from fleetcheck.probe.parts.checks_hip import HipChecks
 from fleetcheck.probe.parts.checks_libcuda import LoaderChecks
 from fleetcheck.probe.parts.checks_toolchain import ToolchainChecks
 from fleetcheck.probe.parts.checks_torch import TorchChecks
 from fleetcheck.probe.parts.checks_triton import TritonChecks
 from fleetcheck.probe.parts.evaluate import Evaluation
+from fleetcheck.probe.parts.facts_amd import AmdFacts
 from fleetcheck.probe.parts.facts_libcuda import LibcudaFacts
 from fleetcheck.probe.parts.facts_toolchain import ToolchainFacts
 from fleetcheck.probe.parts.frameworks import Frameworks
@@ -19,6 +21,7 @@ from fleetcheck.probe.parts.gather import Gather
 
 class Probe(
         LibcudaFacts,
+        AmdFacts,
         ToolchainFacts,
         Gather,
         DriverChecks,
@@ -28,6 +31,7 @@ class Probe(
         CacheChecks,
         TritonChecks,
         FlaChecks,
+        HipChecks,
         Frameworks,
         Evaluation,
 ):
