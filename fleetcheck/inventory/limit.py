@@ -383,9 +383,12 @@ def _container_problem(inventory: Inventory, atom: str) -> str | None:
     host_glob, _, vmid_glob = partition_outside_brackets(atom, "/")
     if ":" in vmid_glob:
         return _oci_problem(inventory, host_glob, vmid_glob)
+    if vmid_glob and any(h.kubernetes is not None
+                         for h in _hosts_matching(inventory.hosts, host_glob)):
+        return None  # CLUSTER/NAMESPACE/POD: known once the pods are listed
     if not vmid_glob or not _VMID_PATTERN.match(vmid_glob):
-        return ("expected HOST/VMID with a numeric VMID or a glob such as pve1/1*, or "
-                "PARENT/RUNTIME:NAME")
+        return ("expected HOST/VMID with a numeric VMID or a glob such as pve1/1*, "
+                "PARENT/RUNTIME:NAME, or CLUSTER/NAMESPACE/POD")
     hosts = _hosts_matching(inventory.hosts, host_glob)
     if not hosts:
         return pattern_problem(inventory, host_glob, {})

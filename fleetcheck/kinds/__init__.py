@@ -23,6 +23,7 @@ KINDS: dict[str, str] = {
     "podman": "fleetcheck.kinds.oci:PODMAN",
     "lxc": "fleetcheck.kinds.lxc:LXC",
     "qemu": "fleetcheck.kinds.qemu:QEMU",
+    "pod": "fleetcheck.kinds.pod:POD",
 }
 #: Every kind a node may have (the JSON contract's `kind`).
 NODE_KINDS = tuple(KINDS)

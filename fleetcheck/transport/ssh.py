@@ -301,8 +301,10 @@ class SshTransport(Transport):
             return self._conn
 
     def _key_plan(self, settings: SshSettings) -> HostKeyPlan:
+        # Under a HostKeyAlias the key is known by that name alone, without a port (OpenSSH).
+        port = None if settings.host_key_name != settings.address else settings.port
         return HostKeyPlan.for_host(self.files.known_hosts, settings.known_hosts,
-                                    settings.address, settings.port, settings.host_key_policy)
+                                    settings.host_key_name, port, settings.host_key_policy)
 
     async def _open(self) -> asyncssh.SSHClientConnection:
         settings = self.resolve()

@@ -101,6 +101,8 @@ class SshSettings:
     #: known_hosts files consulted: the user's (first: where accept-new writes), then global.
     known_hosts: tuple[str, ...]
     host_key_policy: str
+    #: The name the host's key is known under (ssh_config's HostKeyAlias), else the address.
+    host_key_name: str
     proxy_jump: str | None
     connect_timeout: float
     kex_algs: tuple[str, ...]
@@ -194,6 +196,7 @@ def _settings(name: str, options: SshOptions, resolved: Resolved) -> SshSettings
         identities_only=resolved.identities_only,
         known_hosts=(*user_files, *resolved.global_known_hosts),
         host_key_policy=policy,
+        host_key_name=resolved.host_key_alias or resolved.hostname,
         proxy_jump=jump,
         connect_timeout=float(timeout),
         kex_algs=algorithms("KexAlgorithms", resolved.kex_algorithms),

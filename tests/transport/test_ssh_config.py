@@ -84,6 +84,7 @@ Host node5
     UserKnownHostsFile none
 Host node7
     KexAlgorithms ^curve25519-sha256
+    HostKeyAlias node7-key
 """
 
 #: (host, user, port, known_hosts): the inventory's values, None where it names none.
@@ -182,6 +183,7 @@ def test_each_host_resolves_as_ssh_G_shows_it(
     strict = {"true": "yes", "false": "no"}.get(*shown["stricthostkeychecking"] * 2)
     assert got.strict_host_key_checking == strict
     assert got.proxy_jump == (shown["proxyjump"][0] if "proxyjump" in shown else None)
+    assert got.host_key_alias == (shown["hostkeyalias"][0] if "hostkeyalias" in shown else None)
     timeout = shown["connecttimeout"][0]
     assert got.connect_timeout == (None if timeout == "none" else float(timeout))
     for key, setting in (("ciphers", got.ciphers), ("macs", got.macs),
