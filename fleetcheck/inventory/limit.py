@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -22,6 +21,7 @@ from fleetcheck.inventory.ranges import (
     partition_outside_brackets,
     split_outside_brackets,
 )
+from fleetcheck.text import closest
 
 _VMID_PATTERN = re.compile(r"^[0-9*?\[\]!,/-]+$")
 _LABEL_PREFIXES = ("label:", "@")
@@ -345,8 +345,8 @@ def pattern_problem(
         names = ", ".join(h.name for h in disabled)
         return f"matches only hosts disabled in the inventory (enabled: false): {names}"
     candidates = [h.name for h in inventory.hosts] + list(groups)
-    close = difflib.get_close_matches(atom, candidates, n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    close = closest(atom, candidates)
+    hint = f" (did you mean {close!r}?)" if close else ""
     return f"no host or group matches{hint}"
 
 

@@ -14,6 +14,7 @@ from fleetcheck.inventory.model import Target
 from fleetcheck.kinds.base import NodeKind, Nodes
 
 if TYPE_CHECKING:
+    from fleetcheck.budget import BudgetFor
     from fleetcheck.model import NodeResult
     from fleetcheck.transport.interface import Transport
 
@@ -31,8 +32,8 @@ class HostKind(NodeKind):
         del parent, listing
         return []
 
-    def transport(self, target: Target, outer: Transport) -> Transport:
-        del target
+    def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
+        del target, budget
         return outer
 
     def inside(self, target: Target) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from fleetcheck.text import last_line
 from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
-from fleetcheck.transport.pct import SUDO_PROMPT_REFUSED
+from fleetcheck.transport.refusals import sudo_wants_password
 
 #: docker: `Error response from daemon: ...` (client/request.go), exit 1 for every daemon
 #: refusal of `docker exec`; podman: `Error: ...`, 125 for its own errors.
@@ -50,9 +50,9 @@ def oci_exec_failure(
     code = result.returncode
     where = f"{runtime} container {container!r} on {parent}"
     lowered = stderr.lower()
-    if SUDO_PROMPT_REFUSED in stderr:
-        return "error", (f"sudo on {parent} asks for a password (sudo -n): allow the login to "
-                         f"run {runtime} without a password (NOPASSWD)")
+    asked = sudo_wants_password(stderr, parent, runtime)
+    if asked is not None:
+        return "error", asked
     if "is not running" in lowered or "can only create exec sessions on running" in lowered \
             or "when their container is running" in lowered:
         return "skipped", "container not running"
