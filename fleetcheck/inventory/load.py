@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from fleetcheck.budget import DEFAULT_API_TIMEOUT, DEFAULT_CONCURRENCY, DEFAULT_NODE_TIMEOUT
 from fleetcheck.inventory.errors import InventoryError
 from fleetcheck.inventory.limit import pattern_problem
 from fleetcheck.inventory.model import (
@@ -60,8 +60,7 @@ from fleetcheck.inventory.yamlsrc import (
     load_yaml,
     read_source,
 )
-from fleetcheck.text import clip
-from fleetcheck.transport.interface import DEFAULT_NODE_TIMEOUT
+from fleetcheck.text import clip, closest
 
 
 def _is_ip(text: str) -> bool:
@@ -182,8 +181,8 @@ class _Builder:
                     f"secrets are not allowed in the inventory; {SECRET_HINT[str(section)]}",
                 )
             if key not in allowed:
-                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-                hint = f"did you mean {close[0]!r}?" if close else "valid: " + ", ".join(allowed)
+                close = closest(key, allowed)
+                hint = f"did you mean {close!r}?" if close else "valid: " + ", ".join(allowed)
                 raise self.fail((*path, key), f"unknown key ({hint})")
         return value
 
@@ -315,7 +314,7 @@ class _Builder:
         order = [*(entry.host.name for entry in found.hosts), *own]
         enabled = [built[name][0] for name in order if built[name][1]]
         disabled = [built[name][0] for name in order if not built[name][1]]
-        concurrency = 64
+        concurrency = DEFAULT_CONCURRENCY
         if "concurrency" in defaults:
             concurrency = self.integer(defaults["concurrency"], ("defaults", "concurrency"), 1)
         audit_timeout = None
@@ -660,7 +659,7 @@ class _Builder:
         node = name
         if "node" in items:
             node = self.string(*items["node"])
-        timeout = self.seconds(*items["timeout"]) if "timeout" in items else 10.0
+        timeout = self.seconds(*items["timeout"]) if "timeout" in items else DEFAULT_API_TIMEOUT
         return ApiOptions(
             url=url,
             user=user,

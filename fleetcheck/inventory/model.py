@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from fleetcheck.transport.interface import DEFAULT_NODE_TIMEOUT
+from fleetcheck.budget import DEFAULT_API_TIMEOUT, DEFAULT_CONCURRENCY, DEFAULT_NODE_TIMEOUT
 
 #: `containers: all` in the inventory (also `vms: all` and `oci: {containers: all}`).
 ALL_CONTAINERS = "all"
@@ -57,7 +57,7 @@ class ApiOptions:
     token_file: str | None = None
     verify_tls: bool | str = True
     node: str | None = None
-    timeout: float = 10.0
+    timeout: float = DEFAULT_API_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ class Inventory:
     #: Whole-audit deadline in seconds (None: no limit beyond per-node timeouts).
     audit_timeout: float | None = None
     #: Global bound on nodes probed at once.
-    concurrency: int = 64
+    concurrency: int = DEFAULT_CONCURRENCY
     #: `groups:` of the file: name -> --limit patterns (host names, globs, labels, groups).
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: Hosts declared with `enabled: false`: shown by `fleetcheck inventory`, never audited.
@@ -299,7 +299,7 @@ class DiscoveredContainer:
 
 @dataclass(frozen=True)
 class DiscoveredOci:
-    """A Docker/Podman container as `docker ps --format '{{json .}}'` reports it."""
+    """A Docker/Podman container as `docker ps -a` / `podman ps -a` (JSON) report it."""
 
     name: str
     state: str

@@ -16,11 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fleetcheck.budget import LISTING_TIMEOUT
 from fleetcheck.inventory.model import ALL_CONTAINERS, PodPlace, SkippedTarget, Target
-from fleetcheck.kinds.base import LISTING_TIMEOUT, Discovery, NodeKind, Nodes
+from fleetcheck.kinds.base import Discovery, NodeKind, Nodes
 from fleetcheck.transport.kubectl import PodTransport, kubectl_failure, pods_argv
 
 if TYPE_CHECKING:
+    from fleetcheck.budget import BudgetFor
     from fleetcheck.model import NodeResult
     from fleetcheck.transport.interface import Transport
 
@@ -148,7 +150,8 @@ class PodKind(NodeKind):
                                         timeout=host.timeout, kind=self.name, pod=place))
         return nodes
 
-    def transport(self, target: Target, outer: Transport) -> Transport:
+    def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
+        del budget  # `kubectl exec` has no wait of its own: the transport it runs on bounds it
         assert target.pod is not None and target.host.kubernetes is not None
         return PodTransport(outer, target.host.kubernetes, target.pod, target.host.name)
 
