@@ -28,6 +28,8 @@ from fleetcheck.inventory import (
     Target,
     host_may_match,
     matches_limit,
+    may_select_guests,
+    may_select_inside,
 )
 from fleetcheck.inventory.discovery import needs_discovery
 from fleetcheck.model import NodeResult, Report, TritonVerdict
@@ -361,6 +363,16 @@ class AuditRun:
         await asyncio.gather(*(self._probe(target, transport) for target in targets),
                              return_exceptions=True)
 
+    def _lists(self, kind: kinds.NodeKind, parent: Target) -> bool:
+        """Whether `kind`'s listing under `parent` runs: it is needed, and the limit may
+        select a node only it can bring (`--limit pve1/103/docker:web`, 103 named in the
+        inventory, lists nothing)."""
+        if not kind.needs_listing(parent):
+            return False
+        if kind.listing_fails_parent:  # a Proxmox host's guests
+            return may_select_guests(parent.host, self.limit, self.inventory.groups)
+        return may_select_inside(parent.id, kind.name, self.limit, self.inventory.groups)
+
     async def _nodes_under(
         self, parent: Target, host_transport: Transport, context: kinds.Discovery
     ) -> list[Target | SkippedTarget]:
@@ -375,16 +387,18 @@ class AuditRun:
         declared = [k for k in kinds.children_kinds(parent) if k.declared(parent) is not None]
         listings: dict[str, Sequence[object]] = {}
         for kind in declared:
-            if kind.listing_fails_parent and kind.needs_listing(parent):
+            if kind.listing_fails_parent and self._lists(kind, parent):
                 listings[kind.name] = await kind.discover(parent, transport, context)
 
         async def nodes_of(kind: kinds.NodeKind) -> list[Target | SkippedTarget]:
             listing = listings.get(kind.name)
-            if listing is None and kind.needs_listing(parent):
+            if listing is None and self._lists(kind, parent):
                 try:
                     listing = await kind.discover(parent, transport, context)
                 except (DiscoveryError, TransportError) as exc:
                     return kind.listing_failed(parent, exc)
+            elif listing is None and kind.needs_listing(parent):
+                listing = []  # the limit selects nothing only this listing could bring
             children = kind.expand(parent, listing)
             deeper = iter(await asyncio.gather(
                 *(self._nodes_under(child, host_transport, context)

@@ -144,6 +144,12 @@ def _sysroot(root: Path, *, gpu: object, gpus: int, name: str, driver: str, cont
         lines.append("90 20 0:90 /proc/cpuinfo /proc/cpuinfo rw,nosuid,nodev,relatime - "
                      "fuse.lxcfs lxcfs rw,user_id=0,group_id=0,allow_other")
         _write(root / "proc/1/environ", "container=lxc\0PATH=/usr/sbin:/usr/bin\0")
+    elif container == "docker":  # the signs dockerd leaves (moby: /.dockerenv, cgroup path)
+        _write(root / ".dockerenv", "")
+        _write(root / "proc/self/cgroup", "0::/docker/" + "ab" * 32 + "\n")
+    elif container == "podman":  # podman's: /run/.containerenv, container= in PID 1's env
+        _write(root / "run/.containerenv", 'engine="podman-4.3.1"\n')
+        _write(root / "proc/1/environ", "container=podman\0PATH=/usr/sbin:/usr/bin\0")
     _write(root / "proc/self/mountinfo", "\n".join(lines) + "\n")
     (root / "dev").mkdir(parents=True, exist_ok=True)
     for node, mode in dev_modes.items():

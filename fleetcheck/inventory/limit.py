@@ -118,6 +118,80 @@ def host_may_match(
     return True
 
 
+def _plain_atoms(patterns: Sequence[str]) -> list[str]:
+    atoms = [atom for atom in split_patterns(patterns) if atom]
+    return [atom for atom in atoms if atom[0] not in "!&"] or ["all"]
+
+
+def _selects_anything(atom: str, groups: Mapping[str, Sequence[str]]) -> bool:
+    """`all`, a label or a group: a pattern that may select any node, before discovery."""
+    return atom in ("all", "*") or _label_of(atom) is not None or atom in groups
+
+
+def may_select_guests(
+    host: HostSpec, patterns: Sequence[str], groups: Mapping[str, Sequence[str]] | None = None
+) -> bool:
+    """Whether the limit may select a guest of `host` (or what runs in one) that only its
+    guest listing (pvesh, `pct list`, `qm list`, the API) can bring: `--limit pve1/docker:web`
+    or `--limit pve1/103/docker:web` with 103 listed in the inventory needs none.
+
+    Only the plain patterns can ask for a node (`!` and `&` only take some away).
+    """
+    if not patterns:
+        return True
+    groups = groups or {}
+    listed = {guest.vmid for guest in (*host.containers, *host.vms)
+              if isinstance(guest, ContainerSpec)}
+    for atom in _plain_atoms(patterns):
+        if _selects_anything(atom, groups):
+            return True
+        host_glob, slash, rest = partition_outside_brackets(atom, "/")
+        if not matches_name(host.name, host_glob):
+            continue
+        if not slash:
+            return True  # the host and everything on it
+        first = partition_outside_brackets(rest, "/")[0]
+        if first.startswith(("docker:", "podman:")):
+            continue  # a container of the host's own runtime, not a guest
+        if first.isdigit() and int(first) in listed:
+            continue  # known without listing (VMIDs are unique across containers and VMs)
+        return True
+    return False
+
+
+def may_select_inside(
+    parent_id: str, runtime: str, patterns: Sequence[str],
+    groups: Mapping[str, Sequence[str]] | None = None,
+) -> bool:
+    """Whether the limit may select a `runtime` container inside the node `parent_id` (HOST or
+    HOST/VMID), whose names only that node's `RUNTIME ps` brings."""
+    if not patterns:
+        return True
+    groups = groups or {}
+    host, _, inner = parent_id.partition("/")
+    known = inner.split("/") if inner else []
+    for atom in _plain_atoms(patterns):
+        if _selects_anything(atom, groups):
+            return True
+        host_glob, slash, rest = partition_outside_brackets(atom, "/")
+        if not matches_name(host, host_glob):
+            continue
+        if not slash:
+            return True
+        segments = split_outside_brackets(rest, "/")
+        # The parent itself or a node around it: a pattern selects what runs inside.
+        if len(segments) <= len(known) and all(
+                matches_name(value, glob) for value, glob in zip(known, segments, strict=False)):
+            return True
+        # A node inside it: the parent's segments, then one for the runtime's container.
+        if len(segments) == len(known) + 1 and all(
+                matches_name(value, glob) for value, glob in zip(known, segments, strict=False)):
+            last = segments[-1]
+            if last.startswith(f"{runtime}:") or any(c in last for c in "*?["):
+                return True
+    return False
+
+
 def _may_select(host: HostSpec, atom: str, groups: Mapping[str, Sequence[str]]) -> bool:
     """Whether `atom` may select some node of `host`, its containers not yet known."""
     return _host_atom(host, atom, groups, every=False)

@@ -299,7 +299,7 @@ class DiscoveredContainer:
 
 @dataclass(frozen=True)
 class DiscoveredOci:
-    """A Docker/Podman container as `docker ps --format '{{json .}}'` reports it."""
+    """A Docker/Podman container as `docker ps -a` / `podman ps -a` (JSON) report it."""
 
     name: str
     state: str
