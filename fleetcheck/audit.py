@@ -369,9 +369,13 @@ class AuditRun:
         inventory, lists nothing)."""
         if not kind.needs_listing(parent):
             return False
-        if kind.listing_fails_parent:  # a Proxmox host's guests
+        if not self.limit:
+            return True
+        if kind.limit_shape == "guests":  # HOST/VMID: a Proxmox host's guests
             return may_select_guests(parent.host, self.limit, self.inventory.groups)
-        return may_select_inside(parent.id, kind.name, self.limit, self.inventory.groups)
+        if kind.limit_shape == "inside":  # PARENT/KIND:NAME inside a node
+            return may_select_inside(parent.id, kind.name, self.limit, self.inventory.groups)
+        return True  # a kind whose ids the limit cannot foresee: list
 
     async def _nodes_under(
         self, parent: Target, host_transport: Transport, context: kinds.Discovery

@@ -51,6 +51,10 @@ class NodeKind(abc.ABC):
     #: Proxmox host whose guests cannot be listed); False when the listing's failure is one
     #: node of its own beside the parent (`PARENT/RUNTIME:*`).
     listing_fails_parent: ClassVar[bool] = False
+    #: How `--limit` tells whether it may select a node only this kind's listing brings (else
+    #: the listing is not run): "guests" (`HOST/VMID` under a host), "inside" (`PARENT/KIND:NAME`
+    #: inside a node), or None: it cannot tell from the ids, and the listing runs.
+    limit_shape: ClassVar[str | None] = None
 
     # -- inventory ------------------------------------------------------------------------
 

@@ -71,6 +71,7 @@ class OciKind(NodeKind):
     runs_in = ("host", "lxc", "qemu")
     depth = 2
     listing_fails_parent = False
+    limit_shape = "inside"
 
     def __init__(self, runtime: str) -> None:
         self.runtime = runtime

@@ -79,6 +79,7 @@ class ProxmoxGuestKind(NodeKind):
     runs_in = ("host",)
     depth = 1
     listing_fails_parent = True
+    limit_shape = "guests"
     #: The host's inventory key that declares these guests.
     key: ClassVar[str]
     #: How a skipped one is called: "container stopped", "VM stopped".
