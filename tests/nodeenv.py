@@ -331,6 +331,20 @@ def find_cc():
                                "variable or set triton.knobs.build.impl.")
     return cc
 
+def put(so_dir, name, built):
+    """FileCacheManager.put of Triton 3.x: a tmp.pid_* dir in the key dir, write, replace."""
+    import uuid
+    os.makedirs(so_dir, exist_ok=True)
+    temp_dir = os.path.join(so_dir, "tmp.pid_%d_%s" % (os.getpid(), uuid.uuid4()))
+    os.makedirs(temp_dir, exist_ok=True)
+    temp_path = os.path.join(temp_dir, name)
+    with open(built, "rb") as f:
+        data = f.read()
+    with open(temp_path, "wb") as f:
+        f.write(data)
+    os.replace(temp_path, os.path.join(so_dir, name))
+    os.removedirs(temp_dir)
+
 def build_stub(so_dir):
     dirs = libcuda_dirs()
     so = os.path.join(so_dir, "cuda_utils.so")
@@ -359,8 +373,7 @@ def build_stub(so_dir):
         cmd = [cc, src, "-O3", "-shared", "-fPIC", "-Wno-psabi", "-o", out, lib]
         cmd += ["-L" + d for d in dirs] + ["-I" + tmp, "-I" + include]
         subprocess.check_call(cmd, stdout=subprocess.DEVNULL)
-        os.makedirs(so_dir, exist_ok=True)
-        shutil.copy(out, so)
+        put(so_dir, "cuda_utils.so", out)
     if noexec(os.path.realpath(so)):
         raise ImportError(so + ": failed to map segment from shared object")
     return so
