@@ -71,7 +71,8 @@ def _add_output(parser: argparse.ArgumentParser, default_format: str = "table") 
 def _add_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit", "-l", action="append", default=[], metavar="PATTERN",
-        help="only these nodes: HOST, HOST/VMID, globs (pve*, pve1/*), label:NAME (or @NAME), "
+        help="only these nodes: HOST, HOST/VMID, node ranges (gpu[01-03,07], pve[1-3]/1[01-20]), "
+        "globs (pve*, pve1/*), label:NAME (or @NAME), "
         "a GROUP of the inventory, !PATTERN to exclude, &PATTERN to intersect; "
         "comma-separated or repeated",
     )

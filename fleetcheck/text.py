@@ -1,7 +1,7 @@
 """Owns shortening text for one-line reasons and error messages (the one text clipper).
 
-The uploaded probe (`probe/probe.py`) keeps its own copy: it runs on nodes with the standard
-library only and imports nothing from fleetcheck.
+The uploaded probe keeps its own copy (`probe/parts/base.py`, built into `probe/probe.py`): it
+runs on nodes with the standard library only and imports nothing from fleetcheck.
 """
 
 from __future__ import annotations

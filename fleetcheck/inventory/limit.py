@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from fnmatch import fnmatchcase
 
 from fleetcheck.inventory.discovery import needs_discovery, targets_for_host
 from fleetcheck.inventory.errors import InventoryError
@@ -16,14 +15,25 @@ from fleetcheck.inventory.model import (
     Inventory,
     OciContainerSpec,
 )
+from fleetcheck.inventory.ranges import (
+    RangeError,
+    expand_pattern,
+    matches_name,
+    partition_outside_brackets,
+    split_outside_brackets,
+)
 
-_VMID_PATTERN = re.compile(r"^[0-9*?\[\]!-]+$")
+_VMID_PATTERN = re.compile(r"^[0-9*?\[\]!,/-]+$")
 _LABEL_PREFIXES = ("label:", "@")
 
 
 def split_patterns(patterns: Sequence[str]) -> list[str]:
-    """["pve1,pve2", "!pve3"] -> ["pve1", "pve2", "!pve3"] (each --limit may hold a list)."""
-    return [atom.strip() for pattern in patterns for atom in pattern.split(",")]
+    """["pve1,pve2", "!pve3"] -> ["pve1", "pve2", "!pve3"] (each --limit may hold a list).
+
+    A comma inside a range (`gpu[01-03,07]`) belongs to the range.
+    """
+    return [atom.strip() for pattern in patterns
+            for atom in split_outside_brackets(pattern, ",")]
 
 
 def matches_limit(
@@ -63,20 +73,20 @@ def _matches(
         return True
     label = _label_of(atom)
     if label is not None:
-        return any(fnmatchcase(value, label) for value in labels)
-    if "/" in atom:
-        host_glob, _, vmid_glob = atom.partition("/")
-        if not vmid or not fnmatchcase(host, host_glob):
+        return any(matches_name(value, label) for value in labels)
+    host_glob, slash, vmid_glob = partition_outside_brackets(atom, "/")
+    if slash:
+        if not vmid or not matches_name(host, host_glob):
             return False
         # `pve1/101` also selects what runs in guest 101 (`pve1/101/docker:trainer`).
-        return fnmatchcase(vmid, vmid_glob) or any(
-            fnmatchcase(vmid[:cut], vmid_glob) for cut in range(len(vmid)) if vmid[cut] == "/")
+        return matches_name(vmid, vmid_glob) or any(
+            matches_name(vmid[:cut], vmid_glob) for cut in range(len(vmid)) if vmid[cut] == "/")
     if atom in groups and atom not in seen:
         return any(
             _matches(node_id, labels, member, groups, seen | {atom}) for member in groups[atom]
         )
     # A host pattern selects the host and everything on it.
-    return fnmatchcase(host, atom)
+    return matches_name(host, atom)
 
 
 def host_may_match(
@@ -132,16 +142,16 @@ def _host_atom(
         # the API lists them: the tags may select some, never surely all.
         if not every and host.api is not None:
             return True
-        return any(fnmatchcase(value, label) for value in host.labels)
+        return any(matches_name(value, label) for value in host.labels)
     if atom in groups and atom not in seen:
         return any(_host_atom(host, member, groups, every=every, seen=seen | {atom})
                    for member in groups[atom])
-    host_glob, slash, vmid_glob = atom.partition("/")
+    host_glob, slash, vmid_glob = partition_outside_brackets(atom, "/")
     if not every:
-        return fnmatchcase(host.name, host_glob)
+        return matches_name(host.name, host_glob)
     if slash:
-        return not host.probe_host and vmid_glob == "*" and fnmatchcase(host.name, host_glob)
-    return fnmatchcase(host.name, atom)
+        return not host.probe_host and vmid_glob == "*" and matches_name(host.name, host_glob)
+    return matches_name(host.name, atom)
 
 
 def unmatched_limit_error(
@@ -159,7 +169,8 @@ def unmatched_limit_error(
         return None
     unlisted = set(unlisted_hosts)
     missing = [atom for atom in unmatched_patterns(patterns, nodes, groups)
-               if atom.split("/", 1)[0] not in unlisted]
+               if not any(matches_name(host, split_outside_brackets(atom, "/")[0])
+                          for host in unlisted)]
     if not missing:
         return None
     if any(atom[:1] in ("!", "&") for atom in split_patterns(patterns) if atom):
@@ -219,6 +230,11 @@ def pattern_problem(
     seen: tuple[str, ...] = (),
 ) -> str | None:
     """Why `pattern` can match nothing in `inventory`, or None when it may match."""
+    try:
+        for piece in split_outside_brackets(pattern, "/"):
+            expand_pattern(piece)
+    except RangeError as exc:
+        return str(exc)
     atom = pattern.strip()
     if atom[:1] in ("!", "&"):
         if not allow_prefix:
@@ -231,7 +247,7 @@ def pattern_problem(
     label = _label_of(atom)
     if label is not None:
         return _label_problem(inventory, label)
-    if "/" in atom:
+    if partition_outside_brackets(atom, "/")[1]:
         return _container_problem(inventory, atom)
     if atom in groups:
         if atom in seen:
@@ -260,8 +276,15 @@ def pattern_problem(
     return f"no host or group matches{hint}"
 
 
+def _rpartition_outside_brackets(text: str, separator: str) -> tuple[str, str, str]:
+    parts = split_outside_brackets(text, separator)
+    if len(parts) == 1:
+        return "", "", text
+    return separator.join(parts[:-1]), separator, parts[-1]
+
+
 def _hosts_matching(hosts: Iterable[HostSpec], glob: str) -> list[HostSpec]:
-    return [h for h in hosts if fnmatchcase(h.name, glob)]
+    return [h for h in hosts if matches_name(h.name, glob)]
 
 
 def _label_problem(inventory: Inventory, label: str) -> str | None:
@@ -273,7 +296,7 @@ def _label_problem(inventory: Inventory, label: str) -> str | None:
         if isinstance(host.containers, tuple):
             for container in host.containers:
                 known.update(container.labels)
-    if any(fnmatchcase(value, label) for value in known):
+    if any(matches_name(value, label) for value in known):
         return None
     # Proxmox tags become labels when the API lists the containers; only then is it known.
     if any(h.containers == ALL_CONTAINERS and h.api is not None for h in inventory.hosts):
@@ -283,7 +306,7 @@ def _label_problem(inventory: Inventory, label: str) -> str | None:
 
 
 def _container_problem(inventory: Inventory, atom: str) -> str | None:
-    host_glob, _, vmid_glob = atom.partition("/")
+    host_glob, _, vmid_glob = partition_outside_brackets(atom, "/")
     if ":" in vmid_glob:
         return _oci_problem(inventory, host_glob, vmid_glob)
     if not vmid_glob or not _VMID_PATTERN.match(vmid_glob):
@@ -299,7 +322,7 @@ def _container_problem(inventory: Inventory, atom: str) -> str | None:
         for container in (*host.containers, *host.vms):
             if isinstance(container, str):
                 continue
-            if fnmatchcase(str(container.vmid), vmid_glob):
+            if matches_name(str(container.vmid), vmid_glob):
                 return None
             listed.append(f"{host.name}/{container.vmid}")
     return f"no such container in the inventory (containers: {', '.join(listed) or 'none'})"
@@ -307,7 +330,7 @@ def _container_problem(inventory: Inventory, atom: str) -> str | None:
 
 def _oci_problem(inventory: Inventory, host_glob: str, rest: str) -> str | None:
     """Why `HOST/[VMID/]RUNTIME:NAME` (globs allowed) can match no Docker/Podman container."""
-    guest_glob, slash, oci_glob = rest.rpartition("/")
+    guest_glob, slash, oci_glob = _rpartition_outside_brackets(rest, "/")
     hosts = _hosts_matching(inventory.hosts, host_glob)
     if not hosts:
         return pattern_problem(inventory, host_glob, {})
@@ -319,7 +342,7 @@ def _oci_problem(inventory: Inventory, host_glob: str, rest: str) -> str | None:
         for parent, oci in parents:
             if oci is None:
                 continue
-            if slash and not fnmatchcase(parent.partition("/")[2], guest_glob):
+            if slash and not matches_name(parent.partition("/")[2], guest_glob):
                 continue
             if not slash and parent != host.name:
                 continue
@@ -327,7 +350,7 @@ def _oci_problem(inventory: Inventory, host_glob: str, rest: str) -> str | None:
                 return None  # known after `docker ps`
             for spec in oci.containers:
                 name = f"{oci.runtime}:{spec.name}" if isinstance(spec, OciContainerSpec) else ""
-                if fnmatchcase(name, oci_glob):
+                if matches_name(name, oci_glob):
                     return None
                 known.append(f"{parent}/{name}")
     return ("no such Docker/Podman container in the inventory (listed: "

@@ -22,6 +22,7 @@ from fleetcheck.inventory.model import (
     OciSpec,
     SshOptions,
 )
+from fleetcheck.inventory.ranges import RangeError, expand_nodes, has_range
 from fleetcheck.inventory.yamlsrc import (
     INVENTORY_WORDING,
     KeyPath,
@@ -55,6 +56,7 @@ DEFAULTS_KEYS = (
     "sudo",
     "concurrency",
     "audit_timeout",
+    "probe_host",
 )
 HOST_KEYS = (
     "address",
@@ -332,9 +334,15 @@ class _Builder:
         context = self.defaults(defaults)
         enabled: list[HostSpec] = []
         disabled: list[HostSpec] = []
-        for name, raw in hosts_raw.items():
-            host, is_enabled = self.host(name, raw, context)
-            (enabled if is_enabled else disabled).append(host)
+        first: dict[str, str] = {}
+        for key, raw in hosts_raw.items():
+            for name, address in self.host_names(key, raw):
+                if name in first:
+                    raise self.fail(("hosts", key), f"duplicate host {name!r} (also in "
+                                                    f"{first[name]})")
+                first[name] = f"{key} at line {self.doc.line(('hosts', key))}"
+                host, is_enabled = self.host(name, raw, context, key=key, address=address)
+                (enabled if is_enabled else disabled).append(host)
         concurrency = 64
         if "concurrency" in defaults:
             concurrency = self.integer(defaults["concurrency"], ("defaults", "concurrency"), 1)
@@ -371,26 +379,50 @@ class _Builder:
             "labels": self.optional(raw, path, "labels", self.labels, ()),
             "timeout": self.optional(raw, path, "timeout", self.seconds, DEFAULT_NODE_TIMEOUT),
             "sudo": self.optional(raw, path, "sudo", self.boolean, False),
+            "probe_host": self.optional(raw, path, "probe_host", self.boolean, False),
         }
 
-    def host(self, name: str, raw: Any, ctx: dict[str, Any]) -> tuple[HostSpec, bool]:
-        path: KeyPath = ("hosts", name)
+    def host_names(self, key: str, raw: Any) -> list[tuple[str, str | None]]:
+        """The hosts a `hosts:` key stands for, each with its address when the key's
+        `address` is a range too: `gpu[01-16]` is sixteen hosts with the same settings."""
+        path: KeyPath = ("hosts", key)
+        if not has_range(key):
+            return [(key, None)]
+        try:
+            names = expand_nodes(key)
+        except RangeError as exc:
+            raise self.fail(path, f"bad node range: {exc}") from None
+        address = raw.get("address") if isinstance(raw, dict) else None
+        if not isinstance(address, str) or not has_range(address):
+            return [(name, None) for name in names]
+        try:
+            addresses = expand_nodes(address)
+        except RangeError as exc:
+            raise self.fail((*path, "address"), f"bad range: {exc}") from None
+        if len(addresses) != len(names):
+            raise self.fail((*path, "address"), f"a range of {len(addresses)} addresses for "
+                                                f"{len(names)} hosts (they pair up in order)")
+        return list(zip(names, addresses, strict=True))
+
+    def host(self, name: str, raw: Any, ctx: dict[str, Any], key: str | None = None,
+             address: str | None = None) -> tuple[HostSpec, bool]:
+        path: KeyPath = ("hosts", key or name)
         if not NAME_RE.match(name):
-            raise self.fail(path, "host name may hold only letters, digits, '_', '.' and '-'")
-        if raw is None:
-            raise self.fail(path, "empty host (needs at least 'address')")
-        raw = self.mapping(raw, path, HOST_KEYS)
+            raise self.fail(path, "host name may hold only letters, digits, '_', '.' and '-'"
+                                  + (f" (got {name!r})" if name != path[-1] else ""))
+        raw = self.mapping({} if raw is None else raw, path, HOST_KEYS)
         transport = self.choice(raw.get("transport", "ssh"), (*path, "transport"), TRANSPORTS)
         enabled = self.boolean(raw.get("enabled", True), (*path, "enabled"))
-        address = None
-        if "address" in raw:
+        if address is not None:
+            address = self.address(address, (*path, "address"))
+        elif "address" in raw:
             address = self.address(raw["address"], (*path, "address"))
         elif transport == "ssh":
-            raise self.fail((*path, "address"),
-                            "missing (required unless transport: local or api)")
-        probe_host = self.boolean(
-            raw.get("probe_host", transport == "local"), (*path, "probe_host")
-        )
+            # As ssh and Ansible do: the name is the address (DNS, or an ssh_config Host).
+            address = self.checked(name, path, address_problem)
+        # This machine is always its own node; an api host has no shell to probe.
+        default_probe = transport == "local" or (ctx["probe_host"] and transport == "ssh")
+        probe_host = self.boolean(raw.get("probe_host", default_probe), (*path, "probe_host"))
         containers = self.containers(raw.get("containers"), (*path, "containers"))
         vms = self.containers(raw.get("vms"), (*path, "vms"))
         if isinstance(containers, tuple) and isinstance(vms, tuple):
@@ -402,7 +434,8 @@ class _Builder:
                                     f"VMID {guest.vmid} is also listed under containers")
         oci = self.optional(raw, path, "oci", self.oci, None)
         if not probe_host and not containers and not vms and oci is None:
-            raise self.fail(path, "nothing to probe: set containers, vms, oci or probe_host: true")
+            raise self.fail(path, "nothing to probe: set containers, vms, oci or probe_host: true "
+                                  "(or defaults.probe_host: true)")
         if transport == "api":
             # The API has no `pct exec` and no shell on the host: only guest agents.
             for key in ("containers", "probe_host", "oci"):

@@ -6,6 +6,9 @@ and no root. FLEETCHECK_SYSROOT (default "/") prefixes the reads of /dev, /proc,
 Exit code: 0 ok or warn, 1 fail, 3 error or unknown.
 """
 
+# Built by `python -m fleetcheck.probe.build` from fleetcheck/probe/parts/ (docs/architecture.md:
+# "The probe's sources"). Edit the parts, then rebuild; tests/probe/test_build.py checks.
+
 import errno
 import json
 import os
@@ -20,105 +23,21 @@ import tempfile
 import threading
 import time
 
-PROBE_SCHEMA = "fleetcheck.probe/1"
-PROBE_VERSION = "1"
+# --- base -----------------------------------------------------------------------------------------
+
+#: mypy reads `if TYPE_CHECKING:` as true; the probe never does, so it never imports typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    #: The base of the Probe's mixins (facts and checks by family): their `self` is the whole
+    #: Probe, so mypy takes its attributes as Any and checks the rest of their bodies.
+    Part = Any
+else:
+    Part = object
+
+
 MAX_TEXT = 4096
-RESERVE_S = 0.4  # kept back from the deadline to assemble and print the JSON
-MARK = "@@fleetcheck@@ "
-
-#: Every check id, in causal order (the same as fleetcheck/checks.py; a test compares them).
-CHECK_IDS = (
-    "gpu_present", "dev_nodes_missing", "fabric_manager_not_ready",
-    "cuda_compat_on_unsupported_gpu", "libcuda_stub_shadowing", "driver_userspace_mismatch",
-    "zero_active_drivers", "driver_too_old", "torch_cuda", "torch_lacks_arch",
-    "gpu_arch_unsupported", "triton_installed", "triton_2x",
-    "cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
-    "python_headers_missing", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
-    "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "cache_dir_unwritable",
-    "cache_dir_noexec", "cache_on_network_fs", "ptxas_missing", "ptxas_override_unparsed",
-    "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas", "triton_target",
-    "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator", "fla_fallback_hidden",
-)
-
-#: Short names of root causes, used in the verdict's fix ("no C compiler: apt-get ...").
-CAUSE_LABELS = {
-    "dev_nodes_missing": "GPU device nodes unusable",
-    "fabric_manager_not_ready": "NVSwitch fabric not ready (fabric manager)",
-    "cuda_compat_on_unsupported_gpu": "CUDA forward-compat libcuda on unsupported hardware",
-    "libcuda_stub_shadowing": "the link-time stub libcuda is loaded",
-    "gpu_arch_unsupported": "GPU too old for Triton",
-    "ldcache_stale_libcuda_entry": "stale libcuda.so.1 entry in the linker cache",
-    "cache_on_network_fs": "Triton cache on a network file system",
-    "driver_too_old_for_bundled_ptxas": "driver older than Triton's ptxas",
-    "driver_userspace_mismatch": "driver library/kernel module mismatch",
-    "zero_active_drivers": "CUDA driver does not initialise",
-    "driver_too_old": "driver too old for torch's CUDA",
-    "torch_cuda": "PyTorch does not see the GPU",
-    "torch_lacks_arch": "PyTorch not built for this GPU",
-    "triton_installed": "Triton installation",
-    "triton_2x": "Triton 2.x",
-    "cc_env_invalid": "invalid $CC",
-    "no_c_compiler": "no C compiler",
-    "no_linker": "no linker",
-    "libc_headers_missing": "no libc headers",
-    "python_headers_missing": "no Python headers",
-    "ldconfig_binary_missing": "no /sbin/ldconfig",
-    "libcuda_not_in_ldcache": "libcuda.so.1 not in the linker cache",
-    "libcuda_unversioned_missing": "no unversioned libcuda.so",
-    "cache_dir_unwritable": "Triton cache not writable",
-    "cache_dir_noexec": "Triton cache on a noexec mount",
-    "ptxas_missing": "bundled ptxas missing",
-    "ptxas_override_unparsed": "TRITON_PTXAS_PATH unusable",
-    "triton_too_old_for_gpu": "Triton too old for this GPU",
-    "triton_target": "get_current_target() fails",
-    "stale_cache_masks_compiler": "works only thanks to a warm cache",
-    "triton_kernel": "Triton kernel does not run",
-    "blackwell_no_allocator": "FLA registers no allocator on Blackwell",
-    "fla_fallback_hidden": "flash-linear-attention falls back to CPU",
-}
-
-#: Error texts of Triton and its tools -> the catalogue row they belong to (first match wins).
-#: gcc quotes with ‘’ in UTF-8 locales and with '' under LANG=C, hence the dots.
-ERROR_PATTERNS = (
-    (r"Failed to find C compiler", "no_c_compiler"),
-    (r"cannot find .ld.|cannot execute .(as|ld).|error trying to exec .as.|\"ld\" doesn't exist",
-     "no_linker"),
-    (r"\bPython\.h\b", "python_headers_missing"),
-    (r"\b(stdio|dlfcn|stdlib|string|limits|stddef|features)\.h\b|no include path in which",
-     "libc_headers_missing"),
-    (r"Error 802|system not yet initialized|SYSTEM_NOT_READY", "fabric_manager_not_ready"),
-    (r"Error 804|forward compatibility was attempted", "cuda_compat_on_unsupported_gpu"),
-    (r"driver is a stub library|STUB_LIBRARY", "libcuda_stub_shadowing"),
-    (r"device kernel image is invalid", "driver_too_old_for_bundled_ptxas"),
-    (r"Possible files are located at", "ldcache_stale_libcuda_entry"),
-    (r"libcuda\.so cannot found", "libcuda_not_in_ldcache"),
-    (r"/sbin/ldconfig", "ldconfig_binary_missing"),
-    (r"cannot find -lcuda", "libcuda_unversioned_missing"),
-    (r"failed to map segment", "cache_dir_noexec"),
-    (r"active drivers", "zero_active_drivers"),
-    (r"Cannot find ptxas", "ptxas_missing"),
-    (r"Triton only support CUDA", "ptxas_override_unparsed"),
-    (r"for option 'gpu-name'|is not a recognized processor", "triton_too_old_for_gpu"),
-    (r"no attribute 'active'", "triton_2x"),
-    (r"no allocator was set", "blackwell_no_allocator"),
-    (r"Permission denied", "cache_dir_unwritable"),
-)
-
-CUDA_ERRORS = {
-    0: "CUDA_SUCCESS", 1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY",
-    3: "CUDA_ERROR_NOT_INITIALIZED", 34: "CUDA_ERROR_STUB_LIBRARY",
-    35: "CUDA_ERROR_INSUFFICIENT_DRIVER", 802: "CUDA_ERROR_SYSTEM_NOT_READY",
-    100: "CUDA_ERROR_NO_DEVICE", 101: "CUDA_ERROR_INVALID_DEVICE",
-    304: "CUDA_ERROR_OPERATING_SYSTEM", 803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
-    804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", 999: "CUDA_ERROR_UNKNOWN",
-}
-
-#: Oldest ptxas (CUDA release) that assembles for a compute capability.
-PTXAS_MIN_FOR_CC = {
-    (7, 0): (9, 0), (7, 5): (10, 0), (8, 0): (11, 0), (8, 6): (11, 1), (8, 7): (11, 4),
-    (8, 9): (11, 8), (9, 0): (11, 8), (10, 0): (12, 8), (10, 1): (12, 8), (10, 3): (12, 8),
-    (11, 0): (13, 0), (12, 0): (12, 8), (12, 1): (12, 9),
-}
 
 SYSROOT = os.environ.get("FLEETCHECK_SYSROOT") or "/"
 
@@ -196,12 +115,103 @@ def version_tuple(text):
     return tuple(parts)
 
 
+# --- catalogue ------------------------------------------------------------------------------------
+
+#: Every check id, in causal order (the same as fleetcheck/checks.py; a test compares them).
+CHECK_IDS = (
+    "gpu_present", "dev_nodes_missing", "fabric_manager_not_ready",
+    "cuda_compat_on_unsupported_gpu", "libcuda_stub_shadowing", "driver_userspace_mismatch",
+    "zero_active_drivers", "driver_too_old", "torch_cuda", "torch_lacks_arch",
+    "gpu_arch_unsupported", "triton_installed", "triton_2x",
+    "cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
+    "python_headers_missing", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
+    "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "cache_dir_unwritable",
+    "cache_dir_noexec", "cache_on_network_fs", "ptxas_missing", "ptxas_override_unparsed",
+    "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas", "triton_target",
+    "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator", "fla_fallback_hidden",
+)
+
+#: Short names of root causes, used in the verdict's fix ("no C compiler: apt-get ...").
+CAUSE_LABELS = {
+    "dev_nodes_missing": "GPU device nodes unusable",
+    "fabric_manager_not_ready": "NVSwitch fabric not ready (fabric manager)",
+    "cuda_compat_on_unsupported_gpu": "CUDA forward-compat libcuda on unsupported hardware",
+    "libcuda_stub_shadowing": "the link-time stub libcuda is loaded",
+    "gpu_arch_unsupported": "GPU too old for Triton",
+    "ldcache_stale_libcuda_entry": "stale libcuda.so.1 entry in the linker cache",
+    "cache_on_network_fs": "Triton cache on a network file system",
+    "driver_too_old_for_bundled_ptxas": "driver older than Triton's ptxas",
+    "driver_userspace_mismatch": "driver library/kernel module mismatch",
+    "zero_active_drivers": "CUDA driver does not initialise",
+    "driver_too_old": "driver too old for torch's CUDA",
+    "torch_cuda": "PyTorch does not see the GPU",
+    "torch_lacks_arch": "PyTorch not built for this GPU",
+    "triton_installed": "Triton installation",
+    "triton_2x": "Triton 2.x",
+    "cc_env_invalid": "invalid $CC",
+    "no_c_compiler": "no C compiler",
+    "no_linker": "no linker",
+    "libc_headers_missing": "no libc headers",
+    "python_headers_missing": "no Python headers",
+    "ldconfig_binary_missing": "no /sbin/ldconfig",
+    "libcuda_not_in_ldcache": "libcuda.so.1 not in the linker cache",
+    "libcuda_unversioned_missing": "no unversioned libcuda.so",
+    "cache_dir_unwritable": "Triton cache not writable",
+    "cache_dir_noexec": "Triton cache on a noexec mount",
+    "ptxas_missing": "bundled ptxas missing",
+    "ptxas_override_unparsed": "TRITON_PTXAS_PATH unusable",
+    "triton_too_old_for_gpu": "Triton too old for this GPU",
+    "triton_target": "get_current_target() fails",
+    "stale_cache_masks_compiler": "works only thanks to a warm cache",
+    "triton_kernel": "Triton kernel does not run",
+    "blackwell_no_allocator": "FLA registers no allocator on Blackwell",
+    "fla_fallback_hidden": "flash-linear-attention falls back to CPU",
+}
+
+
+# --- classify -------------------------------------------------------------------------------------
+
+#: Error texts of Triton and its tools -> the catalogue row they belong to (first match wins).
+#: gcc quotes with ‘’ in UTF-8 locales and with '' under LANG=C, hence the dots.
+ERROR_PATTERNS = (
+    (r"Failed to find C compiler", "no_c_compiler"),
+    (r"cannot find .ld.|cannot execute .(as|ld).|error trying to exec .as.|\"ld\" doesn't exist",
+     "no_linker"),
+    (r"\bPython\.h\b", "python_headers_missing"),
+    (r"\b(stdio|dlfcn|stdlib|string|limits|stddef|features)\.h\b|no include path in which",
+     "libc_headers_missing"),
+    (r"Error 802|system not yet initialized|SYSTEM_NOT_READY", "fabric_manager_not_ready"),
+    (r"Error 804|forward compatibility was attempted", "cuda_compat_on_unsupported_gpu"),
+    (r"driver is a stub library|STUB_LIBRARY", "libcuda_stub_shadowing"),
+    (r"device kernel image is invalid", "driver_too_old_for_bundled_ptxas"),
+    (r"Possible files are located at", "ldcache_stale_libcuda_entry"),
+    (r"libcuda\.so cannot found", "libcuda_not_in_ldcache"),
+    (r"/sbin/ldconfig", "ldconfig_binary_missing"),
+    (r"cannot find -lcuda", "libcuda_unversioned_missing"),
+    (r"failed to map segment", "cache_dir_noexec"),
+    (r"active drivers", "zero_active_drivers"),
+    (r"Cannot find ptxas", "ptxas_missing"),
+    (r"Triton only support CUDA", "ptxas_override_unparsed"),
+    (r"for option 'gpu-name'|is not a recognized processor", "triton_too_old_for_gpu"),
+    (r"no attribute 'active'", "triton_2x"),
+    (r"no allocator was set", "blackwell_no_allocator"),
+    (r"Permission denied", "cache_dir_unwritable"),
+)
+
+
 def classify_error(text):
     """The catalogue id a Triton error text belongs to, or None."""
     for pattern, check_id in ERROR_PATTERNS:
         if re.search(pattern, text or ""):
             return check_id
     return None
+
+
+# --- spawn ----------------------------------------------------------------------------------------
+
+RESERVE_S = 0.4  # kept back from the deadline to assemble and print the JSON
+
+MARK = "@@fleetcheck@@ "
 
 
 class Deadline:
@@ -223,7 +233,7 @@ class Deadline:
 
 
 #: Helpers still running; killed with their process groups if the probe is terminated.
-LIVE = set()
+LIVE: "set[Spawned]" = set()
 
 
 class Terminated(BaseException):
@@ -246,8 +256,8 @@ class Spawned:
         self.argv = list(argv)
         self.timeout = timeout
         self.started = time.monotonic()
-        self.out = []
-        self.err = []
+        self.out: list = []
+        self.err: list = []
         self.max_out = max_out
         self.error = None
         self.proc = None
@@ -337,11 +347,21 @@ def stage_lines(stdout):
     return stages
 
 
-# --- scripts run in subprocesses ------------------------------------------------------------
+def run_inline(script):
+    """Run a helper script in this interpreter, capturing what it prints."""
+    import io
+    buffer = io.StringIO()
+    saved = sys.stdout
+    sys.stdout = buffer
+    try:
+        exec(compile(script, "<fleetcheck>", "exec"), {"__name__": "fleetcheck_inline"})
+    finally:
+        sys.stdout = saved
+    return buffer.getvalue()
 
-#: The workload's Python stack, in ONE process of the workload interpreter (import torch is the
-#: slow part, so torch facts, Triton's target and FLA share it). argv: fresh cache dir, then the
-#: user's TRITON_CACHE_DIR as JSON (null when unset). Python >= 3.8, stdlib + what it inspects.
+
+# --- stages ---------------------------------------------------------------------------------------
+
 #: What every helper script starts with: its stage lines behind MARK, exception texts verbatim.
 HELPER_PRELUDE = r'''
 import json, sys
@@ -372,7 +392,11 @@ FLA_LAYOUTS = (("utils/hardware.py", "fla.utils.hardware"),  # 0.6
                ("utils/_device.py", "fla.utils._device"),    # 0.5.1 - 0.5.x
                ("utils.py", "fla.utils"))                    # 0.1 - 0.5.0
 
-STACK_SCRIPT = HELPER_PRELUDE + PY_INCLUDE + "FLA_LAYOUTS = %r\n" % (FLA_LAYOUTS,) + r'''
+#: The workload's Python stack, in ONE process of the workload interpreter (import torch is the
+#: slow part, so torch facts, Triton's target and FLA share it). argv: fresh cache dir, then the
+#: user's TRITON_CACHE_DIR as JSON (null when unset). Python >= 3.8, stdlib + what it inspects.
+STACK_SCRIPT = (HELPER_PRELUDE + PY_INCLUDE + "FLA_LAYOUTS = %r\n" % (FLA_LAYOUTS,)
+                + r'''
 import os, re, subprocess, time, warnings
 fresh = sys.argv[1]
 user_cache = json.loads(sys.argv[2])
@@ -650,7 +674,7 @@ if meta["fla_dir"]:
     data["seconds"] = round(time.time() - t0, 3)
     emit("fla", data)
 emit("done", {})
-'''
+''')
 
 #: The driver layer through ctypes, run with `-I` in a subprocess: a hanging cuInit is then
 #: bounded by a timeout, and the probe itself never initialises CUDA before forking.
@@ -716,6 +740,7 @@ if rc == 0:
 print(json.dumps(out))
 '''
 
+#: The workload interpreter's executable, version and include dir.
 PYINFO_SCRIPT = PY_INCLUDE + r'''
 import json, sys
 print(json.dumps({"executable": sys.executable, "version": "%d.%d.%d" % sys.version_info[:3],
@@ -764,16 +789,8 @@ except BaseException as e:
 emit("done", {})
 '''
 
-COMPILE_SOURCE = """\
-#include <stdio.h>
-#include <dlfcn.h>
-#include <Python.h>
-/* What Triton's cuda_utils.c needs: libc (stdio, dlfcn) and the interpreter's Python.h. */
-int fleetcheck_probe(void) { return (int)sizeof(PyObject) + (dlsym != 0) + (printf != 0); }
-"""
 
-
-# --- node facts --------------------------------------------------------------------------------
+# --- facts_system ---------------------------------------------------------------------------------
 
 def os_release():
     text = read_text(host_path("/etc/os-release")) or read_text(host_path("/usr/lib/os-release"))
@@ -787,6 +804,21 @@ def os_release():
             # `fleetcheck fix` picks the package manager by ID, then by ID_LIKE (rocky, pop...).
             "id_like": values.get("ID_LIKE")}
 
+
+def memory_bytes():
+    match = re.search(r"^MemTotal:\s+(\d+)\s*kB", read_text(host_path("/proc/meminfo")) or "",
+                      re.M)
+    return int(match.group(1)) * 1024 if match else None
+
+
+def cpu_count():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
+
+
+# --- facts_where ----------------------------------------------------------------------------------
 
 def container_kind():
     """'lxc' when this node is an LXC container, else None (lxcfs mounts are the surest sign)."""
@@ -802,18 +834,7 @@ def container_kind():
     return None
 
 
-def memory_bytes():
-    match = re.search(r"^MemTotal:\s+(\d+)\s*kB", read_text(host_path("/proc/meminfo")) or "",
-                      re.M)
-    return int(match.group(1)) * 1024 if match else None
-
-
-def cpu_count():
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count()
-
+# --- facts_nvidia ---------------------------------------------------------------------------------
 
 def proc_nvidia():
     """/proc/driver/nvidia: the kernel module's version and the GPUs it drives."""
@@ -854,7 +875,7 @@ def open_result(path):
     try:
         fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        return errno.errorcode.get(exc.errno, str(exc.errno))
+        return errno.errorcode.get(exc.errno, str(exc.errno))  # type: ignore[arg-type]
     os.close(fd)
     return "ok"
 
@@ -885,6 +906,26 @@ def parse_smi(result):
     return out
 
 
+def nvswitch_devices():
+    """NVSwitch devices the driver lists (HGX boards): /proc/driver/nvidia-nvswitch/devices."""
+    try:
+        return sorted(os.listdir(host_path("/proc/driver/nvidia-nvswitch/devices")))
+    except OSError:
+        return []
+
+
+# --- facts_libcuda --------------------------------------------------------------------------------
+
+CUDA_ERRORS = {
+    0: "CUDA_SUCCESS", 1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY",
+    3: "CUDA_ERROR_NOT_INITIALIZED", 34: "CUDA_ERROR_STUB_LIBRARY",
+    35: "CUDA_ERROR_INSUFFICIENT_DRIVER", 802: "CUDA_ERROR_SYSTEM_NOT_READY",
+    100: "CUDA_ERROR_NO_DEVICE", 101: "CUDA_ERROR_INVALID_DEVICE",
+    304: "CUDA_ERROR_OPERATING_SYSTEM", 803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+    804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", 999: "CUDA_ERROR_UNKNOWN",
+}
+
+
 def parse_ldconfig(text):
     """(name, path) pairs from `ldconfig -p`."""
     entries = []
@@ -896,6 +937,22 @@ def parse_ldconfig(text):
         entries.append((left.split()[0] if left.split() else "", right.strip()))
     return entries
 
+
+class LibcudaFacts(Part):
+    """Reads the libcuda stage (CUDA_SCRIPT) run with `-I` in a subprocess."""
+
+    def collect_cuda(self):
+        result = self.cuda.result()
+        if result["timed_out"]:
+            return {"error": "libcuda probe timed out after %.1f s" % result["seconds"],
+                    "timed_out": True}
+        try:
+            return json.loads(result["stdout"])
+        except ValueError:
+            return {"error": result["error"] or clip(result["stderr"] or "no output", 1000)}
+
+
+# --- facts_cache ----------------------------------------------------------------------------------
 
 def mount_of(path, mountinfo):
     """(mount point, options) of the mount that holds `path`, from /proc/self/mountinfo."""
@@ -937,14 +994,6 @@ def mount_fs(path, mountinfo):
     return best
 
 
-def nvswitch_devices():
-    """NVSwitch devices the driver lists (HGX boards): /proc/driver/nvidia-nvswitch/devices."""
-    try:
-        return sorted(os.listdir(host_path("/proc/driver/nvidia-nvswitch/devices")))
-    except OSError:
-        return []
-
-
 def existing_ancestor(path):
     while path and not os.path.exists(path):
         parent = os.path.dirname(path)
@@ -962,6 +1011,17 @@ def triton_cache_dir(env):
     return os.path.join(home, ".triton", "cache")
 
 
+# --- facts_toolchain ------------------------------------------------------------------------------
+
+COMPILE_SOURCE = """\
+#include <stdio.h>
+#include <dlfcn.h>
+#include <Python.h>
+/* What Triton's cuda_utils.c needs: libc (stdio, dlfcn) and the interpreter's Python.h. */
+int fleetcheck_probe(void) { return (int)sizeof(PyObject) + (dlsym != 0) + (printf != 0); }
+"""
+
+
 def install_hint(os_id, python_version, what):
     """Package install line for the node's distribution (apt by default)."""
     xy = ".".join(str(python_version or "3").split(".")[:2])
@@ -977,19 +1037,58 @@ def install_hint(os_id, python_version, what):
     return "apt-get install -y " + names[0]
 
 
-# --- the probe ---------------------------------------------------------------------------------
+class ToolchainFacts(Part):
+    """The workload interpreter's facts, the compiler Triton would pick, and the test compile."""
 
-class Probe:
-    """Gathers facts concurrently, then evaluates every check in causal order."""
+    def workload_pyinfo(self):
+        if os.path.realpath(self.workload_python) == os.path.realpath(sys.executable):
+            info = json.loads(run_inline(PYINFO_SCRIPT))
+            return info
+        result = Spawned([self.workload_python, "-c", PYINFO_SCRIPT],
+                         self.deadline.timeout(15), env=self.env).result()
+        try:
+            return json.loads(result["stdout"])
+        except ValueError:
+            return {"executable": self.workload_python, "version": None, "include": None,
+                    "error": result["error"] or clip(result["stderr"] or "no output", 1000)}
 
-    def __init__(self, deep, deadline, workload_python, tmp):
-        self.deep = deep
-        self.deadline = deadline
-        self.tmp = tmp
-        self.env = dict(os.environ)
-        self.workload_python = workload_python or sys.executable
-        self.facts = {}
-        self.data = {}
+    def find_compiler(self):
+        """The compiler as Triton picks it: $CC as is, else gcc, else clang (never `cc`)."""
+        path = self.env.get("PATH", os.defpath)
+        cc = self.env.get("CC")
+        if cc is not None:
+            found = shutil.which(cc, path=path) if os.sep not in cc else (
+                cc if os.path.isfile(cc) and os.access(cc, os.X_OK) else None)
+            return {"path": found, "source": "CC", "value": cc}
+        for name in ("gcc", "clang"):
+            found = shutil.which(name, path=path)
+            if found:
+                return {"path": found, "source": name, "value": None}
+        return {"path": None, "source": None, "value": None,
+                "plain_cc": shutil.which("cc", path=path)}
+
+    def start_compile(self):
+        if not self.compiler["path"]:
+            return None
+        work = os.path.join(self.tmp, "cc")
+        os.mkdir(work)
+        source = os.path.join(work, "fleetcheck_cc.c")
+        with open(source, "w") as handle:
+            handle.write(COMPILE_SOURCE)
+        argv = [self.compiler["path"], source, "-O0", "-shared", "-fPIC", "-Wno-psabi", "-o",
+                os.path.join(work, "fleetcheck_cc.so")]
+        if self.pyinfo.get("include"):
+            argv.append("-I" + self.pyinfo["include"])
+        env = dict(self.env)
+        env["TMPDIR"] = work
+        self.compile_argv = argv
+        return Spawned(argv, self.deadline.timeout(30), env=env, cwd=work)
+
+
+# --- gather ---------------------------------------------------------------------------------------
+
+class Gather(Part):
+    """Starts every slow fact first, does the file reads meanwhile, then assembles the facts."""
 
     # Gathering: start every slow thing first, then do the file reads while they run.
     def gather(self):
@@ -1054,8 +1153,8 @@ class Probe:
         self.mountinfo = read_text(host_path("/proc/self/mountinfo"))
         self.proc_devices = read_text(host_path("/proc/devices")) or ""
 
-        self.cuda_info = self.collect_cuda() if self.cuda else {"error": "not run: no GPU"}
-        self.smi_info = parse_smi(self.smi.result()) if self.smi else {"error": "not run"}
+        self.cuda_info: dict = self.collect_cuda() if self.cuda else {"error": "not run: no GPU"}
+        self.smi_info: dict = parse_smi(self.smi.result()) if self.smi else {"error": "not run"}
         if self.possible_gpu and not self.smi:
             self.smi_info = {"error": "not on PATH"}
         self.ld_result = self.ldconfig.result() if self.ldconfig else None
@@ -1065,60 +1164,6 @@ class Probe:
         self.deep_result = self.deep_run.result() if self.deep_run else None
         self.deep_stages = stage_lines(self.deep_result["stdout"]) if self.deep_result else {}
         self.assemble_facts()
-
-    def workload_pyinfo(self):
-        if os.path.realpath(self.workload_python) == os.path.realpath(sys.executable):
-            info = json.loads(run_inline(PYINFO_SCRIPT))
-            return info
-        result = Spawned([self.workload_python, "-c", PYINFO_SCRIPT],
-                         self.deadline.timeout(15), env=self.env).result()
-        try:
-            return json.loads(result["stdout"])
-        except ValueError:
-            return {"executable": self.workload_python, "version": None, "include": None,
-                    "error": result["error"] or clip(result["stderr"] or "no output", 1000)}
-
-    def find_compiler(self):
-        """The compiler as Triton picks it: $CC as is, else gcc, else clang (never `cc`)."""
-        path = self.env.get("PATH", os.defpath)
-        cc = self.env.get("CC")
-        if cc is not None:
-            found = shutil.which(cc, path=path) if os.sep not in cc else (
-                cc if os.path.isfile(cc) and os.access(cc, os.X_OK) else None)
-            return {"path": found, "source": "CC", "value": cc}
-        for name in ("gcc", "clang"):
-            found = shutil.which(name, path=path)
-            if found:
-                return {"path": found, "source": name, "value": None}
-        return {"path": None, "source": None, "value": None,
-                "plain_cc": shutil.which("cc", path=path)}
-
-    def start_compile(self):
-        if not self.compiler["path"]:
-            return None
-        work = os.path.join(self.tmp, "cc")
-        os.mkdir(work)
-        source = os.path.join(work, "fleetcheck_cc.c")
-        with open(source, "w") as handle:
-            handle.write(COMPILE_SOURCE)
-        argv = [self.compiler["path"], source, "-O0", "-shared", "-fPIC", "-Wno-psabi", "-o",
-                os.path.join(work, "fleetcheck_cc.so")]
-        if self.pyinfo.get("include"):
-            argv.append("-I" + self.pyinfo["include"])
-        env = dict(self.env)
-        env["TMPDIR"] = work
-        self.compile_argv = argv
-        return Spawned(argv, self.deadline.timeout(30), env=env, cwd=work)
-
-    def collect_cuda(self):
-        result = self.cuda.result()
-        if result["timed_out"]:
-            return {"error": "libcuda probe timed out after %.1f s" % result["seconds"],
-                    "timed_out": True}
-        try:
-            return json.loads(result["stdout"])
-        except ValueError:
-            return {"error": result["error"] or clip(result["stderr"] or "no output", 1000)}
 
     def assemble_facts(self):
         meta = self.stages.get("meta", {})
@@ -1207,62 +1252,11 @@ class Probe:
                 caps.add(cap)
         return sorted(caps)
 
-    # Evaluation ---------------------------------------------------------------------------
 
-    def run_checks(self):
-        meta = self.stages.get("meta", {})
-        self.no_gpu = not self.hardware_evidence()
-        self.triton_missing = not meta.get("triton_dir")
-        self.stack_failed = "meta" not in self.stages
-        checks = []
-        for check_id in CHECK_IDS:
-            try:
-                if self.no_gpu and check_id != "gpu_present":
-                    result = ("skip", "not evaluated: no NVIDIA GPU on this node", "", {})
-                elif (self.stack_failed and check_id in STACK_DEPENDENT):
-                    result = self.stack_error()
-                elif (self.triton_missing and check_id in TRITON_DEPENDENT):
-                    result = ("skip", "not evaluated: Triton is not installed", "", {})
-                else:
-                    result = getattr(self, "check_" + check_id)()
-            except Exception as exc:
-                result = ("error", "check failed inside the probe: " + error_text(exc), "",
-                          {"exception": error_text(exc)})
-            status, summary, fix, evidence = result
-            checks.append({"id": check_id, "status": status, "summary": clip_head(summary, 400),
-                           "fix": clip_head(fix, 600), "evidence": bounded(evidence)})
-        self.apply_masking(checks)
-        return checks
+# --- checks_driver --------------------------------------------------------------------------------
 
-    def stack_error(self):
-        result = self.stack_result
-        if result["timed_out"]:
-            summary = "the workload's Python stack did not answer within the deadline (%.1f s)" % (
-                result["seconds"])
-        elif result["error"]:
-            summary = "cannot run the workload interpreter: " + result["error"]
-        else:
-            summary = "the workload interpreter failed: " + (
-                first_line(result["stderr"].splitlines()[-1] if result["stderr"] else "")
-                or "rc %s" % result["rc"])
-        return ("error", summary, "", {"python": self.workload_python,
-                                       "stderr": clip(result["stderr"]), "rc": result["rc"]})
-
-    def stage_missing(self, stage):
-        """(error, ...) for a stage the stack never reported: it timed out or crashed before."""
-        result = self.stack_result
-        if result["timed_out"]:
-            summary = "timed out before %s finished (deadline %.1f s)" % (
-                stage, self.deadline.end - self.deadline.start)
-        else:
-            summary = "%s did not report (workload interpreter exited with rc %s)" % (
-                stage, result["rc"])
-        return ("error", summary, "", {"stderr": clip(result["stderr"]), "rc": result["rc"]})
-
-    def hardware_evidence(self):
-        numbered = [n for n in self.dev_names if re.match(r"^nvidia\d+$", n)]
-        return bool(self.proc["gpus"] or numbered or self.smi_info.get("gpus")
-                    or (self.cuda_info.get("count") or 0) > 0)
+class DriverChecks(Part):
+    """The GPU and NVIDIA driver checks."""
 
     def check_gpu_present(self):
         evidence = {"proc_gpus": [g["bus"] for g in self.proc["gpus"]],
@@ -1273,7 +1267,7 @@ class Probe:
                     "cuda_device_count": self.cuda_info.get("count")}
         if not self.hardware_evidence():
             return ("warn", "no NVIDIA GPU on this node", "", evidence)
-        names = {}
+        names: dict = {}
         for gpu in self.gpus:
             label = gpu.get("name") or "NVIDIA GPU"
             if gpu.get("compute_capability"):
@@ -1384,535 +1378,6 @@ class Probe:
                     evidence)
         return ("pass", "cuInit OK, %d device(s), driver API %s" % (
             info["count"], self.facts["driver"]["cuda_driver_version"]), "", evidence)
-
-    def torch_info(self):
-        return self.stages.get("torch") or {}
-
-    def check_driver_too_old(self):
-        meta = self.stages.get("meta", {})
-        torch_cuda = self.torch_info().get("cuda") or meta.get("torch_cuda")
-        driver = self.facts["driver"]["cuda_driver_version"]
-        evidence = {"torch_cuda": torch_cuda, "driver_cuda": driver}
-        if not meta.get("torch_dir"):
-            return ("skip", "PyTorch not installed", "", evidence)
-        if not torch_cuda or not driver:
-            return ("skip", "cannot compare: torch CUDA %s, driver CUDA %s" % (
-                torch_cuda, driver), "", evidence)
-        need, have = version_tuple(torch_cuda)[:2], version_tuple(driver)[:2]
-        fix = "upgrade the NVIDIA driver to one supporting CUDA %s, or install a torch built " \
-              "for CUDA %s" % (torch_cuda, driver)
-        if have[:1] < need[:1]:
-            return ("fail", "driver supports CUDA %s, torch needs CUDA %s" % (driver, torch_cuda),
-                    fix, evidence)
-        if have < need:
-            return ("warn", "driver supports CUDA %s, torch is built for %s (minor-version "
-                    "compatibility only)" % (driver, torch_cuda), fix, evidence)
-        return ("pass", "driver CUDA %s >= torch CUDA %s" % (driver, torch_cuda), "", evidence)
-
-    def check_torch_cuda(self):
-        meta = self.stages.get("meta", {})
-        torch = self.torch_info()
-        if not meta.get("torch_dir"):
-            return ("skip", "PyTorch not installed", "", {})
-        if not torch:
-            return self.stage_missing("import torch")
-        evidence = {key: torch.get(key) for key in ("version", "cuda", "cuda_available",
-                                                     "device_count", "import_s", "warnings",
-                                                     "error")}
-        if torch.get("error"):
-            return ("fail", "import torch failed: " + first_line(torch["error"]),
-                    "reinstall PyTorch for %s" % self.workload_python, evidence)
-        if not torch.get("cuda"):
-            return ("fail", "CPU-only PyTorch build (torch %s)" % torch.get("version"),
-                    "install a CUDA build of torch, e.g. pip install torch --index-url "
-                    "https://download.pytorch.org/whl/cu128", evidence)
-        if not torch.get("cuda_available"):
-            warning = first_line((torch.get("warnings") or [""])[0])
-            return ("fail", "torch.cuda.is_available() is False" + (
-                ": " + warning if warning else ""),
-                "fix the driver layer (device nodes, driver, CUDA_VISIBLE_DEVICES)", evidence)
-        count = torch.get("device_count") or 0
-        if count < len(self.gpus):
-            return ("warn", "torch sees %d of %d GPUs (CUDA_VISIBLE_DEVICES=%s)" % (
-                count, len(self.gpus), self.env.get("CUDA_VISIBLE_DEVICES")), "", evidence)
-        return ("pass", "torch %s (CUDA %s) sees %d GPU(s)" % (
-            torch.get("version"), torch.get("cuda"), count), "", evidence)
-
-    def check_torch_lacks_arch(self):
-        torch = self.torch_info()
-        arch_list = torch.get("arch_list") or []
-        caps = self.capabilities()
-        evidence = {"arch_list": arch_list, "gpu_capabilities": ["%d.%d" % c for c in caps]}
-        if not self.stages.get("meta", {}).get("torch_dir"):
-            return ("skip", "PyTorch not installed", "", evidence)
-        if not arch_list or not caps:
-            return ("skip", "arch list or compute capability unknown", "", evidence)
-        missing = [cap for cap in caps if not arch_supported(arch_list, cap)]
-        if missing:
-            sm = ", ".join("sm_%d%d" % cap for cap in missing)
-            return ("fail", "torch %s has no kernels for %s (built for %s)" % (
-                torch.get("version"), sm, " ".join(arch_list)),
-                "install a torch build that includes %s (cu128 or newer wheels for "
-                "Blackwell)" % sm, evidence)
-        return ("pass", "torch built for %s" % ", ".join("sm_%d%d" % c for c in caps), "",
-                evidence)
-
-    def check_triton_installed(self):
-        meta = self.stages.get("meta", {})
-        dists = meta.get("triton_dists") or []
-        evidence = {"location": meta.get("triton_dir"), "distributions": dists}
-        if not meta.get("triton_dir"):
-            return ("warn", "Triton is not installed for %s" % (
-                self.facts["python"].get("executable")),
-                "pip install triton (PyTorch's CUDA wheels bring it)", evidence)
-        if len(dists) > 1:
-            names = ", ".join("%s %s" % (d.get("name"), d.get("version")) for d in dists)
-            return ("fail", "%d Triton distributions installed (%s)" % (len(dists), names),
-                    "keep one: pip uninstall the others (e.g. pip uninstall pytorch-triton)",
-                    evidence)
-        version = self.facts["triton"]["version"]
-        return ("pass", "triton %s at %s" % (version, meta["triton_dir"]), "", evidence)
-
-    def triton_version(self):
-        return version_tuple((self.facts.get("triton") or {}).get("version"))
-
-    def check_triton_2x(self):
-        version = self.triton_version()
-        evidence = {"version": (self.facts.get("triton") or {}).get("version")}
-        if not version:
-            return ("skip", "Triton version unknown", "", evidence)
-        if version[0] < 3:
-            return ("fail", "Triton %s has no driver.active: FLA always falls back to CPU" % (
-                evidence["version"]), "upgrade to Triton >= 3.3 (with torch >= 2.7)", evidence)
-        return ("pass", "Triton %s" % evidence["version"], "", evidence)
-
-    def check_cc_env_invalid(self):
-        cc = self.env.get("CC")
-        evidence = {"CC": cc}
-        if cc is None:
-            return ("pass", "CC not set (Triton looks for gcc, then clang)", "", evidence)
-        if self.compiler["path"]:
-            return ("pass", "CC=%s is executable" % cc, "", evidence)
-        text = "FileNotFoundError: [Errno 2] No such file or directory: '%s'" % cc
-        evidence["expected_error"] = text
-        return ("fail", "CC=%s is not an executable (Triton uses it unchecked)" % cc,
-                "fix or unset CC (export CC=/usr/bin/gcc)", evidence)
-
-    def compile_fix(self, what):
-        return install_hint(self.facts["os"].get("id"), self.facts["python"].get("version"), what)
-
-    def check_no_c_compiler(self):
-        path = self.env.get("PATH", os.defpath)
-        gcc, clang = shutil.which("gcc", path=path), shutil.which("clang", path=path)
-        evidence = {"PATH": path, "gcc": gcc, "clang": clang, "CC": self.env.get("CC"),
-                    "cc": shutil.which("cc", path=path)}
-        fix = self.compile_fix("compiler") + ", or set CC"
-        if self.compiler["source"] == "CC":
-            if self.compiler["path"]:
-                return ("pass", "compiler from CC: %s" % self.compiler["path"], "", evidence)
-            if gcc or clang:
-                return ("pass", "%s on PATH (unused while CC is set)" % (gcc or clang), "",
-                        evidence)
-            return ("fail", "no C compiler: CC is invalid and there is no gcc or clang on PATH",
-                    fix, evidence)
-        if self.compiler["path"]:
-            return ("pass", "%s (%s)" % (self.compiler["path"], self.compiler["source"]), "",
-                    evidence)
-        summary = "no C compiler: CC unset, no gcc or clang on PATH"
-        if evidence["cc"]:
-            summary += " (%s exists, but Triton never tries cc)" % evidence["cc"]
-        evidence["expected_error"] = ("RuntimeError: Failed to find C compiler. Please specify "
-                                      "via CC environment variable or set "
-                                      "triton.knobs.build.impl.")
-        return ("fail", summary, fix, evidence)
-
-    def compile_outcome(self):
-        """'ok', 'none' (nothing compiled), 'timeout' or the compiler's stderr."""
-        result = self.compile_result
-        if result is None:
-            return "none", {}
-        evidence = {"argv": getattr(self, "compile_argv", None), "rc": result["rc"],
-                    "stderr": clip(result["stderr"]), "seconds": result["seconds"]}
-        if result["timed_out"]:
-            return "timeout", evidence
-        if result["error"]:
-            evidence["error"] = result["error"]
-            return result["error"], evidence
-        if result["rc"] == 0:
-            return "ok", evidence
-        return result["stderr"] or "rc %s" % result["rc"], evidence
-
-    def check_no_linker(self):
-        outcome, evidence = self.compile_outcome()
-        ld = shutil.which("ld", path=self.env.get("PATH", os.defpath))
-        evidence["ld"] = ld
-        if outcome == "ok":
-            return ("pass", "compiled and linked a Python extension with %s" % (
-                self.compiler["path"]), "", evidence)
-        if outcome == "none":
-            return ("skip", "no compiler to test the linker with (ld: %s)" % (ld or "absent"),
-                    "", evidence)
-        if outcome == "timeout":
-            return ("error", "test compile timed out", "", evidence)
-        if classify_error(outcome) == "no_linker":
-            return ("fail", "no linker: " + compiler_error_line(outcome),
-                    self.compile_fix("linker"), evidence)
-        return ("pass", "ld at %s (the test compile failed earlier)" % ld if ld else
-                "linker not reached (the test compile failed earlier)", "", evidence)
-
-    def check_libc_headers_missing(self):
-        outcome, evidence = self.compile_outcome()
-        headers = {name: os.path.exists("/usr/include/" + name) for name in ("stdio.h", "dlfcn.h")}
-        evidence["headers"] = headers
-        fix = self.compile_fix("libc")
-        if outcome == "ok":
-            return ("pass", "libc headers found (stdio.h, dlfcn.h)", "", evidence)
-        if outcome not in ("none", "timeout") and classify_error(outcome) == "libc_headers_missing":
-            return ("fail", "libc headers missing: " + compiler_error_line(outcome), fix, evidence)
-        if outcome == "none" or outcome == "timeout" or header_missing(outcome) is None:
-            if not all(headers.values()):
-                return ("fail", "libc headers missing: no /usr/include/%s" % ", ".join(
-                    n for n, ok in headers.items() if not ok), fix, evidence)
-            return ("pass", "/usr/include/stdio.h and dlfcn.h present", "", evidence)
-        return ("pass", "libc headers found", "", evidence)
-
-    def check_python_headers_missing(self):
-        outcome, evidence = self.compile_outcome()
-        include = self.pyinfo.get("include")
-        header = os.path.join(include, "Python.h") if include else None
-        evidence.update({"include": include, "python_h_exists": bool(
-            header and os.path.exists(header))})
-        fix = self.compile_fix("python") + " (headers for %s)" % (
-            self.facts["python"].get("executable"))
-        if outcome == "ok":
-            return ("pass", "Python.h for %s compiles" % self.facts["python"].get("version"), "",
-                    evidence)
-        if outcome not in ("none", "timeout") and re.search(r"\bPython\.h\b", outcome):
-            return ("fail", "Python.h missing for Python %s: %s" % (
-                self.facts["python"].get("version"), compiler_error_line(outcome)), fix, evidence)
-        if not evidence["python_h_exists"]:
-            return ("fail", "Python.h missing for Python %s (not in %s)" % (
-                self.facts["python"].get("version"), include), fix, evidence)
-        return ("pass", "%s present" % header, "", evidence)
-
-    def check_ldconfig_binary_missing(self):
-        path = host_path("/sbin/ldconfig")
-        evidence = {"path": "/sbin/ldconfig", "TRITON_LIBCUDA_PATH":
-                    self.env.get("TRITON_LIBCUDA_PATH")}
-        if os.access(path, os.X_OK):
-            return ("pass", "/sbin/ldconfig present", "", evidence)
-        if self.env.get("TRITON_LIBCUDA_PATH"):
-            return ("pass", "/sbin/ldconfig absent but unused (TRITON_LIBCUDA_PATH is set)", "",
-                    evidence)
-        evidence["expected_error"] = ("FileNotFoundError: [Errno 2] No such file or directory: "
-                                      "'/sbin/ldconfig'")
-        return ("fail", "/sbin/ldconfig missing (Triton runs it by that path)",
-                "set TRITON_LIBCUDA_PATH=%s, or install libc-bin" % (
-                    self.libcuda_dir() or "<dir of libcuda.so.1>"), evidence)
-
-    def libcuda_dir(self):
-        loaded = self.cuda_info.get("loaded")
-        return os.path.dirname(loaded) if loaded and os.sep in loaded else None
-
-    def libcuda_dirs(self):
-        """Triton's libcuda_dirs(): (dirs, assertion text or None, ldconfig entries)."""
-        env_path = self.env.get("TRITON_LIBCUDA_PATH")
-        if env_path:
-            return [env_path], None, []
-        text = self.ld_result["stdout"] if self.ld_result else ""
-        entries = parse_ldconfig(text)
-        locs = [path for name, path in entries if "libcuda.so.1" in name]
-        dirs = [os.path.dirname(loc) for loc in locs]
-        ld_path = self.env.get("LD_LIBRARY_PATH")
-        if ld_path and not dirs:
-            dirs = [d for d in ld_path.split(":") if os.path.exists(os.path.join(d,
-                                                                               "libcuda.so.1"))]
-        msg = "libcuda.so cannot found!\n"
-        if locs:
-            msg += "Possible files are located at %s." % str(locs)
-            msg += "Please create a symlink of libcuda.so to any of the files."
-        else:
-            msg += 'Please make sure GPU is set up and then run "/sbin/ldconfig"'
-            msg += " (requires sudo) to refresh the linker cache."
-        ok = any(os.path.exists(os.path.join(d, "libcuda.so.1")) for d in dirs)
-        return dirs, (None if ok else "AssertionError: " + msg), entries
-
-    def check_libcuda_not_in_ldcache(self):
-        if self.ld_result is None and not self.env.get("TRITON_LIBCUDA_PATH"):
-            return ("skip", "no /sbin/ldconfig to ask (see ldconfig_binary_missing)", "", {})
-        if self.ld_result and self.ld_result["timed_out"]:
-            return ("error", "/sbin/ldconfig -p timed out", "", {})
-        dirs, failure, entries = self.libcuda_dirs()
-        locs = [p for n, p in entries if "libcuda.so.1" in n]
-        if failure and locs and not self.env.get("TRITON_LIBCUDA_PATH"):
-            return ("skip", "ldconfig lists libcuda.so.1, at a path that does not exist (see "
-                    "ldcache_stale_libcuda_entry)", "", {"ldconfig_libcuda": locs})
-        evidence = {"dirs": dirs, "ldconfig_libcuda": [p for n, p in entries if "libcuda" in n],
-                    "LD_LIBRARY_PATH": self.env.get("LD_LIBRARY_PATH"),
-                    "TRITON_LIBCUDA_PATH": self.env.get("TRITON_LIBCUDA_PATH"),
-                    "dlopen": self.cuda_info.get("loaded")}
-        if failure:
-            evidence["expected_error"] = failure
-            where = self.libcuda_dir()
-            fix = ("run ldconfig (add an /etc/ld.so.conf.d entry for %s), or set "
-                   "TRITON_LIBCUDA_PATH=%s" % (where or "the libcuda dir",
-                                               where or "<dir of libcuda.so.1>"))
-            summary = "libcuda.so.1 is not in the ldconfig cache nor on LD_LIBRARY_PATH"
-            if where:
-                summary += " (the loader finds %s)" % self.cuda_info.get("loaded")
-            return ("fail", summary, fix, evidence)
-        return ("pass", "libcuda.so.1 in %s" % ", ".join(dirs), "", evidence)
-
-    def check_libcuda_unversioned_missing(self):
-        version = self.triton_version()
-        if not version:
-            return ("skip", "Triton version unknown", "", {})
-        if version >= (3, 6):
-            return ("pass", "not needed: Triton >= 3.6 links libcuda.so.1", "", {})
-        dirs, failure, entries = self.libcuda_dirs()
-        if failure:
-            return ("skip", "libcuda.so.1 not found (see libcuda_not_in_ldcache)", "", {})
-        in_dirs = [d for d in dirs if os.path.exists(os.path.join(d, "libcuda.so"))]
-        in_cache = [p for n, p in entries if n == "libcuda.so"]
-        evidence = {"dirs": dirs, "with_libcuda_so": in_dirs, "ldconfig": in_cache}
-        if in_dirs or in_cache:
-            return ("pass", "libcuda.so present for -lcuda", "", evidence)
-        evidence["expected_error"] = "/usr/bin/ld: cannot find -lcuda"
-        target = os.path.join(dirs[0], "libcuda.so") if dirs else "libcuda.so"
-        return ("fail", "Triton %s links -lcuda but only libcuda.so.1 exists" % ".".join(
-            map(str, version)), "ln -s libcuda.so.1 %s, or upgrade to Triton >= 3.6" % target,
-            evidence)
-
-    def check_cache_dir_unwritable(self):
-        cache = self.facts["triton_cache_dir"]
-        evidence = {"cache_dir": cache, "HOME": self.env.get("HOME")}
-        fix = "export TRITON_CACHE_DIR=<a writable dir>"
-        if os.path.isdir(cache):
-            # access(2), not a test file: the user's cache is never written to (a job may be
-            # using it); it also answers EROFS for a read-only mount.
-            if not os.access(cache, os.W_OK | os.X_OK):
-                return ("fail", "Triton cache %s not writable: PermissionError: [Errno 13] "
-                        "Permission denied: '%s'" % (cache, cache), fix, evidence)
-            return ("pass", "%s writable" % cache, "", evidence)
-        ancestor = existing_ancestor(cache)
-        evidence["nearest_existing"] = ancestor
-        if not os.path.isdir(ancestor):
-            return ("fail", "Triton cache %s cannot be created: %s is not a directory" % (
-                cache, ancestor), fix, evidence)
-        if not os.access(ancestor, os.W_OK | os.X_OK):
-            missing = os.path.join(ancestor, os.path.relpath(cache, ancestor).split(os.sep)[0])
-            return ("fail", "Triton cache cannot be created: PermissionError: [Errno 13] "
-                    "Permission denied: '%s'" % missing, fix, evidence)
-        return ("pass", "%s can be created under %s" % (cache, ancestor), "", evidence)
-
-    def check_cache_dir_noexec(self):
-        cache = self.facts["triton_cache_dir"]
-        if not self.mountinfo:
-            return ("skip", "no /proc/self/mountinfo", "", {"cache_dir": cache})
-        where = existing_ancestor(os.path.realpath(cache) if os.path.exists(cache) else cache)
-        mount = mount_of(where, self.mountinfo)
-        evidence = {"cache_dir": cache, "mount": mount[0] if mount else None,
-                    "options": mount[1] if mount else None}
-        if mount and "noexec" in mount[1].split(","):
-            evidence["expected_error"] = ("ImportError: cuda_utils.so: failed to map segment "
-                                          "from shared object")
-            return ("fail", "Triton cache %s is on noexec mount %s" % (cache, mount[0]),
-                    "set TRITON_CACHE_DIR to a dir on a mount without noexec", evidence)
-        return ("pass", "cache mount %s allows exec" % (mount[0] if mount else "/"), "",
-                evidence)
-
-    def ptxas_tools(self):
-        return self.stages.get("meta", {}).get("ptxas") or {}
-
-    def active_ptxas(self, cap=None):
-        tools = self.ptxas_tools()
-        version = self.triton_version()
-        blackwell = cap is not None and (cap[0] >= 10 or (version >= (3, 9) and cap[0] >= 9))
-        for key in (("TRITON_PTXAS_BLACKWELL_PATH", "ptxas-blackwell") if blackwell else ()) + (
-                "TRITON_PTXAS_PATH", "ptxas", "ptxas-2x"):
-            tool = tools.get(key)
-            if tool and (tool.get("exists") or key == "ptxas"):
-                if key == "ptxas" and not tool.get("exists") and tools.get("ptxas-2x"):
-                    continue
-                return key, tool
-        return None, None
-
-    def check_ptxas_missing(self):
-        _, tool = self.active_ptxas()
-        evidence = {"ptxas": self.ptxas_tools()}
-        if tool is None:
-            return ("skip", "ptxas location unknown", "", evidence)
-        if not tool.get("executable"):
-            version = (self.facts.get("triton") or {}).get("version")
-            return ("fail", "Triton's ptxas %s at %s" % (
-                "is not executable" if tool.get("exists") else "is missing", tool["path"]),
-                "reinstall the wheel: pip install --force-reinstall triton==%s" % version,
-                evidence)
-        return ("pass", "ptxas %s (%s)" % (tool.get("version"), tool["path"]), "", evidence)
-
-    def check_ptxas_override_unparsed(self):
-        tool = self.ptxas_tools().get("TRITON_PTXAS_PATH")
-        if not tool:
-            return ("pass", "TRITON_PTXAS_PATH not set", "", {})
-        evidence = {"ptxas": tool, "triton": (self.facts.get("triton") or {}).get("version")}
-        cuda = version_tuple(tool.get("version"))
-        triton = self.triton_version()
-        if not cuda or not triton:
-            return ("skip", "ptxas or Triton version unknown", "", evidence)
-        if (triton <= (3, 2, 99) and cuda >= (12, 7)) or (triton <= (3, 4, 99) and cuda >= (13,)):
-            evidence["expected_error"] = ("Triton only support CUDA 10.0 or higher, but got "
-                                          "CUDA version: %s" % tool.get("version"))
-            return ("fail", "Triton %s cannot parse the version of TRITON_PTXAS_PATH's ptxas %s"
-                    % (evidence["triton"], tool.get("version")),
-                    "unset TRITON_PTXAS_PATH and upgrade Triton instead", evidence)
-        return ("pass", "TRITON_PTXAS_PATH ptxas %s" % tool.get("version"), "", evidence)
-
-    def check_triton_too_old_for_gpu(self):
-        caps = self.capabilities()
-        evidence = {"gpu_capabilities": ["%d.%d" % c for c in caps]}
-        if not caps:
-            return ("skip", "compute capability unknown", "", evidence)
-        for cap in caps:
-            key, tool = self.active_ptxas(cap)
-            have = version_tuple((tool or {}).get("version"))
-            need = PTXAS_MIN_FOR_CC.get(cap)
-            evidence["sm_%d%d" % cap] = {"ptxas": key, "version": (tool or {}).get("version"),
-                                          "needs": "%d.%d" % need if need else None}
-            if not have or not need:
-                continue
-            if have[:2] < need:
-                version = (self.facts.get("triton") or {}).get("version")
-                return ("fail", "Triton %s's ptxas %s does not know sm_%d%d (needs >= %d.%d)" % (
-                    version, tool.get("version"), cap[0], cap[1], need[0], need[1]),
-                    "upgrade: torch >= 2.7 with Triton >= 3.3 (Triton >= 3.6 for sm_121)",
-                    evidence)
-        return ("pass", "ptxas knows %s" % ", ".join("sm_%d%d" % c for c in caps), "", evidence)
-
-    def check_triton_target(self):
-        target = self.stages.get("target")
-        if target is None:
-            return self.stage_missing("get_current_target()")
-        evidence = {"seconds": target.get("seconds"), "cache": "fresh",
-                    "stderr": clip(self.stack_result["stderr"], 2000)}
-        if target.get("ok"):
-            t = target.get("target") or {}
-            return ("pass", "get_current_target() = %s:%s in a fresh cache" % (
-                t.get("backend"), t.get("arch")), "", evidence)
-        error = target.get("error") or ""
-        evidence["error"] = error
-        evidence["matches"] = classify_error(error + "\n" + self.stack_result["stderr"][-4000:])
-        # A cause no catalogue row names: say so, with the error, rather than guess one.
-        fix = "" if evidence["matches"] else (
-            "no known cause matches this error (see its text in the evidence): run the "
-            "workload's get_current_target() with the same environment to investigate")
-        return ("fail", "get_current_target() in a fresh cache: " + first_line(error), fix,
-                evidence)
-
-    def check_stale_cache_masks_compiler(self):
-        target = self.stages.get("target")
-        warm = self.stages.get("warm")
-        if target is None:
-            return ("skip", "no target result", "", {})
-        if target.get("ok"):
-            return ("pass", "Triton works from a fresh cache", "", {})
-        if not warm or warm.get("ok") is None:
-            return ("skip", "no warm cache to compare with", "",
-                    {"cache_dir": (warm or {}).get("cache_dir")})
-        evidence = {"cache_dir": warm.get("cache_dir"), "warm_error": warm.get("error")}
-        if warm.get("ok"):
-            return ("warn", "Triton works only thanks to the warm cache %s: a fresh cache fails "
-                    "(%s)" % (warm.get("cache_dir"), first_line(target.get("error"))),
-                    "install the toolchain anyway (%s): kernels with a new signature still "
-                    "compile a launcher" % self.compile_fix("compiler"), evidence)
-        return ("skip", "the warm cache fails too", "", evidence)
-
-    def check_triton_kernel(self):
-        if not self.deep:
-            return ("skip", "not run (use --deep)", "", {})
-        stages = self.deep_stages
-        result = self.deep_result
-        evidence = {"stderr": clip(result["stderr"], 2000), "seconds": result["seconds"]}
-        if "error" in stages:
-            error = stages["error"]["error"]
-            evidence["error"] = error
-            evidence["matches"] = classify_error(error + "\n" + result["stderr"][-4000:])
-            return ("fail", "kernel run failed: " + first_line(error), "", evidence)
-        if "count" not in stages:
-            if result["timed_out"]:
-                return ("error", "kernel run timed out after %.1f s" % result["seconds"], "",
-                        evidence)
-            return ("error", "kernel run did not report (rc %s)" % result["rc"], "", evidence)
-        count = stages["count"].get("count") or 0
-        devices = [stages.get("device%d" % i) for i in range(count)]
-        evidence["devices"] = devices
-        if count == 0:
-            return ("fail", "kernel run: torch sees no GPU", "", evidence)
-        missing = [i for i, d in enumerate(devices) if d is None]
-        if missing:
-            return ("error", "kernel run timed out before GPU %d" % missing[0], "", evidence)
-        bad = [d for d in devices if not d.get("ok")]
-        if bad:
-            evidence["matches"] = classify_error(bad[0].get("error"))
-            return ("fail", "kernel failed on GPU %d: %s" % (
-                bad[0]["index"], first_line(bad[0].get("error"))), "", evidence)
-        return ("pass", "JIT kernel verified on %d GPU(s) in a fresh cache" % count, "", evidence)
-
-    def check_blackwell_no_allocator(self):
-        meta = self.stages.get("meta", {})
-        caps = self.capabilities()
-        blackwell = [c for c in caps if c[0] in (10, 12)]
-        evidence = {"fla_version": meta.get("fla_version"),
-                    "gpu_capabilities": ["%d.%d" % c for c in caps]}
-        if not meta.get("fla_dir"):
-            return ("skip", "flash-linear-attention not installed", "", evidence)
-        if not blackwell:
-            return ("pass", "not a Blackwell GPU", "", evidence)
-        version = version_tuple(meta.get("fla_version"))
-        fla = self.stages.get("fla") or {}
-        if version and version < (0, 5, 0):
-            return ("fail", "FLA %s registers no Triton allocator on Blackwell" % (
-                meta.get("fla_version")), "upgrade flash-linear-attention to >= 0.5.1", evidence)
-        if fla.get("device_platform") == "cpu":
-            return ("fail", "FLA fell back to CPU, so no allocator is set on Blackwell",
-                    "fix the fallback (see fla_fallback_hidden)", evidence)
-        return ("pass", "FLA %s sets an allocator on Blackwell" % meta.get("fla_version"), "",
-                evidence)
-
-    def check_fla_fallback_hidden(self):
-        meta = self.stages.get("meta", {})
-        if not meta.get("fla_dir"):
-            return ("skip", "flash-linear-attention not installed", "", {})
-        fla = self.stages.get("fla")
-        if fla is None:
-            return self.stage_missing("FLA's device detection")
-        target = self.stages.get("target") or {}
-        evidence = {"version": meta.get("fla_version"), "layout": fla.get("layout"),
-                    "module": fla.get("module"), "device_platform": fla.get("device_platform"),
-                    "warnings": fla.get("warnings"), "swallowed": fla.get("swallowed"),
-                    "error": fla.get("error"), "seconds": fla.get("seconds"),
-                    "triton_error": target.get("error")}
-        version = meta.get("fla_version") or "?"
-        if fla.get("error"):
-            if fla.get("layout") == "unknown":
-                # A release newer than this probe: say so, never guess its verdict.
-                return ("warn", "FLA %s: layout unknown to this probe (no %s); import fla.utils: "
-                        "%s" % (version, ", ".join("fla/" + rel for rel, _ in FLA_LAYOUTS),
-                                first_line(fla["error"])), "", evidence)
-            return ("fail", "FLA %s: import %s failed: %s" % (
-                version, fla.get("module"), first_line(fla["error"])),
-                "reinstall flash-linear-attention", evidence)
-        if fla.get("device_platform") == "cpu" or fla.get("warnings"):
-            warning = first_line((fla.get("warnings") or ["no warning"])[0])
-            hidden = (fla.get("swallowed") or target.get("error")
-                      or "not seen (FLA cached its verdict before the probe looked)")
-            return ("fail", "FLA %s falls back to CPU (device_platform=%s): %s; the exception "
-                    "it swallowed: %s" % (version, fla.get("device_platform"), warning,
-                                          first_line(hidden)),
-                    "fix the underlying cause", evidence)
-        return ("pass", "FLA %s runs on the GPU (device_platform=%s, from fla/%s)" % (
-            version, fla.get("device_platform"), fla.get("layout")), "", evidence)
-
-    # The rows from user reports (second survey) -------------------------------------------
 
     def cuda_code(self):
         """(cuInit return code, its name) or (None, None) when libcuda was not reached."""
@@ -2031,6 +1496,323 @@ class Probe:
         return ("pass", "compute capability %s" % ", ".join("%d.%d" % c for c in caps), "",
                 evidence)
 
+
+# --- checks_torch ---------------------------------------------------------------------------------
+
+def arch_supported(arch_list, cap):
+    """Whether torch's arch list runs on compute capability `cap` (SASS or PTX JIT)."""
+    major, minor = cap
+    for arch in arch_list:
+        match = re.match(r"^(sm|compute)_(\d+)(\d)([af]?)$", arch)
+        if not match:
+            continue
+        kind, a_major, a_minor, suffix = match.group(1), int(match.group(2)), int(
+            match.group(3)), match.group(4)
+        if kind == "sm" and a_major == major and a_minor <= minor and (
+                not suffix or a_minor == minor):
+            return True
+        if kind == "compute" and not suffix and (a_major, a_minor) <= (major, minor):
+            return True
+    return False
+
+
+class TorchChecks(Part):
+    """The PyTorch checks."""
+
+    def torch_info(self):
+        return self.stages.get("torch") or {}
+
+    def check_driver_too_old(self):
+        meta = self.stages.get("meta", {})
+        torch_cuda = self.torch_info().get("cuda") or meta.get("torch_cuda")
+        driver = self.facts["driver"]["cuda_driver_version"]
+        evidence = {"torch_cuda": torch_cuda, "driver_cuda": driver}
+        if not meta.get("torch_dir"):
+            return ("skip", "PyTorch not installed", "", evidence)
+        if not torch_cuda or not driver:
+            return ("skip", "cannot compare: torch CUDA %s, driver CUDA %s" % (
+                torch_cuda, driver), "", evidence)
+        need, have = version_tuple(torch_cuda)[:2], version_tuple(driver)[:2]
+        fix = "upgrade the NVIDIA driver to one supporting CUDA %s, or install a torch built " \
+              "for CUDA %s" % (torch_cuda, driver)
+        if have[:1] < need[:1]:
+            return ("fail", "driver supports CUDA %s, torch needs CUDA %s" % (driver, torch_cuda),
+                    fix, evidence)
+        if have < need:
+            return ("warn", "driver supports CUDA %s, torch is built for %s (minor-version "
+                    "compatibility only)" % (driver, torch_cuda), fix, evidence)
+        return ("pass", "driver CUDA %s >= torch CUDA %s" % (driver, torch_cuda), "", evidence)
+
+    def check_torch_cuda(self):
+        meta = self.stages.get("meta", {})
+        torch = self.torch_info()
+        if not meta.get("torch_dir"):
+            return ("skip", "PyTorch not installed", "", {})
+        if not torch:
+            return self.stage_missing("import torch")
+        evidence = {key: torch.get(key) for key in ("version", "cuda", "cuda_available",
+                                                     "device_count", "import_s", "warnings",
+                                                     "error")}
+        if torch.get("error"):
+            return ("fail", "import torch failed: " + first_line(torch["error"]),
+                    "reinstall PyTorch for %s" % self.workload_python, evidence)
+        if not torch.get("cuda"):
+            return ("fail", "CPU-only PyTorch build (torch %s)" % torch.get("version"),
+                    "install a CUDA build of torch, e.g. pip install torch --index-url "
+                    "https://download.pytorch.org/whl/cu128", evidence)
+        if not torch.get("cuda_available"):
+            warning = first_line((torch.get("warnings") or [""])[0])
+            return ("fail", "torch.cuda.is_available() is False" + (
+                ": " + warning if warning else ""),
+                "fix the driver layer (device nodes, driver, CUDA_VISIBLE_DEVICES)", evidence)
+        count = torch.get("device_count") or 0
+        if count < len(self.gpus):
+            return ("warn", "torch sees %d of %d GPUs (CUDA_VISIBLE_DEVICES=%s)" % (
+                count, len(self.gpus), self.env.get("CUDA_VISIBLE_DEVICES")), "", evidence)
+        return ("pass", "torch %s (CUDA %s) sees %d GPU(s)" % (
+            torch.get("version"), torch.get("cuda"), count), "", evidence)
+
+    def check_torch_lacks_arch(self):
+        torch = self.torch_info()
+        arch_list = torch.get("arch_list") or []
+        caps = self.capabilities()
+        evidence = {"arch_list": arch_list, "gpu_capabilities": ["%d.%d" % c for c in caps]}
+        if not self.stages.get("meta", {}).get("torch_dir"):
+            return ("skip", "PyTorch not installed", "", evidence)
+        if not arch_list or not caps:
+            return ("skip", "arch list or compute capability unknown", "", evidence)
+        missing = [cap for cap in caps if not arch_supported(arch_list, cap)]
+        if missing:
+            sm = ", ".join("sm_%d%d" % cap for cap in missing)
+            return ("fail", "torch %s has no kernels for %s (built for %s)" % (
+                torch.get("version"), sm, " ".join(arch_list)),
+                "install a torch build that includes %s (cu128 or newer wheels for "
+                "Blackwell)" % sm, evidence)
+        return ("pass", "torch built for %s" % ", ".join("sm_%d%d" % c for c in caps), "",
+                evidence)
+
+
+# --- checks_toolchain -----------------------------------------------------------------------------
+
+def compiler_error_line(text):
+    """The line of compiler output that says what broke."""
+    for line in (text or "").splitlines():
+        if "error" in line.lower():
+            return line.strip()[:300]
+    return first_line(text)[:300]
+
+
+def header_missing(text):
+    match = re.search(r"fatal error: '?([\w./-]+\.h)'?(?::| file not found)", text or "")
+    return match.group(1) if match else None
+
+
+class ToolchainChecks(Part):
+    """The compiler, linker and header checks, read from the test compile."""
+
+    def check_cc_env_invalid(self):
+        cc = self.env.get("CC")
+        evidence = {"CC": cc}
+        if cc is None:
+            return ("pass", "CC not set (Triton looks for gcc, then clang)", "", evidence)
+        if self.compiler["path"]:
+            return ("pass", "CC=%s is executable" % cc, "", evidence)
+        text = "FileNotFoundError: [Errno 2] No such file or directory: '%s'" % cc
+        evidence["expected_error"] = text
+        return ("fail", "CC=%s is not an executable (Triton uses it unchecked)" % cc,
+                "fix or unset CC (export CC=/usr/bin/gcc)", evidence)
+
+    def compile_fix(self, what):
+        return install_hint(self.facts["os"].get("id"), self.facts["python"].get("version"), what)
+
+    def check_no_c_compiler(self):
+        path = self.env.get("PATH", os.defpath)
+        gcc, clang = shutil.which("gcc", path=path), shutil.which("clang", path=path)
+        evidence = {"PATH": path, "gcc": gcc, "clang": clang, "CC": self.env.get("CC"),
+                    "cc": shutil.which("cc", path=path)}
+        fix = self.compile_fix("compiler") + ", or set CC"
+        if self.compiler["source"] == "CC":
+            if self.compiler["path"]:
+                return ("pass", "compiler from CC: %s" % self.compiler["path"], "", evidence)
+            if gcc or clang:
+                return ("pass", "%s on PATH (unused while CC is set)" % (gcc or clang), "",
+                        evidence)
+            return ("fail", "no C compiler: CC is invalid and there is no gcc or clang on PATH",
+                    fix, evidence)
+        if self.compiler["path"]:
+            return ("pass", "%s (%s)" % (self.compiler["path"], self.compiler["source"]), "",
+                    evidence)
+        summary = "no C compiler: CC unset, no gcc or clang on PATH"
+        if evidence["cc"]:
+            summary += " (%s exists, but Triton never tries cc)" % evidence["cc"]
+        evidence["expected_error"] = ("RuntimeError: Failed to find C compiler. Please specify "
+                                      "via CC environment variable or set "
+                                      "triton.knobs.build.impl.")
+        return ("fail", summary, fix, evidence)
+
+    def compile_outcome(self):
+        """'ok', 'none' (nothing compiled), 'timeout' or the compiler's stderr."""
+        result = self.compile_result
+        if result is None:
+            return "none", {}
+        evidence = {"argv": getattr(self, "compile_argv", None), "rc": result["rc"],
+                    "stderr": clip(result["stderr"]), "seconds": result["seconds"]}
+        if result["timed_out"]:
+            return "timeout", evidence
+        if result["error"]:
+            evidence["error"] = result["error"]
+            return result["error"], evidence
+        if result["rc"] == 0:
+            return "ok", evidence
+        return result["stderr"] or "rc %s" % result["rc"], evidence
+
+    def check_no_linker(self):
+        outcome, evidence = self.compile_outcome()
+        ld = shutil.which("ld", path=self.env.get("PATH", os.defpath))
+        evidence["ld"] = ld
+        if outcome == "ok":
+            return ("pass", "compiled and linked a Python extension with %s" % (
+                self.compiler["path"]), "", evidence)
+        if outcome == "none":
+            return ("skip", "no compiler to test the linker with (ld: %s)" % (ld or "absent"),
+                    "", evidence)
+        if outcome == "timeout":
+            return ("error", "test compile timed out", "", evidence)
+        if classify_error(outcome) == "no_linker":
+            return ("fail", "no linker: " + compiler_error_line(outcome),
+                    self.compile_fix("linker"), evidence)
+        return ("pass", "ld at %s (the test compile failed earlier)" % ld if ld else
+                "linker not reached (the test compile failed earlier)", "", evidence)
+
+    def check_libc_headers_missing(self):
+        outcome, evidence = self.compile_outcome()
+        headers = {name: os.path.exists("/usr/include/" + name) for name in ("stdio.h", "dlfcn.h")}
+        evidence["headers"] = headers
+        fix = self.compile_fix("libc")
+        if outcome == "ok":
+            return ("pass", "libc headers found (stdio.h, dlfcn.h)", "", evidence)
+        if outcome not in ("none", "timeout") and classify_error(outcome) == "libc_headers_missing":
+            return ("fail", "libc headers missing: " + compiler_error_line(outcome), fix, evidence)
+        if outcome == "none" or outcome == "timeout" or header_missing(outcome) is None:
+            if not all(headers.values()):
+                return ("fail", "libc headers missing: no /usr/include/%s" % ", ".join(
+                    n for n, ok in headers.items() if not ok), fix, evidence)
+            return ("pass", "/usr/include/stdio.h and dlfcn.h present", "", evidence)
+        return ("pass", "libc headers found", "", evidence)
+
+    def check_python_headers_missing(self):
+        outcome, evidence = self.compile_outcome()
+        include = self.pyinfo.get("include")
+        header = os.path.join(include, "Python.h") if include else None
+        evidence.update({"include": include, "python_h_exists": bool(
+            header and os.path.exists(header))})
+        fix = self.compile_fix("python") + " (headers for %s)" % (
+            self.facts["python"].get("executable"))
+        if outcome == "ok":
+            return ("pass", "Python.h for %s compiles" % self.facts["python"].get("version"), "",
+                    evidence)
+        if outcome not in ("none", "timeout") and re.search(r"\bPython\.h\b", outcome):
+            return ("fail", "Python.h missing for Python %s: %s" % (
+                self.facts["python"].get("version"), compiler_error_line(outcome)), fix, evidence)
+        if not evidence["python_h_exists"]:
+            return ("fail", "Python.h missing for Python %s (not in %s)" % (
+                self.facts["python"].get("version"), include), fix, evidence)
+        return ("pass", "%s present" % header, "", evidence)
+
+
+# --- checks_libcuda -------------------------------------------------------------------------------
+
+class LoaderChecks(Part):
+    """The loader and linker-cache checks."""
+
+    def check_ldconfig_binary_missing(self):
+        path = host_path("/sbin/ldconfig")
+        evidence = {"path": "/sbin/ldconfig", "TRITON_LIBCUDA_PATH":
+                    self.env.get("TRITON_LIBCUDA_PATH")}
+        if os.access(path, os.X_OK):
+            return ("pass", "/sbin/ldconfig present", "", evidence)
+        if self.env.get("TRITON_LIBCUDA_PATH"):
+            return ("pass", "/sbin/ldconfig absent but unused (TRITON_LIBCUDA_PATH is set)", "",
+                    evidence)
+        evidence["expected_error"] = ("FileNotFoundError: [Errno 2] No such file or directory: "
+                                      "'/sbin/ldconfig'")
+        return ("fail", "/sbin/ldconfig missing (Triton runs it by that path)",
+                "set TRITON_LIBCUDA_PATH=%s, or install libc-bin" % (
+                    self.libcuda_dir() or "<dir of libcuda.so.1>"), evidence)
+
+    def libcuda_dir(self):
+        loaded = self.cuda_info.get("loaded")
+        return os.path.dirname(loaded) if loaded and os.sep in loaded else None
+
+    def libcuda_dirs(self):
+        """Triton's libcuda_dirs(): (dirs, assertion text or None, ldconfig entries)."""
+        env_path = self.env.get("TRITON_LIBCUDA_PATH")
+        if env_path:
+            return [env_path], None, []
+        text = self.ld_result["stdout"] if self.ld_result else ""
+        entries = parse_ldconfig(text)
+        locs = [path for name, path in entries if "libcuda.so.1" in name]
+        dirs = [os.path.dirname(loc) for loc in locs]
+        ld_path = self.env.get("LD_LIBRARY_PATH")
+        if ld_path and not dirs:
+            dirs = [d for d in ld_path.split(":") if os.path.exists(os.path.join(d,
+                                                                               "libcuda.so.1"))]
+        msg = "libcuda.so cannot found!\n"
+        if locs:
+            msg += "Possible files are located at %s." % str(locs)
+            msg += "Please create a symlink of libcuda.so to any of the files."
+        else:
+            msg += 'Please make sure GPU is set up and then run "/sbin/ldconfig"'
+            msg += " (requires sudo) to refresh the linker cache."
+        ok = any(os.path.exists(os.path.join(d, "libcuda.so.1")) for d in dirs)
+        return dirs, (None if ok else "AssertionError: " + msg), entries
+
+    def check_libcuda_not_in_ldcache(self):
+        if self.ld_result is None and not self.env.get("TRITON_LIBCUDA_PATH"):
+            return ("skip", "no /sbin/ldconfig to ask (see ldconfig_binary_missing)", "", {})
+        if self.ld_result and self.ld_result["timed_out"]:
+            return ("error", "/sbin/ldconfig -p timed out", "", {})
+        dirs, failure, entries = self.libcuda_dirs()
+        locs = [p for n, p in entries if "libcuda.so.1" in n]
+        if failure and locs and not self.env.get("TRITON_LIBCUDA_PATH"):
+            return ("skip", "ldconfig lists libcuda.so.1, at a path that does not exist (see "
+                    "ldcache_stale_libcuda_entry)", "", {"ldconfig_libcuda": locs})
+        evidence = {"dirs": dirs, "ldconfig_libcuda": [p for n, p in entries if "libcuda" in n],
+                    "LD_LIBRARY_PATH": self.env.get("LD_LIBRARY_PATH"),
+                    "TRITON_LIBCUDA_PATH": self.env.get("TRITON_LIBCUDA_PATH"),
+                    "dlopen": self.cuda_info.get("loaded")}
+        if failure:
+            evidence["expected_error"] = failure
+            where = self.libcuda_dir()
+            fix = ("run ldconfig (add an /etc/ld.so.conf.d entry for %s), or set "
+                   "TRITON_LIBCUDA_PATH=%s" % (where or "the libcuda dir",
+                                               where or "<dir of libcuda.so.1>"))
+            summary = "libcuda.so.1 is not in the ldconfig cache nor on LD_LIBRARY_PATH"
+            if where:
+                summary += " (the loader finds %s)" % self.cuda_info.get("loaded")
+            return ("fail", summary, fix, evidence)
+        return ("pass", "libcuda.so.1 in %s" % ", ".join(dirs), "", evidence)
+
+    def check_libcuda_unversioned_missing(self):
+        version = self.triton_version()
+        if not version:
+            return ("skip", "Triton version unknown", "", {})
+        if version >= (3, 6):
+            return ("pass", "not needed: Triton >= 3.6 links libcuda.so.1", "", {})
+        dirs, failure, entries = self.libcuda_dirs()
+        if failure:
+            return ("skip", "libcuda.so.1 not found (see libcuda_not_in_ldcache)", "", {})
+        in_dirs = [d for d in dirs if os.path.exists(os.path.join(d, "libcuda.so"))]
+        in_cache = [p for n, p in entries if n == "libcuda.so"]
+        evidence = {"dirs": dirs, "with_libcuda_so": in_dirs, "ldconfig": in_cache}
+        if in_dirs or in_cache:
+            return ("pass", "libcuda.so present for -lcuda", "", evidence)
+        evidence["expected_error"] = "/usr/bin/ld: cannot find -lcuda"
+        target = os.path.join(dirs[0], "libcuda.so") if dirs else "libcuda.so"
+        return ("fail", "Triton %s links -lcuda but only libcuda.so.1 exists" % ".".join(
+            map(str, version)), "ln -s libcuda.so.1 %s, or upgrade to Triton >= 3.6" % target,
+            evidence)
+
     def check_ldcache_stale_libcuda_entry(self):
         if self.env.get("TRITON_LIBCUDA_PATH"):
             return ("pass", "not consulted (TRITON_LIBCUDA_PATH is set)", "", {})
@@ -2059,6 +1841,50 @@ class Probe:
                 "set TRITON_LIBCUDA_PATH=%s, or rerun ldconfig over %s" % (real_dir, real_dir),
                 evidence)
 
+
+# --- checks_cache ---------------------------------------------------------------------------------
+
+class CacheChecks(Part):
+    """The cache directory checks."""
+
+    def check_cache_dir_unwritable(self):
+        cache = self.facts["triton_cache_dir"]
+        evidence = {"cache_dir": cache, "HOME": self.env.get("HOME")}
+        fix = "export TRITON_CACHE_DIR=<a writable dir>"
+        if os.path.isdir(cache):
+            # access(2), not a test file: the user's cache is never written to (a job may be
+            # using it); it also answers EROFS for a read-only mount.
+            if not os.access(cache, os.W_OK | os.X_OK):
+                return ("fail", "Triton cache %s not writable: PermissionError: [Errno 13] "
+                        "Permission denied: '%s'" % (cache, cache), fix, evidence)
+            return ("pass", "%s writable" % cache, "", evidence)
+        ancestor = existing_ancestor(cache)
+        evidence["nearest_existing"] = ancestor
+        if not os.path.isdir(ancestor):
+            return ("fail", "Triton cache %s cannot be created: %s is not a directory" % (
+                cache, ancestor), fix, evidence)
+        if not os.access(ancestor, os.W_OK | os.X_OK):
+            missing = os.path.join(ancestor, os.path.relpath(cache, ancestor).split(os.sep)[0])
+            return ("fail", "Triton cache cannot be created: PermissionError: [Errno 13] "
+                    "Permission denied: '%s'" % missing, fix, evidence)
+        return ("pass", "%s can be created under %s" % (cache, ancestor), "", evidence)
+
+    def check_cache_dir_noexec(self):
+        cache = self.facts["triton_cache_dir"]
+        if not self.mountinfo:
+            return ("skip", "no /proc/self/mountinfo", "", {"cache_dir": cache})
+        where = existing_ancestor(os.path.realpath(cache) if os.path.exists(cache) else cache)
+        mount = mount_of(where, self.mountinfo)
+        evidence = {"cache_dir": cache, "mount": mount[0] if mount else None,
+                    "options": mount[1] if mount else None}
+        if mount and "noexec" in mount[1].split(","):
+            evidence["expected_error"] = ("ImportError: cuda_utils.so: failed to map segment "
+                                          "from shared object")
+            return ("fail", "Triton cache %s is on noexec mount %s" % (cache, mount[0]),
+                    "set TRITON_CACHE_DIR to a dir on a mount without noexec", evidence)
+        return ("pass", "cache mount %s allows exec" % (mount[0] if mount else "/"), "",
+                evidence)
+
     def check_cache_on_network_fs(self):
         cache = self.facts["triton_cache_dir"]
         if not self.mountinfo:
@@ -2074,6 +1900,116 @@ class Probe:
                     "export TRITON_CACHE_DIR=<a node-local dir>, e.g. /tmp/triton-$USER", evidence)
         return ("pass", "cache on %s (%s)" % (mount[0], mount[1]) if mount else
                 "cache mount unknown", "", evidence)
+
+
+# --- checks_triton --------------------------------------------------------------------------------
+
+#: Oldest ptxas (CUDA release) that assembles for a compute capability.
+PTXAS_MIN_FOR_CC = {
+    (7, 0): (9, 0), (7, 5): (10, 0), (8, 0): (11, 0), (8, 6): (11, 1), (8, 7): (11, 4),
+    (8, 9): (11, 8), (9, 0): (11, 8), (10, 0): (12, 8), (10, 1): (12, 8), (10, 3): (12, 8),
+    (11, 0): (13, 0), (12, 0): (12, 8), (12, 1): (12, 9),
+}
+
+
+class TritonChecks(Part):
+    """The Triton checks."""
+
+    def check_triton_installed(self):
+        meta = self.stages.get("meta", {})
+        dists = meta.get("triton_dists") or []
+        evidence = {"location": meta.get("triton_dir"), "distributions": dists}
+        if not meta.get("triton_dir"):
+            return ("warn", "Triton is not installed for %s" % (
+                self.facts["python"].get("executable")),
+                "pip install triton (PyTorch's CUDA wheels bring it)", evidence)
+        if len(dists) > 1:
+            names = ", ".join("%s %s" % (d.get("name"), d.get("version")) for d in dists)
+            return ("fail", "%d Triton distributions installed (%s)" % (len(dists), names),
+                    "keep one: pip uninstall the others (e.g. pip uninstall pytorch-triton)",
+                    evidence)
+        version = self.facts["triton"]["version"]
+        return ("pass", "triton %s at %s" % (version, meta["triton_dir"]), "", evidence)
+
+    def triton_version(self):
+        return version_tuple((self.facts.get("triton") or {}).get("version"))
+
+    def check_triton_2x(self):
+        version = self.triton_version()
+        evidence = {"version": (self.facts.get("triton") or {}).get("version")}
+        if not version:
+            return ("skip", "Triton version unknown", "", evidence)
+        if version[0] < 3:
+            return ("fail", "Triton %s has no driver.active: FLA always falls back to CPU" % (
+                evidence["version"]), "upgrade to Triton >= 3.3 (with torch >= 2.7)", evidence)
+        return ("pass", "Triton %s" % evidence["version"], "", evidence)
+
+    def ptxas_tools(self):
+        return self.stages.get("meta", {}).get("ptxas") or {}
+
+    def active_ptxas(self, cap=None):
+        tools = self.ptxas_tools()
+        version = self.triton_version()
+        blackwell = cap is not None and (cap[0] >= 10 or (version >= (3, 9) and cap[0] >= 9))
+        for key in (("TRITON_PTXAS_BLACKWELL_PATH", "ptxas-blackwell") if blackwell else ()) + (
+                "TRITON_PTXAS_PATH", "ptxas", "ptxas-2x"):
+            tool = tools.get(key)
+            if tool and (tool.get("exists") or key == "ptxas"):
+                if key == "ptxas" and not tool.get("exists") and tools.get("ptxas-2x"):
+                    continue
+                return key, tool
+        return None, None
+
+    def check_ptxas_missing(self):
+        _, tool = self.active_ptxas()
+        evidence = {"ptxas": self.ptxas_tools()}
+        if tool is None:
+            return ("skip", "ptxas location unknown", "", evidence)
+        if not tool.get("executable"):
+            version = (self.facts.get("triton") or {}).get("version")
+            return ("fail", "Triton's ptxas %s at %s" % (
+                "is not executable" if tool.get("exists") else "is missing", tool["path"]),
+                "reinstall the wheel: pip install --force-reinstall triton==%s" % version,
+                evidence)
+        return ("pass", "ptxas %s (%s)" % (tool.get("version"), tool["path"]), "", evidence)
+
+    def check_ptxas_override_unparsed(self):
+        tool = self.ptxas_tools().get("TRITON_PTXAS_PATH")
+        if not tool:
+            return ("pass", "TRITON_PTXAS_PATH not set", "", {})
+        evidence = {"ptxas": tool, "triton": (self.facts.get("triton") or {}).get("version")}
+        cuda = version_tuple(tool.get("version"))
+        triton = self.triton_version()
+        if not cuda or not triton:
+            return ("skip", "ptxas or Triton version unknown", "", evidence)
+        if (triton <= (3, 2, 99) and cuda >= (12, 7)) or (triton <= (3, 4, 99) and cuda >= (13,)):
+            evidence["expected_error"] = ("Triton only support CUDA 10.0 or higher, but got "
+                                          "CUDA version: %s" % tool.get("version"))
+            return ("fail", "Triton %s cannot parse the version of TRITON_PTXAS_PATH's ptxas %s"
+                    % (evidence["triton"], tool.get("version")),
+                    "unset TRITON_PTXAS_PATH and upgrade Triton instead", evidence)
+        return ("pass", "TRITON_PTXAS_PATH ptxas %s" % tool.get("version"), "", evidence)
+
+    def check_triton_too_old_for_gpu(self):
+        caps = self.capabilities()
+        evidence: dict = {"gpu_capabilities": ["%d.%d" % c for c in caps]}
+        if not caps:
+            return ("skip", "compute capability unknown", "", evidence)
+        for cap in caps:
+            key, tool = self.active_ptxas(cap)
+            have = version_tuple((tool or {}).get("version"))
+            need = PTXAS_MIN_FOR_CC.get(cap)
+            evidence["sm_%d%d" % cap] = {"ptxas": key, "version": (tool or {}).get("version"),
+                                          "needs": "%d.%d" % need if need else None}
+            if not have or not need:
+                continue
+            if have[:2] < need:
+                version = (self.facts.get("triton") or {}).get("version")
+                return ("fail", "Triton %s's ptxas %s does not know sm_%d%d (needs >= %d.%d)" % (
+                    version, tool.get("version"), cap[0], cap[1], need[0], need[1]),
+                    "upgrade: torch >= 2.7 with Triton >= 3.3 (Triton >= 3.6 for sm_121)",
+                    evidence)
+        return ("pass", "ptxas knows %s" % ", ".join("sm_%d%d" % c for c in caps), "", evidence)
 
     def check_driver_too_old_for_bundled_ptxas(self):
         version = self.cuda_info.get("version")
@@ -2104,7 +2040,141 @@ class Probe:
         return ("pass", "driver CUDA %d.%d loads ptxas %s's cubins" % (
             driver[0], driver[1], tool.get("version")), "", evidence)
 
-    # What each framework will do ------------------------------------------------------------
+    def check_triton_target(self):
+        target = self.stages.get("target")
+        if target is None:
+            return self.stage_missing("get_current_target()")
+        evidence = {"seconds": target.get("seconds"), "cache": "fresh",
+                    "stderr": clip(self.stack_result["stderr"], 2000)}
+        if target.get("ok"):
+            t = target.get("target") or {}
+            return ("pass", "get_current_target() = %s:%s in a fresh cache" % (
+                t.get("backend"), t.get("arch")), "", evidence)
+        error = target.get("error") or ""
+        evidence["error"] = error
+        evidence["matches"] = classify_error(error + "\n" + self.stack_result["stderr"][-4000:])
+        # A cause no catalogue row names: say so, with the error, rather than guess one.
+        fix = "" if evidence["matches"] else (
+            "no known cause matches this error (see its text in the evidence): run the "
+            "workload's get_current_target() with the same environment to investigate")
+        return ("fail", "get_current_target() in a fresh cache: " + first_line(error), fix,
+                evidence)
+
+    def check_stale_cache_masks_compiler(self):
+        target = self.stages.get("target")
+        warm = self.stages.get("warm")
+        if target is None:
+            return ("skip", "no target result", "", {})
+        if target.get("ok"):
+            return ("pass", "Triton works from a fresh cache", "", {})
+        if not warm or warm.get("ok") is None:
+            return ("skip", "no warm cache to compare with", "",
+                    {"cache_dir": (warm or {}).get("cache_dir")})
+        evidence = {"cache_dir": warm.get("cache_dir"), "warm_error": warm.get("error")}
+        if warm.get("ok"):
+            return ("warn", "Triton works only thanks to the warm cache %s: a fresh cache fails "
+                    "(%s)" % (warm.get("cache_dir"), first_line(target.get("error"))),
+                    "install the toolchain anyway (%s): kernels with a new signature still "
+                    "compile a launcher" % self.compile_fix("compiler"), evidence)
+        return ("skip", "the warm cache fails too", "", evidence)
+
+    def check_triton_kernel(self):
+        if not self.deep:
+            return ("skip", "not run (use --deep)", "", {})
+        stages = self.deep_stages
+        result = self.deep_result
+        evidence = {"stderr": clip(result["stderr"], 2000), "seconds": result["seconds"]}
+        if "error" in stages:
+            error = stages["error"]["error"]
+            evidence["error"] = error
+            evidence["matches"] = classify_error(error + "\n" + result["stderr"][-4000:])
+            return ("fail", "kernel run failed: " + first_line(error), "", evidence)
+        if "count" not in stages:
+            if result["timed_out"]:
+                return ("error", "kernel run timed out after %.1f s" % result["seconds"], "",
+                        evidence)
+            return ("error", "kernel run did not report (rc %s)" % result["rc"], "", evidence)
+        count = stages["count"].get("count") or 0
+        devices = [stages.get("device%d" % i) for i in range(count)]
+        evidence["devices"] = devices
+        if count == 0:
+            return ("fail", "kernel run: torch sees no GPU", "", evidence)
+        missing = [i for i, d in enumerate(devices) if d is None]
+        if missing:
+            return ("error", "kernel run timed out before GPU %d" % missing[0], "", evidence)
+        bad = [d for d in devices if not d.get("ok")]
+        if bad:
+            evidence["matches"] = classify_error(bad[0].get("error"))
+            return ("fail", "kernel failed on GPU %d: %s" % (
+                bad[0]["index"], first_line(bad[0].get("error"))), "", evidence)
+        return ("pass", "JIT kernel verified on %d GPU(s) in a fresh cache" % count, "", evidence)
+
+
+# --- checks_fla -----------------------------------------------------------------------------------
+
+class FlaChecks(Part):
+    """The flash-linear-attention checks."""
+
+    def check_blackwell_no_allocator(self):
+        meta = self.stages.get("meta", {})
+        caps = self.capabilities()
+        blackwell = [c for c in caps if c[0] in (10, 12)]
+        evidence = {"fla_version": meta.get("fla_version"),
+                    "gpu_capabilities": ["%d.%d" % c for c in caps]}
+        if not meta.get("fla_dir"):
+            return ("skip", "flash-linear-attention not installed", "", evidence)
+        if not blackwell:
+            return ("pass", "not a Blackwell GPU", "", evidence)
+        version = version_tuple(meta.get("fla_version"))
+        fla = self.stages.get("fla") or {}
+        if version and version < (0, 5, 0):
+            return ("fail", "FLA %s registers no Triton allocator on Blackwell" % (
+                meta.get("fla_version")), "upgrade flash-linear-attention to >= 0.5.1", evidence)
+        if fla.get("device_platform") == "cpu":
+            return ("fail", "FLA fell back to CPU, so no allocator is set on Blackwell",
+                    "fix the fallback (see fla_fallback_hidden)", evidence)
+        return ("pass", "FLA %s sets an allocator on Blackwell" % meta.get("fla_version"), "",
+                evidence)
+
+    def check_fla_fallback_hidden(self):
+        meta = self.stages.get("meta", {})
+        if not meta.get("fla_dir"):
+            return ("skip", "flash-linear-attention not installed", "", {})
+        fla = self.stages.get("fla")
+        if fla is None:
+            return self.stage_missing("FLA's device detection")
+        target = self.stages.get("target") or {}
+        evidence = {"version": meta.get("fla_version"), "layout": fla.get("layout"),
+                    "module": fla.get("module"), "device_platform": fla.get("device_platform"),
+                    "warnings": fla.get("warnings"), "swallowed": fla.get("swallowed"),
+                    "error": fla.get("error"), "seconds": fla.get("seconds"),
+                    "triton_error": target.get("error")}
+        version = meta.get("fla_version") or "?"
+        if fla.get("error"):
+            if fla.get("layout") == "unknown":
+                # A release newer than this probe: say so, never guess its verdict.
+                return ("warn", "FLA %s: layout unknown to this probe (no %s); import fla.utils: "
+                        "%s" % (version, ", ".join("fla/" + rel for rel, _ in FLA_LAYOUTS),
+                                first_line(fla["error"])), "", evidence)
+            return ("fail", "FLA %s: import %s failed: %s" % (
+                version, fla.get("module"), first_line(fla["error"])),
+                "reinstall flash-linear-attention", evidence)
+        if fla.get("device_platform") == "cpu" or fla.get("warnings"):
+            warning = first_line((fla.get("warnings") or ["no warning"])[0])
+            hidden = (fla.get("swallowed") or target.get("error")
+                      or "not seen (FLA cached its verdict before the probe looked)")
+            return ("fail", "FLA %s falls back to CPU (device_platform=%s): %s; the exception "
+                    "it swallowed: %s" % (version, fla.get("device_platform"), warning,
+                                          first_line(hidden)),
+                    "fix the underlying cause", evidence)
+        return ("pass", "FLA %s runs on the GPU (device_platform=%s, from fla/%s)" % (
+            version, fla.get("device_platform"), fla.get("layout")), "", evidence)
+
+
+# --- frameworks -----------------------------------------------------------------------------------
+
+class Frameworks(Part):
+    """Each installed framework's outcome, from the checks and the Triton verdict."""
 
     def frameworks(self, checks, triton):
         """Per installed framework: its outcome on this node and one line saying why."""
@@ -2194,6 +2264,86 @@ class Probe:
                 "detail": "torch.compile (inductor): %s; %s" % (why, cxx_text)}
         return out
 
+
+# --- evaluate -------------------------------------------------------------------------------------
+
+#: Checks that need the workload's Python stack to have answered at all.
+STACK_DEPENDENT = frozenset({
+    "torch_cuda", "torch_lacks_arch", "triton_installed", "triton_2x",
+    "libcuda_unversioned_missing", "ptxas_missing", "ptxas_override_unparsed",
+    "triton_too_old_for_gpu", "triton_target", "stale_cache_masks_compiler",
+    "blackwell_no_allocator", "fla_fallback_hidden", "driver_too_old",
+    "driver_too_old_for_bundled_ptxas",
+})
+
+#: Checks that only matter when Triton is installed.
+TRITON_DEPENDENT = frozenset(CHECK_IDS[CHECK_IDS.index("triton_2x"):CHECK_IDS.index(
+    "blackwell_no_allocator")])
+
+
+#: Toolchain failures a warm cache hides (a cached stub skips cc, headers and the link).
+MASKABLE = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
+                      "python_headers_missing", "libcuda_unversioned_missing", "triton_target"})
+
+
+class Evaluation(Part):
+    """Runs the checks in CHECK_IDS order and derives the Triton verdict."""
+
+    def run_checks(self):
+        meta = self.stages.get("meta", {})
+        self.no_gpu = not self.hardware_evidence()
+        self.triton_missing = not meta.get("triton_dir")
+        self.stack_failed = "meta" not in self.stages
+        checks = []
+        for check_id in CHECK_IDS:
+            try:
+                if self.no_gpu and check_id != "gpu_present":
+                    result: tuple = ("skip", "not evaluated: no NVIDIA GPU on this node", "", {})
+                elif (self.stack_failed and check_id in STACK_DEPENDENT):
+                    result = self.stack_error()
+                elif (self.triton_missing and check_id in TRITON_DEPENDENT):
+                    result = ("skip", "not evaluated: Triton is not installed", "", {})
+                else:
+                    result = getattr(self, "check_" + check_id)()
+            except Exception as exc:
+                result = ("error", "check failed inside the probe: " + error_text(exc), "",
+                          {"exception": error_text(exc)})
+            status, summary, fix, evidence = result
+            checks.append({"id": check_id, "status": status, "summary": clip_head(summary, 400),
+                           "fix": clip_head(fix, 600), "evidence": bounded(evidence)})
+        self.apply_masking(checks)
+        return checks
+
+    def stack_error(self):
+        result = self.stack_result
+        if result["timed_out"]:
+            summary = "the workload's Python stack did not answer within the deadline (%.1f s)" % (
+                result["seconds"])
+        elif result["error"]:
+            summary = "cannot run the workload interpreter: " + result["error"]
+        else:
+            summary = "the workload interpreter failed: " + (
+                first_line(result["stderr"].splitlines()[-1] if result["stderr"] else "")
+                or "rc %s" % result["rc"])
+        return ("error", summary, "", {"python": self.workload_python,
+                                       "stderr": clip(result["stderr"]), "rc": result["rc"]})
+
+    def stage_missing(self, stage):
+        """(error, ...) for a stage the stack never reported: it timed out or crashed before."""
+        result = self.stack_result
+        if result["timed_out"]:
+            summary = "timed out before %s finished (deadline %.1f s)" % (
+                stage, self.deadline.end - self.deadline.start)
+        else:
+            summary = "%s did not report (workload interpreter exited with rc %s)" % (
+                stage, result["rc"])
+        return ("error", summary, "", {"stderr": clip(result["stderr"]), "rc": result["rc"]})
+
+    def hardware_evidence(self):
+        numbered = [n for n in self.dev_names if re.match(r"^nvidia\d+$", n)]
+        return bool(self.proc["gpus"] or numbered or self.smi_info.get("gpus")
+                    or (self.cuda_info.get("count") or 0) > 0)
+
     def apply_masking(self, checks):
         """A warm cache that hides a toolchain failure makes those failures warnings."""
         stale = next(c for c in checks if c["id"] == "stale_cache_masks_compiler")
@@ -2254,63 +2404,39 @@ class Probe:
         return triton, status, clip_head(reason, 400)
 
 
-#: Checks that need the workload's Python stack to have answered at all.
-STACK_DEPENDENT = frozenset({
-    "torch_cuda", "torch_lacks_arch", "triton_installed", "triton_2x",
-    "libcuda_unversioned_missing", "ptxas_missing", "ptxas_override_unparsed",
-    "triton_too_old_for_gpu", "triton_target", "stale_cache_masks_compiler",
-    "blackwell_no_allocator", "fla_fallback_hidden", "driver_too_old",
-    "driver_too_old_for_bundled_ptxas",
-})
-#: Checks that only matter when Triton is installed.
-TRITON_DEPENDENT = frozenset(CHECK_IDS[CHECK_IDS.index("triton_2x"):CHECK_IDS.index(
-    "blackwell_no_allocator")])
-#: Toolchain failures a warm cache hides (a cached stub skips cc, headers and the link).
-MASKABLE = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
-                      "python_headers_missing", "libcuda_unversioned_missing", "triton_target"})
+# --- assembly -------------------------------------------------------------------------------------
+
+class Probe(
+        LibcudaFacts,
+        ToolchainFacts,
+        Gather,
+        DriverChecks,
+        TorchChecks,
+        ToolchainChecks,
+        LoaderChecks,
+        CacheChecks,
+        TritonChecks,
+        FlaChecks,
+        Frameworks,
+        Evaluation,
+):
+    """Gathers facts concurrently, then evaluates every check in causal order."""
+
+    def __init__(self, deep, deadline, workload_python, tmp):
+        self.deep = deep
+        self.deadline = deadline
+        self.tmp = tmp
+        self.env = dict(os.environ)
+        self.workload_python = workload_python or sys.executable
+        self.facts = {}
+        self.data = {}
 
 
-def arch_supported(arch_list, cap):
-    """Whether torch's arch list runs on compute capability `cap` (SASS or PTX JIT)."""
-    major, minor = cap
-    for arch in arch_list:
-        match = re.match(r"^(sm|compute)_(\d+)(\d)([af]?)$", arch)
-        if not match:
-            continue
-        kind, a_major, a_minor, suffix = match.group(1), int(match.group(2)), int(
-            match.group(3)), match.group(4)
-        if kind == "sm" and a_major == major and a_minor <= minor and (
-                not suffix or a_minor == minor):
-            return True
-        if kind == "compute" and not suffix and (a_major, a_minor) <= (major, minor):
-            return True
-    return False
+# --- main -----------------------------------------------------------------------------------------
 
+PROBE_SCHEMA = "fleetcheck.probe/1"
 
-def compiler_error_line(text):
-    """The line of compiler output that says what broke."""
-    for line in (text or "").splitlines():
-        if "error" in line.lower():
-            return line.strip()[:300]
-    return first_line(text)[:300]
-
-
-def header_missing(text):
-    match = re.search(r"fatal error: '?([\w./-]+\.h)'?(?::| file not found)", text or "")
-    return match.group(1) if match else None
-
-
-def run_inline(script):
-    """Run a helper script in this interpreter, capturing what it prints."""
-    import io
-    buffer = io.StringIO()
-    saved = sys.stdout
-    sys.stdout = buffer
-    try:
-        exec(compile(script, "<fleetcheck>", "exec"), {"__name__": "fleetcheck_inline"})
-    finally:
-        sys.stdout = saved
-    return buffer.getvalue()
+PROBE_VERSION = "1"
 
 
 def parse_args(argv):

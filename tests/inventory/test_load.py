@@ -83,18 +83,15 @@ MISTAKES = [
         id="vmid-missing",
     ),
     pytest.param(
-        "hosts:\n  pve1:\n    containers: all\n",
-        "inv.yaml:2: hosts.pve1.address: missing (required unless transport: local or api)",
-        id="missing-address",
-    ),
-    pytest.param(
         BASE,
-        "inv.yaml:2: hosts.pve1: nothing to probe: set containers, vms, oci or probe_host: true",
+        "inv.yaml:2: hosts.pve1: nothing to probe: set containers, vms, oci or probe_host: true "
+        "(or defaults.probe_host: true)",
         id="nothing-to-probe",
     ),
     pytest.param(
         "hosts:\n  pve1:\n",
-        "inv.yaml:2: hosts.pve1: empty host (needs at least 'address')",
+        "inv.yaml:2: hosts.pve1: nothing to probe: set containers, vms, oci or probe_host: true "
+        "(or defaults.probe_host: true)",
         id="empty-host",
     ),
     pytest.param(
@@ -531,8 +528,8 @@ def test_an_empty_file_is_one_line(tmp_path: Path) -> None:
 def test_the_example_inventory_loads_with_only_this_machine_enabled() -> None:
     inventory = load_inventory(str(EXAMPLE))
     assert [(h.name, h.transport) for h in inventory.hosts] == [("this-machine", "local")]
-    assert [h.name for h in inventory.disabled_hosts] == ["pve1", "pve2", "pve3", "pve4", "pve5",
-                                                          "pve6"]
+    assert [h.name for h in inventory.disabled_hosts] == [
+        "pve1", "pve2", "pve3", "pve4", "pve5", *(f"gpu{n:02d}" for n in range(1, 17)), "pve6"]
     assert inventory.concurrency == 64
     assert inventory.audit_timeout == 600.0
 

@@ -1,0 +1,241 @@
+"""Build the shipped probe, fleetcheck/probe/probe.py, from its sources in fleetcheck/probe/parts/.
+
+    python -m fleetcheck.probe.build           # rewrite probe.py
+    python -m fleetcheck.probe.build --check   # exit 1 if probe.py is not the build
+
+The parts are joined in `parts.PARTS` order into one standard-library file (docs/architecture.md,
+"The probe's sources"). Of each part the build
+
+- drops the module docstring and its imports of other parts (`from fleetcheck.probe.parts.NAME
+  import ...`: NAME must come earlier in PARTS and define the names);
+- hoists its `import NAME` lines (the standard library only; `from __future__` too) to the top
+  of the file, once each, sorted;
+- keeps the rest as it is written, except that `stage_script("NAME")` becomes the text of
+  parts/scripts/NAME.py after its SCRIPT_MARK line, as a raw string literal.
+
+Imports of other kinds at a part's top level, a top-level import after other code, or a name
+that two parts define are errors (`FILE:LINE: problem`, exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fleetcheck.probe.parts import PARTS
+from fleetcheck.probe.parts.scripts import script_text
+
+HERE = Path(__file__).resolve().parent
+PARTS_DIR = HERE / "parts"
+TARGET = HERE / "probe.py"
+PARTS_PACKAGE = "fleetcheck.probe.parts"
+REBUILD = "python -m fleetcheck.probe.build"
+BANNER = (
+    f"# Built by `{REBUILD}` from fleetcheck/probe/parts/ (docs/architecture.md:\n"
+    "# \"The probe's sources\"). Edit the parts, then rebuild; tests/probe/test_build.py checks.\n"
+)
+WIDTH = 100
+
+
+class BuildError(Exception):
+    """A part breaks a rule of the build; the message starts with `FILE:LINE:`."""
+
+
+@dataclass
+class Part:
+    name: str
+    path: Path
+    imports: list[str]
+    future: list[str]
+    body: str
+    defines: set[str]
+    uses: list[tuple[ast.ImportFrom, str]]  # (the import, a name it takes from another part)
+
+
+def _where(path: Path, line: int) -> str:
+    try:
+        shown = path.relative_to(HERE.parent.parent)
+    except ValueError:
+        shown = path
+    return f"{shown}:{line}"
+
+
+def _defined(statements: list[ast.stmt]) -> set[str]:
+    """The names a part's top-level statements bind (both branches of a top-level `if`)."""
+    names: set[str] = set()
+    for node in statements:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.If):
+            names |= _defined(node.body) | _defined(node.orelse)
+    return names
+
+
+def _literal(text: str, where: str) -> str:
+    """`text` as a raw triple-quoted literal, as the probe has always carried its scripts."""
+    literal = "r'''" + text + "'''"
+    if "'''" in text or text.endswith("\\") or ast.literal_eval(literal) != text:
+        raise BuildError(f"{where}: this script cannot be written as r'''...''' literally")
+    return literal
+
+
+def _embed_scripts(body: str, tree: ast.Module, path: Path, offset: int) -> str:
+    """Replace each `stage_script("NAME")` call with NAME's script text as a literal."""
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Name) and node.func.id == "stage_script"]
+    lines = body.splitlines(keepends=True)
+    for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset), reverse=True):
+        where = _where(path, call.lineno)
+        arg = call.args[0] if len(call.args) == 1 and not call.keywords else None
+        if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+                and call.end_lineno == call.lineno and call.end_col_offset is not None):
+            raise BuildError(f"{where}: stage_script takes one script name, on one line")
+        script = path.parent / "scripts" / f"{arg.value}.py"
+        if not script.is_file():
+            raise BuildError(f"{where}: no stage script {_where(script, 1)}")
+        try:
+            text = script_text(script.read_text(encoding="utf-8"), arg.value)
+        except ValueError as exc:
+            raise BuildError(f"{_where(script, 1)}: {exc}") from None
+        index = call.lineno - 1 - offset
+        line = lines[index]
+        # col offsets count UTF-8 bytes
+        raw = line.encode("utf-8")
+        lines[index] = (raw[:call.col_offset] + _literal(text, _where(script, 1)).encode("utf-8")
+                        + raw[call.end_col_offset:]).decode("utf-8")
+    return "".join(lines)
+
+
+def read_part(name: str, parts_dir: Path = PARTS_DIR) -> Part:
+    """One part: its hoisted imports, the names it defines and its body as built."""
+    path = parts_dir / f"{name}.py"
+    if not path.is_file():
+        raise BuildError(f"{_where(parts_dir / '__init__.py', 1)}: PARTS names {name!r}, "
+                         f"but there is no {path.name}")
+    source = path.read_text(encoding="utf-8")
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise BuildError(f"{_where(path, exc.lineno or 1)}: {exc.msg}") from None
+    statements = list(tree.body)
+    header_end = 0
+    if (statements and isinstance(statements[0], ast.Expr)
+            and isinstance(statements[0].value, ast.Constant)
+            and isinstance(statements[0].value.value, str)):
+        header_end = statements.pop(0).end_lineno or 0
+    imports: list[str] = []
+    future: list[str] = []
+    uses: list[tuple[ast.ImportFrom, str]] = []
+    while statements:
+        node = statements[0]
+        if not isinstance(node, ast.Import | ast.ImportFrom):
+            break
+        statements.pop(0)
+        header_end = node.end_lineno or header_end
+        where = _where(path, node.lineno)
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname or alias.name.split(".")[0] not in sys.stdlib_module_names:
+                    raise BuildError(f"{where}: a part imports the standard library only, as "
+                                     f"`import NAME` (not {ast.unparse(node)!r})")
+                imports.append(f"import {alias.name}")
+        elif node.module == "__future__":
+            future += [alias.name for alias in node.names]
+        elif node.module == PARTS_PACKAGE + ".scripts" and not node.level:
+            if [alias.name for alias in node.names] != ["stage_script"]:
+                raise BuildError(f"{where}: a part takes only stage_script from the scripts")
+        elif (node.module or "").startswith(PARTS_PACKAGE + ".") and not node.level:
+            uses += [(node, alias.name) for alias in node.names]
+        else:
+            raise BuildError(f"{where}: at a part's top, only `import NAME` (standard library) "
+                             f"and `from {PARTS_PACKAGE}.PART import ...` ({ast.unparse(node)!r})")
+    for node in statements:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            raise BuildError(f"{_where(path, node.lineno)}: imports go at the top of a part")
+    lines = source.splitlines(keepends=True)[header_end:]
+    body = _embed_scripts("".join(lines), tree, path, header_end).strip("\n") + "\n"
+    return Part(name, path, imports, future, body, _defined(statements), uses)
+
+
+def build(parts_dir: Path = PARTS_DIR, order: Sequence[str] = PARTS) -> str:
+    """The text of the shipped probe, built from the parts in `parts_dir`, in `order`."""
+    listed = set(order)
+    on_disk = {p.stem for p in parts_dir.glob("*.py")} - {"__init__"}
+    if len(listed) != len(order):
+        raise BuildError(f"{_where(parts_dir / '__init__.py', 1)}: PARTS lists a part twice")
+    for name in sorted(on_disk - listed):
+        raise BuildError(f"{_where(parts_dir / (name + '.py'), 1)}: not in PARTS "
+                         "(fleetcheck/probe/parts/__init__.py)")
+    parts: list[Part] = []
+    owner: dict[str, str] = {}
+    for name in order:
+        part = read_part(name, parts_dir)
+        for node, used in part.uses:
+            source = node.module.rsplit(".", 1)[-1] if node.module else ""
+            done = {p.name: p for p in parts}
+            if source not in done:
+                raise BuildError(f"{_where(part.path, node.lineno)}: imports {source!r}, which "
+                                 "does not come before it in PARTS")
+            if used not in done[source].defines:
+                raise BuildError(f"{_where(part.path, node.lineno)}: {source}.py defines no "
+                                 f"top-level {used!r}")
+        for defined in sorted(part.defines):
+            if defined in owner:
+                raise BuildError(f"{_where(part.path, 1)}: {defined!r} is defined in "
+                                 f"{owner[defined]}.py too (the built probe is one namespace)")
+            owner[defined] = name
+        parts.append(part)
+    init = (parts_dir / "__init__.py").read_text(encoding="utf-8")
+    tree = ast.parse(init)
+    docstring = ast.get_source_segment(init, tree.body[0]) if tree.body else None
+    if not docstring or ast.get_docstring(tree) is None:
+        raise BuildError(f"{_where(parts_dir / '__init__.py', 1)}: the probe's docstring "
+                         "is missing")
+    out = [docstring + "\n\n", BANNER, "\n"]
+    future = sorted({name for part in parts for name in part.future})
+    if future:
+        out.append(f"from __future__ import {', '.join(future)}\n\n")
+    out += [line + "\n" for line in sorted({i for part in parts for i in part.imports})]
+    for index, part in enumerate(parts):
+        rule = f"# --- {part.name} "
+        gap = "\n" if index == 0 else "\n\n"  # isort's one blank line after the imports
+        out.append(gap + rule + "-" * (WIDTH - len(rule)) + "\n\n" + part.body)
+    return "".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m fleetcheck.probe.build",
+        description="Build fleetcheck/probe/probe.py from fleetcheck/probe/parts/.")
+    parser.add_argument("--check", action="store_true",
+                        help="change nothing; exit 1 if probe.py is not the fresh build")
+    args = parser.parse_args(argv)
+    try:
+        text = build()
+    except BuildError as exc:
+        print(f"fleetcheck.probe.build: {exc}", file=sys.stderr)
+        return 2
+    current = TARGET.read_text(encoding="utf-8") if TARGET.exists() else None
+    if args.check:
+        if current != text:
+            print(f"fleetcheck/probe/probe.py is not the build of fleetcheck/probe/parts/: "
+                  f"run `{REBUILD}`", file=sys.stderr)
+            return 1
+        return 0
+    if current != text:
+        TARGET.write_text(text, encoding="utf-8")
+        print("fleetcheck/probe/probe.py rebuilt", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""Checks of flash-linear-attention: its device detection and Blackwell's allocator."""
+
+from fleetcheck.probe.parts.base import Part, first_line, version_tuple
+from fleetcheck.probe.parts.stages import FLA_LAYOUTS
+
+
+class FlaChecks(Part):
+    """The flash-linear-attention checks."""
+
+    def check_blackwell_no_allocator(self):
+        meta = self.stages.get("meta", {})
+        caps = self.capabilities()
+        blackwell = [c for c in caps if c[0] in (10, 12)]
+        evidence = {"fla_version": meta.get("fla_version"),
+                    "gpu_capabilities": ["%d.%d" % c for c in caps]}
+        if not meta.get("fla_dir"):
+            return ("skip", "flash-linear-attention not installed", "", evidence)
+        if not blackwell:
+            return ("pass", "not a Blackwell GPU", "", evidence)
+        version = version_tuple(meta.get("fla_version"))
+        fla = self.stages.get("fla") or {}
+        if version and version < (0, 5, 0):
+            return ("fail", "FLA %s registers no Triton allocator on Blackwell" % (
+                meta.get("fla_version")), "upgrade flash-linear-attention to >= 0.5.1", evidence)
+        if fla.get("device_platform") == "cpu":
+            return ("fail", "FLA fell back to CPU, so no allocator is set on Blackwell",
+                    "fix the fallback (see fla_fallback_hidden)", evidence)
+        return ("pass", "FLA %s sets an allocator on Blackwell" % meta.get("fla_version"), "",
+                evidence)
+
+    def check_fla_fallback_hidden(self):
+        meta = self.stages.get("meta", {})
+        if not meta.get("fla_dir"):
+            return ("skip", "flash-linear-attention not installed", "", {})
+        fla = self.stages.get("fla")
+        if fla is None:
+            return self.stage_missing("FLA's device detection")
+        target = self.stages.get("target") or {}
+        evidence = {"version": meta.get("fla_version"), "layout": fla.get("layout"),
+                    "module": fla.get("module"), "device_platform": fla.get("device_platform"),
+                    "warnings": fla.get("warnings"), "swallowed": fla.get("swallowed"),
+                    "error": fla.get("error"), "seconds": fla.get("seconds"),
+                    "triton_error": target.get("error")}
+        version = meta.get("fla_version") or "?"
+        if fla.get("error"):
+            if fla.get("layout") == "unknown":
+                # A release newer than this probe: say so, never guess its verdict.
+                return ("warn", "FLA %s: layout unknown to this probe (no %s); import fla.utils: "
+                        "%s" % (version, ", ".join("fla/" + rel for rel, _ in FLA_LAYOUTS),
+                                first_line(fla["error"])), "", evidence)
+            return ("fail", "FLA %s: import %s failed: %s" % (
+                version, fla.get("module"), first_line(fla["error"])),
+                "reinstall flash-linear-attention", evidence)
+        if fla.get("device_platform") == "cpu" or fla.get("warnings"):
+            warning = first_line((fla.get("warnings") or ["no warning"])[0])
+            hidden = (fla.get("swallowed") or target.get("error")
+                      or "not seen (FLA cached its verdict before the probe looked)")
+            return ("fail", "FLA %s falls back to CPU (device_platform=%s): %s; the exception "
+                    "it swallowed: %s" % (version, fla.get("device_platform"), warning,
+                                          first_line(hidden)),
+                    "fix the underlying cause", evidence)
+        return ("pass", "FLA %s runs on the GPU (device_platform=%s, from fla/%s)" % (
+            version, fla.get("device_platform"), fla.get("layout")), "", evidence)

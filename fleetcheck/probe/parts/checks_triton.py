@@ -1,0 +1,209 @@
+"""Checks of Triton: install, version, ptxas, get_current_target(), warm cache, --deep kernel."""
+
+from fleetcheck.probe.parts.base import Part, clip, first_line, version_tuple
+from fleetcheck.probe.parts.classify import classify_error
+
+#: Oldest ptxas (CUDA release) that assembles for a compute capability.
+PTXAS_MIN_FOR_CC = {
+    (7, 0): (9, 0), (7, 5): (10, 0), (8, 0): (11, 0), (8, 6): (11, 1), (8, 7): (11, 4),
+    (8, 9): (11, 8), (9, 0): (11, 8), (10, 0): (12, 8), (10, 1): (12, 8), (10, 3): (12, 8),
+    (11, 0): (13, 0), (12, 0): (12, 8), (12, 1): (12, 9),
+}
+
+
+class TritonChecks(Part):
+    """The Triton checks."""
+
+    def check_triton_installed(self):
+        meta = self.stages.get("meta", {})
+        dists = meta.get("triton_dists") or []
+        evidence = {"location": meta.get("triton_dir"), "distributions": dists}
+        if not meta.get("triton_dir"):
+            return ("warn", "Triton is not installed for %s" % (
+                self.facts["python"].get("executable")),
+                "pip install triton (PyTorch's CUDA wheels bring it)", evidence)
+        if len(dists) > 1:
+            names = ", ".join("%s %s" % (d.get("name"), d.get("version")) for d in dists)
+            return ("fail", "%d Triton distributions installed (%s)" % (len(dists), names),
+                    "keep one: pip uninstall the others (e.g. pip uninstall pytorch-triton)",
+                    evidence)
+        version = self.facts["triton"]["version"]
+        return ("pass", "triton %s at %s" % (version, meta["triton_dir"]), "", evidence)
+
+    def triton_version(self):
+        return version_tuple((self.facts.get("triton") or {}).get("version"))
+
+    def check_triton_2x(self):
+        version = self.triton_version()
+        evidence = {"version": (self.facts.get("triton") or {}).get("version")}
+        if not version:
+            return ("skip", "Triton version unknown", "", evidence)
+        if version[0] < 3:
+            return ("fail", "Triton %s has no driver.active: FLA always falls back to CPU" % (
+                evidence["version"]), "upgrade to Triton >= 3.3 (with torch >= 2.7)", evidence)
+        return ("pass", "Triton %s" % evidence["version"], "", evidence)
+
+    def ptxas_tools(self):
+        return self.stages.get("meta", {}).get("ptxas") or {}
+
+    def active_ptxas(self, cap=None):
+        tools = self.ptxas_tools()
+        version = self.triton_version()
+        blackwell = cap is not None and (cap[0] >= 10 or (version >= (3, 9) and cap[0] >= 9))
+        for key in (("TRITON_PTXAS_BLACKWELL_PATH", "ptxas-blackwell") if blackwell else ()) + (
+                "TRITON_PTXAS_PATH", "ptxas", "ptxas-2x"):
+            tool = tools.get(key)
+            if tool and (tool.get("exists") or key == "ptxas"):
+                if key == "ptxas" and not tool.get("exists") and tools.get("ptxas-2x"):
+                    continue
+                return key, tool
+        return None, None
+
+    def check_ptxas_missing(self):
+        _, tool = self.active_ptxas()
+        evidence = {"ptxas": self.ptxas_tools()}
+        if tool is None:
+            return ("skip", "ptxas location unknown", "", evidence)
+        if not tool.get("executable"):
+            version = (self.facts.get("triton") or {}).get("version")
+            return ("fail", "Triton's ptxas %s at %s" % (
+                "is not executable" if tool.get("exists") else "is missing", tool["path"]),
+                "reinstall the wheel: pip install --force-reinstall triton==%s" % version,
+                evidence)
+        return ("pass", "ptxas %s (%s)" % (tool.get("version"), tool["path"]), "", evidence)
+
+    def check_ptxas_override_unparsed(self):
+        tool = self.ptxas_tools().get("TRITON_PTXAS_PATH")
+        if not tool:
+            return ("pass", "TRITON_PTXAS_PATH not set", "", {})
+        evidence = {"ptxas": tool, "triton": (self.facts.get("triton") or {}).get("version")}
+        cuda = version_tuple(tool.get("version"))
+        triton = self.triton_version()
+        if not cuda or not triton:
+            return ("skip", "ptxas or Triton version unknown", "", evidence)
+        if (triton <= (3, 2, 99) and cuda >= (12, 7)) or (triton <= (3, 4, 99) and cuda >= (13,)):
+            evidence["expected_error"] = ("Triton only support CUDA 10.0 or higher, but got "
+                                          "CUDA version: %s" % tool.get("version"))
+            return ("fail", "Triton %s cannot parse the version of TRITON_PTXAS_PATH's ptxas %s"
+                    % (evidence["triton"], tool.get("version")),
+                    "unset TRITON_PTXAS_PATH and upgrade Triton instead", evidence)
+        return ("pass", "TRITON_PTXAS_PATH ptxas %s" % tool.get("version"), "", evidence)
+
+    def check_triton_too_old_for_gpu(self):
+        caps = self.capabilities()
+        evidence: dict = {"gpu_capabilities": ["%d.%d" % c for c in caps]}
+        if not caps:
+            return ("skip", "compute capability unknown", "", evidence)
+        for cap in caps:
+            key, tool = self.active_ptxas(cap)
+            have = version_tuple((tool or {}).get("version"))
+            need = PTXAS_MIN_FOR_CC.get(cap)
+            evidence["sm_%d%d" % cap] = {"ptxas": key, "version": (tool or {}).get("version"),
+                                          "needs": "%d.%d" % need if need else None}
+            if not have or not need:
+                continue
+            if have[:2] < need:
+                version = (self.facts.get("triton") or {}).get("version")
+                return ("fail", "Triton %s's ptxas %s does not know sm_%d%d (needs >= %d.%d)" % (
+                    version, tool.get("version"), cap[0], cap[1], need[0], need[1]),
+                    "upgrade: torch >= 2.7 with Triton >= 3.3 (Triton >= 3.6 for sm_121)",
+                    evidence)
+        return ("pass", "ptxas knows %s" % ", ".join("sm_%d%d" % c for c in caps), "", evidence)
+
+    def check_driver_too_old_for_bundled_ptxas(self):
+        version = self.cuda_info.get("version")
+        caps = self.capabilities() or [None]
+        key, tool = self.active_ptxas(caps[-1])
+        ptxas = version_tuple((tool or {}).get("version"))
+        evidence = {"cuda_driver_version": version, "ptxas": key,
+                    "ptxas_version": (tool or {}).get("version"),
+                    "ptxas_path": (tool or {}).get("path")}
+        if not isinstance(version, int) or version <= 0 or not ptxas:
+            return ("skip", "driver or ptxas version unknown", "", evidence)
+        driver = (version // 1000, version % 1000 // 10)
+        # Cubins from a newer CUDA major than the driver's do not load (minor-version
+        # compatibility covers only the same major), so get_current_target() works and the
+        # first kernel fails.
+        if ptxas[0] > driver[0]:
+            evidence["expected_error"] = ("RuntimeError: Triton Error [CUDA]: device kernel "
+                                          "image is invalid")
+            return ("fail", "driver supports CUDA %d.%d (cuDriverGetVersion %d), Triton %s's %s "
+                    "is CUDA %s: the first kernel fails ('device kernel image is invalid'), "
+                    "get_current_target() still works" % (
+                        driver[0], driver[1], version,
+                        (self.facts.get("triton") or {}).get("version"), key,
+                        tool.get("version")),
+                    "upgrade the NVIDIA driver to one supporting CUDA %d.x, or set "
+                    "TRITON_PTXAS_PATH to a ptxas no newer than CUDA %d.%d" % (
+                        ptxas[0], driver[0], driver[1]), evidence)
+        return ("pass", "driver CUDA %d.%d loads ptxas %s's cubins" % (
+            driver[0], driver[1], tool.get("version")), "", evidence)
+
+    def check_triton_target(self):
+        target = self.stages.get("target")
+        if target is None:
+            return self.stage_missing("get_current_target()")
+        evidence = {"seconds": target.get("seconds"), "cache": "fresh",
+                    "stderr": clip(self.stack_result["stderr"], 2000)}
+        if target.get("ok"):
+            t = target.get("target") or {}
+            return ("pass", "get_current_target() = %s:%s in a fresh cache" % (
+                t.get("backend"), t.get("arch")), "", evidence)
+        error = target.get("error") or ""
+        evidence["error"] = error
+        evidence["matches"] = classify_error(error + "\n" + self.stack_result["stderr"][-4000:])
+        # A cause no catalogue row names: say so, with the error, rather than guess one.
+        fix = "" if evidence["matches"] else (
+            "no known cause matches this error (see its text in the evidence): run the "
+            "workload's get_current_target() with the same environment to investigate")
+        return ("fail", "get_current_target() in a fresh cache: " + first_line(error), fix,
+                evidence)
+
+    def check_stale_cache_masks_compiler(self):
+        target = self.stages.get("target")
+        warm = self.stages.get("warm")
+        if target is None:
+            return ("skip", "no target result", "", {})
+        if target.get("ok"):
+            return ("pass", "Triton works from a fresh cache", "", {})
+        if not warm or warm.get("ok") is None:
+            return ("skip", "no warm cache to compare with", "",
+                    {"cache_dir": (warm or {}).get("cache_dir")})
+        evidence = {"cache_dir": warm.get("cache_dir"), "warm_error": warm.get("error")}
+        if warm.get("ok"):
+            return ("warn", "Triton works only thanks to the warm cache %s: a fresh cache fails "
+                    "(%s)" % (warm.get("cache_dir"), first_line(target.get("error"))),
+                    "install the toolchain anyway (%s): kernels with a new signature still "
+                    "compile a launcher" % self.compile_fix("compiler"), evidence)
+        return ("skip", "the warm cache fails too", "", evidence)
+
+    def check_triton_kernel(self):
+        if not self.deep:
+            return ("skip", "not run (use --deep)", "", {})
+        stages = self.deep_stages
+        result = self.deep_result
+        evidence = {"stderr": clip(result["stderr"], 2000), "seconds": result["seconds"]}
+        if "error" in stages:
+            error = stages["error"]["error"]
+            evidence["error"] = error
+            evidence["matches"] = classify_error(error + "\n" + result["stderr"][-4000:])
+            return ("fail", "kernel run failed: " + first_line(error), "", evidence)
+        if "count" not in stages:
+            if result["timed_out"]:
+                return ("error", "kernel run timed out after %.1f s" % result["seconds"], "",
+                        evidence)
+            return ("error", "kernel run did not report (rc %s)" % result["rc"], "", evidence)
+        count = stages["count"].get("count") or 0
+        devices = [stages.get("device%d" % i) for i in range(count)]
+        evidence["devices"] = devices
+        if count == 0:
+            return ("fail", "kernel run: torch sees no GPU", "", evidence)
+        missing = [i for i, d in enumerate(devices) if d is None]
+        if missing:
+            return ("error", "kernel run timed out before GPU %d" % missing[0], "", evidence)
+        bad = [d for d in devices if not d.get("ok")]
+        if bad:
+            evidence["matches"] = classify_error(bad[0].get("error"))
+            return ("fail", "kernel failed on GPU %d: %s" % (
+                bad[0]["index"], first_line(bad[0].get("error"))), "", evidence)
+        return ("pass", "JIT kernel verified on %d GPU(s) in a fresh cache" % count, "", evidence)

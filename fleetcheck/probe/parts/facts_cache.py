@@ -1,0 +1,61 @@
+"""Triton's cache directory and the file systems under it (/proc/self/mountinfo)."""
+
+import os
+import re
+
+
+def mount_of(path, mountinfo):
+    """(mount point, options) of the mount that holds `path`, from /proc/self/mountinfo."""
+    best = None
+    for line in (mountinfo or "").splitlines():
+        fields = line.split()
+        if len(fields) < 6:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best[0])):
+            best = (point, fields[5])
+    return best
+
+
+#: File-system types of shared network or FUSE mounts (fuse.* counted separately).
+NETWORK_FS = frozenset({"nfs", "nfs4", "lustre", "gpfs", "beegfs", "cifs", "smb3", "smbfs",
+                        "ceph", "glusterfs", "afs", "ocfs2", "gfs2", "wekafs", "orangefs"})
+
+
+def network_fs(fstype):
+    """Whether a file-system type is a network or FUSE one (lxcfs is a local FUSE: excluded)."""
+    fstype = (fstype or "").lower()
+    return fstype in NETWORK_FS or (fstype.startswith("fuse.") and fstype != "fuse.lxcfs")
+
+
+def mount_fs(path, mountinfo):
+    """(mount point, file-system type, source) of the mount that holds `path`."""
+    best = None
+    for line in (mountinfo or "").splitlines():
+        head, sep, tail = line.partition(" - ")
+        fields, rest = head.split(), tail.split()
+        if not sep or len(fields) < 5 or not rest:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best[0])):
+            best = (point, rest[0], rest[1] if len(rest) > 1 else "")
+    return best
+
+
+def existing_ancestor(path):
+    while path and not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path
+
+
+def triton_cache_dir(env):
+    """The cache dir as Triton computes it: TRITON_CACHE_DIR, TRITON_HOME/.triton/cache, ~."""
+    if env.get("TRITON_CACHE_DIR"):
+        return env["TRITON_CACHE_DIR"]
+    home = env.get("TRITON_HOME") or os.path.expanduser("~/")
+    return os.path.join(home, ".triton", "cache")

@@ -1,0 +1,40 @@
+"""libcuda and the loader: cuInit's error names, `ldconfig -p`, the ctypes stage's answer."""
+
+import json
+
+from fleetcheck.probe.parts.base import Part, clip
+
+CUDA_ERRORS = {
+    0: "CUDA_SUCCESS", 1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY",
+    3: "CUDA_ERROR_NOT_INITIALIZED", 34: "CUDA_ERROR_STUB_LIBRARY",
+    35: "CUDA_ERROR_INSUFFICIENT_DRIVER", 802: "CUDA_ERROR_SYSTEM_NOT_READY",
+    100: "CUDA_ERROR_NO_DEVICE", 101: "CUDA_ERROR_INVALID_DEVICE",
+    304: "CUDA_ERROR_OPERATING_SYSTEM", 803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+    804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", 999: "CUDA_ERROR_UNKNOWN",
+}
+
+
+def parse_ldconfig(text):
+    """(name, path) pairs from `ldconfig -p`."""
+    entries = []
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if "=>" not in line:
+            continue
+        left, _, right = line.partition("=>")
+        entries.append((left.split()[0] if left.split() else "", right.strip()))
+    return entries
+
+
+class LibcudaFacts(Part):
+    """Reads the libcuda stage (CUDA_SCRIPT) run with `-I` in a subprocess."""
+
+    def collect_cuda(self):
+        result = self.cuda.result()
+        if result["timed_out"]:
+            return {"error": "libcuda probe timed out after %.1f s" % result["seconds"],
+                    "timed_out": True}
+        try:
+            return json.loads(result["stdout"])
+        except ValueError:
+            return {"error": result["error"] or clip(result["stderr"] or "no output", 1000)}

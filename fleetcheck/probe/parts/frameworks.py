@@ -1,0 +1,99 @@
+"""What each framework (FLA, vLLM, torch.compile's inductor) will do on this node."""
+
+import os
+import shutil
+
+from fleetcheck.probe.parts.base import Part, first_line
+from fleetcheck.probe.parts.catalogue import CAUSE_LABELS
+
+
+class Frameworks(Part):
+    """Each installed framework's outcome, from the checks and the Triton verdict."""
+
+    def frameworks(self, checks, triton):
+        """Per installed framework: its outcome on this node and one line saying why."""
+        by_id = {c["id"]: c for c in checks}
+        meta = self.stages.get("meta", {})
+        torch = self.torch_info()
+        target = self.stages.get("target") or {}
+        verdict = triton["verdict"]
+        cause = triton.get("cause")
+        label = CAUSE_LABELS.get(cause, cause) if cause else None
+        # Triton's own driver check (is_active(): torch.cuda.is_available(), or cuInit on 3.8+
+        # without torch) passes although a compile-time cause will fail the first kernel.
+        if torch.get("installed") or meta.get("torch_dir"):
+            active = bool(torch.get("cuda_available"))
+        else:
+            active = self.cuda_info.get("init") == 0 and (self.cuda_info.get("count") or 0) > 0
+        late = verdict == "cpu-fallback" and bool(target.get("ok"))
+        out = {}
+        fla = by_id.get("fla_fallback_hidden") or {}
+        if not meta.get("fla_dir"):
+            out["fla"] = {"installed": False, "outcome": "not-installed",
+                          "detail": "flash-linear-attention not installed"}
+        else:
+            ev = fla.get("evidence") or {}
+            version = meta.get("fla_version")
+            if fla.get("status") == "fail" and ev.get("device_platform") == "cpu":
+                outcome = "cpu-fallback"
+                detail = "FLA %s falls back to CPU: %s" % (version, first_line(
+                    ev.get("swallowed") or ev.get("triton_error") or "cause not seen"))
+            elif fla.get("status") == "pass" and late:
+                outcome = "fails-at-kernel"
+                detail = "FLA %s picks the GPU, its first kernel fails: %s" % (version, label)
+            elif fla.get("status") == "pass":
+                outcome = "gpu"
+                detail = "FLA %s runs on the GPU (device_platform=%s)" % (
+                    version, ev.get("device_platform"))
+            else:
+                outcome = "unknown"
+                detail = "FLA %s: %s" % (version, fla.get("summary") or "not evaluated")
+            out["fla"] = {"installed": True, "version": version, "outcome": outcome,
+                          "detail": detail}
+        if not meta.get("vllm_dir"):
+            out["vllm"] = {"installed": False, "outcome": "not-installed",
+                           "detail": "vLLM not installed"}
+        else:
+            if self.triton_missing:
+                outcome, detail = "no-triton", ("vLLM logs: Triton not installed or not "
+                                                "compatible; certain GPU-related functions will "
+                                                "not be available.")
+            elif not active:
+                outcome, detail = "triton-disabled", (
+                    "vLLM logs: Triton is installed but 0 active driver(s) found (expected 1). "
+                    "Disabling Triton to prevent runtime errors.")
+            elif verdict == "gpu":
+                outcome, detail = "triton", "vLLM uses Triton on the GPU"
+            else:
+                outcome, detail = "fails-at-kernel", (
+                    "vLLM enables Triton (its driver is active), the first kernel fails: %s" % (
+                        label or "Triton verdict %s" % verdict))
+            out["vllm"] = {"installed": True, "version": meta.get("vllm_version"),
+                           "outcome": outcome, "detail": detail}
+        if not meta.get("inductor"):
+            out["inductor"] = {"installed": False, "outcome": "not-installed",
+                               "detail": "torch.compile (inductor) not installed"}
+        else:
+            path = self.env.get("PATH", os.defpath)
+            cxx_name = self.env.get("CXX") or "g++"
+            cxx = shutil.which(cxx_name, path=path)
+            caps = self.capabilities()
+            if self.triton_missing:
+                outcome, why = "no-triton", "no Triton: Cannot find a working triton installation"
+            elif not active:
+                outcome, why = "cpu-only", "no CUDA device: compiles for the CPU only"
+            elif caps and min(caps) < (7, 0):
+                outcome, why = "gpu-unsupported", "GPU capability < 7.0: no Triton path"
+            elif verdict == "gpu":
+                outcome, why = "triton", "Triton path usable"
+            else:
+                outcome, why = "fails-at-kernel", "BackendCompilerFailed at code generation: %s" % (
+                    label or "Triton verdict %s" % verdict)
+            cxx_text = ("C++ compiler %s" % cxx if cxx else
+                        "no C++ compiler for its CPU/cpp-wrapper path (InvalidCxxCompiler: No "
+                        "working C++ compiler found in torch._inductor.config.cpp.cxx: (None, "
+                        "'%s'))" % cxx_name)
+            out["inductor"] = {"installed": True, "version": torch.get("version") or meta.get(
+                "torch_version"), "outcome": outcome, "cxx": cxx,
+                "detail": "torch.compile (inductor): %s; %s" % (why, cxx_text)}
+        return out

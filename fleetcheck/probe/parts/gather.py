@@ -1,0 +1,183 @@
+"""Gathering: every fact collector started in one order, then their answers assembled."""
+
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import sys
+
+from fleetcheck.probe.parts.base import Part, host_path, read_text, version_tuple
+from fleetcheck.probe.parts.facts_cache import triton_cache_dir
+from fleetcheck.probe.parts.facts_nvidia import dev_nodes, parse_smi, proc_nvidia
+from fleetcheck.probe.parts.facts_system import cpu_count, memory_bytes, os_release
+from fleetcheck.probe.parts.facts_where import container_kind
+from fleetcheck.probe.parts.spawn import Spawned, stage_lines
+from fleetcheck.probe.parts.stages import CUDA_SCRIPT, DEEP_SCRIPT, STACK_SCRIPT
+
+
+class Gather(Part):
+    """Starts every slow fact first, does the file reads meanwhile, then assembles the facts."""
+
+    # Gathering: start every slow thing first, then do the file reads while they run.
+    def gather(self):
+        # The cheap reads first: without /proc/driver/nvidia/gpus and /dev/nvidia* no GPU can
+        # be reached (nvidia-smi and libcuda need the device nodes), so only the workload's
+        # package facts are collected and the probe stays fast on CPU nodes.
+        self.proc = proc_nvidia()
+        self.dev_names = dev_nodes()
+        self.possible_gpu = bool(self.proc["gpus"] or self.dev_names)
+        env = dict(self.env)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no .pyc behind in the workload's venv
+        scratch = os.path.join(self.tmp, "tmp")
+        os.mkdir(scratch)
+        env["TMPDIR"] = scratch  # anything the stack leaves in its temp dir goes with ours
+        fresh = os.path.join(self.tmp, "cache")
+        os.mkdir(fresh)
+        user_cache = json.dumps(self.env.get("TRITON_CACHE_DIR") or None)
+        mode = "full" if self.possible_gpu else "meta"
+        self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode],
+                             self.deadline.timeout(), env=env, cwd=self.tmp)
+        self.deep_run = self.cuda = self.smi = self.ldconfig = self.compile = None
+        if self.possible_gpu:
+            if self.deep:
+                script = os.path.join(self.tmp, "fleetcheck_deep_kernel.py")
+                with open(script, "w") as handle:
+                    handle.write(DEEP_SCRIPT)
+                deep_env = dict(env)
+                deep_env["TRITON_CACHE_DIR"] = os.path.join(self.tmp, "deep-cache")
+                os.mkdir(deep_env["TRITON_CACHE_DIR"])
+                self.deep_run = Spawned([self.workload_python, script], self.deadline.timeout(),
+                                        env=deep_env, cwd=self.tmp)
+            self.cuda = Spawned([sys.executable, "-I", "-c", CUDA_SCRIPT],
+                                self.deadline.timeout(30), env=self.env)
+            smi = shutil.which("nvidia-smi", path=self.env.get("PATH", os.defpath))
+            if smi:
+                self.smi = Spawned([smi, "--query-gpu=index,name,uuid,memory.total,compute_cap,"
+                                    "driver_version", "--format=csv,noheader,nounits"],
+                                   self.deadline.timeout(15), env=self.env)
+            ldconfig = host_path("/sbin/ldconfig")
+            if os.access(ldconfig, os.X_OK):
+                self.ldconfig = Spawned([ldconfig, "-p"], self.deadline.timeout(10),
+                                        env=self.env)
+        self.pyinfo = self.workload_pyinfo()
+        self.compiler = self.find_compiler()
+        if self.possible_gpu:
+            self.compile = self.start_compile()
+
+        self.facts.update({
+            "hostname": socket.gethostname(),
+            "os": os_release(),
+            "kernel": platform.release(),
+            "container": container_kind(),
+            "cpus": cpu_count(),
+            "memory_bytes": memory_bytes(),
+            "python": {"executable": self.pyinfo.get("executable"),
+                       "version": self.pyinfo.get("version")},
+            "probe_python": {"executable": sys.executable,
+                             "version": "%d.%d.%d" % sys.version_info[:3]},
+            "cuda_visible_devices": self.env.get("CUDA_VISIBLE_DEVICES"),
+            "triton_cache_dir": triton_cache_dir(self.env),
+        })
+        self.mountinfo = read_text(host_path("/proc/self/mountinfo"))
+        self.proc_devices = read_text(host_path("/proc/devices")) or ""
+
+        self.cuda_info: dict = self.collect_cuda() if self.cuda else {"error": "not run: no GPU"}
+        self.smi_info: dict = parse_smi(self.smi.result()) if self.smi else {"error": "not run"}
+        if self.possible_gpu and not self.smi:
+            self.smi_info = {"error": "not on PATH"}
+        self.ld_result = self.ldconfig.result() if self.ldconfig else None
+        self.compile_result = self.compile.result() if self.compile else None
+        self.stack_result = self.stack.result()
+        self.stages = stage_lines(self.stack_result["stdout"])
+        self.deep_result = self.deep_run.result() if self.deep_run else None
+        self.deep_stages = stage_lines(self.deep_result["stdout"]) if self.deep_result else {}
+        self.assemble_facts()
+
+    def assemble_facts(self):
+        meta = self.stages.get("meta", {})
+        torch = self.stages.get("torch", {})
+        target = self.stages.get("target", {})
+        fla = self.stages.get("fla")
+        python = meta.get("python") or {}
+        if python.get("executable"):
+            self.facts["python"] = {"executable": python["executable"],
+                                    "version": python.get("version")}
+        self.gpus = self.gpu_list()
+        kernel_module = self.proc["kernel_module"]
+        loaded = self.cuda_info.get("loaded")
+        userspace = None
+        if loaded:
+            match = re.search(r"libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$", os.path.realpath(loaded))
+            userspace = match.group(1) if match else None
+        version = self.cuda_info.get("version")
+        self.facts.update({
+            "gpus": [{key: gpu.get(key) for key in ("index", "name", "uuid", "memory_mib",
+                                                     "compute_capability")}
+                     for gpu in self.gpus],
+            "gpu_count": len(self.gpus),
+            "driver": {"kernel_module": kernel_module, "userspace": userspace,
+                       "cuda_driver_version": "%d.%d" % (version // 1000, version % 1000 // 10)
+                       if isinstance(version, int) and version > 0 else None},
+            "dev_nodes": self.dev_names,
+        })
+        if torch.get("installed"):
+            self.facts["torch"] = {
+                "version": torch.get("version") or meta.get("torch_version"),
+                "cuda": torch.get("cuda", meta.get("torch_cuda")),
+                "cuda_available": torch.get("cuda_available"),
+                "device_count": torch.get("device_count"),
+                "arch_list": torch.get("arch_list"),
+            }
+        else:
+            self.facts["torch"] = None
+        if meta.get("triton_dir"):
+            self.facts["triton"] = {
+                "version": target.get("version") or self.triton_dist_version(),
+                "location": target.get("location") or meta.get("triton_dir"),
+                "distributions": ["%s %s" % (d.get("name"), d.get("version"))
+                                  for d in meta.get("triton_dists") or []],
+            }
+        else:
+            self.facts["triton"] = None
+        self.facts["fla"] = None
+        if meta.get("fla_dir"):
+            self.facts["fla"] = {"version": meta.get("fla_version"),
+                                 "device_platform": (fla or {}).get("device_platform"),
+                                 "layout": (fla or {}).get("layout"),
+                                 "warning": ((fla or {}).get("warnings") or [None])[0],
+                                 "swallowed": (fla or {}).get("swallowed")}
+        self.facts["compiler"] = ({"path": self.compiler["path"],
+                                   "source": self.compiler["source"]}
+                                  if self.compiler["path"] else None)
+
+    def triton_dist_version(self):
+        dists = self.stages.get("meta", {}).get("triton_dists") or []
+        return dists[0].get("version") if dists else None
+
+    def gpu_list(self):
+        """GPUs from nvidia-smi, else from libcuda, else from /proc/driver/nvidia."""
+        smi = self.smi_info.get("gpus")
+        cuda_devices = self.cuda_info.get("devices") or []
+        if smi:
+            gpus = [dict(gpu) for gpu in smi]
+            for gpu in gpus:
+                if not gpu.get("compute_capability") and gpu["index"] < len(cuda_devices):
+                    gpu["compute_capability"] = cuda_devices[gpu["index"]].get(
+                        "compute_capability")
+            return gpus
+        if cuda_devices:
+            return [{"index": d["index"], "name": d.get("name"), "uuid": None,
+                     "memory_mib": d.get("memory_mib"),
+                     "compute_capability": d.get("compute_capability")} for d in cuda_devices]
+        return [{"index": i, "name": gpu["model"], "uuid": gpu["uuid"], "memory_mib": None,
+                 "compute_capability": None} for i, gpu in enumerate(self.proc["gpus"])]
+
+    def capabilities(self):
+        caps = set()
+        for gpu in self.gpus:
+            cap = version_tuple(gpu.get("compute_capability"))
+            if len(cap) == 2:
+                caps.add(cap)
+        return sorted(caps)

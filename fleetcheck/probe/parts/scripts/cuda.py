@@ -1,0 +1,63 @@
+"""The driver layer through ctypes, run with `-I` in a subprocess (stages.CUDA_SCRIPT): a hanging
+cuInit is bounded by a timeout, and the probe never initialises CUDA before forking."""
+
+# ---- sent as is: everything below this line is the script ----
+import ctypes, json, sys
+out = {"loaded": None}
+try:
+    lib = ctypes.CDLL("libcuda.so.1")
+except OSError as e:
+    out["load_error"] = str(e)[:1000]
+    print(json.dumps(out)); sys.exit(0)
+try:
+    with open("/proc/self/maps") as f:
+        for line in f:
+            if "libcuda.so" in line:
+                out["loaded"] = line.split()[-1]
+                break
+except OSError:
+    pass
+out["loaded"] = out["loaded"] or "libcuda.so.1"
+def name(rc):
+    p = ctypes.c_char_p()
+    try:
+        if lib.cuGetErrorName(rc, ctypes.byref(p)) == 0 and p.value:
+            return p.value.decode()
+    except Exception:
+        pass
+    return None
+v = ctypes.c_int(0)
+try:
+    out["version_rc"] = lib.cuDriverGetVersion(ctypes.byref(v))
+    out["version"] = v.value
+except Exception as e:
+    out["version_error"] = str(e)
+rc = lib.cuInit(0)
+out["init"] = rc
+out["init_name"] = name(rc)
+if rc == 0:
+    n = ctypes.c_int(0)
+    rc = lib.cuDeviceGetCount(ctypes.byref(n))
+    out["count_rc"] = rc
+    out["count"] = n.value
+    devices = []
+    for i in range(n.value if rc == 0 else 0):
+        d = ctypes.c_int(0)
+        info = {"index": i}
+        if lib.cuDeviceGet(ctypes.byref(d), i) == 0:
+            buf = ctypes.create_string_buffer(256)
+            if lib.cuDeviceGetName(buf, 256, d) == 0:
+                info["name"] = buf.value.decode("utf-8", "replace")
+            major, minor = ctypes.c_int(0), ctypes.c_int(0)
+            if (lib.cuDeviceGetAttribute(ctypes.byref(major), 75, d) == 0
+                    and lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, d) == 0):
+                info["compute_capability"] = "%d.%d" % (major.value, minor.value)
+            mem = ctypes.c_size_t(0)
+            try:
+                if lib.cuDeviceTotalMem_v2(ctypes.byref(mem), d) == 0:
+                    info["memory_mib"] = mem.value // (1 << 20)
+            except AttributeError:
+                pass
+        devices.append(info)
+    out["devices"] = devices
+print(json.dumps(out))

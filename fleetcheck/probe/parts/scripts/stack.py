@@ -1,0 +1,291 @@
+"""The workload's Python stack in ONE process of the workload interpreter (stages.STACK_SCRIPT).
+
+Sent after prelude.py, py_include.py and `FLA_LAYOUTS = ...`. argv: the fresh cache dir, the
+user's TRITON_CACHE_DIR as JSON (null when unset), then "full" or "meta" (package facts only).
+"""
+
+import json
+import sys
+
+from fleetcheck.probe.parts.scripts.prelude import emit, err
+from fleetcheck.probe.parts.scripts.py_include import py_include
+from fleetcheck.probe.parts.stages import FLA_LAYOUTS
+
+# ---- sent as is: everything below this line is the script ----
+import os, re, subprocess, time, warnings
+fresh = sys.argv[1]
+user_cache = json.loads(sys.argv[2])
+import importlib.util, sysconfig
+def spec_dir(name):
+    try:
+        spec = importlib.util.find_spec(name)
+    except Exception:
+        return None
+    if spec is None:
+        return None
+    locs = list(spec.submodule_search_locations or [])
+    return locs[0] if locs else (os.path.dirname(spec.origin) if spec.origin else None)
+def spec_dirs(name):
+    # Every folder of a package: fla-core and flash-linear-attention both fill fla/ (0.3.2+).
+    try:
+        spec = importlib.util.find_spec(name)
+    except Exception:
+        return []
+    return list(spec.submodule_search_locations or []) if spec else []
+def dist_meta(path):
+    text = ""
+    for name in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(path, name), encoding="utf-8", errors="replace") as f:
+                text = f.read(8192)
+            break
+        except OSError:
+            pass
+    found = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key in ("Name", "Version") and key not in found:
+            found[key] = value.strip()
+        if not line.strip():
+            break
+    return found
+def provides(path, package):
+    try:
+        with open(os.path.join(path, "RECORD"), encoding="utf-8", errors="replace") as f:
+            return any(line.startswith(package + "/__init__.py") for line in f)
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(path, "top_level.txt"), encoding="utf-8") as f:
+            return package in f.read().split()
+    except OSError:
+        return True
+def distributions(package, prefixes):
+    found, seen = [], set()
+    for entry in sys.path:
+        try:
+            real = os.path.realpath(entry or ".")
+            names = os.listdir(real)
+        except OSError:
+            continue
+        if real in seen:
+            continue
+        seen.add(real)
+        for name in names:
+            low = name.lower()
+            if not (low.endswith(".dist-info") or low.endswith(".egg-info")):
+                continue
+            low = low.replace("-", "_")
+            if not any(low.startswith(p) for p in prefixes):
+                continue
+            path = os.path.join(real, name)
+            if not provides(path, package):
+                continue
+            meta = dist_meta(path)
+            found.append({"name": meta.get("Name", name.split("-")[0]),
+                          "version": meta.get("Version"), "path": path})
+    return found
+def ptxas(path):
+    info = {"path": path, "exists": os.path.exists(path), "executable": os.access(path, os.X_OK)}
+    if info["executable"]:
+        try:
+            out = subprocess.run([path, "--version"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, timeout=10).stdout
+            out = out.decode("utf-8", "replace")
+            m = re.search(r"release (\d+)\.(\d+)", out)
+            info["version"] = m.group(1) + "." + m.group(2) if m else None
+            info["output"] = out[-400:]
+        except Exception as e:
+            info["error"] = err(e)
+    return info
+meta = {"python": {"executable": sys.executable, "include": None,
+                   "version": "%d.%d.%d" % sys.version_info[:3]}}
+try:
+    meta["python"]["include"] = py_include()
+except Exception as e:
+    meta["python"]["include_error"] = err(e)
+meta["triton_dir"] = spec_dir("triton")
+meta["triton_dists"] = distributions("triton", ("triton", "pytorch_triton"))
+meta["torch_dir"] = spec_dir("torch")
+meta["fla_dir"] = spec_dir("fla")
+meta["fla_dirs"] = spec_dirs("fla")
+meta["vllm_dir"] = spec_dir("vllm")
+if meta["vllm_dir"]:
+    dists = distributions("vllm", ("vllm",))
+    meta["vllm_version"] = dists[0]["version"] if dists else None
+meta["inductor"] = bool(meta["torch_dir"]) and os.path.isdir(
+    os.path.join(meta["torch_dir"], "_inductor"))
+if meta["torch_dir"]:
+    try:
+        with open(os.path.join(meta["torch_dir"], "version.py"), encoding="utf-8") as f:
+            text = f.read(8192)
+        m = re.search(r"^__version__\s*(?::[^=]*)?=\s*['\"]([^'\"]+)", text, re.M)
+        c = re.search(r"^cuda\s*(?::[^=]*)?=\s*(?:['\"]([^'\"]+)['\"]|None)", text, re.M)
+        meta["torch_version"] = m.group(1) if m else None
+        meta["torch_cuda"] = c.group(1) if c else None
+    except OSError as e:
+        meta["torch_version_error"] = err(e)
+if meta["fla_dir"]:
+    dists = distributions("fla", ("flash_linear_attention", "fla_core", "fla"))
+    meta["fla_version"] = dists[0]["version"] if dists else None
+if meta["triton_dir"]:
+    base = meta["triton_dir"]
+    tools = {}
+    for name, rel in (("ptxas", "backends/nvidia/bin/ptxas"),
+                      ("ptxas-blackwell", "backends/nvidia/bin/ptxas-blackwell"),
+                      ("ptxas-2x", "third_party/cuda/bin/ptxas")):
+        p = os.path.join(base, rel)
+        if os.path.exists(p) or name == "ptxas":
+            tools[name] = ptxas(p)
+    for var in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
+        if os.environ.get(var):
+            tools[var] = ptxas(os.environ[var])
+    meta["ptxas"] = tools
+emit("meta", meta)
+if len(sys.argv) > 3 and sys.argv[3] == "meta":
+    emit("done", {})
+    sys.exit(0)
+
+torch = None
+if meta["torch_dir"]:
+    data = {"installed": True}
+    t0 = time.time()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            import torch
+            data["import_s"] = round(time.time() - t0, 3)
+            data["version"] = str(torch.__version__)
+            data["cuda"] = torch.version.cuda
+            data["cuda_available"] = bool(torch.cuda.is_available())
+            data["device_count"] = int(torch.cuda.device_count()) if data["cuda_available"] else 0
+            data["arch_list"] = list(torch.cuda.get_arch_list()) if data["cuda_available"] else []
+        except BaseException as e:
+            data["error"] = err(e)
+    data["warnings"] = [str(w.message)[:1000] for w in caught][:10]
+    emit("torch", data)
+else:
+    emit("torch", {"installed": False})
+
+def mirror_cache(cache):
+    # The warm attempt must read the user's cache and never write to it: a job may be using it
+    # right now. Triton's cache is <dir>/<key>/<files>; a hit only checks that <key>/<file>
+    # exists and loads it, a miss writes <key>/tmp.pid_*/<file> and renames it into <key>/.
+    # So the attempt runs on a copy made of real key dirs holding a symlink to each of the
+    # user's files: hits read through the links, anything written lands in the copy, which goes
+    # with the probe's temp dir (rmtree removes links, never their targets).
+    mirror = os.path.join(os.path.dirname(fresh), "warm-cache")
+    os.mkdir(mirror)
+    try:
+        keys = os.listdir(cache)
+    except OSError:
+        keys = []
+    for key in keys:
+        source = os.path.join(cache, key)
+        try:
+            names = os.listdir(source) if os.path.isdir(source) else None
+        except OSError:
+            names = None
+        if names is None:
+            continue
+        target = os.path.join(mirror, key)
+        os.mkdir(target)
+        for name in names:
+            path = os.path.join(source, name)
+            if os.path.isdir(path):
+                continue  # a tmp.pid_* dir: another process is writing this entry now
+            try:
+                os.symlink(os.path.abspath(path), os.path.join(target, name))
+            except OSError:
+                pass
+    return mirror
+def target_of(t):
+    if isinstance(t, tuple):
+        return {"backend": t[0], "arch": t[1] if len(t) > 1 else None, "warp_size": None}
+    return {"backend": getattr(t, "backend", None), "arch": getattr(t, "arch", None),
+            "warp_size": getattr(t, "warp_size", None)}
+triton = None
+if meta["triton_dir"]:
+    os.environ["TRITON_CACHE_DIR"] = fresh
+    data = {}
+    t0 = time.time()
+    try:
+        import triton
+        data["version"] = getattr(triton, "__version__", None)
+        data["location"] = os.path.dirname(triton.__file__)
+        data["target"] = target_of(triton.runtime.driver.active.get_current_target())
+        data["ok"] = True
+    except BaseException as e:
+        data["ok"] = False
+        data["error"] = err(e)
+    data["seconds"] = round(time.time() - t0, 3)
+    emit("target", data)
+    if not data["ok"] and triton is not None:
+        warm = {"cache_dir": None}
+        if user_cache is None:
+            home = os.environ.get("TRITON_HOME") or os.path.expanduser("~/")
+            cache = os.path.join(home, ".triton", "cache")
+        else:
+            cache = user_cache
+        warm["cache_dir"] = cache
+        if os.path.isdir(cache):
+            try:
+                os.environ["TRITON_CACHE_DIR"] = mirror_cache(cache)
+                warm["target"] = target_of(triton.runtime.driver.active.get_current_target())
+                warm["ok"] = True
+            except BaseException as e:
+                warm["ok"] = False
+                warm["error"] = err(e)
+        else:
+            warm["ok"] = None
+        os.environ["TRITON_CACHE_DIR"] = fresh
+        emit("warm", warm)
+
+if meta["fla_dir"]:
+    # FLA's device detection has moved between releases; import the module that holds it in
+    # the installed layout, without fla/__init__.py (which imports every layer and model).
+    # FLA swallows the exception and only warns: the warning is raised inside its except
+    # block, so sys.exc_info() at that moment is the very exception it threw away.
+    data = {"layout": None}
+    t0 = time.time()
+    os.environ["TRITON_CACHE_DIR"] = fresh
+    swallowed, shown = [], []
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = str(message)
+        if "roll back to CPU" in text:
+            shown.append("%s: %s" % (category.__name__, text))
+            exc = sys.exc_info()[1]
+            if exc is not None:
+                swallowed.append(err(exc))
+    for rel, module in FLA_LAYOUTS:
+        if not any(os.path.isfile(os.path.join(d, rel)) for d in meta["fla_dirs"]):
+            continue
+        data["layout"] = rel
+        data["module"] = module
+        break
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = show
+        try:
+            if "fla" not in sys.modules:
+                import types
+                pkg = types.ModuleType("fla")
+                pkg.__path__ = list(meta["fla_dirs"])
+                # fla.utils imports `from fla import __version__` since 0.3 (0.6: decorators.py)
+                pkg.__version__ = meta.get("fla_version") or "0"
+                sys.modules["fla"] = pkg
+            import importlib
+            utils = importlib.import_module(data.get("module") or "fla.utils")
+            data["device_platform"] = getattr(utils, "device_platform", None)
+            data["is_blackwell"] = getattr(utils, "IS_NVIDIA_BLACKWELL", None)
+            if data["layout"] is None:
+                data["layout"] = "unknown"
+        except BaseException as e:
+            data["error"] = err(e)
+            if data["layout"] is None:
+                data["layout"] = "unknown"
+    data["warnings"] = shown[:5]
+    data["swallowed"] = swallowed[0] if swallowed else None
+    data["seconds"] = round(time.time() - t0, 3)
+    emit("fla", data)
+emit("done", {})

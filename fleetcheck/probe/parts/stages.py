@@ -1,0 +1,30 @@
+"""The stage scripts run in subprocesses; their code lives in parts/scripts/*.py."""
+
+from fleetcheck.probe.parts.scripts import stage_script
+
+#: What every helper script starts with: its stage lines behind MARK, exception texts verbatim.
+HELPER_PRELUDE = stage_script("prelude")
+
+#: Where the interpreter's Python.h lives, computed as Triton does (posix_local -> posix_prefix).
+PY_INCLUDE = stage_script("py_include")
+
+#: Where each FLA release keeps its device detection, newest first (file under fla/, module).
+FLA_LAYOUTS = (("utils/hardware.py", "fla.utils.hardware"),  # 0.6
+               ("utils/_device.py", "fla.utils._device"),    # 0.5.1 - 0.5.x
+               ("utils.py", "fla.utils"))                    # 0.1 - 0.5.0
+
+#: The workload's Python stack, in ONE process of the workload interpreter (import torch is the
+#: slow part, so torch facts, Triton's target and FLA share it). argv: fresh cache dir, then the
+#: user's TRITON_CACHE_DIR as JSON (null when unset). Python >= 3.8, stdlib + what it inspects.
+STACK_SCRIPT = (HELPER_PRELUDE + PY_INCLUDE + "FLA_LAYOUTS = %r\n" % (FLA_LAYOUTS,)
+                + stage_script("stack"))
+
+#: The driver layer through ctypes, run with `-I` in a subprocess: a hanging cuInit is then
+#: bounded by a timeout, and the probe itself never initialises CUDA before forking.
+CUDA_SCRIPT = stage_script("cuda")
+
+#: The workload interpreter's executable, version and include dir.
+PYINFO_SCRIPT = PY_INCLUDE + stage_script("pyinfo")
+
+#: The definitive end-to-end check (--deep): a real .py file, since @triton.jit reads the source.
+DEEP_SCRIPT = HELPER_PRELUDE + stage_script("deep")

@@ -1,0 +1,109 @@
+"""The shipped probe is the build of its sources (fleetcheck/probe/parts/); the build's rules."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fleetcheck.probe import build as probe_build
+from fleetcheck.probe import probe as probe_module
+from fleetcheck.probe import probe_source
+from fleetcheck.probe.parts import PARTS
+from fleetcheck.probe.parts import stages as source_stages
+
+SCRIPTS = ("HELPER_PRELUDE", "PY_INCLUDE", "STACK_SCRIPT", "CUDA_SCRIPT", "PYINFO_SCRIPT",
+           "DEEP_SCRIPT")
+
+
+def test_the_committed_probe_is_a_fresh_build() -> None:
+    assert probe_source() == probe_build.build(), (
+        "fleetcheck/probe/probe.py is not the build of fleetcheck/probe/parts/: "
+        "rebuild it with `python -m fleetcheck.probe.build`")
+
+
+def test_check_mode_agrees() -> None:
+    done = subprocess.run([sys.executable, "-m", "fleetcheck.probe.build", "--check"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_every_part_is_in_the_built_file_in_order() -> None:
+    text = probe_source()
+    rules = [line.split()[2] for line in text.splitlines() if line.startswith("# --- ")]
+    assert rules == list(PARTS)
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_the_stage_scripts_are_sent_as_the_sources_write_them(name: str) -> None:
+    built = getattr(probe_module, name)
+    assert built == getattr(source_stages, name)
+    # They run in the workload's interpreter: any CPython >= 3.8.
+    ast.parse(built, feature_version=(3, 8))
+
+
+def _parts(tmp_path: Path, **files: str) -> Path:
+    """A copy of the real parts with some files replaced (name -> text; "" removes it)."""
+    parts = tmp_path / "parts"
+    shutil.copytree(probe_build.PARTS_DIR, parts)
+    for name, text in files.items():
+        path = parts / f"{name.replace('__', '/')}.py"
+        if text:
+            path.write_text(text)
+        else:
+            path.unlink()
+    return parts
+
+
+def _error(parts: Path, order: tuple[str, ...] = PARTS) -> str:
+    with pytest.raises(probe_build.BuildError) as caught:
+        probe_build.build(parts, order)
+    return str(caught.value)
+
+
+def test_a_copy_of_the_parts_builds_the_same_probe(tmp_path: Path) -> None:
+    assert probe_build.build(_parts(tmp_path)) == probe_source()
+
+
+def test_a_part_may_import_only_the_standard_library(tmp_path: Path) -> None:
+    parts = _parts(tmp_path, facts_where='"""Where."""\n\nimport yaml\n\nX = yaml\n')
+    assert _error(parts) == (
+        f"{parts}/facts_where.py:3: a part imports the standard library only, as `import NAME` "
+        "(not 'import yaml')")
+
+
+def test_imports_go_at_the_top(tmp_path: Path) -> None:
+    parts = _parts(tmp_path, facts_where='"""Where."""\n\nX = 1\nimport os\n')
+    assert _error(parts) == f"{parts}/facts_where.py:4: imports go at the top of a part"
+
+
+def test_a_part_imports_only_from_parts_before_it(tmp_path: Path) -> None:
+    parts = _parts(tmp_path, facts_where=(
+        '"""Where."""\n\nfrom fleetcheck.probe.parts.main import main\n\nX = main\n'))
+    assert _error(parts) == (
+        f"{parts}/facts_where.py:3: imports 'main', which does not come before it in PARTS")
+
+
+def test_a_name_lives_in_one_part(tmp_path: Path) -> None:
+    parts = _parts(tmp_path, facts_where='"""Where."""\n\n\ndef clip(text):\n    return text\n')
+    assert _error(parts) == (
+        f"{parts}/facts_where.py:1: 'clip' is defined in base.py too (the built probe is one "
+        "namespace)")
+
+
+def test_every_part_file_is_listed(tmp_path: Path) -> None:
+    parts = _parts(tmp_path, facts_extra='"""Extra."""\n')
+    assert _error(parts) == (
+        f"{parts}/facts_extra.py:1: not in PARTS (fleetcheck/probe/parts/__init__.py)")
+    assert _error(_parts(tmp_path / "b", facts_where=""), PARTS) == (
+        f"{tmp_path}/b/parts/__init__.py:1: PARTS names 'facts_where', but there is no "
+        "facts_where.py")
+
+
+def test_a_stage_script_needs_its_mark(tmp_path: Path) -> None:
+    parts = _parts(tmp_path, scripts__cuda='"""No mark."""\nprint(1)\n')
+    assert "cuda.py:1: cuda.py: no line '# ---- sent as is" in _error(parts)
