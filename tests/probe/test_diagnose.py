@@ -37,15 +37,19 @@ def failure_for(row: dict[str, Any]) -> dict[str, Any]:
             "compiler": [{"argv": ["gcc"], "rc": 1, "stderr": text}]}
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[row["case"] for row in ROWS])
-def test_real_text_is_named(row: dict[str, Any]) -> None:
+def places_for(row: dict[str, Any]) -> dict[str, Any]:
     places = dict(PLACES)
     if row["where"] == "cache":
         places["cache"] = ["<bench>"]
         places["tmp"] = ["/tmp"]
     if row["case"] == "cc_wrong_format":
         places["cc"] = "<bench>/not-a-program"
-    cause, line = diagnose(failure_for(row), places)
+    return places
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row["case"] for row in ROWS])
+def test_real_text_is_named(row: dict[str, Any]) -> None:
+    cause, line = diagnose(failure_for(row), places_for(row))
     assert cause == row["cause"], row["text"]
     assert line and line in row["text"]
 
@@ -63,4 +67,4 @@ def test_a_message_that_names_nothing_is_shown_not_guessed() -> None:
 def test_live_tool_text_is_named(case: Any, cause: str) -> None:
     _, text = produce(case, TRITON)
     row = {"case": case.__name__[5:], "cause": cause, "where": None, "text": text}
-    assert diagnose(failure_for(row), PLACES)[0] == cause, text
+    assert diagnose(failure_for(row), places_for(row))[0] == cause, text

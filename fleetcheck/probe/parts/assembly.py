@@ -10,6 +10,7 @@ from fleetcheck.probe.parts.checks_libcuda import LoaderChecks
 from fleetcheck.probe.parts.checks_toolchain import ToolchainChecks
 from fleetcheck.probe.parts.checks_torch import TorchChecks
 from fleetcheck.probe.parts.checks_triton import TritonChecks
+from fleetcheck.probe.parts.checks_workload import WorkloadChecks
 from fleetcheck.probe.parts.evaluate import Evaluation
 from fleetcheck.probe.parts.facts_libcuda import LibcudaFacts
 from fleetcheck.probe.parts.facts_toolchain import ToolchainFacts
@@ -28,6 +29,7 @@ class Probe(
         CacheChecks,
         TritonChecks,
         FlaChecks,
+        WorkloadChecks,
         Frameworks,
         Evaluation,
 ):

@@ -11,9 +11,11 @@ CHECK_IDS = (
     "cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
     "python_headers_missing", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
     "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "cache_dir_unwritable",
-    "cache_dir_noexec", "cache_on_network_fs", "ptxas_missing", "ptxas_override_unparsed",
+    "cache_dir_noexec", "cache_on_network_fs", "cache_dir_full", "tmp_dir_unusable",
+    "ptxas_missing", "ptxas_override_unparsed",
     "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas", "triton_target",
-    "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator", "fla_fallback_hidden",
+    "triton_own_path", "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator",
+    "fla_fallback_hidden", "workload_env", "inductor_ready",
 )
 
 #: Short names of root causes, used in the verdict's fix ("no C compiler: apt-get ...").
@@ -51,4 +53,9 @@ CAUSE_LABELS = {
     "triton_kernel": "Triton kernel does not run",
     "blackwell_no_allocator": "FLA registers no allocator on Blackwell",
     "fla_fallback_hidden": "flash-linear-attention falls back to CPU",
+    "cache_dir_full": "Triton cache full",
+    "tmp_dir_unusable": "temp dir unusable for Triton's build",
+    "triton_own_path": "get_current_target() fails where the workload builds",
+    "workload_env": "the environment moves the kernels off the GPU",
+    "inductor_ready": "torch.compile fails before Triton",
 }
