@@ -773,12 +773,50 @@ def make_node(
 
 
 def run_probe(node: NodeEnv, *args: str, isolated: bool = False, python: str | None = None,
-              timeout: float = 120) -> tuple[int, dict[str, object], str]:
-    """Run probe.py on the node (source on stdin); (exit code, JSON document, stderr)."""
+              timeout: float = 120, prefix: list[str] | None = None,
+              ) -> tuple[int, dict[str, object], str]:
+    """Run probe.py on the node (source on stdin); (exit code, JSON document, stderr).
+
+    prefix: a command the probe runs under (a private mount namespace, another user...).
+    """
     source = (Path(__file__).resolve().parent.parent / "fleetcheck/probe/probe.py").read_bytes()
-    argv = [python or node.python] + (["-I"] if isolated else []) + ["-", *args]
+    argv = list(prefix or []) + [python or node.python] + (["-I"] if isolated else []) + [
+        "-", *args]
     done = subprocess.run(argv, input=source, env=node.env, capture_output=True,
                           timeout=timeout, cwd=node.root)
     lines = done.stdout.decode().splitlines()
     assert len(lines) == 1, done.stdout.decode()[:2000] + done.stderr.decode()[:2000]
     return done.returncode, json.loads(lines[0]), done.stderr.decode()
+
+
+#: Mounts a small tmpfs at $0 inside a private mount namespace, fills it to the last block
+#: (or leaves $1 KiB free), then runs the command after them: `unshare -m sh -c MOUNT DIR KB`.
+MOUNT_FULL = ('keep=$PATH; PATH=/usr/sbin:/usr/bin:/sbin:/bin; '
+              'mount -t tmpfs -o size=256k tmpfs "$0" && mkdir -p "$0/cache" && '
+              'dd if=/dev/zero of="$0/fill" bs=1k 2>/dev/null; '
+              'if [ "$1" != 0 ]; then rm -f "$0/fill"; avail=$(df -k --output=avail "$0" | '
+              'tail -1); dd if=/dev/zero of="$0/fill" bs=1k count=$((avail - $1)) 2>/dev/null; '
+              'fi; shift; PATH=$keep; export PATH; exec "$@"')
+
+
+def private_tmpfs_prefix(where: Path, free_kib: int = 0) -> list[str] | None:
+    """The prefix that runs a command with a full tmpfs at `where` (None: not possible here).
+
+    Root uses `unshare -m`; another user a user namespace (`unshare -rm`). Nothing is mounted
+    outside the command's own namespace.
+    """
+    import os
+    unshare = shutil.which("unshare")
+    if not unshare:
+        return None
+    base = [unshare, "-m", "--propagation", "private"] if os.geteuid() == 0 else [
+        unshare, "-rm", "--propagation", "private"]
+    where.mkdir(parents=True, exist_ok=True)
+    try:
+        probe = subprocess.run([*base, "/bin/sh", "-c", MOUNT_FULL, str(where), "0", "true"],
+                               capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if probe.returncode != 0:
+        return None
+    return [*base, "/bin/sh", "-c", MOUNT_FULL, str(where), str(free_kib)]

@@ -248,7 +248,7 @@ TOOL_TEXTS = (
 DIAGNOSIS_FIXES = {
     "compiler_killed": "the compiler was killed (out of memory): raise the memory limit of the "
                        "job or container (cgroup memory.max, ulimit -v)",
-    "cc_rejects_flags": "the C compiler rejects the flags Triton passes: set CC to gcc or clang",
+    "cc_rejects_flags": "set CC to gcc or clang (this one rejects the flags Triton passes)",
     "include_dir_unreadable": "make the include dir (and its parents) readable by the workload's "
                               "user, or use an interpreter installed for that user",
     "cache_entry_corrupt": "remove the damaged entry from the Triton cache (or the whole cache "
@@ -1006,11 +1006,11 @@ def backend_report(triton):
         found = getattr(found_backends, "backends", None)
         if isinstance(found, dict):
             out["discovered"] = sorted(found)
-            out["active"] = []
+            active = out["active"] = []
             for name, backend in found.items():
                 try:
                     if backend.driver.is_active():
-                        out["active"].append(name)
+                        active.append(name)
                 except BaseException as e:
                     out.setdefault("is_active_errors", {})[name] = err(e)
     except BaseException as e:
@@ -1238,8 +1238,7 @@ if meta["triton_dir"]:
     except BaseException as e:
         data["ok"] = False
         data["error"] = err(e)
-        data["failure"] = failure_of(e)
-        data["failure"]["compiler"] = list(COMPILER_RUNS)
+        data["failure"] = dict(failure_of(e), compiler=list(COMPILER_RUNS))
     data["seconds"] = round(time.time() - t0, 3)
     emit("target", data)
     if not data["ok"] and triton is not None:
@@ -1707,7 +1706,7 @@ def remove_throwaway(name, cache, env, created):
     import shutil
     import tempfile
     places = [cache, tempfile.gettempdir()] + [env.get(k) for k in ("TMPDIR", "TMP", "TEMP")]
-    for where in places + ["/tmp", "/var/tmp", "/usr/tmp"]:
+    for where in [*places, "/tmp", "/var/tmp", "/usr/tmp"]:
         path = os.path.join(where, name) if where else None
         if path and os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
@@ -1773,7 +1772,8 @@ ENV_EFFECTS = (
     ("TRITON_ENABLE_LLVM_DEBUG", env_on, "slows", "triton", "LLVM debug output: slower compiles"),
     ("TRITON_CACHE_MANAGER", env_set, "slows", "triton",
      "kernels are cached by {v}, not in TRITON_CACHE_DIR"),
-    ("TRITON_REMOTE_CACHE_BACKEND", env_set, "slows", "triton", "kernels are cached remotely ({v})"),
+    ("TRITON_REMOTE_CACHE_BACKEND", env_set, "slows", "triton",
+     "kernels are cached remotely ({v})"),
     ("TRITON_MOCK_PTX_VERSION", env_set, "slows", "triton", "PTX version forced to {v}"),
     ("CUDA_LAUNCH_BLOCKING", env_one, "slows", "torch",
      "every CUDA launch waits for the GPU to finish: much slower"),
@@ -2876,9 +2876,10 @@ class TritonChecks(Part):
         fix = DIAGNOSIS_FIXES.get(evidence["matches"], "") if evidence["matches"] else (
             "no known cause matches this error (its message is in the evidence): run the "
             "workload's get_current_target() with the same environment to investigate")
-        summary = "get_current_target() in a fresh cache: " + first_line(error)
-        if line and line not in summary:
-            summary += " (%s)" % line
+        # The message that names the cause leads; Triton's wrapper (a long command) follows.
+        summary = "get_current_target() in a fresh cache: " + (
+            "%s (%s)" % (line, (target.get("failure") or {}).get("type") or "error")
+            if line and line not in first_line(error) else first_line(error))
         return ("fail", summary, fix, evidence)
 
     def check_stale_cache_masks_compiler(self):
@@ -3039,7 +3040,7 @@ class WorkloadChecks(Part):
             return ("fail", "Triton cache %s is full: the workload's own build fails (%s); %s "
                     "free" % (cache, line, mib(space.get("free_bytes"))), fix, evidence)
         free, inodes = space.get("free_bytes"), space.get("free_inodes")
-        if isinstance(free, int) and free < LOW_SPACE_BYTES or (
+        if (isinstance(free, int) and free < LOW_SPACE_BYTES) or (
                 isinstance(inodes, int) and inodes < LOW_INODES):
             return ("warn", "Triton cache %s has %s and %s inodes free: a job's kernels may "
                     "not fit" % (cache, mib(free), inodes), fix, evidence)
@@ -3095,8 +3096,10 @@ class WorkloadChecks(Part):
         fix = DIAGNOSIS_FIXES.get(cause, "") if cause else (
             "no known cause matches (the captured message is in the evidence): run the "
             "workload's get_current_target() with the same environment to investigate")
+        told = first_line(failure.get("error"))
         return ("fail", "the workload's own get_current_target() fails: %s" % (
-            line or first_line(failure.get("error"))), fix, evidence)
+            "%s (%s)" % (line, failure.get("type") or "error") if line and line not in told
+            else told), fix, evidence)
 
     def installed_libraries(self):
         meta = self.stages.get("meta", {})
@@ -3156,7 +3159,8 @@ class WorkloadChecks(Part):
         moves = [f for f in self.env_report() if f["library"] == "inductor" and
                  f["effect"] == "moves"]
         if moves or data.get("disable_device_detection"):
-            name = moves[0]["variable"] if moves else "TORCHINDUCTOR_TRITON_DISABLE_DEVICE_DETECTION"
+            name = (moves[0]["variable"] if moves
+                    else "TORCHINDUCTOR_TRITON_DISABLE_DEVICE_DETECTION")
             return ("fail", "torch.compile of CUDA code raises TritonMissing: %s=1 disables "
                     "inductor's Triton" % name, "unset %s" % name, evidence)
         if data.get("has_triton") is False and self.stages.get("target", {}).get("ok"):
@@ -3167,6 +3171,12 @@ class WorkloadChecks(Part):
 
 
 # --- frameworks -----------------------------------------------------------------------------------
+
+#: How each framework's own copy of FLA's detection catches Triton's exception.
+CATCHES = {"vllm": "(RuntimeError, AttributeError): silent",
+           "sglang": "BaseException, with FLA's warning",
+           "unsloth_zoo": "Exception, with a warning"}
+
 
 class Frameworks(Part):
     """Each installed framework's outcome, from the checks and the Triton verdict."""
@@ -3179,7 +3189,7 @@ class Frameworks(Part):
         target = self.stages.get("target") or {}
         verdict = triton["verdict"]
         cause = triton.get("cause")
-        label = CAUSE_LABELS.get(cause, cause) if cause else None
+        label = (CAUSE_LABELS.get(cause) or DIAGNOSIS_LABELS.get(cause, cause)) if cause else None
         # Triton's own driver check (is_active(): torch.cuda.is_available(), or cuInit on 3.8+
         # without torch) passes although a compile-time cause will fail the first kernel.
         if torch.get("installed") or meta.get("torch_dir"):
@@ -3245,6 +3255,8 @@ class Frameworks(Part):
                 outcome, why = "cpu-only", "no CUDA device: compiles for the CPU only"
             elif caps and min(caps) < (7, 0):
                 outcome, why = "gpu-unsupported", "GPU capability < 7.0: no Triton path"
+            elif (by_id.get("inductor_ready") or {}).get("status") == "fail":
+                outcome, why = "fails-before-triton", by_id["inductor_ready"]["summary"]
             elif verdict == "gpu":
                 outcome, why = "triton", "Triton path usable"
             else:
@@ -3257,7 +3269,78 @@ class Frameworks(Part):
             out["inductor"] = {"installed": True, "version": torch.get("version") or meta.get(
                 "torch_version"), "outcome": outcome, "cxx": cxx,
                 "detail": "torch.compile (inductor): %s; %s" % (why, cxx_text)}
+        self.vendored_outcomes(out, active, verdict, label)
+        self.other_outcomes(out, active, verdict, label)
         return out
+
+    def vendored_outcomes(self, out, active, verdict, label):
+        """The frameworks' own copies of FLA's detection, as their installed code decided."""
+        env_moves = {f["library"] for f in self.env_report() if f["effect"] == "moves"}
+        for item in (self.stages.get("vendored") or {}).get("detections") or []:
+            fw = item.get("framework")
+            catches = CATCHES.get(fw, "?")
+            if item.get("raised"):
+                outcome, detail = "import-fails", (
+                    "its copy of FLA's detection (catches %s) lets %s through: importing its "
+                    "FLA ops fails" % (catches, first_line(item["raised"])))
+            elif item.get("error"):
+                outcome, detail = "unknown", "its copy of FLA's detection: %s" % item["error"]
+            elif item.get("backend") == "cpu":
+                outcome = "cpu-fallback"
+                detail = "its copy of FLA's detection (catches %s) says cpu%s" % (
+                    catches, ": " + first_line(item["warnings"][0]) if item.get("warnings")
+                    else ", and logs nothing")
+            else:
+                outcome, detail = "gpu", "its copy of FLA's detection says %s" % item.get(
+                    "backend")
+            if fw == "vllm" and "vllm" in out:
+                vllm = out["vllm"]
+                vllm["fla_copy"] = {"outcome": outcome, "detail": detail, "file": item["file"]}
+                if outcome != "gpu" and vllm.get("outcome") in ("triton", "fails-at-kernel"):
+                    vllm["outcome"], vllm["detail"] = outcome, "vLLM: " + detail
+                if "vllm" in env_moves:
+                    vllm["outcome"] = "cpu"
+                    vllm["detail"] = "vLLM selects its CPU platform (VLLM_TARGET_DEVICE=cpu)"
+                continue
+            out[fw] = {"installed": True, "outcome": outcome, "detail": detail,
+                       "file": item["file"]}
+
+    def other_outcomes(self, out, active, verdict, label):
+        """xformers, Liger-Kernel and mamba-ssm: each decides from torch and its own flags."""
+        meta = self.stages.get("meta", {})
+        caps = self.capabilities()
+        if meta.get("xformers_dir"):
+            if not active:
+                outcome, why = "no-triton", "torch.cuda.is_available() is False"
+            elif self.env.get("XFORMERS_FORCE_DISABLE_TRITON", "0") == "1":
+                outcome, why = "triton-off", "XFORMERS_FORCE_DISABLE_TRITON=1"
+            elif caps and min(caps) < (8, 0):
+                outcome, why = "triton-off", "capability < 8.0: no Triton kernels"
+            elif self.triton_missing:
+                outcome, why = "triton-off", (
+                    "A matching Triton is not available, some optimizations will not be enabled")
+            elif verdict == "gpu":
+                outcome, why = "triton", "its Triton kernels run on the GPU"
+            else:
+                outcome, why = "fails-at-kernel", "_is_triton_available() is True, the first "\
+                    "Triton kernel fails: %s" % label
+            out["xformers"] = {"installed": True, "outcome": outcome,
+                               "detail": "xformers: " + why}
+        if meta.get("liger_kernel_dir"):
+            # infer_device() asks torch.cuda.is_available() only: no Triton check at all.
+            outcome = "cpu-only" if not active else "gpu" if verdict == "gpu" else (
+                "fails-at-kernel")
+            out["liger_kernel"] = {"installed": True, "outcome": outcome, "detail": (
+                "Liger-Kernel: infer_device() = %s%s" % (
+                    "cuda" if active else "cpu", "" if outcome != "fails-at-kernel" else
+                    "; its first kernel fails: %s" % label))}
+        if meta.get("mamba_ssm_dir") or meta.get("causal_conv1d_dir"):
+            version = (self.facts.get("triton") or {}).get("version") or ""
+            old = version[:3] in ("2.0", "2.1", "2.2", "2.3", "3.0", "3.1", "3.2")
+            outcome = "gpu" if verdict == "gpu" else "import-fails" if old else "fails-at-kernel"
+            out["mamba_ssm"] = {"installed": True, "outcome": outcome, "detail": (
+                "mamba-ssm/causal-conv1d build kernels at import (module-level @triton.jit)%s"
+                % ("" if outcome == "gpu" else ": %s" % label))}
 
 
 # --- evaluate -------------------------------------------------------------------------------------
@@ -3372,8 +3455,8 @@ class Evaluation(Part):
             check = by_id["triton_installed"]
             triton = {"verdict": "not-installed", "backend": None, "cause": "triton_installed",
                       "fix": check["fix"]}
-        elif [c for c in fails if c["id"] not in FRAMEWORK_ONLY]:
-            first = [c for c in fails if c["id"] not in FRAMEWORK_ONLY][0]
+        elif any(c["id"] not in FRAMEWORK_ONLY for c in fails):
+            first = next(c for c in fails if c["id"] not in FRAMEWORK_ONLY)
             cause = first["id"]
             if cause in ("triton_target", "triton_own_path", "triton_kernel"):
                 cause = (first["evidence"] or {}).get("matches") or cause
@@ -3393,8 +3476,8 @@ class Evaluation(Part):
         if fails:
             status = "fail"
             if triton["verdict"] == "cpu-fallback":
-                reason = "Triton cpu-fallback: " + [
-                    c for c in fails if c["id"] not in FRAMEWORK_ONLY][0]["summary"]
+                reason = "Triton cpu-fallback: " + next(
+                    c for c in fails if c["id"] not in FRAMEWORK_ONLY)["summary"]
             else:
                 reason = fails[0]["summary"]
         elif errors or triton["verdict"] == "unknown":

@@ -3,8 +3,9 @@
 Each case runs the command Triton 3.9 runs to build its `cuda_utils` module (runtime/build.py:
 `[cc, src, -O3, -shared, -fPIC, -Wno-psabi, -o, so, -l:libcuda.so.1, -L..., -I...]`) on Triton's
 own `backends/nvidia/driver.c`, with one thing broken (no header, no linker, a full or read-only
-temp dir...), or loads a built module the way Triton does (`importlib.util.spec_from_file_location`),
-or does the file operation Triton's cache does; it records what the tool printed.
+temp dir...), or loads a built module the way Triton does
+(`importlib.util.spec_from_file_location`), or does the file operation Triton's cache does;
+it records what the tool printed.
 
     python -m tests.probe.toolchain_texts TRITON_DIR OUT.json   # every case (needs root: mounts)
 
@@ -66,8 +67,8 @@ class Bench:
                 "-L" + str(self.nvlib)]
         if libdirs:
             argv.append("-L" + str(self.lib))
-        return argv + ["-I" + str(self.include), "-I" + str(self.src.parent),
-                       "-I" + (py_include or python_include())]
+        return [*argv, "-I" + str(self.include), "-I" + str(self.src.parent),
+                "-I" + (py_include or python_include())]
 
 
 def run(argv: list[str], env: dict[str, str] | None = None,

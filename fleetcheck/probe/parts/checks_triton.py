@@ -170,9 +170,10 @@ class TritonChecks(Part):
         fix = DIAGNOSIS_FIXES.get(evidence["matches"], "") if evidence["matches"] else (
             "no known cause matches this error (its message is in the evidence): run the "
             "workload's get_current_target() with the same environment to investigate")
-        summary = "get_current_target() in a fresh cache: " + first_line(error)
-        if line and line not in summary:
-            summary += " (%s)" % line
+        # The message that names the cause leads; Triton's wrapper (a long command) follows.
+        summary = "get_current_target() in a fresh cache: " + (
+            "%s (%s)" % (line, (target.get("failure") or {}).get("type") or "error")
+            if line and line not in first_line(error) else first_line(error))
         return ("fail", summary, fix, evidence)
 
     def check_stale_cache_masks_compiler(self):

@@ -55,7 +55,7 @@ class WorkloadChecks(Part):
             return ("fail", "Triton cache %s is full: the workload's own build fails (%s); %s "
                     "free" % (cache, line, mib(space.get("free_bytes"))), fix, evidence)
         free, inodes = space.get("free_bytes"), space.get("free_inodes")
-        if isinstance(free, int) and free < LOW_SPACE_BYTES or (
+        if (isinstance(free, int) and free < LOW_SPACE_BYTES) or (
                 isinstance(inodes, int) and inodes < LOW_INODES):
             return ("warn", "Triton cache %s has %s and %s inodes free: a job's kernels may "
                     "not fit" % (cache, mib(free), inodes), fix, evidence)
@@ -111,8 +111,10 @@ class WorkloadChecks(Part):
         fix = DIAGNOSIS_FIXES.get(cause, "") if cause else (
             "no known cause matches (the captured message is in the evidence): run the "
             "workload's get_current_target() with the same environment to investigate")
+        told = first_line(failure.get("error"))
         return ("fail", "the workload's own get_current_target() fails: %s" % (
-            line or first_line(failure.get("error"))), fix, evidence)
+            "%s (%s)" % (line, failure.get("type") or "error") if line and line not in told
+            else told), fix, evidence)
 
     def installed_libraries(self):
         meta = self.stages.get("meta", {})
@@ -172,7 +174,8 @@ class WorkloadChecks(Part):
         moves = [f for f in self.env_report() if f["library"] == "inductor" and
                  f["effect"] == "moves"]
         if moves or data.get("disable_device_detection"):
-            name = moves[0]["variable"] if moves else "TORCHINDUCTOR_TRITON_DISABLE_DEVICE_DETECTION"
+            name = (moves[0]["variable"] if moves
+                    else "TORCHINDUCTOR_TRITON_DISABLE_DEVICE_DETECTION")
             return ("fail", "torch.compile of CUDA code raises TritonMissing: %s=1 disables "
                     "inductor's Triton" % name, "unset %s" % name, evidence)
         if data.get("has_triton") is False and self.stages.get("target", {}).get("ok"):

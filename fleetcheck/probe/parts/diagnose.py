@@ -45,7 +45,7 @@ TOOL_TEXTS = (
 DIAGNOSIS_FIXES = {
     "compiler_killed": "the compiler was killed (out of memory): raise the memory limit of the "
                        "job or container (cgroup memory.max, ulimit -v)",
-    "cc_rejects_flags": "the C compiler rejects the flags Triton passes: set CC to gcc or clang",
+    "cc_rejects_flags": "set CC to gcc or clang (this one rejects the flags Triton passes)",
     "include_dir_unreadable": "make the include dir (and its parents) readable by the workload's "
                               "user, or use an interpreter installed for that user",
     "cache_entry_corrupt": "remove the damaged entry from the Triton cache (or the whole cache "

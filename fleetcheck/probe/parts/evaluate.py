@@ -116,8 +116,8 @@ class Evaluation(Part):
             check = by_id["triton_installed"]
             triton = {"verdict": "not-installed", "backend": None, "cause": "triton_installed",
                       "fix": check["fix"]}
-        elif [c for c in fails if c["id"] not in FRAMEWORK_ONLY]:
-            first = [c for c in fails if c["id"] not in FRAMEWORK_ONLY][0]
+        elif any(c["id"] not in FRAMEWORK_ONLY for c in fails):
+            first = next(c for c in fails if c["id"] not in FRAMEWORK_ONLY)
             cause = first["id"]
             if cause in ("triton_target", "triton_own_path", "triton_kernel"):
                 cause = (first["evidence"] or {}).get("matches") or cause
@@ -137,8 +137,8 @@ class Evaluation(Part):
         if fails:
             status = "fail"
             if triton["verdict"] == "cpu-fallback":
-                reason = "Triton cpu-fallback: " + [
-                    c for c in fails if c["id"] not in FRAMEWORK_ONLY][0]["summary"]
+                reason = "Triton cpu-fallback: " + next(
+                    c for c in fails if c["id"] not in FRAMEWORK_ONLY)["summary"]
             else:
                 reason = fails[0]["summary"]
         elif errors or triton["verdict"] == "unknown":

@@ -84,7 +84,7 @@ def remove_throwaway(name, cache, env, created):
     import shutil
     import tempfile
     places = [cache, tempfile.gettempdir()] + [env.get(k) for k in ("TMPDIR", "TMP", "TEMP")]
-    for where in places + ["/tmp", "/var/tmp", "/usr/tmp"]:
+    for where in [*places, "/tmp", "/var/tmp", "/usr/tmp"]:
         path = os.path.join(where, name) if where else None
         if path and os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)

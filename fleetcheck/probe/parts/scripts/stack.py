@@ -249,8 +249,7 @@ if meta["triton_dir"]:
     except BaseException as e:
         data["ok"] = False
         data["error"] = err(e)
-        data["failure"] = failure_of(e)
-        data["failure"]["compiler"] = list(COMPILER_RUNS)
+        data["failure"] = dict(failure_of(e), compiler=list(COMPILER_RUNS))
     data["seconds"] = round(time.time() - t0, 3)
     emit("target", data)
     if not data["ok"] and triton is not None:

@@ -10,7 +10,6 @@ to its first kernel (its cache dir, the user name it needs); `vendored_detection
 frameworks' own copies of FLA's device detection from their installed sources.
 """
 
-import json
 import sys
 
 from fleetcheck.probe.parts.scripts.prelude import emit, err
@@ -435,11 +434,11 @@ def backend_report(triton):
         found = getattr(found_backends, "backends", None)
         if isinstance(found, dict):
             out["discovered"] = sorted(found)
-            out["active"] = []
+            active = out["active"] = []
             for name, backend in found.items():
                 try:
                     if backend.driver.is_active():
-                        out["active"].append(name)
+                        active.append(name)
                 except BaseException as e:
                     out.setdefault("is_active_errors", {})[name] = err(e)
     except BaseException as e:
