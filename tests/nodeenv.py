@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -77,9 +78,12 @@ int cuDeviceGetAttribute(int *v, int attr, int d) {
     (void)d; if (attr == 75) { *v = CC_MAJOR; return 0; }
     if (attr == 76) { *v = CC_MINOR; return 0; } return 1; }
 int cuDeviceTotalMem_v2(size_t *bytes, int d) { (void)d; *bytes = (size_t)MEM_MIB << 20; return 0; }
+int cuDevicePrimaryCtxRetain(void **ctx, int d) { (void)d; *ctx = (void *)0; return CTX_RC; }
+int cuDevicePrimaryCtxRelease(int d) { (void)d; return 0; }
 int cuGetErrorName(int rc, const char **s) {
     switch (rc) {
     case 34: *s = "CUDA_ERROR_STUB_LIBRARY"; return 0;
+    case 46: *s = "CUDA_ERROR_DEVICE_UNAVAILABLE"; return 0;
     case 100: *s = "CUDA_ERROR_NO_DEVICE"; return 0;
     case 802: *s = "CUDA_ERROR_SYSTEM_NOT_READY"; return 0;
     case 804: *s = "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"; return 0;
@@ -89,13 +93,36 @@ int cuGetErrorName(int rc, const char **s) {
 """
 
 
+NVML_C = r"""
+static const char *texts[] = {"Success", "Unknown Error"};
+int nvmlInit_v2(void) { return NVML_RC; }
+int nvmlShutdown(void) { return 0; }
+const char *nvmlErrorString(int rc) { return rc == 999 ? texts[1] : texts[0]; }
+int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **h) {
+    *h = (void *)(long)(i + 1); return 0; }
+int nvmlDeviceGetComputeMode(void *h, int *mode) { (void)h; *mode = COMPUTE_MODE; return 0; }
+"""
+
+
+def build_nvml(where: Path, *, version: str, nvml_rc: int, compute_mode: int) -> Path:
+    """A stub libnvidia-ml.so.<version> (soname libnvidia-ml.so.1)."""
+    target = where / f"libnvidia-ml.so.{version}"
+    source = _write(where / "nvml_stub.c", NVML_C)
+    subprocess.run([GCC, str(source), "-shared", "-fPIC", "-Wl,-soname,libnvidia-ml.so.1", "-o",
+                    str(target), f"-DNVML_RC={nvml_rc}", f"-DCOMPUTE_MODE={compute_mode}"],
+                   check=True)
+    source.unlink()
+    (where / "libnvidia-ml.so.1").symlink_to(target.name)
+    return target
+
+
 def build_libcuda(where: Path, *, version: str, init_rc: int, driver_version: int, count: int,
-                  name: str, cc: str, memory_mib: int) -> Path:
+                  name: str, cc: str, memory_mib: int, ctx_rc: int = 0) -> Path:
     """A stub libcuda.so.<version> (soname libcuda.so.1), compiled once per configuration."""
     major, minor = cc.split(".")
     defines = {"INIT_RC": init_rc, "DRIVER_VERSION": driver_version, "COUNT": count,
                "NAME": json.dumps(name), "CC_MAJOR": major, "CC_MINOR": minor,
-               "MEM_MIB": memory_mib}
+               "MEM_MIB": memory_mib, "CTX_RC": ctx_rc}
     key = hashlib.sha256(json.dumps([version, defines], sort_keys=True).encode()).hexdigest()
     cached = _LIBCUDA_CACHE.get(key)
     target = where / f"libcuda.so.{version}"
@@ -651,6 +678,11 @@ def make_node(
     cache_fstype: str | None = None,
     vllm: str | None = None,
     cxx: bool = False,
+    nvml: bool = True,
+    nvml_rc: int = 0,
+    compute_mode: int = 0,
+    ctx_rc: int = 0,
+    smi_error: str | None = None,
 ) -> NodeEnv:
     """Build a fake node under `root`.
 
@@ -666,6 +698,10 @@ def make_node(
     cache_fstype: the file-system type of the Triton cache's mount (e.g. "nfs4").
     vllm: a vLLM version to install (its package and metadata only: the probe never imports it).
     cxx: put g++ on PATH (inductor's C++ compiler for its CPU/cpp-wrapper path).
+    nvml: a stub libnvidia-ml.so.1 beside libcuda (nvml_rc: what nvmlInit_v2 returns, 999 for
+    'Unknown Error'; compute_mode: each GPU's, 3 Exclusive_Process; ctx_rc: what
+    cuDevicePrimaryCtxRetain returns, 46 when another process holds the GPU).
+    smi_error: the one line nvidia-smi prints instead of the GPUs (exit 255).
     os_release: the text of /etc/os-release (default: Debian 12).
     broken_gpu: the index of a GPU on which every tensor operation fails (an ECC error).
     concurrent_write: a file "another job" writes (once) whenever the stub Triton loads its stub
@@ -718,7 +754,10 @@ def make_node(
     if has_libcuda:
         lib = build_libcuda(libdir, version=libcuda_version, init_rc=init_rc,
                             driver_version=cuda_driver_version, count=gpus, name=gpu_name,
-                            cc=compute_capability, memory_mib=memory_mib)
+                            cc=compute_capability, memory_mib=memory_mib, ctx_rc=ctx_rc)
+        if nvml:
+            build_nvml(libdir, version=libcuda_version, nvml_rc=nvml_rc,
+                       compute_mode=compute_mode)
         (libdir / "libcuda.so.1").symlink_to(lib.name)
         if libcuda_unversioned:
             (libdir / "libcuda.so").symlink_to("libcuda.so.1")
@@ -751,6 +790,9 @@ def make_node(
     if gpu is not False:
         _nvidia_smi(bindir, gpu=gpu, gpus=gpus, name=gpu_name, cc=compute_capability,
                     memory_mib=memory_mib, driver=libcuda_version)
+    if smi_error:
+        _write(bindir / "nvidia-smi", f"#!/bin/sh\necho {shlex.quote(smi_error)}\nexit 255\n",
+               0o755)
     _compiler(bindir, compiler=compiler, linker=linker, python_headers=python_headers,
               libc_headers=libc_headers, empty=empty)
     if cc_env is not None:

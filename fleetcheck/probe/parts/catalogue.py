@@ -4,9 +4,10 @@
 
 #: Every check id, in causal order (the same as fleetcheck/checks.py; a test compares them).
 CHECK_IDS = (
-    "gpu_present", "dev_nodes_missing", "fabric_manager_not_ready",
+    "gpu_present", "dev_nodes_missing", "cgroup_devices_revoked", "fabric_manager_not_ready",
     "cuda_compat_on_unsupported_gpu", "libcuda_stub_shadowing", "driver_userspace_mismatch",
-    "zero_active_drivers", "driver_too_old", "torch_cuda", "torch_lacks_arch",
+    "zero_active_drivers", "gpu_exclusive_busy", "driver_too_old", "torch_cuda",
+    "torch_lacks_arch",
     "gpu_arch_unsupported", "triton_installed", "triton_2x",
     "cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
     "python_headers_missing", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
@@ -54,6 +55,8 @@ CAUSE_LABELS = {
     "blackwell_no_allocator": "FLA registers no allocator on Blackwell",
     "fla_fallback_hidden": "flash-linear-attention falls back to CPU",
     "cache_dir_full": "Triton cache full",
+    "cgroup_devices_revoked": "GPU access revoked under the running container",
+    "gpu_exclusive_busy": "GPU in exclusive-process mode, held by another process",
     "tmp_dir_unusable": "temp dir unusable for Triton's build",
     "triton_own_path": "get_current_target() fails where the workload builds",
     "workload_env": "the environment moves the kernels off the GPU",

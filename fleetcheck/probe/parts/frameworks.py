@@ -3,7 +3,7 @@
 import os
 import shutil
 
-from fleetcheck.probe.parts.base import Part, first_line
+from fleetcheck.probe.parts.base import Part, first_line, host_path
 from fleetcheck.probe.parts.catalogue import CAUSE_LABELS
 from fleetcheck.probe.parts.diagnose import DIAGNOSIS_LABELS
 
@@ -60,7 +60,16 @@ class Frameworks(Part):
             out["vllm"] = {"installed": False, "outcome": "not-installed",
                            "detail": "vLLM not installed"}
         else:
-            if self.triton_missing:
+            nvml = self.cuda_info.get("nvml_error") or (
+                self.cuda_info.get("nvml_init_text") if self.cuda_info.get("nvml_init") else None)
+            if nvml and not os.path.isfile(host_path("/etc/nv_tegra_release")):
+                # cuda_platform_plugin(): pynvml.nvmlInit() fails, the NVML error is logged at
+                # debug level only, no platform is found.
+                outcome, detail = "import-fails", (
+                    "vLLM finds no CUDA platform: NVML fails (%s), which vLLM logs at debug "
+                    "level only; it raises RuntimeError: Failed to infer device type" % (
+                        first_line(nvml)))
+            elif self.triton_missing:
                 outcome, detail = "no-triton", ("vLLM logs: Triton not installed or not "
                                                 "compatible; certain GPU-related functions will "
                                                 "not be available.")
