@@ -780,6 +780,12 @@ class OwnPath:
             failure["where"] = "tmp"
             return failure
         probe_cache = _os.path.join(cache, self.name)
+        rep["probe_cache"] = probe_cache
+        # From here on this process runs as the workload does, whatever fails next: FLA and
+        # the frameworks' detections meet the same dirs (and the same failure) afterwards.
+        self.saved = {"TRITON_CACHE_DIR": _os.environ.get("TRITON_CACHE_DIR"),
+                      "TMPDIR": _os.environ.get("TMPDIR"), "tempdir": _tempfile.tempdir}
+        _os.environ["TRITON_CACHE_DIR"] = probe_cache
         try:
             make_dirs(probe_cache, self.made)
         except OSError as e:
@@ -788,7 +794,6 @@ class OwnPath:
             failure["step"] = "os.makedirs(%s)" % probe_cache
             return failure
         self.throwaway.append(probe_cache)
-        rep["probe_cache"] = probe_cache
         subs = {}
         for key, where in (("python_tmp", py_tmp), ("gcc_tmp", rep["gcc_tmp"])):
             if where in subs:
@@ -802,9 +807,6 @@ class OwnPath:
                 rep[key + "_error"] = failure_of(e)
         emit("own-made", {"made": self.made, "throwaway": self.throwaway})
         # Run as the workload runs: its cache (in our subdir), its temp dirs (in ours).
-        self.saved = {"TRITON_CACHE_DIR": _os.environ.get("TRITON_CACHE_DIR"),
-                      "TMPDIR": _os.environ.get("TMPDIR"), "tempdir": _tempfile.tempdir}
-        _os.environ["TRITON_CACHE_DIR"] = probe_cache
         gcc_sub = subs.get(rep["gcc_tmp"])
         if gcc_sub:
             _os.environ["TMPDIR"] = gcc_sub
@@ -903,7 +905,7 @@ def knob_report(triton, env):
     return out
 
 
-def inductor_report(torch_dir, env, py_tmp, name):
+def inductor_report(torch_dir, env, py_tmp, name, deep=False):
     """torch.compile's way to its first kernel, outside Triton: the user name it looks up,
     its cache dir (TORCHINDUCTOR_CACHE_DIR, else <tempdir>/torchinductor_<user>) created as
     inductor does, has_triton() as inductor asks it."""
@@ -937,12 +939,15 @@ def inductor_report(torch_dir, env, py_tmp, name):
                 except OSError:
                     pass
         out["cache_space"] = space_of(cache)
-    try:
-        from torch.utils._triton import has_triton
-        found = has_triton()
-        out["has_triton"] = found if isinstance(found, bool) else None
-    except BaseException as e:
-        out["has_triton_error"] = err(e)
+    if deep:
+        # has_triton() imports torch._dynamo (seconds); torch 2.11's torch/_dynamo/package.py
+        # calls inductor's cache_dir() at import, so this also proves that import works.
+        try:
+            from torch.utils._triton import has_triton
+            found = has_triton()
+            out["has_triton"] = found if isinstance(found, bool) else None
+        except BaseException as e:
+            out["has_triton_error"] = err(e)
     try:
         from torch._inductor import config as inductor_config
         out["disable_device_detection"] = getattr(
@@ -1184,7 +1189,8 @@ if meta["torch_dir"]:
     if meta["inductor"] and torch is not None:
         try:
             emit("inductor", inductor_report(meta["torch_dir"], own_env,
-                                             python_tempdir(own_env)[0], own_name))
+                                             python_tempdir(own_env)[0], own_name,
+                                             bool(own_opts.get("deep"))))
         except BaseException as e:
             emit("inductor", {"error": err(e)})
 else:
@@ -1954,7 +1960,7 @@ class Gather(Part):
         # checks_workload.py); remove_workload_dirs() removes them even if the stack dies.
         self.own_name = ".fleetcheck-probe-%d-%s" % (os.getpid(), os.urandom(4).hex())
         self.own_missing = missing_dirs(triton_cache_dir(self.env))
-        own = json.dumps({"name": self.own_name, "env": {
+        own = json.dumps({"name": self.own_name, "deep": self.deep, "env": {
             key: self.env.get(key) for key in WORKLOAD_ENV_KEYS}})
         self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode,
                               own], self.deadline.timeout(), env=env, cwd=self.tmp)
@@ -3340,7 +3346,21 @@ class Frameworks(Part):
         else:
             ev = fla.get("evidence") or {}
             version = meta.get("fla_version")
-            if fla.get("status") == "fail" and ev.get("device_platform") == "cpu":
+            ready = by_id.get("inductor_ready") or {}
+            before = ready.get("status") == "fail" and any(
+                (ready.get("evidence") or {}).get(k) for k in ("user_error", "cache_error"))
+            interpreted = any(f["variable"] == "TRITON_INTERPRET" for f in self.env_report())
+            if before:
+                # Its modules use @torch.compile, whose import of torch._dynamo calls inductor's
+                # cache_dir() (torch 2.11: torch/_dynamo/package.py): seen on the H200.
+                outcome = "import-fails"
+                detail = "import fla fails before any kernel (its torch.compile import reaches " \
+                    "inductor's cache dir): %s" % ready["summary"]
+            elif interpreted:
+                outcome = "cpu"
+                detail = "FLA %s picks device %s, but TRITON_INTERPRET runs its kernels in " \
+                    "Triton's interpreter on the CPU" % (version, ev.get("device_platform"))
+            elif fla.get("status") == "fail" and ev.get("device_platform") == "cpu":
                 outcome = "cpu-fallback"
                 detail = "FLA %s falls back to CPU: %s" % (version, first_line(
                     ev.get("swallowed") or ev.get("triton_error") or "cause not seen"))
@@ -3401,6 +3421,9 @@ class Frameworks(Part):
                 outcome, why = "gpu-unsupported", "GPU capability < 7.0: no Triton path"
             elif (by_id.get("inductor_ready") or {}).get("status") == "fail":
                 outcome, why = "fails-before-triton", by_id["inductor_ready"]["summary"]
+            elif any(f["variable"] == "TRITON_INTERPRET" for f in self.env_report()):
+                outcome, why = "cpu", ("its Triton kernels run in Triton's interpreter on the "
+                                       "CPU (TRITON_INTERPRET)")
             elif verdict == "gpu":
                 outcome, why = "triton", "Triton path usable"
             else:

@@ -187,7 +187,8 @@ def test_vllm_told_to_run_on_the_cpu_is_a_cause(tmp_path: Path) -> None:
 
 
 def test_torch_compile_failing_before_triton_is_said(tmp_path: Path) -> None:
-    node = make_node(tmp_path / "node", env={"TORCHINDUCTOR_CACHE_DIR": "/proc/fleetcheck-no"})
+    node = make_node(tmp_path / "node", fla="0.6.0",
+                     env={"TORCHINDUCTOR_CACHE_DIR": "/proc/fleetcheck-no"})
     rc, doc, _ = run_probe(node)
     check = checks(doc)["inductor_ready"]
     assert (rc, doc["status"], check["status"]) == (1, "fail", "fail")
@@ -197,6 +198,25 @@ def test_torch_compile_failing_before_triton_is_said(tmp_path: Path) -> None:
                                        "dir /proc/fleetcheck-no: FileNotFoundError")
     inductor = doc["facts"]["frameworks"]["inductor"]
     assert inductor["outcome"] == "fails-before-triton"
+    # import fla reaches torch._dynamo, whose import calls inductor's cache_dir() (H200).
+    assert doc["facts"]["frameworks"]["fla"]["outcome"] == "import-fails"
+
+
+def test_fla_meets_the_same_dirs_as_the_workload(tmp_path: Path) -> None:
+    # The cache cannot be created (below a regular file): FLA's detection, run after the
+    # workload's own attempt, meets the same failure (it used to run in the probe's fresh cache).
+    node = make_node(tmp_path / "node", fla="0.6.0", cache="unwritable")
+    _, doc, _ = run_probe(node)
+    fla = doc["facts"]["frameworks"]["fla"]
+    assert (doc["triton"]["cause"], fla["outcome"]) == ("cache_dir_unwritable", "cpu-fallback")
+    assert "NotADirectoryError" in fla["detail"]
+
+
+def test_interpreted_kernels_are_cpu_for_fla_and_inductor(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node", fla="0.6.0", env={"TRITON_INTERPRET": "1"})
+    _, doc, _ = run_probe(node)
+    frameworks = doc["facts"]["frameworks"]
+    assert (frameworks["fla"]["outcome"], frameworks["inductor"]["outcome"]) == ("cpu", "cpu")
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),

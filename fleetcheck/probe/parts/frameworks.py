@@ -40,7 +40,21 @@ class Frameworks(Part):
         else:
             ev = fla.get("evidence") or {}
             version = meta.get("fla_version")
-            if fla.get("status") == "fail" and ev.get("device_platform") == "cpu":
+            ready = by_id.get("inductor_ready") or {}
+            before = ready.get("status") == "fail" and any(
+                (ready.get("evidence") or {}).get(k) for k in ("user_error", "cache_error"))
+            interpreted = any(f["variable"] == "TRITON_INTERPRET" for f in self.env_report())
+            if before:
+                # Its modules use @torch.compile, whose import of torch._dynamo calls inductor's
+                # cache_dir() (torch 2.11: torch/_dynamo/package.py): seen on the H200.
+                outcome = "import-fails"
+                detail = "import fla fails before any kernel (its torch.compile import reaches " \
+                    "inductor's cache dir): %s" % ready["summary"]
+            elif interpreted:
+                outcome = "cpu"
+                detail = "FLA %s picks device %s, but TRITON_INTERPRET runs its kernels in " \
+                    "Triton's interpreter on the CPU" % (version, ev.get("device_platform"))
+            elif fla.get("status") == "fail" and ev.get("device_platform") == "cpu":
                 outcome = "cpu-fallback"
                 detail = "FLA %s falls back to CPU: %s" % (version, first_line(
                     ev.get("swallowed") or ev.get("triton_error") or "cause not seen"))
@@ -101,6 +115,9 @@ class Frameworks(Part):
                 outcome, why = "gpu-unsupported", "GPU capability < 7.0: no Triton path"
             elif (by_id.get("inductor_ready") or {}).get("status") == "fail":
                 outcome, why = "fails-before-triton", by_id["inductor_ready"]["summary"]
+            elif any(f["variable"] == "TRITON_INTERPRET" for f in self.env_report()):
+                outcome, why = "cpu", ("its Triton kernels run in Triton's interpreter on the "
+                                       "CPU (TRITON_INTERPRET)")
             elif verdict == "gpu":
                 outcome, why = "triton", "Triton path usable"
             else:

@@ -53,7 +53,7 @@ class Gather(Part):
         # checks_workload.py); remove_workload_dirs() removes them even if the stack dies.
         self.own_name = ".fleetcheck-probe-%d-%s" % (os.getpid(), os.urandom(4).hex())
         self.own_missing = missing_dirs(triton_cache_dir(self.env))
-        own = json.dumps({"name": self.own_name, "env": {
+        own = json.dumps({"name": self.own_name, "deep": self.deep, "env": {
             key: self.env.get(key) for key in WORKLOAD_ENV_KEYS}})
         self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode,
                               own], self.deadline.timeout(), env=env, cwd=self.tmp)

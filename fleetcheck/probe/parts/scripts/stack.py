@@ -192,7 +192,8 @@ if meta["torch_dir"]:
     if meta["inductor"] and torch is not None:
         try:
             emit("inductor", inductor_report(meta["torch_dir"], own_env,
-                                             python_tempdir(own_env)[0], own_name))
+                                             python_tempdir(own_env)[0], own_name,
+                                             bool(own_opts.get("deep"))))
         except BaseException as e:
             emit("inductor", {"error": err(e)})
 else:

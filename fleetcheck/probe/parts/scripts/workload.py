@@ -205,6 +205,12 @@ class OwnPath:
             failure["where"] = "tmp"
             return failure
         probe_cache = _os.path.join(cache, self.name)
+        rep["probe_cache"] = probe_cache
+        # From here on this process runs as the workload does, whatever fails next: FLA and
+        # the frameworks' detections meet the same dirs (and the same failure) afterwards.
+        self.saved = {"TRITON_CACHE_DIR": _os.environ.get("TRITON_CACHE_DIR"),
+                      "TMPDIR": _os.environ.get("TMPDIR"), "tempdir": _tempfile.tempdir}
+        _os.environ["TRITON_CACHE_DIR"] = probe_cache
         try:
             make_dirs(probe_cache, self.made)
         except OSError as e:
@@ -213,7 +219,6 @@ class OwnPath:
             failure["step"] = "os.makedirs(%s)" % probe_cache
             return failure
         self.throwaway.append(probe_cache)
-        rep["probe_cache"] = probe_cache
         subs = {}
         for key, where in (("python_tmp", py_tmp), ("gcc_tmp", rep["gcc_tmp"])):
             if where in subs:
@@ -227,9 +232,6 @@ class OwnPath:
                 rep[key + "_error"] = failure_of(e)
         emit("own-made", {"made": self.made, "throwaway": self.throwaway})
         # Run as the workload runs: its cache (in our subdir), its temp dirs (in ours).
-        self.saved = {"TRITON_CACHE_DIR": _os.environ.get("TRITON_CACHE_DIR"),
-                      "TMPDIR": _os.environ.get("TMPDIR"), "tempdir": _tempfile.tempdir}
-        _os.environ["TRITON_CACHE_DIR"] = probe_cache
         gcc_sub = subs.get(rep["gcc_tmp"])
         if gcc_sub:
             _os.environ["TMPDIR"] = gcc_sub
@@ -328,7 +330,7 @@ def knob_report(triton, env):
     return out
 
 
-def inductor_report(torch_dir, env, py_tmp, name):
+def inductor_report(torch_dir, env, py_tmp, name, deep=False):
     """torch.compile's way to its first kernel, outside Triton: the user name it looks up,
     its cache dir (TORCHINDUCTOR_CACHE_DIR, else <tempdir>/torchinductor_<user>) created as
     inductor does, has_triton() as inductor asks it."""
@@ -362,12 +364,15 @@ def inductor_report(torch_dir, env, py_tmp, name):
                 except OSError:
                     pass
         out["cache_space"] = space_of(cache)
-    try:
-        from torch.utils._triton import has_triton
-        found = has_triton()
-        out["has_triton"] = found if isinstance(found, bool) else None
-    except BaseException as e:
-        out["has_triton_error"] = err(e)
+    if deep:
+        # has_triton() imports torch._dynamo (seconds); torch 2.11's torch/_dynamo/package.py
+        # calls inductor's cache_dir() at import, so this also proves that import works.
+        try:
+            from torch.utils._triton import has_triton
+            found = has_triton()
+            out["has_triton"] = found if isinstance(found, bool) else None
+        except BaseException as e:
+            out["has_triton_error"] = err(e)
     try:
         from torch._inductor import config as inductor_config
         out["disable_device_detection"] = getattr(
