@@ -32,9 +32,23 @@ class BenchFleet:
     #: pids of the long-lived processes of the fleet (sshd): never mistaken for orphans.
     server_pids: Callable[[], set[int]] = set
     closer: Callable[[], object] | None = None
+    #: A fleet of bare-metal nodes (bench/nodes.py): per node, its session's environment.
+    #: Empty for a fleet of Proxmox hosts and their containers.
+    node_envs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: Bare-metal nodes: an ssh_config with one Host block per node, and a fleetcheck
+    #: inventory that reaches the nodes through it alone.
+    ssh_config: str = ""
+    inventory_sshcfg: str = ""
+
+    @property
+    def bare(self) -> bool:
+        return bool(self.node_envs)
 
     @property
     def container_count(self) -> int:
+        """The nodes probed: containers, or the bare-metal nodes themselves."""
+        if self.bare:
+            return len(self.hosts)
         return sum(len(host.vmids) for host in self.hosts)
 
     def pct_prefix(self, host: BenchHost) -> list[str]:

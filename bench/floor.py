@@ -2,6 +2,7 @@
 
 Usage: python bench/floor.py SPEC.json
 SPEC: {"jobs": N, "stdin": "/path/probe.py", "env": {...}, "commands": [[argv...], ...]}
+(or "envs": [{...}, ...], one environment per command: the bare-metal nodes' own)
 Prints one line: `ok=<count of commands that exited 0 and printed a JSON object> total=<n>`.
 """
 
@@ -24,9 +25,10 @@ def main(spec_path: str) -> int:
     with open(spec_path) as handle:
         spec = json.load(handle)
     commands = spec["commands"]
+    envs = spec.get("envs") or [spec["env"]] * len(commands)
     with ThreadPoolExecutor(max_workers=int(spec["jobs"])) as pool:
-        results = list(pool.map(lambda argv: run_one(argv, spec["stdin"], spec["env"]),
-                                commands))
+        results = list(pool.map(lambda pair: run_one(pair[0], spec["stdin"], pair[1]),
+                                zip(commands, envs, strict=True)))
     print(f"ok={sum(results)} total={len(commands)}")
     return 0 if all(results) else 1
 

@@ -31,7 +31,14 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.measure import become_subreaper, run_measured  # noqa: E402
+from bench.measure import (  # noqa: E402
+    Pin,
+    become_subreaper,
+    fleet_cores,
+    repo_pythonpath,
+    run_measured,
+    set_pin,
+)
 from bench.run import NODE_TIMEOUT, latency_probe, real_probe, trivial_probe  # noqa: E402
 
 
@@ -41,8 +48,9 @@ def one_shape(nodes: int, per_host: int, runs: int, sleep: float, workdir: Path,
     from bench.kit import build_bench_fleet
 
     if where == "sshd":
-        fleet = build_bench_fleet(-(-nodes // per_host), per_host, workdir,
-                                  timeout=NODE_TIMEOUT, concurrency=concurrency)
+        with fleet_cores():
+            fleet = build_bench_fleet(-(-nodes // per_host), per_host, workdir,
+                                      timeout=NODE_TIMEOUT, concurrency=concurrency)
         inventory, server_pids, close = fleet.inventory_path, fleet.server_pids, fleet.close
         probe_path = latency_probe(trivial_probe(fleet, real_probe(workdir), workdir), workdir,
                                    sleep).path
@@ -52,7 +60,7 @@ def one_shape(nodes: int, per_host: int, runs: int, sleep: float, workdir: Path,
         (workdir / "sleep").write_text(str(sleep))
         # One listener per host, as a fleet has one sshd per host (connection attempts are
         # bounded per server: one port for every host would ramp 8 at a time).
-        server, ports = scale.start_server(workdir, listeners=-(-nodes // per_host))
+        server, ports = scale.start_server(workdir, listeners=-(-nodes // per_host))  # fleet cores
         inventory = str(scale.write_inventory(workdir, nodes, ports, per_host=per_host,
                                               concurrency=concurrency))
 
@@ -68,7 +76,7 @@ def one_shape(nodes: int, per_host: int, runs: int, sleep: float, workdir: Path,
             times_path = workdir / f"times-{run}.json"
             argv = [sys.executable, str(REPO / "bench" / "fleetcheck_with_probe.py"),
                     probe_path, "gate", inventory, "--playbook", "quick"]
-            env = dict(os.environ, PYTHONPATH=str(REPO), BENCH_TIMES=str(times_path))
+            env = dict(os.environ, PYTHONPATH=repo_pythonpath(REPO), BENCH_TIMES=str(times_path))
             launched = time.monotonic()
             measured = run_measured(argv, env=env, timeout=600, known_children=server_pids)
             gone = time.monotonic()
@@ -103,7 +111,10 @@ def one_shape(nodes: int, per_host: int, runs: int, sleep: float, workdir: Path,
     median = {key: statistics.median(float(s[key]) for s in samples)  # type: ignore[arg-type]
               for key in ("wall_s", "slowest_probe_s", "gate_cost_s", "first_start_s",
                           "cpu_s", "start_s", "exit_s")}
-    return {"where": where, "nodes": nodes, "per_host": per_host, "concurrency": concurrency,
+    from bench import measure
+
+    return {"where": where, "cores": measure.PIN.describe(),
+            "nodes": nodes, "per_host": per_host, "concurrency": concurrency,
             "runs": runs, "sleep_s": sleep, "median": median,
             "load_max": max(s["load"] for s in samples), "samples": samples}
 
@@ -119,7 +130,13 @@ def main(argv: list[str] | None = None) -> int:
                         "(the loopback kit: node CPU included)")
     parser.add_argument("--sleep", type=float, default=2.0, help="seconds the probe sleeps")
     parser.add_argument("--out", default=str(REPO / "bench" / "gate_latency.json"))
+    parser.add_argument("--pin", metavar="AUDITOR:FLEET", default="",
+                        help="the gate on these cores, the nodes' servers on those (0-1:2-15)")
     args = parser.parse_args(argv)
+    try:
+        set_pin(Pin.parse(args.pin))
+    except ValueError as exc:
+        parser.error(str(exc))
     become_subreaper()
     results = []
     for where in args.servers.split(","):
@@ -130,8 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
     print("| nodes' server | nodes | containers per host | concurrency | gate wall s "
           "| slowest probe s | gate cost s (wall - slowest) | first probe starts at s "
-          "| Python start s | exit s | gate CPU s | runs | load |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| Python start s | exit s | gate CPU s | runs | load | cores |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for result in results:
         m = result["median"]
         print(f"| {result['where']} | {result['nodes']} | {result['per_host']} "
@@ -139,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
               f"| {m['wall_s']:.2f} | {m['slowest_probe_s']:.2f} | {m['gate_cost_s']:.2f} "
               f"| {m['first_start_s']:.2f} | {m['start_s']:.3f} | {m['exit_s']:.3f} "
               f"| {m['cpu_s']:.2f} | {result['runs']} "
-              f"| {result['load_max']:.1f} |")
+              f"| {result['load_max']:.1f} | {result['cores']} |")
     return 0
 
 

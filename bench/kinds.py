@@ -29,7 +29,12 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.measure import Measurement, become_subreaper, run_measured  # noqa: E402
+from bench.measure import (  # noqa: E402
+    Measurement,
+    become_subreaper,
+    repo_pythonpath,
+    run_measured,
+)
 
 NODE_TIMEOUT = 120.0
 CHANNELS_PER_HOST = 8
@@ -107,7 +112,7 @@ def measure(fleet: object, kind: str, inventory: Path, workdir: Path, runs: int
         results["floor"].append((floor, ok, len(commands)))
         out = workdir / f"fleetcheck-{kind}.json"
         out.unlink(missing_ok=True)
-        environ = dict(os.environ, PYTHONPATH=str(REPO))
+        environ = dict(os.environ, PYTHONPATH=repo_pythonpath(REPO))
         audit = run_measured([sys.executable, "-m", "fleetcheck", "audit", str(inventory),
                               "--format", "json", "-o", str(out), "--no-progress"],
                              env=environ, timeout=900, known_children=servers)

@@ -27,7 +27,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -35,6 +36,100 @@ SAMPLE_INTERVAL_S = 0.2
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
+
+
+def repo_pythonpath(repo: object) -> str:
+    """PYTHONPATH for a child that imports the repository: it first, then what was already
+    there (a machine without network carries fleetcheck's wheels on PYTHONPATH)."""
+    return os.pathsep.join(part for part in (str(repo), os.environ.get("PYTHONPATH", "")) if part)
+
+
+# -- the core split (--pin) ---------------------------------------------------------------------
+
+def parse_cpus(text: str) -> set[int]:
+    """`0-1,4` -> {0, 1, 4} (taskset's list form)."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        low, _, high = part.strip().partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            raise ValueError(f"not a CPU list: {text!r}")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+def cpus_text(cpus: set[int] | None) -> str:
+    """{0, 1, 4} -> `0-1,4`; None -> `all`."""
+    if not cpus:
+        return "all"
+    ranges: list[list[int]] = []
+    for cpu in sorted(cpus):
+        if ranges and cpu == ranges[-1][1] + 1:
+            ranges[-1][1] = cpu
+        else:
+            ranges.append([cpu, cpu])
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges)
+
+
+@dataclass(frozen=True)
+class Pin:
+    """Which cores the auditor runs on and which the fleet (its sshd and all they start, the
+    floor's probes); None: no split, everything shares every core."""
+
+    auditor: frozenset[int] | None = None
+    fleet: frozenset[int] | None = None
+
+    @classmethod
+    def parse(cls, text: str | None) -> Pin:
+        """`AUDITOR:FLEET` in taskset's list form, e.g. `0-1:2-15`; empty: no split."""
+        if not text:
+            return cls()
+        auditor, sep, fleet = text.partition(":")
+        if not sep:
+            raise ValueError(f"--pin wants AUDITOR_CPUS:FLEET_CPUS (e.g. 0-1:2-15), not {text!r}")
+        a, f = parse_cpus(auditor), parse_cpus(fleet)
+        if a & f:
+            raise ValueError(f"--pin: the auditor's and the fleet's cores overlap ({text})")
+        available = os.sched_getaffinity(0)
+        if not (a | f) <= available:
+            raise ValueError(f"--pin {text}: this machine offers cores {cpus_text(available)}")
+        return cls(frozenset(a), frozenset(f))
+
+    def describe(self) -> str:
+        if self.auditor is None:
+            return f"shared ({len(os.sched_getaffinity(0))} cores)"
+        return (f"auditor {cpus_text(set(self.auditor))} ({len(self.auditor)}), "
+                f"fleet {cpus_text(set(self.fleet or ()))} ({len(self.fleet or ())})")
+
+    def cores(self, role: str) -> frozenset[int] | None:
+        return self.auditor if role == "auditor" else self.fleet
+
+
+#: Set once by the entry point (bench/run.py --pin); every run_measured and fleet start reads it.
+PIN = Pin()
+
+
+def set_pin(pin: Pin) -> None:
+    global PIN
+    PIN = pin
+
+
+def fleet_core_count() -> int:
+    """Cores the fleet's work runs on (all of the machine's without a split)."""
+    return len(PIN.fleet) if PIN.fleet else (os.cpu_count() or 1)
+
+
+@contextmanager
+def fleet_cores() -> Iterator[None]:
+    """Run the block on the fleet's cores: servers started in it (sshd) inherit them."""
+    if PIN.fleet is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, PIN.fleet)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 @dataclass(frozen=True)
@@ -191,12 +286,14 @@ def run_measured(
     timeout: float = 1800.0,
     known_children: Callable[[], set[int]] = set,
     after: Callable[[], None] | None = None,
+    role: str = "auditor",
 ) -> Measurement:
     """Run argv to completion (killed after `timeout`), measured as described above.
 
     `known_children` returns the pids of long-lived children (the fleet's sshd) that must not
     be mistaken for orphans of the run; `after` runs once the command exited and before the
-    orphans are reaped (e.g. to stop ssh ControlPersist masters).
+    orphans are reaped (e.g. to stop ssh ControlPersist masters). `role` "auditor" or "fleet":
+    whose cores the command runs on under --pin (the floor's probes are the fleet's work).
     """
     stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
     report_fd, report_path = tempfile.mkstemp(prefix="bench-launch-", suffix=".json")
@@ -206,10 +303,12 @@ def run_measured(
     cpu_before = _children_cpu()
     busy_before = machine_busy_s()
     started = time.perf_counter()
+    cores = PIN.cores(role)
     proc = subprocess.Popen(
         [sys.executable, "-I", "-S", LAUNCHER, report_path, "--", *argv],
         env=dict(env) if env is not None else None, cwd=cwd, stdin=stdin,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        preexec_fn=(lambda: os.sched_setaffinity(0, cores)) if cores else None,
     )
     servers = set(known)
     servers_before = servers_cpu_s(servers)
@@ -227,16 +326,23 @@ def run_measured(
     deadline = started + timeout
     status = None
     rusage = None
-    while status is None:
-        pid, wait_status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid == proc.pid:
-            status, rusage = wait_status, usage
-            break
-        if time.perf_counter() > deadline:
-            os.killpg(proc.pid, signal.SIGKILL)
-            _, status, rusage = os.wait4(proc.pid, 0)
-            break
-        time.sleep(0.005)
+    try:
+        while status is None:
+            pid, wait_status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid == proc.pid:
+                status, rusage = wait_status, usage
+                break
+            if time.perf_counter() > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                _, status, rusage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.005)
+    except BaseException:
+        # Interrupted (Ctrl-C, a step's time limit): the command runs in its own session, so
+        # it would outlive the bench and load the next measurement. Stop it first.
+        os.killpg(proc.pid, signal.SIGKILL)
+        os.wait4(proc.pid, 0)
+        raise
     wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
     for reader in readers:

@@ -20,16 +20,15 @@ from fleetcheck.inventory.model import HostSpec
 from fleetcheck.transport.factory import TransportFactory
 from fleetcheck.transport.interface import Transport
 from fleetcheck.transport.ssh import ConnectLimiter, SshTransport
+from fleetcheck.transport.ssh_settings import SshSettings
 
 FIXES = ("chacha",)
 
 
 class _ChachaFirstSsh(SshTransport):
-    def _with_algorithms(
-        self, kwargs: dict[str, Any], host: str, port: int | None
-    ) -> dict[str, Any]:
+    def _algorithm_kwargs(self, settings: SshSettings) -> dict[str, Any]:
         # asyncssh's defaults: chacha20-poly1305 first, compression none first.
-        return kwargs
+        return {}
 
 
 class FixedTransports(TransportFactory):
@@ -41,7 +40,7 @@ class FixedTransports(TransportFactory):
 
     def ssh_transport(self, host: HostSpec, connects: ConnectLimiter) -> Transport:
         if "chacha" in self.fixes:
-            return _ChachaFirstSsh(host, connect_limiter=connects)
+            return _ChachaFirstSsh(host, connect_limiter=connects, files=self.ssh_files)
         return super().ssh_transport(host, connects)
 
 

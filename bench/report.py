@@ -37,10 +37,17 @@ class Row:
     note: str = ""
     #: Median CPU of the fleet's sshd and all they ran, plus the auditor's (bench/measure.py).
     fleet_cpu_s: float = 0.0
+    #: "containers" (Proxmox hosts of 20) or "nodes" (bare metal, one sshd each).
+    shape: str = "containers"
+    #: The core split (--pin): which cores the auditor and the fleet ran on.
+    cores: str = ""
+    #: The 1-minute load average at each run's start (every run's, in order).
+    loads: tuple[float, ...] = ()
 
     @classmethod
     def from_outcomes(cls, containers: int, probe: str, contender: str,
-                      outcomes: Sequence[Outcome]) -> Row:
+                      outcomes: Sequence[Outcome], shape: str = "containers",
+                      cores: str = "") -> Row:
         walls = [o.measurement.wall_s for o in outcomes]
         notes = sorted({o.note for o in outcomes if o.note})
         return cls(
@@ -55,6 +62,8 @@ class Row:
             peak_fds=max(o.measurement.peak_fds for o in outcomes), note="; ".join(notes),
             fleet_cpu_s=statistics.median(o.measurement.cpu_s + o.measurement.server_cpu_s
                                           for o in outcomes),
+            shape=shape, cores=cores,
+            loads=tuple(round(o.measurement.load_before, 2) for o in outcomes),
         )
 
     @property
@@ -93,7 +102,45 @@ def quick_line(rows: Sequence[Row], containers: int) -> str:
     return f"fleetcheck/floor={show(x)} ansible/fleetcheck={show(y)}"
 
 
+def cpu_ratio(rows: Sequence[Row], containers: int, probe: str, over: str,
+              under: str) -> float | None:
+    """Auditor CPU of `over` / that of `under` (same nodes, so per node alike)."""
+    top, bottom = (_find(rows, containers, probe, over), _find(rows, containers, probe, under))
+    if top is None or bottom is None or bottom.cpu_s <= 0:
+        return None
+    return top.cpu_s / bottom.cpu_s
+
+
+def nodes_table(rows: Sequence[Row]) -> list[str]:
+    """The table of a bare-metal run (pdsh, clush): the core split and each run's load."""
+    lines = [
+        "| nodes | probe | contender | cores | wall s (min–max) | × floor | × fleetcheck "
+        "| auditor CPU s | CPU ms/node | CPU × fleetcheck | fleet CPU s | peak RSS MB "
+        "| tree RSS MB | ok | runs | load at each run's start |",
+        "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        floor = ratio(rows, row.containers, row.probe, row.contender, "floor")
+        vs_fc = ratio(rows, row.containers, row.probe, row.contender, "fleetcheck")
+        cpu_fc = cpu_ratio(rows, row.containers, row.probe, row.contender, "fleetcheck")
+        spread = f" ({row.wall_min_s:.2f}–{row.wall_max_s:.2f})" if row.runs > 1 else ""
+        lines.append(
+            f"| {row.containers} | {row.probe} | {row.contender} | {row.cores or '–'} "
+            f"| {row.wall_s:.2f}{spread} "
+            f"| {'' if floor is None else f'{floor:.2f}'} "
+            f"| {'' if vs_fc is None else f'{vs_fc:.2f}'} "
+            f"| {row.cpu_s:.2f} | {row.cpu_ms_per_node:.1f} "
+            f"| {'' if cpu_fc is None or row.contender.startswith('floor') else f'{cpu_fc:.1f}'} "
+            f"| {f'{row.fleet_cpu_s:.1f}' if row.fleet_cpu_s else '–'} "
+            f"| {row.peak_rss_mb:.0f} | {row.tree_rss_mb:.0f} | {row.ok}/{row.total} "
+            f"| {row.runs} | {', '.join(f'{load:.1f}' for load in row.loads) or '–'} |"
+        )
+    return lines
+
+
 def table(rows: Sequence[Row]) -> list[str]:
+    if rows and all(row.shape == "nodes" for row in rows):
+        return nodes_table(rows)
     lines = [
         "| containers | probe | contender | wall s (min–max) | × floor | × fleetcheck "
         "| auditor CPU s | CPU ms/node | machine CPU s | peak RSS MB | tree RSS MB | ok "
@@ -241,8 +288,11 @@ def write_results(path: Path, rows: Sequence[Row], machine: Mapping[str, object]
         "",
         f"Measured {machine['date']} on one machine: {machine['cores']} cores ({machine['cpu']}),"
         f" {machine['memory_gb']} GB, Python {machine['python']}, {machine['openssh']},"
-        f" {machine['ansible']}. Median of {runs} runs (min–max in brackets); produced by"
-        " `python bench/run.py`. × floor and × fleetcheck compare wall times.",
+        f" {machine['ansible']}"
+        + "".join(f", {machine[key]}" for key in ("pdsh", "clush") if machine.get(key))
+        + f"; core split: {machine.get('core_split', 'shared')}. Median of {runs} runs (min–max"
+        " in brackets); produced by `python bench/run.py`. × floor and × fleetcheck compare"
+        " wall times.",
         "",
         *table(rows),
         "",
@@ -269,7 +319,8 @@ def write_results(path: Path, rows: Sequence[Row], machine: Mapping[str, object]
 def load_rows(path: Path) -> tuple[list[Row], dict[str, object], int]:
     data = json.loads(path.read_text())
     fields = set(Row.__dataclass_fields__)
-    rows = [Row(**{k: v for k, v in row.items() if k in fields}) for row in data["rows"]]
+    rows = [Row(**{k: tuple(v) if k == "loads" else v for k, v in row.items() if k in fields})
+            for row in data["rows"]]
     return rows, data["machine"], int(data["runs"])
 
 

@@ -5,6 +5,15 @@
                                          # writes bench/results.md and bench/results.json
     python bench/run.py --kinds          # QEMU VMs and Docker containers against their own
                                          # floor (bench/kinds.py; prints markdown rows)
+    python bench/run.py --shape nodes --contenders floor,fleetcheck,pdsh,clush
+                                         # bare-metal nodes, one sshd each (bench/nodes.py):
+                                         # fleetcheck against pdsh and ClusterShell's clush
+    python bench/run.py --shape nodes --pin 0-1:2-15 ...
+                                         # the auditor on cores 0-1, the fleet (sshd, probes,
+                                         # the floor) on 2-15
+
+Set-up (Debian 12, as root): `bench/setup.sh` installs OpenSSH's server and client, pdsh and
+clustershell from Debian, and ansible-core into the venv.
 
 Each fleet is built with the tests' fleet kit (an OpenSSH sshd per host on 127.0.0.1 and the
 `pct` stand-in, 20 containers per host). Every contender runs once with fleetcheck's real probe
@@ -23,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,9 +41,10 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench import measure  # noqa: E402
 from bench.contenders import CONTENDERS, Context, Outcome, Probe  # noqa: E402
 from bench.fleet import BenchFleet  # noqa: E402
-from bench.measure import become_subreaper  # noqa: E402
+from bench.measure import Pin, become_subreaper, fleet_cores, set_pin  # noqa: E402
 from bench.report import Row, quick_line, write_results  # noqa: E402
 
 CONTAINERS_PER_HOST = 20
@@ -41,12 +52,19 @@ CONTAINERS_PER_HOST = 20
 NODE_TIMEOUT = 120.0
 
 
-def build_fleet(containers: int, workdir: Path) -> BenchFleet:
+def build_fleet(containers: int, workdir: Path, shape: str = "containers") -> BenchFleet:
+    """`containers`: Proxmox hosts of 20 containers (the tests' kit); `nodes`: bare-metal
+    nodes, one sshd each (bench/nodes.py). Servers start on the fleet's cores (--pin)."""
+    if shape == "nodes":
+        from bench.nodes import build_node_fleet
+
+        return build_node_fleet(containers, workdir, timeout=NODE_TIMEOUT)
     from bench.kit import build_bench_fleet
 
     hosts = max(1, -(-containers // CONTAINERS_PER_HOST))
     per_host = min(containers, CONTAINERS_PER_HOST)
-    return build_bench_fleet(hosts, per_host, workdir, timeout=NODE_TIMEOUT)
+    with fleet_cores():
+        return build_bench_fleet(hosts, per_host, workdir, timeout=NODE_TIMEOUT)
 
 
 def real_probe(workdir: Path) -> Probe:
@@ -62,17 +80,24 @@ def real_probe(workdir: Path) -> Probe:
 def trivial_probe(fleet: BenchFleet, real: Probe, workdir: Path) -> Probe:
     """A probe that only prints what the real probe printed in the first container."""
     host = fleet.hosts[0]
-    argv = [*fleet.pct_prefix(host), "exec", str(host.vmids[0]), "--keep-env", "0", "--",
-            *real.argv]
+    if fleet.bare:
+        env = dict(fleet.node_envs[host.name])
+        argv = [shutil.which("python3", path=env["PATH"]) or "python3", *real.argv[1:]]
+        where = host.name
+    else:
+        env = fleet.pct_env(host)
+        argv = [*fleet.pct_prefix(host), "exec", str(host.vmids[0]), "--keep-env", "0", "--",
+                *real.argv]
+        where = f"{host.name}/{host.vmids[0]}"
     with open(real.path, "rb") as stdin:
-        done = subprocess.run(argv, stdin=stdin, capture_output=True, env=fleet.pct_env(host),
+        done = subprocess.run(argv, stdin=stdin, capture_output=True, env=env,
                               timeout=NODE_TIMEOUT, check=False)
     reply = done.stdout.decode()
     try:
         json.loads(reply)
     except ValueError:
-        raise SystemExit(f"bench: the real probe printed no JSON in {host.name}/"
-                         f"{host.vmids[0]} (exit {done.returncode}): "
+        raise SystemExit(f"bench: the real probe printed no JSON in {where}"
+                         f" (exit {done.returncode}): "
                          f"{done.stderr.decode(errors='replace')[-500:]}") from None
     path = workdir / "trivial_probe.py"
     path.write_text("import sys\n"
@@ -102,11 +127,14 @@ def latency_probe(trivial: Probe, workdir: Path, sleep: float = LATENCY_PROBE_SL
 def measure_size(containers: int, contenders: list[str], probes: list[str], runs: int,
                  workdir: Path, timeout: float, log, loop_runs: int,
                  quick: bool = False,
-                 latency_sleep: float = LATENCY_PROBE_SLEEP) -> list[Row]:
+                 latency_sleep: float = LATENCY_PROBE_SLEEP,
+                 shape: str = "containers",
+                 real_contenders: tuple[str, ...] = (),
+                 checkpoint: Callable[[list[Row]], None] | None = None) -> list[Row]:
     size_dir = workdir / f"fleet-{containers}"
     size_dir.mkdir(parents=True, exist_ok=True)
-    log(f"building a fleet of {containers} containers")
-    fleet = build_fleet(containers, size_dir)
+    log(f"building a fleet of {containers} {shape}")
+    fleet = build_fleet(containers, size_dir, shape)
     rows: list[Row] = []
     try:
         real = real_probe(size_dir)
@@ -117,6 +145,8 @@ def measure_size(containers: int, contenders: list[str], probes: list[str], runs
             probe = kinds[kind]
             names = [name for name in contenders if name not in QUICK_SKIP.get(kind, ())] \
                 if quick else contenders
+            if kind == "real" and real_contenders:
+                names = [name for name in names if name in real_contenders]
             outcomes: dict[str, list[Outcome]] = {name: [] for name in names}
             for run in range(runs):
                 # Interleaved, so that drift over time hits every contender alike.
@@ -134,7 +164,10 @@ def measure_size(containers: int, contenders: list[str], probes: list[str], runs
                         + ("" if outcome.ok == outcome.total
                            else f"\n{m.stderr.decode(errors='replace')[-800:]}"))
             for name in names:
-                rows.append(Row.from_outcomes(containers, kind, name, outcomes[name]))
+                rows.append(Row.from_outcomes(containers, kind, name, outcomes[name],
+                                              shape=shape, cores=measure.PIN.describe()))
+            if checkpoint is not None:
+                checkpoint(rows)  # each probe's rows kept as soon as they are measured
     finally:
         fleet.close()
     return rows
@@ -160,6 +193,10 @@ def machine_description() -> dict[str, object]:
     return {
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cores": os.cpu_count(),
+        "core_split": measure.PIN.describe(),
+        "pdsh": version(["pdsh", "-V"]),
+        "clush": version(["clush", "--version"]),
+        "sshd": version([os.environ.get("BENCH_SSHD") or "/usr/sbin/sshd", "-V"]),
         "cpu": cpu,
         "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
         "python": platform.python_version(),
@@ -185,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs per measurement (median)")
     parser.add_argument("--contenders", default="floor,fleetcheck,ansible,ssh-loop",
                         help=f"subset of {','.join(CONTENDERS)}")
+    parser.add_argument("--real-contenders", default="", metavar="NAMES",
+                        help="with the real probe, only these of --contenders (its runs are "
+                        "the long ones)")
     parser.add_argument("--probes", default="real,trivial",
                         help="real, trivial and/or latency (the trivial probe after a 2 s sleep)")
     parser.add_argument("--latency-sleep", type=float, default=LATENCY_PROBE_SLEEP,
@@ -198,6 +238,12 @@ def main(argv: list[str] | None = None) -> int:
                         "it takes minutes per run)")
     parser.add_argument("--workdir", help="keep the fleets and outputs here (default: a "
                         "temporary directory, removed at the end)")
+    parser.add_argument("--shape", choices=("containers", "nodes"), default="containers",
+                        help="containers: Proxmox hosts of 20 containers; nodes: bare-metal "
+                        "nodes, one sshd each, the fleet pdsh and clush need (bench/nodes.py)")
+    parser.add_argument("--pin", metavar="AUDITOR:FLEET", default="",
+                        help="run the auditor on these cores and the fleet (its sshd and all "
+                        "they start, the floor's probes) on those, e.g. 0-1:2-15")
     parser.add_argument("--kinds", action="store_true",
                         help="measure VMs (qm guest exec) and Docker containers against their "
                         "own floor instead (bench/kinds.py, median of --runs)")
@@ -217,6 +263,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [name for name in contenders if name not in CONTENDERS]
     if unknown:
         parser.error(f"unknown contenders: {', '.join(unknown)}")
+    try:
+        set_pin(Pin.parse(args.pin))
+    except ValueError as exc:
+        parser.error(str(exc))
     become_subreaper()
     started = time.monotonic()
 
@@ -229,8 +279,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for size in sizes:
             loop_runs = runs if size < 500 else min(runs, args.loop_runs_large)
+            done = list(rows)
+
+            def checkpoint(size_rows: list[Row], done: list[Row] = done) -> None:
+                if not args.quick:
+                    save_results(Path(args.results), done + size_rows, runs)
+
             rows += measure_size(size, contenders, probes, runs, workdir, args.timeout, log,
-                                 loop_runs, quick=args.quick, latency_sleep=args.latency_sleep)
+                                 loop_runs, quick=args.quick, latency_sleep=args.latency_sleep,
+                                 shape=args.shape, real_contenders=tuple(
+                                     name for name in args.real_contenders.split(",") if name),
+                                 checkpoint=checkpoint)
             if not args.quick:
                 # After every size, so that a long run interrupted later still leaves figures.
                 save_results(Path(args.results), rows, runs)

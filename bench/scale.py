@@ -133,9 +133,12 @@ def start_server(workdir: Path, listeners: int = 1) -> tuple[subprocess.Popen[by
     client_key = asyncssh.generate_private_key("ssh-ed25519")
     client_key.write_private_key(str(workdir / "client_key"))
     client_key.write_public_key(str(workdir / "client_key.pub"))
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    server = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve",
-                               str(workdir)], env=env)
+    from bench.measure import fleet_cores, repo_pythonpath
+
+    env = dict(os.environ, PYTHONPATH=repo_pythonpath(REPO))
+    with fleet_cores():  # the nodes' server on the fleet's cores under --pin
+        server = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve",
+                                   str(workdir)], env=env)
     for _ in range(300):
         if (workdir / "port").exists():
             break
@@ -155,7 +158,7 @@ def start_server(workdir: Path, listeners: int = 1) -> tuple[subprocess.Popen[by
 
 def measure(workdir: Path, nodes: int, port: int | list[int], timeout: float,
             server_pid: int, variant: str = "", payload: str = "trivial") -> dict[str, Any]:
-    from bench.measure import run_measured
+    from bench.measure import repo_pythonpath, run_measured
 
     inventory = write_inventory(workdir, nodes, port)
     out = workdir / f"report-{nodes}.json"
@@ -164,7 +167,7 @@ def measure(workdir: Path, nodes: int, port: int | list[int], timeout: float,
             str(workdir / "trivial_probe.py") if payload == "trivial" else "-",
             "audit", str(inventory), "--format", "json", "-o", str(out), "--no-progress"]
     # The server is this process's child too: not an orphan of the run to be reaped.
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=repo_pythonpath(REPO))
     if variant:
         env["BENCH_FIXES"] = variant  # bench/proposed_fixes.py
     measured = run_measured(argv, env=env, timeout=timeout,
@@ -296,11 +299,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--payload", choices=("trivial", "real"), default="trivial",
                         help="what the auditor sends each node: the trivial probe (default) or "
                         "the shipped probe (92 KB; the server still answers the same reply)")
+    parser.add_argument("--pin", metavar="AUDITOR:FLEET", default="",
+                        help="the auditor on these cores, the nodes' server on those (0-1:2-15)")
     parser.add_argument("--serve", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
         asyncio.run(serve(Path(args.serve)))
         return 0
+    from bench import measure as bench_measure
+    from bench.measure import Pin, set_pin
+
+    try:
+        set_pin(Pin.parse(args.pin))
+    except ValueError as exc:
+        parser.error(str(exc))
     sizes = sorted(int(size) for size in args.sizes.split(","))
     variants = [name for name in args.variants.split(",") if name]
     workdir = Path(tempfile.mkdtemp(prefix="fc-scale-"))
@@ -326,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     suffix = "" if args.payload == "trivial" else f"-{args.payload}"
     (out / f"scale{suffix}.json").write_text(
-        json.dumps({"payload": args.payload, "samples": samples, "rows": rows}, indent=1) + "\n")
+        json.dumps({"payload": args.payload, "cores": bench_measure.PIN.describe(),
+                    "samples": samples, "rows": rows}, indent=1) + "\n")
     (out / f"scale{suffix}.svg").write_text(svg(rows))
     print(markdown(rows))
     return 0 if all(row["ok"] == row["nodes"] for row in rows) else 1

@@ -12,7 +12,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 
-from fleetcheck.inventory.model import DiscoveredContainer, HostSpec, Target
+from fleetcheck.inventory.model import HostSpec, Target
 from fleetcheck.transport.factory import TransportFactory
 from fleetcheck.transport.interface import CommandResult, RunCommand, Transport
 
@@ -63,11 +63,6 @@ class TimedTransports(TransportFactory):
 
     def for_host(self, host: HostSpec) -> Transport:
         return self.inner.for_host(host)
-
-    async def list_containers(
-        self, host: HostSpec, transport: Transport
-    ) -> list[DiscoveredContainer]:
-        return await self.inner.list_containers(host, transport)
 
     def for_target(self, target: Target, host_transport: Transport) -> Transport:
         return _Timed(self.inner.for_target(target, host_transport), target.id, self.times)

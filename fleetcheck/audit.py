@@ -18,9 +18,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fleetcheck import kinds
 from fleetcheck.inventory import (
-    ALL_CONTAINERS,
-    DiscoveredContainer,
     DiscoveryError,
     HostSpec,
     Inventory,
@@ -29,9 +28,8 @@ from fleetcheck.inventory import (
     Target,
     host_may_match,
     matches_limit,
-    targets_for_host,
 )
-from fleetcheck.inventory.discovery import oci_targets
+from fleetcheck.inventory.discovery import needs_discovery
 from fleetcheck.model import NodeResult, Report
 from fleetcheck.observer import AuditObserver, NullObserver
 from fleetcheck.probe import probe_argv, probe_source
@@ -92,7 +90,7 @@ def _without_document(
     target: Target, transport: Transport, result: CommandResult, problem: ProbeOutputError
 ) -> tuple[str, str]:
     """(status, reason) for a command that printed no probe document: who refused, or why."""
-    where = {"host": f"on {target.host.name}", "qemu": "in VM"}.get(target.kind, "in container")
+    where = kinds.kind(target.kind).inside(target)
     code = result.returncode
     if code != 0:
         # The transport's own tool (pct, sudo, the host's gatekeeper...) may have refused
@@ -137,8 +135,10 @@ def node_from_result(
         status, reason = _without_document(target, transport, result, exc)
         return _node(target, status, reason, **timing)
     status, reason = evaluate_node(output.checks, output.triton, policy, facts=output.facts)
+    # How the node was reached is the transport's to say, never the node's (it could lie).
+    facts = {**output.facts, **transport.connection_facts()}
     return _node(target, status, reason, triton=output.triton, checks=tuple(output.checks),
-                 facts=output.facts, **timing)
+                 facts=facts, **timing)
 
 
 async def probe_target(
@@ -253,7 +253,7 @@ class AuditRun:
         # Host order, then the guest a node is or runs in, the guest before its containers.
         nodes.sort(key=lambda node: (self._host_order.get(node.host, len(self._host_order)),
                                      -1 if node.vmid is None else node.vmid,
-                                     node.kind in ("docker", "podman"), node.id))
+                                     kinds.depth(node.kind), node.id))
         return Report(started_at=self.started_at, finished_at=utc_now(), nodes=tuple(nodes),
                       inventory=self.inventory.path, interrupted=self.interrupted)
 
@@ -321,22 +321,21 @@ class AuditRun:
             self._closing.append(asyncio.ensure_future(transport.close()))
 
     async def _audit_selected_host(self, host: HostSpec, transport: Transport) -> None:
-        discovered: list[DiscoveredContainer] | None = None
-        vms: list[DiscoveredContainer] | None = None
-        if ALL_CONTAINERS in (host.containers, host.vms):
+        root = kinds.host_target(host)
+        if needs_discovery(host):
             self._pending[host.name] = _host_node(host, "error", INTERRUPTED_DISCOVERY)
-            try:
-                discovered, vms = await self.transports.list_guests(host, transport)
-            except TransportError as exc:
-                self._finish_host(_host_node(host, exc.kind, str(exc)))
-                return
-            except (DiscoveryError, InventoryError) as exc:
-                reason = f"container discovery failed: {exc}"
-                self._finish_host(_host_node(host, "error", reason))
-                return
-            self._pending.pop(host.name, None)
-        nodes = targets_for_host(host, discovered, vms)
-        nodes += await self._discover_oci(host, nodes, transport)
+        try:
+            nodes = await self._nodes_under(root, transport, kinds.Discovery())
+        except TransportError as exc:
+            self._finish_host(_host_node(host, exc.kind, str(exc)))
+            return
+        except (DiscoveryError, InventoryError) as exc:
+            reason = f"container discovery failed: {exc}"
+            self._finish_host(_host_node(host, "error", reason))
+            return
+        self._pending.pop(host.name, None)
+        if host.probe_host:
+            nodes.insert(0, root)
         nodes = [node for node in nodes if self._selected(node)]
         targets = [node for node in nodes if isinstance(node, Target)]
         for target in targets:
@@ -350,36 +349,41 @@ class AuditRun:
         await asyncio.gather(*(self._probe(target, transport) for target in targets),
                              return_exceptions=True)
 
-    async def _discover_oci(
-        self, host: HostSpec, nodes: list[Target | SkippedTarget], transport: Transport
+    async def _nodes_under(
+        self, parent: Target, host_transport: Transport, context: kinds.Discovery
     ) -> list[Target | SkippedTarget]:
-        """The Docker/Podman containers of every node with `oci: {containers: all}`.
+        """Every node under `parent`, each followed by its own: each kind lists its nodes
+        where the parent declares "all", and the guests found are discovered in turn.
 
-        A listing that fails is one node, `PARENT/RUNTIME:*`, saying why (skipped when the
-        parent itself is stopped); the parent and its other nodes are audited as usual.
+        The listings whose failure is the parent's (a Proxmox host's guests) run first, one
+        kind after the other, and raise; the others (Docker/Podman inside any node) run
+        concurrently with the deeper levels, and one that fails is one node saying why.
         """
-        parents = [node for node in nodes if isinstance(node, Target) and node.oci is not None
-                   and node.runtime is None and node.oci.containers == ALL_CONTAINERS]
-        if host.oci is not None and host.oci.containers == ALL_CONTAINERS and not host.probe_host:
-            # Docker on the host, the host itself not probed: it is the parent all the same.
-            parents.append(Target(host=host, vmid=None, name=host.name, python=host.python,
-                                  env=dict(host.env), labels=host.labels, timeout=host.timeout,
-                                  oci=host.oci))
+        transport = kinds.open_transport(parent, host_transport)
+        declared = [k for k in kinds.children_kinds(parent) if k.declared(parent) is not None]
+        listings: dict[str, Sequence[object]] = {}
+        for kind in declared:
+            if kind.listing_fails_parent and kind.needs_listing(parent):
+                listings[kind.name] = await kind.discover(parent, transport, context)
 
-        async def containers_of(parent: Target) -> list[Target | SkippedTarget]:
-            try:
-                return oci_targets(parent, await self.transports.list_oci(parent, transport))
-            except (DiscoveryError, TransportError) as exc:
-                assert parent.oci is not None
-                runtime = parent.oci.runtime
-                status = str(getattr(exc, "status", "") or getattr(exc, "kind", "error"))
-                return [SkippedTarget(parent.host, parent.vmid, f"{runtime}:*",
-                                      f"container discovery failed: {exc}", parent.labels,
-                                      kind=runtime, runtime=runtime, container="*",
-                                      status=status)]
+        async def nodes_of(kind: kinds.NodeKind) -> list[Target | SkippedTarget]:
+            listing = listings.get(kind.name)
+            if listing is None and kind.needs_listing(parent):
+                try:
+                    listing = await kind.discover(parent, transport, context)
+                except (DiscoveryError, TransportError) as exc:
+                    return kind.listing_failed(parent, exc)
+            children = kind.expand(parent, listing)
+            deeper = iter(await asyncio.gather(
+                *(self._nodes_under(child, host_transport, context)
+                  for child in children if isinstance(child, Target))))
+            nodes: list[Target | SkippedTarget] = []
+            for child in children:
+                nodes += [child, *(next(deeper) if isinstance(child, Target) else ())]
+            return nodes
 
-        found = await asyncio.gather(*(containers_of(parent) for parent in parents))
-        return [node for group in found for node in group]
+        groups = await asyncio.gather(*(nodes_of(kind) for kind in declared))
+        return [node for group in groups for node in group]
 
     async def _probe(self, target: Target, host_transport: Transport) -> None:
         transport = self.transports.for_target(target, host_transport)

@@ -15,21 +15,28 @@ class CheckInfo:
     title: str
     column: str
     catalogue: bool = True
+    #: "nvidia" or "amd" for a check of one vendor's stack only (the other's documents leave it
+    #: out); None for the checks every GPU node's document holds.
+    vendor: str | None = None
 
 
 #: Every check the probe emits, in causal order: the first failing one is the root cause.
 CHECKS: tuple[CheckInfo, ...] = (
     CheckInfo("gpu_present", "NVIDIA GPU present", "gpus", catalogue=False),
     CheckInfo("dev_nodes_missing", "/dev/nvidia* nodes usable", "gpus"),
-    CheckInfo("cgroup_devices_revoked", "GPU access not revoked under the container", "gpus"),
-    CheckInfo("fabric_manager_not_ready", "NVSwitch fabric ready (cuInit not 802)", "driver"),
+    CheckInfo("cgroup_devices_revoked", "GPU access not revoked under the container", "gpus",
+              vendor="nvidia"),
+    CheckInfo("fabric_manager_not_ready", "NVSwitch fabric ready (cuInit not 802)", "driver",
+              vendor="nvidia"),
     CheckInfo("cuda_compat_on_unsupported_gpu", "no forward-compat libcuda on unsupported HW",
-              "driver"),
-    CheckInfo("libcuda_stub_shadowing", "libcuda is the driver's, not the link stub", "driver"),
+              "driver", vendor="nvidia"),
+    CheckInfo("libcuda_stub_shadowing", "libcuda is the driver's, not the link stub", "driver",
+              vendor="nvidia"),
     CheckInfo("driver_userspace_mismatch", "driver libraries match kernel module", "driver"),
     CheckInfo("zero_active_drivers", "CUDA driver initialises", "driver"),
-    CheckInfo("gpu_exclusive_busy", "GPU not held exclusively by another process", "driver"),
-    CheckInfo("driver_too_old", "driver new enough for torch's CUDA", "driver"),
+    CheckInfo("gpu_exclusive_busy", "GPU not held exclusively by another process", "driver",
+              vendor="nvidia"),
+    CheckInfo("driver_too_old", "driver new enough for torch's CUDA", "driver", vendor="nvidia"),
     CheckInfo("torch_cuda", "PyTorch sees the GPUs", "torch", catalogue=False),
     CheckInfo("torch_lacks_arch", "PyTorch built for this GPU", "torch"),
     CheckInfo("gpu_arch_unsupported", "GPU capability >= 7.0 (Triton, inductor)", "gpus",
@@ -41,27 +48,37 @@ CHECKS: tuple[CheckInfo, ...] = (
     CheckInfo("no_linker", "linker (ld)", "compiler"),
     CheckInfo("libc_headers_missing", "libc headers", "headers"),
     CheckInfo("python_headers_missing", "Python.h for the interpreter", "headers"),
-    CheckInfo("ldconfig_binary_missing", "/sbin/ldconfig present", "libcuda"),
-    CheckInfo("libcuda_not_in_ldcache", "libcuda.so.1 found as Triton finds it", "libcuda"),
-    CheckInfo("ldcache_stale_libcuda_entry", "ldconfig's libcuda.so.1 exists here", "libcuda"),
-    CheckInfo("libcuda_unversioned_missing", "libcuda.so for Triton < 3.6", "libcuda"),
+    CheckInfo("ldconfig_binary_missing", "/sbin/ldconfig present", "libcuda", vendor="nvidia"),
+    CheckInfo("libcuda_not_in_ldcache", "libcuda.so.1 found as Triton finds it", "libcuda",
+              vendor="nvidia"),
+    CheckInfo("ldcache_stale_libcuda_entry", "ldconfig's libcuda.so.1 exists here", "libcuda",
+              vendor="nvidia"),
+    CheckInfo("libcuda_unversioned_missing", "libcuda.so for Triton < 3.6", "libcuda",
+              vendor="nvidia"),
+    CheckInfo("libhip_path_invalid", "TRITON_LIBHIP_PATH names a libamdhip64.so (AMD)",
+              "libcuda", vendor="amd"),
+    CheckInfo("libamdhip64_not_found", "libamdhip64.so found as Triton finds it (AMD)", "libcuda",
+              vendor="amd"),
+    CheckInfo("libamdhip64_other_rocm", "libamdhip64 of torch's ROCm (AMD)", "libcuda",
+              vendor="amd"),
     CheckInfo("cache_dir_unwritable", "Triton cache writable", "cache"),
     CheckInfo("cache_dir_noexec", "Triton cache on an exec mount", "cache"),
     CheckInfo("cache_on_network_fs", "Triton cache node-local (not NFS/Lustre/FUSE)", "cache"),
     CheckInfo("cache_dir_full", "Triton cache has space for a build", "cache", catalogue=False),
     CheckInfo("tmp_dir_unusable", "temp dir usable for Triton's build", "cache",
               catalogue=False),
-    CheckInfo("ptxas_missing", "bundled ptxas", "triton"),
-    CheckInfo("ptxas_override_unparsed", "TRITON_PTXAS_PATH usable", "triton"),
-    CheckInfo("triton_too_old_for_gpu", "Triton's ptxas knows this GPU", "triton"),
+    CheckInfo("ptxas_missing", "bundled ptxas", "triton", vendor="nvidia"),
+    CheckInfo("ptxas_override_unparsed", "TRITON_PTXAS_PATH usable", "triton", vendor="nvidia"),
+    CheckInfo("triton_too_old_for_gpu", "Triton's ptxas knows this GPU", "triton", vendor="nvidia"),
     CheckInfo("driver_too_old_for_bundled_ptxas", "driver loads the cubins of Triton's ptxas",
-              "driver"),
+              "driver", vendor="nvidia"),
     CheckInfo("triton_target", "get_current_target() in a fresh cache", "verdict", False),
     CheckInfo("triton_own_path", "get_current_target() in the workload's own dirs", "verdict",
               False),
     CheckInfo("stale_cache_masks_compiler", "works without relying on a warm cache", "cache"),
     CheckInfo("triton_kernel", "JIT kernel runs on every GPU (--deep)", "verdict", False),
-    CheckInfo("blackwell_no_allocator", "FLA registers an allocator on Blackwell", "fla"),
+    CheckInfo("blackwell_no_allocator", "FLA registers an allocator on Blackwell", "fla",
+              vendor="nvidia"),
     CheckInfo("fla_fallback_hidden", "flash-linear-attention on the GPU", "fla"),
     CheckInfo("workload_env", "no variable moves or slows the kernels", "triton", False),
     CheckInfo("inductor_ready", "torch.compile's own path (user, cache dir)", "triton",
@@ -69,6 +86,11 @@ CHECKS: tuple[CheckInfo, ...] = (
 )
 
 CHECKS_BY_ID: dict[str, CheckInfo] = {info.id: info for info in CHECKS}
+
+
+def vendor_checks(vendor: str) -> tuple[CheckInfo, ...]:
+    """The checks a node of `vendor`'s GPUs reports ("nvidia" for a node without a GPU too)."""
+    return tuple(info for info in CHECKS if info.vendor in (None, vendor))
 
 #: Report columns in display order, with their headings.
 COLUMNS: tuple[tuple[str, str], ...] = (

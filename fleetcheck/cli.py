@@ -68,6 +68,12 @@ def _add_output(parser: argparse.ArgumentParser, default_format: str = "table") 
     )
 
 
+def _add_max_out(parser: argparse.ArgumentParser, what: str) -> None:
+    """--max-out: the remediation bound (fleetcheck/outbound.py), for health and fix."""
+    parser.add_argument("--max-out", metavar="SHARE|N", default=None,
+                        help=what + " (default: 10%%, at least 1 node)")
+
+
 def _add_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit", "-l", action="append", default=[], metavar="PATTERN",
@@ -124,8 +130,20 @@ def build_parser() -> argparse.ArgumentParser:
         "Blocking nodes are printed on stderr, one line each: node, cause, fix.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    gate.add_argument("inventory", help="inventory YAML")
+    gate.add_argument("inventory", nargs="?", default=None,
+                      help="inventory YAML (not with --documents)")
     _add_selection(gate)
+    gate.add_argument("--nodes", metavar="HOSTLIST",
+                      help="gate exactly these hosts as one job's node set: a Slurm hostlist "
+                      "(gpu[01-08], $SLURM_JOB_NODELIST); each must be a host of the inventory; "
+                      "the playbook's consistency checks run across them (instead of --limit)")
+    gate.add_argument("--documents", action="append", default=None, metavar="PATH",
+                      help="with --nodes, instead of an inventory: gate from the node documents "
+                      "the nodes wrote (`fleetcheck probe --format json`; files, folders, "
+                      "tarballs, as for `merge`), probing nothing; a node without a document, "
+                      "or with one older than --max-age, is unverified")
+    gate.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
+                      help="with --documents: oldest document that counts (default: 1800)")
     gate.add_argument("--playbook", "-p", metavar="FILE|NAME", default="pre-training",
                       help="requirements (default: the built-in pre-training playbook)")
     gate.add_argument("--json", action="store_true", help="print a JSON verdict on stdout")
@@ -149,6 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--cache", metavar="FILE", default=None,
                        help="also save the verdict to FILE (atomically) for `fleetcheck health "
                        "--cache FILE`")
+    probe.add_argument("--nfd", metavar="FILE", default=None,
+                       help="also write the verdict as a node-feature-discovery feature file "
+                       "(atomically; labels fleetcheck.feature.node.kubernetes.io/*, expiring "
+                       "after 30 min), e.g. /etc/kubernetes/node-feature-discovery/features.d/"
+                       "fleetcheck")
     probe.add_argument("--python", metavar="PATH",
                        help="the workload's interpreter to examine (default: python3 on PATH)")
     probe.add_argument("--deep", action="store_true",
@@ -185,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the Slurm node name (default: $SLURMD_NODENAME, else hostname -s)")
     health.add_argument("--drain-unverified", action="store_true",
                         help="with --slurm, also drain when the node could not be verified")
+    _add_max_out(health, "with --slurm: never drain when that would take more than SHARE "
+                 "(10%%) or N nodes of one of the node's partitions out at once; the node is "
+                 "then left as it is")
     health.add_argument("--python", metavar="PATH",
                         help="without --cache: the workload's interpreter to examine")
     health.add_argument("--playbook", "-p", metavar="FILE|NAME",
@@ -236,8 +262,44 @@ def build_parser() -> argparse.ArgumentParser:
                      "probe after it)")
     fix.add_argument("--history", metavar="DIR",
                      help="with --apply: keep the after-probe in DIR like any audit")
+    _add_max_out(fix, "with --apply: refuse (changing nothing) to repair more than SHARE "
+                 "(10%%) or N of the selected nodes at once; narrow the selection with --limit "
+                 "or raise it")
     fix.add_argument("--no-progress", action="store_true",
                      help="no progress bar (it is only drawn on a terminal anyway)")
+
+    merge = sub.add_parser(
+        "merge", help="one audit report from node documents gathered by Slurm, Kubernetes, "
+        "timers",
+        description="Assemble the node documents that `fleetcheck probe --format json` printed "
+        "on each node (files, folders of *.json, tarballs, - for stdin; node caches and saved "
+        "audits too) into one audit report with the playbook's fleet checks, history and every "
+        "format, as `fleetcheck audit` would have written it. A node given twice keeps its "
+        "newest document; a document older than --max-age leaves its node unverified; an input "
+        "that cannot be read is named. Each is one line on stderr and a finding in the report. "
+        "See docs/integrations.md.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    merge.add_argument("inputs", nargs="+", metavar="INPUT",
+                       help="node document files, folders, tarballs (.tar, .tar.gz), or -")
+    _add_output(merge)
+    merge.add_argument("--id", dest="id_template", default="auto", metavar="TEMPLATE",
+                       help="how merged nodes are named: 'auto' (default: the Slurm node name, "
+                       "else the Kubernetes node name, else the document's id) or a template "
+                       "of {id} {hostname} {slurm_node} {slurm_job} {k8s_node} {pod} "
+                       "{namespace} {file}")
+    merge.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
+                       help="a document probed longer ago leaves its node unverified (default: "
+                       "1800)")
+    merge.add_argument("--playbook", "-p", metavar="FILE|NAME",
+                       help="fleet checks and requirements (default: the built-in default)")
+    merge.add_argument("--history", metavar="DIR",
+                       help="keep this merge in DIR and report what changed since the last run")
+    merge.add_argument("--keep", type=positive_count, default=None, metavar="N",
+                       help="with --history: runs to keep (default: 90)")
+    merge.add_argument("--on-change", metavar="CMD",
+                       help="with --history: run CMD (no shell) with the changes on stdin "
+                       "when something changed")
 
     diff = sub.add_parser(
         "diff", help="what changed between two saved audits",
@@ -529,19 +591,67 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     from fleetcheck.gate import gate_exit_code, gate_json, gate_lines
 
+    if args.documents is not None:
+        return _gate_documents(args)
+    if args.inventory is None:
+        raise UsageError("gate needs an INVENTORY, or --documents PATH with --nodes")
+    if args.max_age is not None:
+        raise UsageError("--max-age goes with --documents (a probe is never stale)")
     inventory = _load_inventory(args.inventory)
     policy = _load_policy(args.playbook)
-    report = _run_audit(inventory, args.limit, policy.deep, policy, args.timeout, progress=False,
+    limit = args.limit
+    if args.nodes is not None:
+        from fleetcheck.gate import JobNodesError, job_limit
+
+        if args.limit:
+            raise UsageError("--nodes and --limit: give one (--nodes is the job's node set)")
+        try:
+            limit = [job_limit(args.nodes, inventory)]
+        except JobNodesError as exc:
+            raise UsageError(str(exc)) from None
+    report = _run_audit(inventory, limit, policy.deep, policy, args.timeout, progress=False,
                         parts=args.parts)
     report = _with_fleet_checks(report, policy)
     for line in gate_lines(report):
         print(line, file=sys.stderr)
     if args.json:
         _emit(json.dumps(gate_json(report), indent=2) + "\n", None)
-    limit_error = _unmatched_limit(inventory, args.limit, report)
+    limit_error = _unmatched_limit(inventory, limit, report)
     if limit_error:
         print(f"fleetcheck: error: {limit_error}", file=sys.stderr)
         return EXIT_USAGE
+    return int(gate_exit_code(report))
+
+
+def _gate_documents(args: argparse.Namespace) -> int:
+    """`gate --documents PATH --nodes HOSTLIST`: the gate over gathered node documents."""
+    import json
+
+    from fleetcheck.gate import (
+        JobNodesError,
+        documents_gate_report,
+        gate_exit_code,
+        gate_json,
+        gate_lines,
+    )
+    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S
+
+    if args.inventory is not None or args.limit:
+        raise UsageError("--documents replaces the inventory and --limit: give --nodes only")
+    if args.nodes is None:
+        raise UsageError("--documents needs --nodes HOSTLIST (the job's nodes)")
+    policy = _load_policy(args.playbook)
+    try:
+        report, notes = documents_gate_report(args.documents, args.nodes, policy,
+                                              args.max_age or DEFAULT_MAX_AGE_S)
+    except JobNodesError as exc:
+        raise UsageError(str(exc)) from None
+    for line in notes:
+        print(line, file=sys.stderr)
+    for line in gate_lines(report):
+        print(line, file=sys.stderr)
+    if args.json:
+        _emit(json.dumps(gate_json(report), indent=2) + "\n", None)
     return int(gate_exit_code(report))
 
 
@@ -562,13 +672,15 @@ def cmd_probe(args: argparse.Namespace) -> int:
         _emit(probe_source(), None)
         return EXIT_PASS
     from fleetcheck.audit import local_node_result
-    from fleetcheck.reportio import node_to_dict
+    from fleetcheck.nodedoc import node_document
     from fleetcheck.timestamps import utc_now
 
     output = getattr(args, "output", None)
     cache = getattr(args, "cache", None)
+    nfd = getattr(args, "nfd", None)
     _check_output(output)
     _check_output(cache)
+    _check_output(nfd)
     policy = _load_policy(args.playbook)
     deep = args.deep or policy.deep
     from fleetcheck.transport.interface import node_timeout
@@ -584,14 +696,19 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if fmt is None:
         fmt = _output_format(argparse.Namespace(format=None, output=output))
         fmt = fmt if fmt in ("json", "prometheus") else "table"
+    document = node_document(node, finished)
     if cache:
         from fleetcheck.nodehealth import cache_document
 
-        _emit(cache_document(node_to_dict(node), code), cache)
+        _emit(cache_document(document, code), cache)
+    if nfd:
+        from fleetcheck.nfd import feature_file
+
+        _emit(feature_file(document), nfd)
     if fmt == "json":
         import json
 
-        _emit(json.dumps(node_to_dict(node), indent=2, ensure_ascii=False) + "\n", output)
+        _emit(json.dumps(document, indent=2, ensure_ascii=False) + "\n", output)
     else:
         from fleetcheck.render import render
 
@@ -599,9 +716,20 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return code
 
 
+def _out_bound(text: str | None) -> Any:
+    """--max-out's bound (outbound.OutBound), the default when not given."""
+    from fleetcheck.outbound import DEFAULT_OUT_BOUND, OutBoundError, parse_out_bound
+
+    try:
+        return parse_out_bound(text if text is not None else DEFAULT_OUT_BOUND)
+    except OutBoundError as exc:
+        raise UsageError(f"--max-out {exc}") from None
+
+
 def cmd_health(args: argparse.Namespace) -> int:
     from fleetcheck import nodehealth
 
+    bound = _out_bound(args.max_out) if args.slurm else None
     if args.cache:
         max_age = args.max_age if args.max_age is not None else nodehealth.DEFAULT_MAX_AGE_S
         health = nodehealth.read_cache(args.cache, max_age)
@@ -623,7 +751,7 @@ def cmd_health(args: argparse.Namespace) -> int:
     if args.slurm:
         try:
             done = nodehealth.apply_to_slurm(health, args.node or nodehealth.slurm_node_name(),
-                                             drain_unknown=args.drain_unverified)
+                                             drain_unknown=args.drain_unverified, bound=bound)
         except nodehealth.SlurmError as exc:
             print(f"fleetcheck: health: {exc}", file=sys.stderr)
         else:
@@ -660,6 +788,59 @@ def cmd_report(args: argparse.Namespace) -> int:
     _emit(render(report, _output_format(args), history=history, failing_since=failing_since,
                  **_file_options(args.output)), args.output)
     return EXIT_PASS
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from fleetcheck.merge import merge_inputs, problem_lines
+    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S
+    from fleetcheck.render import render
+
+    if args.keep is not None and not args.history:
+        raise UsageError("--keep needs --history DIR (it is how many runs the history keeps)")
+    if args.on_change and not args.history:
+        raise UsageError("--on-change needs --history DIR (changes are found against the last run)")
+    _check_output(args.output)
+    if args.history:
+        _check_history(args.history)
+    policy = _load_policy(args.playbook)
+    outcome = merge_inputs(args.inputs, policy=policy, id_template=args.id_template,
+                           max_age_s=args.max_age or DEFAULT_MAX_AGE_S)
+    for line in problem_lines(outcome):
+        print(line, file=sys.stderr)
+    report = outcome.report
+    history: Any = ()
+    failing_since: Any = {}
+    changes: list[str] = []
+    hook_input = None
+    if args.history:
+        from fleetcheck import history as hist
+        from fleetcheck.rundiff import diff_reports
+
+        previous = hist.previous_run(args.history, None)
+        if previous is not None:
+            diff = diff_reports(previous, report)
+            changes = diff.lines()
+            if diff.changed and args.on_change:
+                hook_input = "\n".join(changes) + "\n"
+        history = hist.history_summaries(args.history)
+        failing_since = hist.failing_since(args.history, report)
+    _emit(render(report, _output_format(args), history=history, failing_since=failing_since,
+                 changes=changes, **_file_options(args.output)), args.output)
+    if args.history:
+        from fleetcheck.history import HistoryError, save_run
+
+        try:
+            save_run(args.history, report, keep=args.keep or 90)
+        except HistoryError as exc:
+            print(f"fleetcheck: warning: {exc}", file=sys.stderr)
+            hook_input = None
+    if hook_input is not None:
+        from fleetcheck.hook import run_on_change
+
+        problem = run_on_change(args.on_change, hook_input)
+        if problem:
+            print(f"fleetcheck: --on-change: {problem}", file=sys.stderr)
+    return outcome.exit_code
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -728,6 +909,8 @@ def cmd_fix(args: argparse.Namespace) -> int:
     _check_output(args.output)
     if args.history:
         _check_history(args.history)
+    bound = _out_bound(args.max_out)
+    refused = False
     policy = _load_policy(args.playbook)
     started = utc_now()
     inventory, before = _fix_before(args, policy)
@@ -738,6 +921,17 @@ def cmd_fix(args: argparse.Namespace) -> int:
         print("fleetcheck: the first probe was interrupted: nothing is applied",
               file=sys.stderr)
     applying = bool(args.apply and runnable and not before.interrupted)
+    if applying:
+        allowed = bound.allowed(len(before.nodes))
+        if len(runnable) > allowed:
+            # One bad image fails every node at once; repairing them all at once is how a
+            # wrong fix takes the whole fleet down.
+            print(f"fleetcheck: fix: not repairing {len(runnable)} of {len(before.nodes)} "
+                  f"nodes at once (--max-out {bound.describe(len(before.nodes))}); nothing "
+                  "was changed: narrow the selection with --limit, or raise --max-out",
+                  file=sys.stderr)
+            applying = False
+            refused = True
     _emit(render_plan(plan, apply=applying), None)
 
     def write_record(outcomes: list[Any], applied: bool, interrupted: bool) -> None:
@@ -750,7 +944,7 @@ def cmd_fix(args: argparse.Namespace) -> int:
         _emit(json.dumps(data, indent=2, ensure_ascii=False) + "\n", args.output)
 
     if not applying:
-        if args.apply and not before.interrupted:
+        if args.apply and not before.interrupted and not refused:
             print("fleetcheck: nothing to apply: no failing node has a step fleetcheck runs",
                   file=sys.stderr)
         write_record([], applied=False, interrupted=False)
@@ -797,7 +991,10 @@ def cmd_fix(args: argparse.Namespace) -> int:
 def _load_inventory(path: str) -> Inventory:
     from fleetcheck.inventory import load_inventory
 
-    return load_inventory(path)
+    inventory = load_inventory(path)
+    for warning in inventory.warnings:
+        print(f"fleetcheck: warning: {warning}", file=sys.stderr)
+    return inventory
 
 
 COMMANDS = {
@@ -807,6 +1004,7 @@ COMMANDS = {
     "inventory": cmd_inventory,
     "report": cmd_report,
     "diff": cmd_diff,
+    "merge": cmd_merge,
     "health": cmd_health,
     "host-setup": cmd_host_setup,
     "fix": cmd_fix,
@@ -824,6 +1022,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
         ("fleetcheck.history", "HistoryError"),
         ("fleetcheck.render", "RenderError"),
         ("fleetcheck.gatekeeper", "HostSetupError"),
+        ("fleetcheck.merge", "MergeError"),
     ):
         try:
             imported = __import__(module, fromlist=[name])

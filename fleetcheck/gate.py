@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetcheck.model import Report
 from fleetcheck.render.sanitize import sanitise
@@ -15,7 +15,86 @@ from fleetcheck.verdict import (
     gate_exit_code,
 )
 
+if TYPE_CHECKING:
+    from fleetcheck.inventory.model import Inventory
+    from fleetcheck.verdict import Policy
+
 GATE_SCHEMA = "fleetcheck.gate/1"
+
+
+class JobNodesError(Exception):
+    """A job's node list that cannot be gated as given (does not parse, names unknown hosts)."""
+
+
+def job_limit(nodelist: str, inventory: Inventory) -> str:
+    """The --limit pattern selecting exactly the hosts of a Slurm hostlist (`gpu[01-08]`,
+    `$SLURM_JOB_NODELIST`): the names folded back into one node set.
+
+    Each name is a host of the inventory (a Slurm node's name is its host's); one the inventory
+    does not know cannot be verified, and a gate that skipped it would pass a job on a node
+    nobody looked at, so it is refused, by name, before anything is probed.
+    """
+    from fleetcheck.inventory.ranges import RangeError, expand_nodes, fold_nodes
+
+    try:
+        names = expand_nodes(nodelist.strip())
+    except RangeError as exc:
+        raise JobNodesError(f"--nodes {exc}") from None
+    if not names:
+        raise JobNodesError("--nodes: the node list is empty")
+    known = {host.name for host in inventory.hosts}
+    missing = [name for name in names if name not in known]
+    if missing:
+        raise JobNodesError(f"--nodes: {fold_nodes(missing)} not in the inventory "
+                            f"{inventory.path} ({len(missing)} of {len(names)} nodes)")
+    return fold_nodes(names)
+
+
+#: The check of a job node that no gathered document speaks for.
+MISSING_DOCUMENT_CHECK = "node_document_missing"
+
+
+def documents_gate_report(inputs: list[str], nodelist: str, policy: Policy,
+                          max_age_s: float) -> tuple[Report, list[str]]:
+    """The gate's report from gathered node documents instead of probes: no SSH at all.
+
+    The job's nodes (a Slurm hostlist) are taken from the documents `fleetcheck merge` reads
+    (the node timers' or a DaemonSet's, in a shared folder); a node without one, or with one
+    older than `max_age_s`, cannot be verified and blocks as any unverified node does. The
+    policy's consistency checks run across the job's nodes only. Returns the report and the
+    merge's lines for stderr (problems and notes).
+    """
+    import dataclasses
+
+    from fleetcheck.consistency import fleet_checks
+    from fleetcheck.inventory.ranges import RangeError, expand_nodes
+    from fleetcheck.merge import DUPLICATE_CHECK, merge_inputs, problem_lines
+    from fleetcheck.model import Check, NodeResult
+
+    try:
+        names = expand_nodes(nodelist.strip())
+    except RangeError as exc:
+        raise JobNodesError(f"--nodes {exc}") from None
+    if not names:
+        raise JobNodesError("--nodes: the node list is empty")
+    outcome = merge_inputs(inputs, policy=policy, max_age_s=max_age_s)
+    found = {node.id: node for node in outcome.report.nodes}
+    where = ", ".join(inputs)
+    selected = []
+    for name in names:
+        node = found.get(name)
+        if node is None:
+            reason = f"no node document for {name} in {where}"
+            node = NodeResult(id=name, host=name, vmid=None, name=name, status="error",
+                              reason=reason, checks=(Check(
+                                  MISSING_DOCUMENT_CHECK, "error", reason,
+                                  "check that the node's timer or DaemonSet writes its document "
+                                  "(fleetcheck probe --format json -o DIR/NODE.json) there"),))
+        selected.append(node)
+    checks = fleet_checks(selected, policy) + tuple(
+        check for check in outcome.report.fleet_checks if check.id == DUPLICATE_CHECK)
+    report = dataclasses.replace(outcome.report, nodes=tuple(selected), fleet_checks=checks)
+    return report, problem_lines(outcome, names)
 
 
 def _blocking(report: Report) -> list[dict[str, str]]:

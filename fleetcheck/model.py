@@ -41,6 +41,14 @@ class TritonVerdict:
     fix: str = ""
 
 
+def _runs_on_host(kind: str) -> bool:
+    """Whether nodes of `kind` run on their host directly (a Proxmox guest): its parent."""
+    from fleetcheck import kinds  # the registry; only read here, once a node is made
+
+    found = kinds.find(kind)
+    return found is not None and found.runs_in == ("host",)
+
+
 @dataclass(frozen=True)
 class NodeResult:
     """Everything known about one node after an audit: a result, never an exception."""
@@ -64,7 +72,7 @@ class NodeResult:
     def __post_init__(self) -> None:
         if not self.kind:
             object.__setattr__(self, "kind", "host" if self.vmid is None else "lxc")
-        if self.parent is None and self.kind in ("lxc", "qemu") and self.host != self.id:
+        if self.parent is None and self.host != self.id and _runs_on_host(self.kind):
             object.__setattr__(self, "parent", self.host)
 
     def check(self, check_id: str) -> Check | None:

@@ -8,6 +8,14 @@ Why a cache: Slurm kills a HealthCheckProgram after 60 s and runs it on every no
 a probe costs seconds (4–6 s on an H200, more with `--deep`). As LBNL NHC does, a timer (or the
 nightly run) probes and writes the node's latest verdict (`fleetcheck probe --cache FILE`), and
 the health check only reads it: it always ends in well under a second.
+
+The drain bound (fleetcheck/outbound.py): slurmd runs the health check on every node at once,
+so under a fleet-wide failure every node decides at the same moment, each knowing only what
+slurmctld says. A node first counts its partitions' nodes already out; under the bound it
+drains, waits DRAIN_SETTLE_S so that every drain slurmctld stamped in the same second is
+visible, and counts again, ranking the nodes out by slurmctld's reason time (one clock for
+all), then name: beyond the bound it resumes itself at once. Every node reads the same ranking,
+so exactly the bound's number keep their drains.
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from fleetcheck.outbound import OutBound
 
 #: The cache file's schema tag; a file without it is refused, never guessed at.
 CACHE_SCHEMA = "fleetcheck.nodehealth/1"
@@ -170,13 +180,70 @@ def _scontrol(node: str, *settings: str, runner: Runner) -> None:
         raise SlurmError(f"scontrol: {detail}")
 
 
+#: Node states (sinfo %T, less its flag suffixes) of a node out of service.
+_OUT_STATES = ("drain", "down", "fail")
+#: After its own drain, how long a node waits before counting the partition again: every
+#: drain slurmctld stamped in the same second as its own is then visible (module docstring).
+DRAIN_SETTLE_S = 2.0
+
+
+def _partitions(node: str, runner: Runner) -> list[str]:
+    done = runner(["sinfo", "-h", "-N", "-n", node, "-o", "%R"])
+    if done.returncode != 0:
+        raise SlurmError(f"sinfo: {one_line(done.stderr, 160) or 'exit ' + str(done.returncode)}")
+    return sorted({line.strip() for line in done.stdout.splitlines() if line.strip()})
+
+
+def _partition_nodes(partition: str, runner: Runner) -> list[tuple[str, bool, str]]:
+    """(node, out of service, when its reason was set) for every node of the partition."""
+    done = runner(["sinfo", "-h", "-N", "-p", partition, "-o", "%N|%T|%H"])
+    if done.returncode != 0:
+        raise SlurmError(f"sinfo: {one_line(done.stderr, 160) or 'exit ' + str(done.returncode)}")
+    nodes: dict[str, tuple[str, bool, str]] = {}
+    for line in done.stdout.splitlines():
+        name, _, rest = line.strip().partition("|")
+        state, _, stamp = rest.partition("|")
+        if name:
+            out = state.strip().lower().rstrip("*~#!%$@^-+").startswith(_OUT_STATES)
+            # "Unknown" (no reason time) sorts first: out longer than anyone can say.
+            when = "" if stamp.strip() in ("", "Unknown", "None") else stamp.strip()
+            nodes[name] = (name, out, when)
+    return list(nodes.values())
+
+
+def _over_bound(node: str, bound: OutBound, runner: Runner, *, drained: bool) -> str | None:
+    """Why draining `node` would take more of one of its partitions out than the bound allows.
+
+    Before the drain: the nodes already out, this one aside, against the bound. After it (the
+    nodes of a fleet-wide failure drain at once): the nodes out ranked by when slurmctld set
+    their reasons, then by name; `node` keeps its drain only if it is within the bound.
+    """
+    for partition in _partitions(node, runner):
+        members = _partition_nodes(partition, runner)
+        allowed = bound.allowed(len(members))
+        out = sorted((when, name) for name, is_out, when in members if is_out and name != node)
+        if not drained and len(out) >= allowed:
+            return (f"{len(out)} of {len(members)} nodes of partition {partition} already out "
+                    f"(--max-out {bound.describe(len(members))} at once)")
+        if drained:
+            mine = next(((when, name) for name, is_out, when in members if name == node), None)
+            ranked = sorted(out + ([mine] if mine else []))
+            if mine is not None and ranked.index(mine) >= allowed:
+                return (f"{len(ranked) - 1} other nodes of partition {partition} went out "
+                        f"first (--max-out {bound.describe(len(members))} at once)")
+    return None
+
+
 def apply_to_slurm(health: Health, node: str, *, drain_unknown: bool = False,
-                   runner: Runner = _run) -> str:
+                   runner: Runner = _run, bound: OutBound | None = None,
+                   settle_s: float = DRAIN_SETTLE_S) -> str:
     """Drain or resume the node as NHC does; return one line saying what was done.
 
     fail (or unknown with drain_unknown): drain with reason "fleetcheck: <cause>", unless the
-    node already carries someone else's drain reason, which is kept. ok: resume the node only
-    when its reason is fleetcheck's own. unknown: nothing changes.
+    node already carries someone else's drain reason, which is kept, or the drain would take
+    more of one of the node's partitions out of service than `bound` allows: then the node is
+    left as it was (`_over_bound` says how a fleet-wide failure is decided). ok: resume the
+    node only when its reason is fleetcheck's own. unknown: nothing changes.
     """
     reason = current_reason(node, runner)
     ours = reason.startswith(DRAIN_TAG)
@@ -192,7 +259,18 @@ def apply_to_slurm(health: Health, node: str, *, drain_unknown: bool = False,
     wanted = one_line(f"{DRAIN_TAG} {health.message}", _REASON_MAX)
     if reason == wanted:
         return f"{node} already drained: {reason}"
+    if bound is not None and not ours:
+        refusal = _over_bound(node, bound, runner, drained=False)
+        if refusal:
+            return f"not draining {node}: {refusal}; left as it is ({health.message})"
     _scontrol(node, "State=DRAIN", f"Reason={wanted}", runner=runner)
+    if bound is not None and not ours:
+        time.sleep(settle_s)
+        refusal = _over_bound(node, bound, runner, drained=True)
+        if refusal:
+            _scontrol(node, "State=RESUME", runner=runner)
+            return (f"not draining {node}: {refusal}; its drain undone, left as it was "
+                    f"({health.message})")
     return f"drained {node}: {wanted}"
 
 

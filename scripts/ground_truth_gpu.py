@@ -7,7 +7,11 @@ triton: the workload's own get_current_target() and one kernel over 1M elements 
 launch timed); fla: `import fla.utils` with its warnings and device_platform; compile: a
 torch.compile'd function on CUDA. A real .py file: @triton.jit reads the source.
 """
-import json, os, sys, time, warnings
+import json
+import sys
+import time
+import warnings
+
 mode = sys.argv[1]
 out = {"mode": mode}
 def err(e):
@@ -19,11 +23,11 @@ if mode == "fla":
         try:
             import fla.utils as u
             out["device_platform"] = getattr(u, "device_platform", None)
-        except BaseException as e:
+        except BaseException as e:  # noqa: BLE001 - whatever the workload would meet
             import traceback
             out["error"] = err(e)
-            out["where"] = [l.strip() for l in traceback.format_exc().splitlines()
-                            if l.strip().startswith("File ")][-6:]
+            out["where"] = [line.strip() for line in traceback.format_exc().splitlines()
+                            if line.strip().startswith("File ")][-6:]
     out["warnings"] = sorted({str(w.message)[:200] for w in caught})[:5]
 elif mode == "compile":
     import torch
@@ -31,13 +35,16 @@ elif mode == "compile":
         f = torch.compile(lambda a: a * 2 + 1)
         x = torch.arange(1024, device="cuda", dtype=torch.float32)
         out["ok"] = bool((f(x) == x * 2 + 1).all())
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - whatever the workload would meet
         out["error"] = err(e)
 else:
-    import torch, triton, triton.language as tl
+    import torch
+    import triton
+    import triton.language as tl
+
     try:
         out["target"] = str(triton.runtime.driver.active.get_current_target())
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - whatever the workload would meet
         out["target_error"] = err(e)
 
     @triton.jit
@@ -56,7 +63,7 @@ else:
         torch.cuda.synchronize()
         out["second_launch_s"] = round(time.time() - t1, 6)
         out["kernel_ok"] = bool((y == x + 1).all())
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - whatever the workload would meet
         out["kernel_error"] = err(e)
 out["seconds"] = round(time.time() - t0, 2)
 print(json.dumps(out))

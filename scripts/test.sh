@@ -17,6 +17,9 @@ command -v pgrep >/dev/null 2>&1 || need+=(procps)
 [ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/slurmd ] || need+=(slurm-wlm)
 [ -x /usr/sbin/munged ] && command -v mungekey >/dev/null 2>&1 || need+=(munge)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+# The bench's peers (tests/bench/test_nodes_fleet.py): pdsh and ClusterShell's clush.
+command -v pdsh >/dev/null 2>&1 || need+=(pdsh)
+command -v clush >/dev/null 2>&1 || need+=(clustershell)
 # The README's install is tested with Debian's own python3 (PEP 668), which needs its venv.
 if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1; then
   need+=(python3-venv)

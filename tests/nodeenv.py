@@ -417,7 +417,7 @@ class CudaDriver:
     def is_active():
         try:
             import torch
-            return torch.cuda.is_available()
+            return torch.cuda.is_available() and (torch.version.hip is None)
         except ImportError:
             return False
     def __init__(self):
@@ -442,7 +442,8 @@ class DriverConfig:
     @property
     def default(self):
         if self._default is None:
-            active = [d for d in (CudaDriver,) if d.is_active()]
+            from .hip_driver import HIPDriver
+            active = [d for d in (CudaDriver, HIPDriver) if d.is_active()]
             if len(active) != 1:
                 raise RuntimeError("%d active drivers (%s). There should only be one."
                                    % (len(active), active))
@@ -460,6 +461,174 @@ class LazyProxy:
         self.backend = None
 
 driver = DriverConfig() if _CONFIG["version"][0] >= 3 else LazyProxy()
+'''
+
+TRITON_HIP_DRIVER = r'''
+"""Stub of Triton's AMD backend driver (third_party/amd/backend/driver.py, 3.6 and 3.9).
+
+_get_path_to_hip_runtime_dylib() is Triton's, word for word but for /sbin/ldconfig (under
+FLEETCHECK_SYSROOT) and the mapped-library lookup (amd.find_loaded_library in C++: read from
+/proc/self/maps here); HIPUtils compiles its hip_utils stub with cc as Triton compiles driver.c,
+dlopens the library and checks its version as driver.c's checkDriverVersion() does, and reports
+hipGetDeviceCount's error as gpuAssert() does.
+"""
+import ctypes, functools, os, subprocess, tempfile, shutil
+from pathlib import Path
+from triton import _CONFIG
+from .driver import LDCONFIG, SOURCE, GPUTarget, cache_dir, find_cc, noexec
+
+def _find_already_mmapped_dylib_on_linux(lib_name):
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1]
+                if os.path.basename(path).startswith(lib_name):
+                    return path
+    except OSError:
+        pass
+    return None
+
+@functools.lru_cache()
+def _get_path_to_hip_runtime_dylib():
+    lib_name = "libamdhip64.so"
+    env_libhip_path = os.environ.get("TRITON_LIBHIP_PATH")
+    if env_libhip_path:
+        if Path(env_libhip_path).name.startswith(lib_name) and os.path.isfile(env_libhip_path):
+            return env_libhip_path
+        raise RuntimeError(f"TRITON_LIBHIP_PATH '{env_libhip_path}' does not point to a "
+                           f"valid {lib_name}")
+    mmapped_path = _find_already_mmapped_dylib_on_linux(lib_name)
+    if mmapped_path:
+        if os.path.exists(mmapped_path):
+            return mmapped_path
+        raise RuntimeError(f"memory mapped '{mmapped_path}' in process does not point to a "
+                           f"valid {lib_name}")
+    paths = []
+    local_lib = os.path.join(os.path.dirname(os.path.dirname(__file__)), "backends", "amd",
+                             "lib", lib_name)
+    if os.path.exists(local_lib):
+        return local_lib
+    paths.append(local_lib)
+    import site
+    site_packages = site.getsitepackages()
+    user_site = site.getusersitepackages()
+    if site.ENABLE_USER_SITE:
+        site_packages = [user_site] + site_packages
+    for path in site_packages:
+        path = os.path.join(path, "torch", "lib", lib_name)
+        if os.path.exists(path):
+            return path
+        paths.append(path)
+    env_ld_library_path = os.getenv("LD_LIBRARY_PATH")
+    if env_ld_library_path:
+        for d in env_ld_library_path.split(":"):
+            f = os.path.join(d, lib_name)
+            if os.path.exists(f):
+                return f
+            paths.append(f)
+    env_hip_path = os.getenv("HIP_PATH")
+    if env_hip_path:
+        hip_lib_path = os.path.join(env_hip_path, "lib", lib_name)
+        if os.path.exists(hip_lib_path):
+            return hip_lib_path
+        paths.append(hip_lib_path)
+    try:
+        hip_root = subprocess.check_output(["hipconfig", "--path"]).decode().strip()
+        if hip_root:
+            hip_lib_path = os.path.join(hip_root, "lib", lib_name)
+            if os.path.exists(hip_lib_path):
+                return hip_lib_path
+            paths.append(hip_lib_path)
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        pass
+    env_rocm_path = os.getenv("ROCM_PATH")
+    if env_rocm_path:
+        rocm_lib_path = os.path.join(env_rocm_path, "lib", lib_name)
+        if os.path.exists(rocm_lib_path):
+            return rocm_lib_path
+        paths.append(rocm_lib_path)
+    libs = subprocess.check_output([LDCONFIG, "-p"]).decode(errors="ignore")
+    locs = [line.split()[-1] for line in libs.splitlines() if line.strip().endswith(lib_name)]
+    for loc in locs:
+        if os.path.exists(loc):
+            return loc
+        paths.append(loc)
+    common_install_path = os.path.join('/opt/rocm/lib/', lib_name)
+    if os.path.exists(common_install_path):
+        return common_install_path
+    paths.append(common_install_path)
+    raise RuntimeError(f"cannot locate {lib_name} after attempted paths {paths}")
+
+def build_hip_stub(so_dir):
+    so = os.path.join(so_dir, "hip_utils.so")
+    if os.path.exists(so):
+        if noexec(os.path.realpath(so)):
+            raise ImportError(so + ": failed to map segment from shared object")
+        return so
+    cc = find_cc()
+    import sysconfig
+    scheme = sysconfig.get_default_scheme() if hasattr(sysconfig, "get_default_scheme") \
+        else sysconfig._get_default_scheme()
+    if scheme == "posix_local":
+        scheme = "posix_prefix"
+    include = sysconfig.get_paths(scheme=scheme)["include"]
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "hip_utils.c")
+        with open(src, "w") as f:
+            f.write(SOURCE)
+        out = os.path.join(tmp, "hip_utils.so")
+        subprocess.check_call([cc, src, "-O3", "-shared", "-fPIC", "-Wno-psabi", "-o", out,
+                               "-I" + tmp, "-I" + include], stdout=subprocess.DEVNULL)
+        os.makedirs(so_dir, exist_ok=True)
+        shutil.copy(out, so)
+    if noexec(os.path.realpath(so)):
+        raise ImportError(so + ": failed to map segment from shared object")
+    return so
+
+class HIPUtils:
+    def __init__(self):
+        libhip_path = _get_path_to_hip_runtime_dylib()
+        build_hip_stub(os.path.join(cache_dir(), _CONFIG["stub_key"] + "-hip"))
+        try:
+            self.lib = ctypes.CDLL(libhip_path)
+        except OSError:
+            raise RuntimeError("cannot open libamdhip64.so")
+        v = ctypes.c_int(-1)
+        self.lib.hipDriverGetVersion(ctypes.byref(v))
+        if v.value // 10000000 < 6:
+            raise RuntimeError("libamdhip64 version %d.%d.%d is not supported! Required major "
+                               "version is >=6." % (v.value // 10000000,
+                                                    v.value % 10000000 // 100000,
+                                                    v.value % 100000))
+    def get_device_properties(self, device):
+        n = ctypes.c_int(0)
+        rc = self.lib.hipGetDeviceCount(ctypes.byref(n))
+        if rc == 0 and device >= n.value:
+            rc = 101
+        if rc:
+            self.lib.hipGetErrorString.restype = ctypes.c_char_p
+            raise RuntimeError("Triton Error [HIP]:  Code: %d, Messsage: %s" % (
+                rc, self.lib.hipGetErrorString(rc).decode()))
+        import torch
+        return {"arch": torch.cuda.get_device_properties(device).gcnArchName, "warpSize": 64,
+                "max_shared_mem": 65536, "multiprocessor_count": 304}
+
+class HIPDriver:
+    @staticmethod
+    def is_active():
+        try:
+            import torch
+            return torch.cuda.is_available() and (torch.version.hip is not None)
+        except ImportError:
+            return False
+    def __init__(self):
+        if _CONFIG["error"]:
+            raise RuntimeError(_CONFIG["error"])
+        self.utils = HIPUtils()
+    def get_current_target(self):
+        import torch
+        props = self.utils.get_device_properties(torch.cuda.current_device())
+        return GPUTarget("hip", props["arch"].split(":")[0], props["warpSize"])
 '''
 
 STUB_API = r'''
@@ -612,6 +781,7 @@ def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_ar
         _write(site / "triton/__init__.py", TRITON_INIT.replace("CONFIG_JSON", repr(config)))
         _write(site / "triton/runtime/__init__.py", "from .driver import driver\n")
         _write(site / "triton/runtime/driver.py", TRITON_DRIVER)
+        _write(site / "triton/runtime/hip_driver.py", TRITON_HIP_DRIVER)
         _write(site / "triton/language/__init__.py",
                "class constexpr:\n    pass\n\ndef arange(a, b):\n    return range(a, b)\n")
         bindir = site / ("triton/backends/nvidia/bin" if parts[0] >= 3 else
@@ -862,3 +1032,190 @@ def private_tmpfs_prefix(where: Path, free_kib: int = 0) -> list[str] | None:
     if probe.returncode != 0:
         return None
     return [*base, "/bin/sh", "-c", MOUNT_FULL, str(where), str(free_kib)]
+
+
+LIBAMDHIP64_C = r"""
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+/* The entry points Triton's driver.c (checkDriverVersion, initSymbolTable) and torch ask
+   first, answering as ROCm's libamdhip64 does on the configured node. hipError_t values and
+   names are those of hip/hip_runtime_api.h. */
+static const char *err_name(int rc) {
+    switch (rc) {
+    case 0: return "hipSuccess";
+    case 3: return "hipErrorNotInitialized";
+    case 35: return "hipErrorInsufficientDriver";
+    case 100: return "hipErrorNoDevice";
+    case 101: return "hipErrorInvalidDevice";
+    case 209: return "hipErrorNoBinaryForGpu";
+    default: return "hipErrorUnknown"; } }
+static const char *err_string(int rc) {
+    switch (rc) {
+    case 0: return "no error";
+    case 3: return "initialization error";
+    case 35: return "driver version is insufficient for runtime version";
+    case 100: return "no ROCm-capable device is detected";
+    case 101: return "invalid device ordinal";
+    case 209: return "no kernel image is available for execution on the device";
+    default: return "unknown error"; } }
+const char *hipGetErrorName(int rc) { return err_name(rc); }
+const char *hipGetErrorString(int rc) { return err_string(rc); }
+int hipGetLastError(void) { return 0; }
+int hipDriverGetVersion(int *v) { *v = HIP_VERSION; return 0; }
+int hipRuntimeGetVersion(int *v) { *v = HIP_VERSION; return 0; }
+int hipGetDeviceCount(int *n) { if (COUNT_RC) { *n = 0; return COUNT_RC; } *n = COUNT; return 0; }
+int hipDeviceGetName(char *buf, int len, int d) {
+    if (COUNT_RC) return COUNT_RC; if (d >= COUNT) return 101;
+    strncpy(buf, NAME, (size_t)len - 1); buf[len - 1] = 0; return 0; }
+int hipDeviceTotalMem(size_t *bytes, int d) {
+    if (COUNT_RC) return COUNT_RC; if (d >= COUNT) return 101;
+    *bytes = (size_t)MEM_MIB << 20; return 0; }
+int hipGetDeviceProperties(void *props, int d) {
+    (void)props; if (COUNT_RC) return COUNT_RC; return d >= COUNT ? 101 : 0; }
+int hipGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags, void *status) {
+    (void)version; (void)flags; (void)status;
+    *pfn = dlsym(RTLD_DEFAULT, symbol); return *pfn ? 0 : 1; }
+"""
+
+#: torch's ROCm 6.4 wheels: PYTORCH_ROCM_ARCH of the download.pytorch.org/whl/rocm6.4 builds.
+ROCM_TORCH_ARCH = ("gfx900", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100",
+                   "gfx1101", "gfx1102", "gfx1200", "gfx1201")
+
+
+def build_libamdhip64(where: Path, *, hip_version: str, count_rc: int, count: int, name: str,
+                      memory_mib: int) -> Path:
+    """A stub libamdhip64.so.<major> (soname libamdhip64.so.<major>) plus its libamdhip64.so."""
+    major, minor, patch = (int(p) for p in hip_version.split("."))
+    defines = {"HIP_VERSION": major * 10000000 + minor * 100000 + patch, "COUNT_RC": count_rc,
+               "COUNT": count, "NAME": json.dumps(name), "MEM_MIB": memory_mib}
+    where.mkdir(parents=True, exist_ok=True)
+    target = where / f"libamdhip64.so.{major}.{minor}.{patch}"
+    key = hashlib.sha256(json.dumps(["hip", defines], sort_keys=True).encode()).hexdigest()
+    cached = _LIBCUDA_CACHE.get(key)
+    if cached is None or not cached.exists():
+        source = _write(where / "libamdhip64_stub.c", LIBAMDHIP64_C)
+        subprocess.run([GCC, str(source), "-shared", "-fPIC", f"-Wl,-soname,libamdhip64.so.{major}",
+                        "-o", str(target), "-ldl"] + [f"-D{k}={v}" for k, v in defines.items()],
+                       check=True)
+        source.unlink()
+        _LIBCUDA_CACHE[key] = target
+    elif cached != target:
+        shutil.copy2(cached, target)
+    (where / f"libamdhip64.so.{major}").symlink_to(target.name)
+    (where / "libamdhip64.so").symlink_to(f"libamdhip64.so.{major}")
+    return where / "libamdhip64.so"
+
+
+AMD_MODES = ("ok", "no-dev-nodes", "kfd-eacces", "no-libhip", "libhip-path", "system-rocm",
+             "insufficient-driver", "no-device", "cpu-torch")
+
+
+def make_amd_node(
+    root: Path | str,
+    *,
+    mode: str = "ok",
+    gpus: int = 1,
+    gpu_name: str = "AMD Instinct MI300X",
+    gfx_target_version: int = 90402,
+    amdgpu_version: str | None = "6.12.12",
+    hip_version: str = "6.4.43482",
+    system_hip_version: str = "6.2.41133",
+    torch: str | None = "2.9.0+rocm6.4",
+    torch_hip: str = "6.4.43482-0f2d60242",
+    torch_arch: tuple[str, ...] = ROCM_TORCH_ARCH,
+    container: str | None = None,
+    env: dict[str, str] | None = None,
+    **node_kwargs: object,
+) -> NodeEnv:
+    """A fake AMD GPU node: KFD topology under /sys, /dev/kfd and /dev/dri/renderD*, amdgpu's
+    version, a stub libamdhip64 (torch's bundled copy or a system ROCm's), a stub ROCm torch
+    (torch.version.hip) and the stub Triton whose HIP driver finds the library as Triton does.
+
+    mode: "ok"; "no-dev-nodes" (KFD lists the GPUs, /dev/kfd and /dev/dri not passed into the
+    container); "kfd-eacces" (/dev/kfd of mode 0600, root's); "no-libhip" (torch bundles no
+    libamdhip64 and no ROCm is installed); "libhip-path" (TRITON_LIBHIP_PATH names a missing
+    file); "system-rocm" (Triton is pointed at a system ROCm of another version than torch's);
+    "insufficient-driver" (hipGetDeviceCount returns 35); "no-device" (100); "cpu-torch" (a
+    CPU-only torch). Other keywords go to make_node (compiler=False, fla=..., vllm=...).
+    """
+    if mode not in AMD_MODES:
+        raise ValueError(f"mode must be one of {AMD_MODES}")
+    # Without /dev/kfd (or not permitted to open it) ROCr finds no device: hipErrorNoDevice.
+    count_rc = {"insufficient-driver": 35, "no-device": 100, "no-dev-nodes": 100,
+                "kfd-eacces": 100}.get(mode, 0)
+    node = make_node(root, gpu=False, torch=torch, torch_cuda=None, container=container,
+                     **node_kwargs)  # type: ignore[arg-type]
+    sysroot, site = node.sysroot, node.site
+    for index in range(gpus):
+        props = {"cpu_cores_count": 0, "simd_count": 1216, "vendor_id": 4098,
+                 "device_id": 29876, "gfx_target_version": gfx_target_version,
+                 "drm_render_minor": 128 + index, "location_id": 49408 + index}
+        _write(sysroot / f"sys/class/kfd/kfd/topology/nodes/{index + 1}/properties",
+               "".join(f"{k} {v}\n" for k, v in props.items()))
+    _write(sysroot / "sys/class/kfd/kfd/topology/nodes/0/properties",
+           "cpu_cores_count 96\nsimd_count 0\ngfx_target_version 0\nvendor_id 0\n")
+    (sysroot / "sys/module/amdgpu").mkdir(parents=True, exist_ok=True)
+    if amdgpu_version:
+        _write(sysroot / "sys/module/amdgpu/version", amdgpu_version + "\n")
+    _write(sysroot / "proc/devices", "Character devices:\n  1 mem\n226 drm\n510 kfd\n")
+    if mode != "no-dev-nodes":
+        _write(sysroot / "dev/kfd", "").chmod(0o600 if mode == "kfd-eacces" else 0o666)
+        for index in range(gpus):
+            _write(sysroot / f"dev/dri/renderD{128 + index}", "").chmod(0o666)
+    node_env = dict(node.env)
+    ld_entries = [("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6")]
+    if torch and mode not in ("no-libhip", "cpu-torch"):
+        build_libamdhip64(site / "torch/lib", hip_version=hip_version, count_rc=count_rc,
+                          count=gpus, name=gpu_name, memory_mib=196592)
+    if mode == "system-rocm":
+        system = build_libamdhip64(node.root / "rocm/lib", hip_version=system_hip_version,
+                                   count_rc=count_rc, count=gpus, name=gpu_name,
+                                   memory_mib=196592)
+        node_env["TRITON_LIBHIP_PATH"] = str(system)
+        ld_entries.append(("libamdhip64.so", str(system)))
+    if mode == "libhip-path":
+        node_env["TRITON_LIBHIP_PATH"] = str(node.root / "rocm/lib/libamdhip64.so")
+    ldconfig = sysroot / "sbin/ldconfig"
+    if ldconfig.exists():
+        body = "".join(f"echo '\t{n} (libc6,x86-64) => {p}'\n" for n, p in ld_entries)
+        _write(ldconfig, "#!/bin/sh\necho '813 libs found in cache `/etc/ld.so.cache'\"'\"\n"
+               + body, 0o755)
+    if torch:
+        hip = None if mode == "cpu-torch" else torch_hip
+        _write(site / "torch/version.py", "from typing import Optional\n"
+               f"__version__ = {torch!r}\ncuda: Optional[str] = None\n"
+               f"hip: Optional[str] = {hip!r}\n")
+        override = (env or {}).get("HSA_OVERRIDE_GFX_VERSION")
+        real = f"gfx{gfx_target_version // 10000}{gfx_target_version // 100 % 100:x}" \
+               f"{gfx_target_version % 100:x}"
+        arch = real
+        if override:
+            major, minor, step = (int(p) for p in override.split("."))
+            arch = f"gfx{major}{minor:x}{step:x}"
+        # "no-libhip": the stub torch maps no libamdhip64, so Triton must search for one.
+        available = hip is not None and count_rc == 0
+        warning = ""
+        if hip is not None and not available:
+            # What torch's HIP build prints when hipGetDeviceCount fails.
+            code = count_rc or 100
+            names = {35: "driver version is insufficient for runtime version",
+                     100: "no ROCm-capable device is detected"}
+            warning = ("CUDA initialization: Unexpected error from hipGetDeviceCount(). Did you "
+                       "run some cuda functions before calling NumHipDevices() that might have "
+                       f"already set an error? Error {code}: {names.get(code, 'unknown error')}")
+        config = {"warning": warning, "available": available, "count": gpus, "cc": [9, 4],
+                  "name": gpu_name, "arch": list(torch_arch), "gcn_arch": arch + ":sramecc+:xnack-",
+                  "import_sleep": 0.0, "broken_gpu": None}
+        _write(site / "torch/cuda.py", TORCH_CUDA.replace("CONFIG_JSON", repr(config)) + (
+            "class _Props:\n    def __init__(self):\n"
+            "        self.gcnArchName = _CONFIG['gcn_arch']\n        self.name = _CONFIG['name']\n"
+            "def get_device_properties(index=0):\n    return _Props()\n"
+            # A ROCm torch links libamdhip64: importing it maps torch/lib's copy.
+            "import ctypes as _ctypes, os as _os\n"
+            "_lib = _os.path.join(_os.path.dirname(__file__), 'lib', 'libamdhip64.so')\n"
+            "if _os.path.exists(_lib):\n    _ctypes.CDLL(_lib)\n"))
+    node_env.update(env or {})
+    return NodeEnv(env=node_env, sysroot=sysroot, python=node.python, root=node.root,
+                   home=node.home, bindir=node.bindir, site=site)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleetcheck import kinds
 from fleetcheck.checks import CHECKS_BY_ID, causal_rank
 from fleetcheck.fix.distro import (
     Family,
@@ -34,6 +35,8 @@ LDCONFIG = "/sbin/ldconfig"
 #: A directory as it may appear in a step: absolute, no spaces, quotes, newlines or `..`.
 _SAFE_DIR = re.compile(r"^/[A-Za-z0-9._+@/-]{0,4000}$")
 _VERSION = re.compile(r"^[0-9]{1,4}(?:\.[0-9]{1,4}){0,3}$")
+#: HIP's version as the probe writes it: major.minor.patch, the patch a build number (6.4.43482).
+_HIP_VERSION = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,8}$")
 #: Where the interpreter's headers come from a distribution package (else the person's job).
 _DISTRO_INCLUDE = ("/usr/include/", "/usr/local/include/")
 
@@ -112,17 +115,8 @@ def node_kind(node: NodeResult) -> str:
 
 def where_it_runs(node: NodeResult) -> str:
     """Where and as whom the node's steps run: the transport its probe ran through."""
-    kind = node_kind(node)
-    if kind == "lxc":
-        return (f"inside LXC container {node.vmid} on {node.host}, as root, "
-                f"through `pct exec {node.vmid}`")
-    if kind == "qemu":
-        return (f"inside VM {node.vmid} on {node.host}, as root, "
-                f"through the QEMU guest agent (`qm guest exec {node.vmid}`)")
-    if kind in ("docker", "podman"):
-        parent = getattr(node, "parent", None) or node.host
-        return f"inside {kind} container {node.name} on {parent}, through `{kind} exec`"
-    return f"on {node.host} itself, over SSH as the inventory's login (`sudo -n` when set)"
+    # Each kind words its own transport; a kind this version does not know is read as a host.
+    return (kinds.find(node_kind(node)) or kinds.kind("host")).where_it_runs(node)
 
 
 def failing_causes(node: NodeResult) -> list[Check]:
@@ -195,6 +189,8 @@ def _manual_for(node: NodeResult, check: Check) -> ManualAction:
     if not isinstance(module, str) or not _VERSION.match(module):
         module = "<the host's driver version>"
     kind = node_kind(node)
+    if facts.get("gpu_vendor") == "amd":
+        return _manual_for_amd(node, check)
     if check.id in ("dev_nodes_missing", "zero_active_drivers") and kind == "lxc":
         found = facts.get("gpu_count")
         count = found if isinstance(found, int) and 0 < found <= 64 else 1
@@ -217,6 +213,34 @@ def _manual_for(node: NodeResult, check: Check) -> ManualAction:
         return ManualAction(check.id, "host", check.summary, (
             f"# on {node.host}: nvidia-fabricmanager at exactly the driver's version {module}",
             "systemctl enable --now nvidia-fabricmanager",))
+    who = "host" if check.id in HOST_CAUSES else "person"
+    return ManualAction(check.id, who, check.summary, (check.fix,) if check.fix else ())
+
+
+def _manual_for_amd(node: NodeResult, check: Check) -> ManualAction:
+    """The printed repair on an AMD node: /dev/kfd and /dev/dri, amdgpu and ROCm's userspace."""
+    vmid = node.vmid
+    if check.id in ("dev_nodes_missing", "zero_active_drivers") and node_kind(node) == "lxc":
+        major = check.evidence.get("kfd_major")
+        if not isinstance(major, str) or not major.isdigit():
+            major = "<major of kfd in the host's /proc/devices>"
+        return ManualAction(check.id, "host", check.summary, (
+            f"# on {node.host}: append to /etc/pve/lxc/{vmid}.conf, then "
+            f"pct stop {vmid} && pct start {vmid}",
+            f"lxc.cgroup2.devices.allow: c {major}:* rwm",
+            "lxc.cgroup2.devices.allow: c 226:* rwm",
+            "lxc.mount.entry: /dev/kfd dev/kfd none bind,optional,create=file",
+            "lxc.mount.entry: /dev/dri dev/dri none bind,optional,create=dir",
+            "# the workload user needs the nodes' groups (render, video) or mode 0666"))
+    if check.id == "driver_userspace_mismatch":
+        amdgpu = check.evidence.get("amdgpu_version")
+        hip = check.evidence.get("hip_runtime")
+        amdgpu = amdgpu if isinstance(amdgpu, str) and _VERSION.match(amdgpu) else "in-tree"
+        hip = hip if isinstance(hip, str) and _HIP_VERSION.match(hip) else "<the node's HIP>"
+        return ManualAction(check.id, "host", check.summary, (
+            f"install, on {node.host}, the amdgpu-dkms of the ROCm release the node's userspace "
+            f"comes from (HIP {hip}), or give the node a ROCm userspace that supports the "
+            f"host's amdgpu driver ({amdgpu})",))
     who = "host" if check.id in HOST_CAUSES else "person"
     return ManualAction(check.id, who, check.summary, (check.fix,) if check.fix else ())
 

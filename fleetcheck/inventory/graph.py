@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from fleetcheck import kinds
 from fleetcheck.inventory.discovery import targets_for_host
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
@@ -105,7 +106,7 @@ def _ssh_summary(address: str, ssh: SshOptions) -> str:
         text += f" ({', '.join(unset)} from ssh_config)"
     if ssh.proxy_jump:
         text += f" via {ssh.proxy_jump}"
-    if ssh.host_key_policy != "strict":
+    if ssh.host_key_policy not in (None, "strict"):
         text += f" host keys {ssh.host_key_policy}"
     return text
 
@@ -116,16 +117,11 @@ def _node_line(target: Target) -> str:
         parts.append("env=" + ",".join(sorted(target.env)))
     if target.labels:
         parts.append("labels=" + ",".join(target.labels))
-    if target.runtime is not None:
-        parts.insert(1, f"({target.runtime} container in {target.parent})")
-        if target.user:
-            parts.append(f"user={target.user}")
-    elif target.kind == "qemu":
-        parts.insert(1, "(VM, guest agent)")
-    elif target.vmid is None:
-        parts.insert(1, "(the host itself)")
-    elif target.name != target.id:
-        parts.insert(1, f"name={target.name}")
+    described = kinds.kind(target.kind).describe(target)
+    if described:
+        parts.insert(1, described)
+    if target.user:
+        parts.append(f"user={target.user}")
     return "  ".join(parts)
 
 

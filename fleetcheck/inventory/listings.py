@@ -14,8 +14,7 @@ import re
 from typing import Any
 
 from fleetcheck.inventory.errors import DiscoveryError
-from fleetcheck.inventory.load import VMID_MAX, VMID_MIN
-from fleetcheck.inventory.model import DiscoveredContainer, DiscoveredOci
+from fleetcheck.inventory.model import VMID_MAX, VMID_MIN, DiscoveredContainer, DiscoveredOci
 
 _PCT_HEADER = ("VMID", "Status", "Lock", "Name")
 #: qm.pm prints `%10s %-20s %-10s %-10s %12s %-10s` of these.

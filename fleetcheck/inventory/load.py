@@ -5,15 +5,17 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import os
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from fleetcheck.inventory.errors import InventoryError
+from fleetcheck.inventory.limit import pattern_problem
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
     OCI_RUNTIMES,
+    VMID_MAX,
+    VMID_MIN,
     ApiOptions,
     ContainerSpec,
     HostSpec,
@@ -23,92 +25,40 @@ from fleetcheck.inventory.model import (
     SshOptions,
 )
 from fleetcheck.inventory.ranges import RangeError, expand_nodes, has_range
+from fleetcheck.inventory.schema import (
+    API_KEYS,
+    CONTAINER_KEYS,
+    DEFAULTS_KEYS,
+    ENV_NAME_RE,
+    HOST_KEY_POLICIES,
+    HOST_KEYS,
+    HOSTNAME_RE,
+    JUMP_USER_RE,
+    LABEL_RE,
+    NAME_RE,
+    OCI_CONTAINER_KEYS,
+    OCI_KEYS,
+    OCI_NAME_RE,
+    OCI_USER_RE,
+    SECRET_HINT,
+    SECRET_KEYS,
+    SSH_KEYS,
+    TOP_KEYS,
+    TRANSPORTS,
+    VM_KEYS,
+    merge_settings,
+)
+from fleetcheck.inventory.sources import SOURCE_KEYS, SourceEntry, read_sources
 from fleetcheck.inventory.yamlsrc import (
     INVENTORY_WORDING,
     KeyPath,
     YamlDocument,
+    format_path,
     load_yaml,
     read_source,
 )
 from fleetcheck.text import clip
 from fleetcheck.transport.interface import DEFAULT_NODE_TIMEOUT
-
-TOP_KEYS = ("defaults", "hosts", "groups")
-SSH_KEYS = (
-    "user",
-    "port",
-    "identity_file",
-    "known_hosts",
-    "proxy_jump",
-    "host_key_policy",
-    "config_file",
-    "max_sessions",
-    "connect_timeout",
-)
-API_KEYS = ("url", "user", "token_name", "token_env", "token_file", "verify_tls", "node", "timeout")
-DEFAULTS_KEYS = (
-    "ssh",
-    "api",
-    "python",
-    "env",
-    "labels",
-    "timeout",
-    "sudo",
-    "concurrency",
-    "audit_timeout",
-    "probe_host",
-)
-HOST_KEYS = (
-    "address",
-    "transport",
-    "enabled",
-    "ssh",
-    "api",
-    "probe_host",
-    "containers",
-    "vms",
-    "oci",
-    "python",
-    "env",
-    "labels",
-    "sudo",
-    "timeout",
-)
-CONTAINER_KEYS = ("vmid", "name", "python", "env", "labels", "timeout", "oci")
-VM_KEYS = CONTAINER_KEYS
-OCI_KEYS = ("runtime", "containers")
-OCI_CONTAINER_KEYS = ("name", "python", "env", "user", "labels", "timeout")
-TRANSPORTS = ("ssh", "local", "api")
-#: A Docker/Podman container name (moby's `[a-zA-Z0-9][a-zA-Z0-9_.-]+`) or an id prefix.
-OCI_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-#: `docker exec --user`: name or uid, optionally `:group` or `:gid`.
-OCI_USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$")
-HOST_KEY_POLICIES = ("strict", "accept-new")
-
-#: Keys that would put a secret in the file; refused with a pointer to the safe way.
-_SECRET_KEYS = {
-    "api": ("token_value", "token", "secret", "password"),
-    "ssh": ("password", "passphrase"),
-}
-_SECRET_HINT = {
-    "api": "use token_env (an environment variable) or token_file (a file) instead",
-    "ssh": "use an identity_file or ssh-agent instead",
-}
-
-#: Host and group names appear in node ids (`HOST/VMID`) and in --limit patterns, so none of
-#: the pattern characters (`/ , ! & @ : * ? [`) may appear in them.
-NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-#: The Proxmox tag syntax (pve-common), so API tags and inventory labels mix.
-LABEL_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_+.-]*$")
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-#: pve-common's pve-vmid format.
-VMID_MIN, VMID_MAX = 100, 999_999_999
-#: A DNS name or an ssh_config alias: dot-separated labels of letters, digits, '_' and '-',
-#: none starting with '-' (so no address can read as an option such as -oProxyCommand=...).
-HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_][A-Za-z0-9_-]{0,62}"
-                         r"(?:\.[A-Za-z0-9_][A-Za-z0-9_-]{0,62})*\.?$")
-#: A jump user as POSIX login names go: no '-' first, no shell metacharacter.
-JUMP_USER_RE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,31}$")
 
 
 def _is_ip(text: str) -> bool:
@@ -153,6 +103,7 @@ def jump_problem(text: str) -> str | None:
 def schema_keys() -> tuple[str, ...]:
     """Every key the loader accepts, as paths: "hosts.*.containers[].vmid" and the like."""
     keys = [*TOP_KEYS, "groups.*"]
+    keys += list(dict.fromkeys(f"sources[].{k}" for ks in SOURCE_KEYS.values() for k in ks))
     for prefix, names in (("defaults", DEFAULTS_KEYS), ("hosts.*", HOST_KEYS)):
         keys += [f"{prefix}.{k}" for k in names]
         keys += [f"{prefix}.ssh.{k}" for k in SSH_KEYS]
@@ -221,10 +172,10 @@ class _Builder:
             raise self.fail(path, f"must be a mapping, got {_show(value)}")
         section = path[-1] if path and isinstance(path[-1], str) else ""
         for key in value:
-            if key in _SECRET_KEYS.get(str(section), ()):
+            if key in SECRET_KEYS.get(str(section), ()):
                 raise self.fail(
                     (*path, key),
-                    f"secrets are not allowed in the inventory; {_SECRET_HINT[str(section)]}",
+                    f"secrets are not allowed in the inventory; {SECRET_HINT[str(section)]}",
                 )
             if key not in allowed:
                 close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
@@ -322,27 +273,44 @@ class _Builder:
     # -- sections -------------------------------------------------------------------------
 
     def build(self) -> Inventory:
+
         top = self.mapping(self.doc.data, (), TOP_KEYS)
         defaults = self.mapping(top.get("defaults") or {}, ("defaults",), DEFAULTS_KEYS)
-        if "hosts" not in top:
+        if "hosts" not in top and "sources" not in top:
             raise self.fail((), "missing key 'hosts'")
-        hosts_raw = top["hosts"]
+        hosts_raw = top.get("hosts") or {}
         if not isinstance(hosts_raw, dict):
             raise self.fail(("hosts",), f"must be a mapping of host names, got {_show(hosts_raw)}")
-        if not hosts_raw:
-            raise self.fail(("hosts",), "no hosts defined")
         context = self.defaults(defaults)
-        enabled: list[HostSpec] = []
-        disabled: list[HostSpec] = []
+        found = read_sources(self, top.get("sources"), context)
+        if not hosts_raw and not found.hosts:
+            raise self.fail(("hosts",) if "hosts" in top else ("sources",), "no hosts defined")
         first: dict[str, str] = {}
+        from_sources = {entry.host.name: entry for entry in found.hosts}
+        # Hosts in order: the sources' (each refined by a hosts: entry of its name), then
+        # the hosts: entries of their own.
+        built: dict[str, tuple[HostSpec, bool]] = {}
+        own: list[str] = []
         for key, raw in hosts_raw.items():
             for name, address in self.host_names(key, raw):
                 if name in first:
                     raise self.fail(("hosts", key), f"duplicate host {name!r} (also in "
                                                     f"{first[name]})")
                 first[name] = f"{key} at line {self.doc.line(('hosts', key))}"
-                host, is_enabled = self.host(name, raw, context, key=key, address=address)
-                (enabled if is_enabled else disabled).append(host)
+                entry = from_sources.get(name)
+                if entry is not None:
+                    # The inventory's own entry refines what the source says of the host.
+                    raw = merge_settings(entry.host.settings, raw or {})
+                else:
+                    own.append(name)
+                built[name] = self.host(name, raw, context, key=key, address=address)
+        for entry in found.hosts:
+            if entry.host.name not in built:
+                built[entry.host.name] = _SourceBuilder(self.doc, entry).host(
+                    entry.host.name, dict(entry.host.settings), context, origin=entry.origin)
+        order = [*(entry.host.name for entry in found.hosts), *own]
+        enabled = [built[name][0] for name in order if built[name][1]]
+        disabled = [built[name][0] for name in order if not built[name][1]]
         concurrency = 64
         if "concurrency" in defaults:
             concurrency = self.integer(defaults["concurrency"], ("defaults", "concurrency"), 1)
@@ -357,6 +325,11 @@ class _Builder:
             disabled_hosts=tuple(disabled),
         )
         groups = self.groups(top.get("groups"), inventory)
+        host_names = {h.name for h in (*inventory.hosts, *inventory.disabled_hosts)}
+        for name, members in found.groups.items():
+            # A source's group is one more group, unless the file names it already.
+            if name not in groups and name not in host_names and NAME_RE.match(name):
+                groups[name] = members
         return Inventory(
             path=inventory.path,
             hosts=inventory.hosts,
@@ -364,6 +337,7 @@ class _Builder:
             concurrency=concurrency,
             groups=groups,
             disabled_hosts=inventory.disabled_hosts,
+            warnings=found.warnings,
         )
 
     def defaults(self, raw: dict[str, Any]) -> dict[str, Any]:
@@ -405,7 +379,7 @@ class _Builder:
         return list(zip(names, addresses, strict=True))
 
     def host(self, name: str, raw: Any, ctx: dict[str, Any], key: str | None = None,
-             address: str | None = None) -> tuple[HostSpec, bool]:
+             address: str | None = None, origin: str | None = None) -> tuple[HostSpec, bool]:
         path: KeyPath = ("hosts", key or name)
         if not NAME_RE.match(name):
             raise self.fail(path, "host name may hold only letters, digits, '_', '.' and '-'"
@@ -469,7 +443,7 @@ class _Builder:
             # defaults.api may hold only shared settings (user, token...): a host uses the
             # API when it ends up with a url, or when it has an api: section of its own.
             api=self.api(api_items, path, name) if api_raw or "url" in api_items else None,
-            origin=f"{self.doc.path}:{self.doc.line(path)}",
+            origin=origin or f"{self.doc.path}:{self.doc.line(path)}",
         )
         return spec, enabled
 
@@ -643,8 +617,6 @@ class _Builder:
         )
 
     def groups(self, raw: Any, inventory: Inventory) -> dict[str, tuple[str, ...]]:
-        from fleetcheck.inventory.limit import pattern_problem  # limit imports nothing of ours
-
         if raw is None:
             return {}
         if not isinstance(raw, dict):
@@ -674,3 +646,28 @@ class _Builder:
                 if problem:
                     raise self.fail(("groups", name, index), problem)
         return groups
+
+
+class _SourceBuilder(_Builder):
+    """The loader for a host a source gave: its mistakes are worded in the source's terms,
+    at the line of the `sources:` entry (`fleetcheck_timeout`, not `hosts.X.timeout`)."""
+
+    def __init__(self, doc: YamlDocument, entry: SourceEntry) -> None:
+        super().__init__(doc)
+        self.entry = entry
+
+    def fail(self, path: KeyPath, problem: str) -> InventoryError:
+        entry = self.entry
+        rest = tuple(str(part) for part in path[2:])
+        variable = ""
+        for cut in range(len(rest), 0, -1):
+            if rest[:cut] in entry.host.provenance:
+                variable = entry.host.provenance[rest[:cut]] + "".join(
+                    f"[{part}]" if isinstance(part, int) else f".{part}"
+                    for part in path[2 + cut:])
+                break
+        else:
+            variable = format_path(("host", *path[2:])) if rest else ""
+        where = f"{self.doc.path}:{self.doc.line(entry.where)}: {format_path(entry.where)}"
+        what = f"{entry.label}: host {entry.host.name}"
+        return InventoryError(f"{where}: {what}: {variable + ': ' if variable else ''}{problem}")

@@ -9,10 +9,10 @@ from fleetcheck.transport.interface import DEFAULT_NODE_TIMEOUT
 
 #: `containers: all` in the inventory (also `vms: all` and `oci: {containers: all}`).
 ALL_CONTAINERS = "all"
-#: What a node is: the Proxmox host itself, an LXC container, a QEMU VM (probed through its
-#: guest agent) or a Docker/Podman container inside any of those.
-NODE_KINDS = ("host", "lxc", "qemu", "docker", "podman")
+#: The runtimes an `oci:` may name (each one a node kind of `fleetcheck/kinds/`).
 OCI_RUNTIMES = ("docker", "podman")
+#: pve-common's pve-vmid format.
+VMID_MIN, VMID_MAX = 100, 999_999_999
 
 
 def node_id(host: str, vmid: int | None, runtime: str | None = None,
@@ -32,13 +32,15 @@ class SshOptions:
     port: int | None = None
     identity_file: str | None = None
     known_hosts: str | None = None
-    #: "strict" (default: unknown or changed keys refused) or "accept-new" (unknown keys
-    #: are trusted on first use and appended to known_hosts; changed keys still refused).
-    host_key_policy: str = "strict"
+    #: "strict" (unknown or changed keys refused) or "accept-new" (unknown keys are trusted
+    #: on first use and appended to known_hosts; changed keys still refused). None: as
+    #: ssh_config's StrictHostKeyChecking says, strict when it says nothing.
+    host_key_policy: str | None = None
     proxy_jump: str | None = None
     #: ssh_config file to honour; None means ~/.ssh/config when it exists, "" means none.
     config_file: str | None = None
-    connect_timeout: float = 10.0
+    #: None: ssh_config's ConnectTimeout, else 10 s (transport/ssh_settings.py).
+    connect_timeout: float | None = None
     #: Concurrent channels on the one connection to this host (OpenSSH MaxSessions is 10).
     max_sessions: int = 8
 
@@ -134,6 +136,8 @@ class Inventory:
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: Hosts declared with `enabled: false`: shown by `fleetcheck inventory`, never audited.
     disabled_hosts: tuple[HostSpec, ...] = ()
+    #: What reading the inventory's sources left out or could not check, one line each.
+    warnings: tuple[str, ...] = ()
 
 
 class NodePlace:
@@ -181,7 +185,8 @@ class Target(NodePlace):
     env: Mapping[str, str]
     labels: tuple[str, ...]
     timeout: float
-    #: One of NODE_KINDS; left out, "host" or "lxc" from vmid.
+    #: A kind of the registry (`fleetcheck.kinds.NODE_KINDS`); left out, "host" or "lxc"
+    #: from vmid.
     kind: str = ""
     #: For an OCI container: its runtime, its name, the kind of node it runs in and the user
     #: it runs as.

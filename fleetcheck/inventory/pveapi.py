@@ -50,8 +50,33 @@ async def discover_guests_via_api(
             host=host.name,
         ) from None
     _check_node(nodes, node, host.name, api)
+    if isinstance(resources, list) and not any(
+            isinstance(row, dict) and row.get("type") in ("lxc", "qemu") for row in resources):
+        # Proxmox leaves out guests the token may not audit: "none" may be "not allowed".
+        await _refuse_blind_token(api, secret, host.name, deadline)
     return (containers_from_resources(resources, node, host.name),
             containers_from_resources(resources, node, host.name, "qemu"))
+
+
+async def _refuse_blind_token(api: ApiOptions, secret: str, host: str, deadline: float) -> None:
+    """DiscoveryError when a token that sees no guest lacks VM.Audit (GET
+    /access/permissions), so an audit never passes on guests it could not see."""
+    from fleetcheck.inventory.pvecluster import missing_guest_privilege
+
+    def permissions() -> Any:
+        client = api_client(api, secret, host)
+        return call_api(api, secret, host, lambda: client.access.permissions.get())
+
+    try:
+        held = await asyncio.wait_for(asyncio.to_thread(permissions), timeout=deadline)
+    except asyncio.TimeoutError:
+        return
+    missing = missing_guest_privilege(held)
+    if missing:
+        token = f"{api.user}!{api.token_name}"
+        raise DiscoveryError(
+            f"{host}: Proxmox API {api.url}: token {token} sees no guests: {missing}; "
+            f"grant: pveum acl modify /vms -token '{token}' -role PVEAuditor", host=host)
 
 
 def read_token_secret(api: ApiOptions, host: str) -> str:

@@ -126,13 +126,33 @@ CHECK_IDS = (
     "gpu_arch_unsupported", "triton_installed", "triton_2x",
     "cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
     "python_headers_missing", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
-    "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "cache_dir_unwritable",
+    "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "libhip_path_invalid",
+    "libamdhip64_not_found", "libamdhip64_other_rocm", "cache_dir_unwritable",
     "cache_dir_noexec", "cache_on_network_fs", "cache_dir_full", "tmp_dir_unusable",
     "ptxas_missing", "ptxas_override_unparsed",
     "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas", "triton_target",
     "triton_own_path", "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator",
     "fla_fallback_hidden", "workload_env", "inductor_ready",
 )
+
+#: Checks of NVIDIA's stack only (libcuda, ptxas, NVSwitch): an AMD node's document leaves them out.
+CUDA_ONLY = frozenset({
+    "fabric_manager_not_ready", "cuda_compat_on_unsupported_gpu", "libcuda_stub_shadowing",
+    "driver_too_old", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
+    "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "ptxas_missing",
+    "ptxas_override_unparsed", "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas",
+    "blackwell_no_allocator", "cgroup_devices_revoked", "gpu_exclusive_busy",
+})
+
+#: Checks of Triton's HIP backend only (libamdhip64): a node without an AMD GPU leaves them out.
+HIP_ONLY = frozenset({"libhip_path_invalid", "libamdhip64_not_found", "libamdhip64_other_rocm"})
+
+#: An AMD node's wording of the shared causes whose CAUSE_LABELS name NVIDIA's stack.
+HIP_CAUSE_LABELS = {
+    "driver_userspace_mismatch": "ROCm userspace does not match the amdgpu driver",
+    "zero_active_drivers": "HIP runtime finds no GPU",
+    "gpu_arch_unsupported": "gfx arch not supported by Triton",
+}
 
 #: Short names of root causes, used in the verdict's fix ("no C compiler: apt-get ...").
 CAUSE_LABELS = {
@@ -159,6 +179,9 @@ CAUSE_LABELS = {
     "ldconfig_binary_missing": "no /sbin/ldconfig",
     "libcuda_not_in_ldcache": "libcuda.so.1 not in the linker cache",
     "libcuda_unversioned_missing": "no unversioned libcuda.so",
+    "libhip_path_invalid": "TRITON_LIBHIP_PATH invalid",
+    "libamdhip64_not_found": "libamdhip64.so not found",
+    "libamdhip64_other_rocm": "libamdhip64 from another ROCm than torch's",
     "cache_dir_unwritable": "Triton cache not writable",
     "cache_dir_noexec": "Triton cache on a noexec mount",
     "ptxas_missing": "bundled ptxas missing",
@@ -196,6 +219,10 @@ ERROR_PATTERNS = (
     (r"device kernel image is invalid", "driver_too_old_for_bundled_ptxas"),
     (r"Possible files are located at", "ldcache_stale_libcuda_entry"),
     (r"libcuda\.so cannot found", "libcuda_not_in_ldcache"),
+    (r"TRITON_LIBHIP_PATH '.*' does not point to a valid", "libhip_path_invalid"),
+    (r"cannot (locate|open) libamdhip64\.so", "libamdhip64_not_found"),
+    (r"libamdhip64 version .* is not supported|refusing to mix ROCm installations",
+     "libamdhip64_other_rocm"),
     (r"/sbin/ldconfig", "ldconfig_binary_missing"),
     (r"cannot find -lcuda", "libcuda_unversioned_missing"),
     (r"failed to map segment", "cache_dir_noexec"),
@@ -1127,6 +1154,8 @@ meta["fla_dir"] = spec_dir("fla")
 meta["fla_dirs"] = spec_dirs("fla")
 meta["vllm_dir"] = spec_dir("vllm")
 if meta["vllm_dir"]:
+    # vLLM's rocm_platform_plugin() needs amdsmi (vllm/platforms/__init__.py).
+    meta["amdsmi_dir"] = spec_dir("amdsmi")
     dists = distributions("vllm", ("vllm",))
     meta["vllm_version"] = dists[0]["version"] if dists else None
 for name in ("xformers", "liger_kernel", "sglang", "unsloth_zoo", "mamba_ssm", "causal_conv1d"):
@@ -1144,6 +1173,8 @@ if meta["torch_dir"]:
         c = re.search(r"^cuda\s*(?::[^=]*)?=\s*(?:['\"]([^'\"]+)['\"]|None)", text, re.M)
         meta["torch_version"] = m.group(1) if m else None
         meta["torch_cuda"] = c.group(1) if c else None
+        h = re.search(r"^hip\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+        meta["torch_hip"] = h.group(1) if h else None
     except OSError as e:
         meta["torch_version_error"] = err(e)
 if meta["fla_dir"]:
@@ -1179,6 +1210,7 @@ if meta["torch_dir"]:
             data["import_s"] = round(time.time() - t0, 3)
             data["version"] = str(torch.__version__)
             data["cuda"] = torch.version.cuda
+            data["hip"] = getattr(torch.version, "hip", None)
             data["cuda_available"] = bool(torch.cuda.is_available())
             data["device_count"] = int(torch.cuda.device_count()) if data["cuda_available"] else 0
             data["arch_list"] = list(torch.cuda.get_arch_list()) if data["cuda_available"] else []
@@ -1460,6 +1492,152 @@ out["contexts"] = contexts
 print(json.dumps(out))
 '''
 
+#: The HIP runtime as Triton's AMD backend finds it (its search replayed, then ctypes), run in the
+#: workload interpreter with the workload's environment: what Triton searches is theirs.
+HIP_SCRIPT = r'''
+import ctypes, json, os, subprocess
+paths = []
+out = {"search": paths, "path": None}
+lib_name = "libamdhip64.so"
+sysroot = os.environ.get("FLEETCHECK_SYSROOT") or "/"
+ldconfig = "/sbin/ldconfig" if sysroot == "/" else sysroot.rstrip("/") + "/sbin/ldconfig"
+def package_dir(name):
+    try:
+        import importlib.util
+        spec = importlib.util.find_spec(name)
+    except Exception:
+        return None
+    locs = list(spec.submodule_search_locations or []) if spec else []
+    return locs[0] if locs else None
+torch_dir = package_dir("torch")
+def found(path, how):
+    out["path"], out["how"] = path, how
+def locate():
+    env_path = os.environ.get("TRITON_LIBHIP_PATH")
+    if env_path:
+        if os.path.basename(env_path).startswith(lib_name) and os.path.isfile(env_path):
+            return found(env_path, "TRITON_LIBHIP_PATH")
+        out["error"] = ("RuntimeError: TRITON_LIBHIP_PATH '%s' does not point to a valid %s"
+                        % (env_path, lib_name))
+        out["row"] = "libhip_path_invalid"
+        return None
+    try:
+        import rocm_sdk
+        return found(str(rocm_sdk.find_libraries("amdhip64")[0]), "rocm_sdk (TheRock)")
+    except Exception:
+        pass
+    # In a workload that imported torch first, Triton finds torch's libamdhip64 already mapped.
+    bundled = os.path.join(torch_dir, "lib", lib_name) if torch_dir else ""
+    if bundled and os.path.exists(bundled):
+        return found(bundled, "mapped by torch")
+    triton_dir = package_dir("triton")
+    if triton_dir:
+        local = os.path.join(triton_dir, "backends", "amd", "lib", lib_name)
+        if os.path.exists(local):
+            return found(local, "Triton's backend")
+        paths.append(local)
+    import site
+    site_packages = site.getsitepackages()
+    if site.ENABLE_USER_SITE:
+        site_packages = [site.getusersitepackages(), *site_packages]
+    for path in site_packages:
+        path = os.path.join(path, "torch", "lib", lib_name)
+        if os.path.exists(path):
+            return found(path, "site-packages torch")
+        paths.append(path)
+    for d in (os.getenv("LD_LIBRARY_PATH") or "").split(":") if os.getenv("LD_LIBRARY_PATH") \
+            else []:
+        f = os.path.join(d, lib_name)
+        if os.path.exists(f):
+            return found(f, "LD_LIBRARY_PATH")
+        paths.append(f)
+    for var, how in (("HIP_PATH", "HIP_PATH"),):
+        if os.getenv(var):
+            f = os.path.join(os.getenv(var), "lib", lib_name)
+            if os.path.exists(f):
+                return found(f, how)
+            paths.append(f)
+    try:
+        root = subprocess.check_output(["hipconfig", "--path"], stderr=subprocess.DEVNULL,
+                                       timeout=10).decode().strip()
+        if root:
+            f = os.path.join(root, "lib", lib_name)
+            if os.path.exists(f):
+                return found(f, "hipconfig --path")
+            paths.append(f)
+    except (subprocess.CalledProcessError, OSError, subprocess.TimeoutExpired):
+        pass
+    if os.getenv("ROCM_PATH"):
+        f = os.path.join(os.getenv("ROCM_PATH"), "lib", lib_name)
+        if os.path.exists(f):
+            return found(f, "ROCM_PATH")
+        paths.append(f)
+    try:
+        libs = subprocess.check_output([ldconfig, "-p"], timeout=10).decode(errors="ignore")
+    except FileNotFoundError:
+        out["error"] = ("FileNotFoundError: [Errno 2] No such file or directory: "
+                        "'/sbin/ldconfig'")
+        out["row"] = "libamdhip64_not_found"
+        return None
+    except Exception as e:
+        out["ldconfig_error"] = (type(e).__name__ + ": " + str(e))[-1000:]
+        libs = ""
+    locs = [line.split()[-1] for line in libs.splitlines() if line.strip().endswith(lib_name)]
+    out["ldconfig"] = locs
+    for loc in locs:
+        if os.path.exists(loc):
+            return found(loc, "ldconfig -p")
+        paths.append(loc)
+    common = os.path.join("/opt/rocm/lib/", lib_name)
+    if os.path.exists(common):
+        return found(common, "/opt/rocm/lib")
+    paths.append(common)
+    out["error"] = "RuntimeError: cannot locate %s after attempted paths %s" % (lib_name, paths)
+    out["row"] = "libamdhip64_not_found"
+    return None
+locate()
+if out["path"]:
+    out["real"] = os.path.realpath(out["path"])
+    try:
+        lib = ctypes.CDLL(out["path"])
+    except OSError as e:
+        out["load_error"] = str(e)[:1000]
+        lib = None
+    if lib is not None:
+        def name(rc):
+            try:
+                f = lib.hipGetErrorName
+                f.restype = ctypes.c_char_p
+                value = f(rc)
+                return value.decode() if value else None
+            except Exception:
+                return None
+        for fn in ("hipDriverGetVersion", "hipRuntimeGetVersion"):
+            v = ctypes.c_int(0)
+            try:
+                rc = getattr(lib, fn)(ctypes.byref(v))
+                out[fn] = v.value if rc == 0 else None
+            except AttributeError:
+                out[fn] = None
+        n = ctypes.c_int(0)
+        rc = lib.hipGetDeviceCount(ctypes.byref(n))
+        out["count_rc"] = rc
+        out["count_name"] = name(rc)
+        out["count"] = n.value if rc == 0 else 0
+        devices = []
+        for i in range(out["count"]):
+            info = {"index": i}
+            buf = ctypes.create_string_buffer(256)
+            if lib.hipDeviceGetName(buf, 256, i) == 0:
+                info["name"] = buf.value.decode("utf-8", "replace")
+            mem = ctypes.c_size_t(0)
+            if lib.hipDeviceTotalMem(ctypes.byref(mem), i) == 0:
+                info["memory_mib"] = mem.value // (1 << 20)
+            devices.append(info)
+        out["devices"] = devices
+print(json.dumps(out))
+'''
+
 #: The workload interpreter's executable, version and include dir.
 PYINFO_SCRIPT = PY_INCLUDE + r'''
 import json, sys
@@ -1669,6 +1847,112 @@ class LibcudaFacts(Part):
         try:
             return json.loads(result["stdout"])
         except ValueError:
+            return {"error": result["error"] or clip(result["stderr"] or "no output", 1000)}
+
+
+# --- facts_amd ------------------------------------------------------------------------------------
+
+#: hipError_t values and names (hip/hip_runtime_api.h, as bundled in Triton's AMD backend).
+HIP_ERRORS = {
+    0: "hipSuccess", 1: "hipErrorInvalidValue", 2: "hipErrorOutOfMemory",
+    3: "hipErrorNotInitialized", 4: "hipErrorDeinitialized", 35: "hipErrorInsufficientDriver",
+    100: "hipErrorNoDevice", 101: "hipErrorInvalidDevice", 209: "hipErrorNoBinaryForGpu",
+    303: "hipErrorSharedObjectInitFailed", 304: "hipErrorOperatingSystem",
+    999: "hipErrorUnknown",
+}
+
+#: The architectures Triton's AMD backend is developed and tested for (CDNA2-4, RDNA3-4).
+TRITON_HIP_ARCHS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1102", "gfx1150",
+                    "gfx1151", "gfx1200", "gfx1201", "gfx1250")
+
+
+def gfx_name(target_version):
+    """'gfx942' from KFD's gfx_target_version 90402 (major, minor, stepping; the last two hex)."""
+    if not isinstance(target_version, int) or target_version <= 0:
+        return None
+    major, minor, step = target_version // 10000, target_version // 100 % 100, \
+        target_version % 100
+    return "gfx%d%x%x" % (major, minor, step)
+
+
+def gfx_from_override(value):
+    """The gfx that HSA_OVERRIDE_GFX_VERSION=10.3.0 makes the runtime report (gfx1030)."""
+    match = re.match(r"^\s*(\d+)\.(\d+)\.(\d+)\s*$", value or "")
+    if not match:
+        return None
+    return "gfx%d%x%x" % tuple(int(g) for g in match.groups())
+
+
+def kfd_gpus():
+    """GPU nodes of /sys/class/kfd/kfd/topology/nodes (CPU nodes have simd_count 0)."""
+    base = host_path("/sys/class/kfd/kfd/topology/nodes")
+    try:
+        names = sorted(os.listdir(base), key=lambda n: int(n) if n.isdigit() else 1 << 30)
+    except OSError:
+        return []
+    gpus = []
+    for name in names:
+        text = read_text(os.path.join(base, name, "properties")) or ""
+        props = {}
+        for line in text.splitlines():
+            key, _, value = line.strip().partition(" ")
+            if value.strip().lstrip("-").isdigit():
+                props[key] = int(value.strip())
+        if not props.get("simd_count"):
+            continue
+        gpus.append({"node": name, "gfx": gfx_name(props.get("gfx_target_version")),
+                     "gfx_target_version": props.get("gfx_target_version"),
+                     "vendor_id": props.get("vendor_id"), "device_id": props.get("device_id"),
+                     "render_minor": props.get("drm_render_minor"),
+                     "simd_count": props.get("simd_count")})
+    return gpus
+
+
+def amdgpu_module():
+    """The amdgpu kernel driver: loaded or not, and its version (the DKMS build writes one)."""
+    loaded = os.path.isdir(host_path("/sys/module/amdgpu"))
+    version = first_line(read_text(host_path("/sys/module/amdgpu/version"))) or None
+    return {"loaded": loaded, "version": version}
+
+
+def amd_dev_nodes():
+    """/dev/kfd and the /dev/dri/renderD* names present."""
+    found = ["kfd"] if os.path.exists(host_path("/dev/kfd")) else []
+    try:
+        found += sorted("dri/" + n for n in os.listdir(host_path("/dev/dri"))
+                        if n.startswith("renderD"))
+    except OSError:
+        pass
+    return found
+
+
+def amd_facts():
+    """Everything the cheap reads say about AMD GPUs on this node."""
+    return {"kfd_gpus": kfd_gpus(), "amdgpu": amdgpu_module(), "dev_nodes": amd_dev_nodes()}
+
+
+def parse_rocminfo(result):
+    """The gfx names `rocminfo` lists for its GPU agents (never required; evidence only)."""
+    if result is None:
+        return None
+    if result["error"] or result["timed_out"] or result["rc"] != 0:
+        return {"error": result["error"] or ("timed out" if result["timed_out"] else first_line(
+            result["stderr"]) or first_line(result["stdout"]) or "rc %s" % result["rc"])}
+    names = re.findall(r"^\s*Name:\s+(gfx[0-9a-f]+)\s*$", result["stdout"], re.M)
+    return {"gfx": names}
+
+
+class AmdFacts(Part):
+    """Reads the HIP stage (HIP_SCRIPT), run in the workload interpreter as Triton would be."""
+
+    def collect_hip(self):
+        result = self.hip.result()
+        if result["timed_out"]:
+            return {"error": "HIP probe timed out after %.1f s" % result["seconds"],
+                    "timed_out": True}
+        try:
+            return json.loads(result["stdout"].strip().splitlines()[-1])
+        except (ValueError, IndexError):
             return {"error": result["error"] or clip(result["stderr"] or "no output", 1000)}
 
 
@@ -1929,6 +2213,13 @@ class ToolchainFacts(Part):
 
 # --- gather ---------------------------------------------------------------------------------------
 
+def hip_version_text(version):
+    """'6.4.43482' from HIP's version number (major * 10000000 + minor * 100000 + patch)."""
+    if not isinstance(version, int) or version <= 0:
+        return None
+    return "%d.%d.%d" % (version // 10000000, version % 10000000 // 100000, version % 100000)
+
+
 class Gather(Part):
     """Starts every slow fact first, does the file reads meanwhile, then assembles the facts."""
 
@@ -1946,7 +2237,13 @@ class Gather(Part):
         # package facts are collected and the probe stays fast on CPU nodes.
         self.proc = proc_nvidia()
         self.dev_names = dev_nodes()
-        self.possible_gpu = bool(self.proc["gpus"] or self.dev_names)
+        # AMD: KFD's topology (sysfs, visible in containers too) or /dev/kfd. A node with both
+        # vendors' GPUs is audited as an NVIDIA node.
+        self.amd = amd_facts()
+        nvidia = bool(self.proc["gpus"] or self.dev_names)
+        amd = bool(self.amd["kfd_gpus"] or "kfd" in self.amd["dev_nodes"])
+        self.vendor = "amd" if amd and not nvidia else "nvidia"
+        self.possible_gpu = nvidia or amd
         env = dict(self.env)
         env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no .pyc behind in the workload's venv
         scratch = os.path.join(self.tmp, "tmp")
@@ -1965,6 +2262,7 @@ class Gather(Part):
         self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode,
                               own], self.deadline.timeout(), env=env, cwd=self.tmp)
         self.deep_run = self.cuda = self.smi = self.ldconfig = self.compile = None
+        self.hip = self.rocminfo = None
         if self.possible_gpu:
             if self.deep:
                 script = os.path.join(self.tmp, "fleetcheck_deep_kernel.py")
@@ -1975,6 +2273,14 @@ class Gather(Part):
                 os.mkdir(deep_env["TRITON_CACHE_DIR"])
                 self.deep_run = Spawned([self.workload_python, script], self.deadline.timeout(),
                                         env=deep_env, cwd=self.tmp)
+        if self.possible_gpu and self.vendor == "amd":
+            # Triton's HIP search runs in the workload's interpreter and environment.
+            self.hip = Spawned([self.workload_python, "-c", HIP_SCRIPT],
+                               self.deadline.timeout(30), env=env, cwd=self.tmp)
+            rocminfo = shutil.which("rocminfo", path=self.env.get("PATH", os.defpath))
+            if rocminfo:
+                self.rocminfo = Spawned([rocminfo], self.deadline.timeout(15), env=self.env)
+        elif self.possible_gpu:
             self.cuda = Spawned([sys.executable, "-I", "-c", CUDA_SCRIPT],
                                 self.deadline.timeout(30), env=self.env)
             smi = shutil.which("nvidia-smi", path=self.env.get("PATH", os.defpath))
@@ -2010,8 +2316,10 @@ class Gather(Part):
 
         self.cuda_info: dict = self.collect_cuda() if self.cuda else {"error": "not run: no GPU"}
         self.smi_info: dict = parse_smi(self.smi.result()) if self.smi else {"error": "not run"}
-        if self.possible_gpu and not self.smi:
+        if self.possible_gpu and not self.smi and self.vendor == "nvidia":
             self.smi_info = {"error": "not on PATH"}
+        self.hip_info: dict = self.collect_hip() if self.hip else {"error": "not run"}
+        self.rocminfo_info = parse_rocminfo(self.rocminfo.result() if self.rocminfo else None)
         self.ld_result = self.ldconfig.result() if self.ldconfig else None
         self.compile_result = self.compile.result() if self.compile else None
         self.stack_result = self.stack.result()
@@ -2031,6 +2339,33 @@ class Gather(Part):
             self.facts["python"] = {"executable": python["executable"],
                                     "version": python.get("version")}
         self.gpus = self.gpu_list()
+        if self.vendor == "amd":
+            self.assemble_amd_facts()
+        else:
+            self.assemble_nvidia_facts()
+        self.assemble_stack_facts(meta, torch, target, fla)
+
+    def assemble_amd_facts(self):
+        hip = self.hip_info
+        runtime = hip.get("hipRuntimeGetVersion")
+        self.facts.update({
+            "gpu_vendor": "amd",
+            "gpus": [{key: gpu.get(key) for key in ("index", "name", "uuid", "memory_mib",
+                                                     "compute_capability", "gfx")}
+                     for gpu in self.gpus],
+            "gpu_count": len(self.gpus),
+            "driver": {"kernel_module": self.amd["amdgpu"]["version"],
+                       "userspace": hip_version_text(runtime), "cuda_driver_version": None},
+            "dev_nodes": self.amd["dev_nodes"],
+            "amd": {"kfd_gpus": self.amd["kfd_gpus"], "amdgpu": self.amd["amdgpu"],
+                    "libamdhip64": hip.get("path"), "libamdhip64_found_by": hip.get("how"),
+                    "hip_runtime": hip_version_text(runtime),
+                    "hip_driver": hip_version_text(hip.get("hipDriverGetVersion")),
+                    "rocminfo": self.rocminfo_info,
+                    "HSA_OVERRIDE_GFX_VERSION": self.env.get("HSA_OVERRIDE_GFX_VERSION")},
+        })
+
+    def assemble_nvidia_facts(self):
         kernel_module = self.proc["kernel_module"]
         loaded = self.cuda_info.get("loaded")
         userspace = None
@@ -2048,6 +2383,8 @@ class Gather(Part):
                        if isinstance(version, int) and version > 0 else None},
             "dev_nodes": self.dev_names,
         })
+
+    def assemble_stack_facts(self, meta, torch, target, fla):
         if torch.get("installed"):
             self.facts["torch"] = {
                 "version": torch.get("version") or meta.get("torch_version"),
@@ -2056,6 +2393,8 @@ class Gather(Part):
                 "device_count": torch.get("device_count"),
                 "arch_list": torch.get("arch_list"),
             }
+            if self.vendor == "amd":
+                self.facts["torch"]["hip"] = torch.get("hip", meta.get("torch_hip"))
         else:
             self.facts["torch"] = None
         if meta.get("triton_dir"):
@@ -2083,7 +2422,10 @@ class Gather(Part):
         return dists[0].get("version") if dists else None
 
     def gpu_list(self):
-        """GPUs from nvidia-smi, else from libcuda, else from /proc/driver/nvidia."""
+        """GPUs from nvidia-smi, else from libcuda, else from /proc/driver/nvidia (AMD: HIP
+        and KFD's topology)."""
+        if self.vendor == "amd":
+            return self.amd_gpu_list()
         smi = self.smi_info.get("gpus")
         cuda_devices = self.cuda_info.get("devices") or []
         if smi:
@@ -2099,6 +2441,20 @@ class Gather(Part):
                      "compute_capability": d.get("compute_capability")} for d in cuda_devices]
         return [{"index": i, "name": gpu["model"], "uuid": gpu["uuid"], "memory_mib": None,
                  "compute_capability": None} for i, gpu in enumerate(self.proc["gpus"])]
+
+    def amd_gpu_list(self):
+        """One entry per KFD GPU node, named by the HIP runtime where it answered."""
+        devices = self.hip_info.get("devices") or []
+        kfd = self.amd["kfd_gpus"]
+        gpus = []
+        for index in range(max(len(devices), len(kfd))):
+            device = devices[index] if index < len(devices) else {}
+            node = kfd[index] if index < len(kfd) else {}
+            gfx = node.get("gfx")
+            gpus.append({"index": index, "uuid": None, "compute_capability": None, "gfx": gfx,
+                         "name": device.get("name") or "AMD GPU" + (" " + gfx if gfx else ""),
+                         "memory_mib": device.get("memory_mib")})
+        return gpus
 
     def capabilities(self):
         caps = set()
@@ -3311,6 +3667,311 @@ class WorkloadChecks(Part):
             data.get("cache_dir"), data.get("user")), "", evidence)
 
 
+# --- checks_hip -----------------------------------------------------------------------------------
+
+#: The environment variables that hide AMD GPUs from HIP (ROCr's, HIP's, and CUDA's alias).
+HIP_VISIBILITY = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+
+
+def base_gfx(arch):
+    """'gfx90a' from 'gfx90a:sramecc+:xnack-' (torch's arch list and HIP's gcnArchName)."""
+    return str(arch or "").split(":")[0]
+
+
+def node_group(path):
+    """The name of the group owning a device node ('render', 'video'), else its gid."""
+    try:
+        gid = os.stat(path).st_gid
+    except OSError:
+        return None
+    try:
+        import grp
+        return grp.getgrgid(gid).gr_name
+    except (ImportError, KeyError):
+        return str(gid)
+
+
+class HipChecks(Part):
+    """The AMD GPU and Triton HIP backend checks."""
+
+    def hip_gfx(self):
+        """The gfx of each GPU as the runtime reports it: HSA_OVERRIDE_GFX_VERSION wins."""
+        real = sorted({g["gfx"] for g in self.gpus if g.get("gfx")})
+        override = gfx_from_override(self.env.get("HSA_OVERRIDE_GFX_VERSION"))
+        return real, ([override] if override else real), override
+
+    def check_gpu_present_hip(self):
+        hip = self.hip_info
+        evidence = {"kfd_gpus": self.amd["kfd_gpus"], "dev_nodes": self.amd["dev_nodes"],
+                    "amdgpu": self.amd["amdgpu"], "libamdhip64": hip.get("path"),
+                    "hip_device_count": hip.get("count"), "rocminfo": self.rocminfo_info}
+        if not self.hardware_evidence():
+            return ("warn", "no AMD GPU on this node (/dev/kfd without a KFD GPU node)", "",
+                    evidence)
+        names: dict = {}
+        for gpu in self.gpus:
+            label = gpu.get("name") or "AMD GPU"
+            if gpu.get("gfx") and gpu["gfx"] not in label:
+                label += " (%s)" % gpu["gfx"]
+            names[label] = names.get(label, 0) + 1
+        return ("pass", ", ".join("%d× %s" % (n, label) for label, n in names.items()), "",
+                evidence)
+
+    def check_dev_nodes_missing_hip(self):
+        minors = [g["render_minor"] for g in self.amd["kfd_gpus"]
+                  if isinstance(g.get("render_minor"), int) and g["render_minor"] > 0]
+        if not minors:
+            minors = sorted(int(n[len("dri/renderD"):]) for n in self.amd["dev_nodes"]
+                            if re.match(r"^dri/renderD\d+$", n))
+        expected = ["kfd"] + ["dri/renderD%d" % minor for minor in minors]
+        results = {name: open_result(host_path("/dev/" + name)) for name in expected}
+        bad = {name: code for name, code in results.items() if code != "ok"}
+        container = self.facts.get("container")
+        evidence = {"open": results, "container": container}
+        if not bad:
+            return ("pass", "%d device nodes open read-write" % len(results), "", evidence)
+        kfd_major = re.search(r"^\s*(\d+)\s+kfd\s*$", self.proc_devices, re.M)
+        kfd = kfd_major.group(1) if kfd_major else "<kfd major>"
+        evidence["kfd_major"] = kfd_major.group(1) if kfd_major else None
+        name, code = sorted(bad.items(), key=lambda item: expected.index(item[0]))[0]
+        if code == "ENOENT":
+            what = "missing (not passed through)"
+            fix = ("pass /dev/kfd and /dev/dri into the container: lxc.mount.entry: /dev/kfd "
+                   "dev/kfd none bind,optional,create=file and lxc.mount.entry: /dev/dri dev/dri "
+                   "none bind,optional,create=dir, with lxc.cgroup2.devices.allow: c %s:* rwm "
+                   "and c 226:* rwm, in /etc/pve/lxc/<vmid>.conf (Docker: --device=/dev/kfd "
+                   "--device=/dev/dri); on a host, load amdgpu (modprobe amdgpu)" % kfd)
+        elif code == "EPERM":
+            what = "blocked by the device cgroup (EPERM)"
+            fix = ("allow the majors in the container config: lxc.cgroup2.devices.allow: "
+                   "c %s:* rwm (kfd) and c 226:* rwm (dri), majors from /proc/devices on the "
+                   "host" % kfd)
+        elif code == "EACCES":
+            group = node_group(host_path("/dev/" + name)) or "render"
+            evidence["group"] = group
+            what = "not permitted by its file mode (EACCES; group %s)" % group
+            fix = ("add the workload user to the node's groups: usermod -aG render,video <user> "
+                   "(the node's group is %s); in an unprivileged LXC map the host's render gid "
+                   "(lxc.idmap) or set the node's mode to 0666" % group)
+        else:
+            what = "unusable (%s)" % code
+            fix = "check that amdgpu is loaded and the node is passed through"
+        summary = "/dev/%s %s" % (name, what)
+        if all(c == "ENOENT" for c in bad.values()) and len(bad) == len(results):
+            summary = "no /dev/kfd or render nodes, though KFD lists %d GPU(s)" % len(
+                self.amd["kfd_gpus"])
+            if container:
+                summary += " (not passed into the %s container)" % container
+        elif len(bad) > 1:
+            summary += "; %d of %d nodes unusable" % (len(bad), len(results))
+        evidence["hip_device_count"] = self.hip_info.get("count")
+        return ("fail", summary, fix, evidence)
+
+    def hip_count_error(self):
+        """(rc, name) of hipGetDeviceCount, or (None, None) when the runtime was not reached."""
+        rc = self.hip_info.get("count_rc")
+        if not isinstance(rc, int):
+            return None, None
+        return rc, self.hip_info.get("count_name") or HIP_ERRORS.get(rc) or "hipError"
+
+    def check_driver_userspace_mismatch_hip(self):
+        rc, name = self.hip_count_error()
+        amdgpu = self.amd["amdgpu"]
+        runtime = self.facts["driver"]["userspace"]
+        evidence = {"amdgpu_loaded": amdgpu["loaded"], "amdgpu_version": amdgpu["version"],
+                    "hip_runtime": runtime, "libamdhip64": self.hip_info.get("path"),
+                    "hipGetDeviceCount": rc, "error_name": name}
+        if rc is None:
+            return ("skip", "HIP runtime not reached (see libamdhip64_not_found)", "", evidence)
+        if rc == 35:
+            return ("fail", "hipGetDeviceCount returns 35 %s: the ROCm userspace (HIP %s) does "
+                    "not work with this amdgpu kernel driver (%s)" % (
+                        name, runtime or "?", amdgpu["version"] or "in-tree"),
+                    "install the amdgpu driver (amdgpu-dkms) of the ROCm release the container's "
+                    "userspace comes from, on the host; or use a ROCm userspace that supports "
+                    "this kernel driver", evidence)
+        return ("pass", "amdgpu %s, HIP runtime %s (hipGetDeviceCount: %s)" % (
+            amdgpu["version"] or "in-tree", runtime or "?", name), "", evidence)
+
+    def check_zero_active_drivers_hip(self):
+        hip = self.hip_info
+        evidence = {key: hip.get(key) for key in ("path", "how", "load_error", "count_rc",
+                                                   "count_name", "count", "error")}
+        evidence.update({var: self.env.get(var) for var in HIP_VISIBILITY})
+        if hip.get("timed_out"):
+            return ("error", hip["error"], "", evidence)
+        if not hip.get("path"):
+            if hip.get("row"):
+                return ("skip", "libamdhip64 not located (see %s)" % hip["row"], "", evidence)
+            return ("error", "HIP probe failed: %s" % (hip.get("error") or "no answer"), "",
+                    evidence)
+        if hip.get("load_error"):
+            return ("skip", "libamdhip64 does not load (see libamdhip64_not_found)", "",
+                    evidence)
+        rc, name = self.hip_count_error()
+        if rc == 35:
+            return ("skip", "hipGetDeviceCount: 35 %s (see driver_userspace_mismatch)" % name, "",
+                    evidence)
+        if rc:
+            return ("fail", "hipGetDeviceCount failed: %s (%s), though KFD lists %d GPU(s)" % (
+                name, rc, len(self.amd["kfd_gpus"])),
+                "fix the driver layer: /dev/kfd and render nodes, amdgpu, "
+                "ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES; see the checks above", evidence)
+        if not hip.get("count"):
+            hidden = ["%s=%r" % (v, self.env[v]) for v in HIP_VISIBILITY if v in self.env]
+            return ("fail", "HIP runtime sees 0 devices" + (
+                " (%s hides them)" % ", ".join(hidden) if hidden else ""),
+                "unset or fix " + "/".join(v.split("=")[0] for v in hidden) if hidden
+                else "pass the GPUs through", evidence)
+        return ("pass", "HIP runtime %s sees %d device(s)" % (
+            self.facts["driver"]["userspace"] or "?", hip["count"]), "", evidence)
+
+    def check_torch_cuda_hip(self):
+        meta = self.stages.get("meta", {})
+        torch = self.torch_info()
+        if not meta.get("torch_dir"):
+            return ("skip", "PyTorch not installed", "", {})
+        if not torch:
+            return self.stage_missing("import torch")
+        evidence = {key: torch.get(key) for key in ("version", "hip", "cuda", "cuda_available",
+                                                     "device_count", "import_s", "warnings",
+                                                     "error")}
+        if torch.get("error"):
+            return ("fail", "import torch failed: " + first_line(torch["error"]),
+                    "reinstall PyTorch for %s" % self.workload_python, evidence)
+        if not torch.get("hip"):
+            kind = "CUDA" if torch.get("cuda") else "CPU-only"
+            return ("fail", "%s PyTorch build on an AMD node (torch %s, torch.version.hip is "
+                    "None)" % (kind, torch.get("version")),
+                    "install a ROCm build of torch, e.g. pip install torch --index-url "
+                    "https://download.pytorch.org/whl/rocm6.4", evidence)
+        if not torch.get("cuda_available"):
+            warning = first_line((torch.get("warnings") or [""])[0])
+            return ("fail", "torch.cuda.is_available() is False (ROCm %s)" % torch["hip"] + (
+                ": " + warning if warning else ""),
+                "fix the driver layer (/dev/kfd, render nodes, amdgpu, HIP_VISIBLE_DEVICES)",
+                evidence)
+        count = torch.get("device_count") or 0
+        if count < len(self.gpus):
+            return ("warn", "torch sees %d of %d GPUs" % (count, len(self.gpus)), "", evidence)
+        return ("pass", "torch %s (ROCm %s) sees %d GPU(s)" % (
+            torch.get("version"), torch.get("hip"), count), "", evidence)
+
+    def check_torch_lacks_arch_hip(self):
+        torch = self.torch_info()
+        arch_list = sorted({base_gfx(a) for a in torch.get("arch_list") or []})
+        real, effective, override = self.hip_gfx()
+        evidence = {"arch_list": torch.get("arch_list") or [], "gpu_gfx": real,
+                    "HSA_OVERRIDE_GFX_VERSION": self.env.get("HSA_OVERRIDE_GFX_VERSION")}
+        if not self.stages.get("meta", {}).get("torch_dir"):
+            return ("skip", "PyTorch not installed", "", evidence)
+        if not arch_list or not real:
+            return ("skip", "arch list or gfx arch unknown", "", evidence)
+        missing = [gfx for gfx in effective if gfx not in arch_list]
+        if missing:
+            summary = "torch %s (ROCm %s) has no kernels for %s (built for %s)" % (
+                torch.get("version"), torch.get("hip"), ", ".join(missing), " ".join(arch_list))
+            if override:
+                summary += "; HSA_OVERRIDE_GFX_VERSION=%s makes the runtime report %s" % (
+                    self.env["HSA_OVERRIDE_GFX_VERSION"], override)
+            return ("fail", summary, "install a torch ROCm build that includes %s" % (
+                ", ".join(missing)) + ("" if override else "; for a consumer GPU of a supported "
+                                       "family, HSA_OVERRIDE_GFX_VERSION is the usual (unsupported)"
+                                       " workaround"), evidence)
+        if override and override not in real:
+            return ("warn", "HSA_OVERRIDE_GFX_VERSION=%s: the runtime reports %s for the %s GPU "
+                    "(torch's kernels for %s run on another chip)" % (
+                        self.env["HSA_OVERRIDE_GFX_VERSION"], override, ", ".join(real),
+                        override), "", evidence)
+        return ("pass", "torch built for %s" % ", ".join(effective), "", evidence)
+
+    def check_gpu_arch_unsupported_hip(self):
+        real, effective, override = self.hip_gfx()
+        evidence = {"gpu_gfx": real, "effective_gfx": effective,
+                    "triton_hip_archs": list(TRITON_HIP_ARCHS),
+                    "HSA_OVERRIDE_GFX_VERSION": self.env.get("HSA_OVERRIDE_GFX_VERSION")}
+        if not real:
+            return ("skip", "gfx arch unknown (no KFD gfx_target_version)", "", evidence)
+        other = [gfx for gfx in effective if gfx not in TRITON_HIP_ARCHS]
+        if other:
+            return ("warn", "%s%s is not among the architectures Triton's AMD backend supports "
+                    "(CDNA2+, RDNA3+): kernels may fail to compile" % (
+                        ", ".join(other), " (HSA_OVERRIDE_GFX_VERSION)" if override else ""),
+                    "run Triton workloads on gfx90a, gfx942, gfx950, gfx11xx or gfx12xx", evidence)
+        return ("pass", "gfx %s" % ", ".join(effective), "", evidence)
+
+    def check_libhip_path_invalid(self):
+        value = self.env.get("TRITON_LIBHIP_PATH")
+        evidence = {"TRITON_LIBHIP_PATH": value}
+        if not value:
+            return ("pass", "TRITON_LIBHIP_PATH not set", "", evidence)
+        if self.hip_info.get("row") == "libhip_path_invalid":
+            evidence["expected_error"] = self.hip_info["error"]
+            return ("fail", "TRITON_LIBHIP_PATH %r is not a libamdhip64.so file (Triton raises "
+                    "at its first use)" % value,
+                    "unset TRITON_LIBHIP_PATH (Triton then uses torch's libamdhip64.so), or set it "
+                    "to an existing libamdhip64.so file", evidence)
+        return ("pass", "TRITON_LIBHIP_PATH=%s" % value, "", evidence)
+
+    def check_libamdhip64_not_found(self):
+        hip = self.hip_info
+        evidence = {"search": hip.get("search"), "ldconfig": hip.get("ldconfig"),
+                    "path": hip.get("path"), "how": hip.get("how"),
+                    "load_error": hip.get("load_error"),
+                    "ROCM_PATH": self.env.get("ROCM_PATH"), "HIP_PATH": self.env.get("HIP_PATH"),
+                    "LD_LIBRARY_PATH": self.env.get("LD_LIBRARY_PATH")}
+        if hip.get("row") == "libhip_path_invalid":
+            return ("skip", "not searched (see libhip_path_invalid)", "", evidence)
+        if hip.get("row") == "libamdhip64_not_found":
+            evidence["expected_error"] = hip["error"]
+            return ("fail", "Triton cannot locate libamdhip64.so (%d places tried)" % len(
+                hip.get("search") or []),
+                "install a ROCm build of torch (it bundles libamdhip64.so), or set ROCM_PATH / "
+                "TRITON_LIBHIP_PATH to the ROCm install, and run ldconfig", evidence)
+        if hip.get("load_error"):
+            evidence["expected_error"] = "RuntimeError: cannot open libamdhip64.so"
+            return ("fail", "libamdhip64 %s does not load: %s" % (
+                hip.get("path"), first_line(hip["load_error"])),
+                "reinstall the ROCm runtime (or torch's ROCm wheel) that provides %s" % (
+                    hip.get("path")), evidence)
+        if not hip.get("path"):
+            return ("error", "HIP probe failed: %s" % (hip.get("error") or "no answer"), "",
+                    evidence)
+        return ("pass", "libamdhip64 %s (%s)" % (hip["path"], hip.get("how")), "", evidence)
+
+    def check_libamdhip64_other_rocm(self):
+        hip = self.hip_info
+        runtime = self.facts["driver"]["userspace"]
+        torch_hip = (self.facts.get("torch") or {}).get("hip")
+        torch_dir = self.stages.get("meta", {}).get("torch_dir")
+        bundled = os.path.join(torch_dir, "lib", "libamdhip64.so") if torch_dir else None
+        evidence = {"libamdhip64": hip.get("path"), "real": hip.get("real"),
+                    "hip_runtime": runtime, "torch_hip": torch_hip,
+                    "torch_libamdhip64": bundled if bundled and os.path.exists(bundled) else None}
+        if not hip.get("path") or hip.get("load_error"):
+            return ("skip", "no libamdhip64 loaded (see libamdhip64_not_found)", "", evidence)
+        have = version_tuple(runtime)
+        if have and have[0] < 6:
+            evidence["expected_error"] = ("RuntimeError: libamdhip64 version %s is not "
+                                          "supported! Required major version is >=6." % runtime)
+            return ("fail", "libamdhip64 %s is HIP %s: Triton's driver needs major version >= 6"
+                    % (hip["path"], runtime),
+                    "use ROCm >= 6 (torch's ROCm wheel bundles it): unset TRITON_LIBHIP_PATH or "
+                    "point it at torch's libamdhip64.so", evidence)
+        if not torch_hip:
+            return ("skip", "torch's ROCm version unknown", "", evidence)
+        want = version_tuple(torch_hip)[:2]
+        if have and want and have[:2] != want:
+            return ("fail", "Triton loads libamdhip64 %s (HIP %s, found by %s), torch is built "
+                    "for ROCm %s" % (hip["path"], runtime, hip.get("how"), torch_hip),
+                    "make Triton use torch's HIP runtime: unset TRITON_LIBHIP_PATH%s, or install "
+                    "the torch build for ROCm %d.%d" % (
+                        " or set it to " + evidence["torch_libamdhip64"]
+                        if evidence["torch_libamdhip64"] else "", have[0], have[1]), evidence)
+        return ("pass", "libamdhip64 HIP %s matches torch's ROCm %s" % (runtime, torch_hip), "",
+                evidence)
+
+
 # --- frameworks -----------------------------------------------------------------------------------
 
 #: How each framework's own copy of FLA's detection catches Triton's exception.
@@ -3330,7 +3991,7 @@ class Frameworks(Part):
         target = self.stages.get("target") or {}
         verdict = triton["verdict"]
         cause = triton.get("cause")
-        label = (CAUSE_LABELS.get(cause) or DIAGNOSIS_LABELS.get(cause, cause)) if cause else None
+        label = self.cause_label(cause) if cause else None
         # Triton's own driver check (is_active(): torch.cuda.is_available(), or cuInit on 3.8+
         # without torch) passes although a compile-time cause will fail the first kernel.
         if torch.get("installed") or meta.get("torch_dir"):
@@ -3393,12 +4054,18 @@ class Frameworks(Part):
                 outcome, detail = "no-triton", ("vLLM logs: Triton not installed or not "
                                                 "compatible; certain GPU-related functions will "
                                                 "not be available.")
+            elif self.vendor == "amd" and not meta.get("amdsmi_dir"):
+                outcome, detail = "cpu-fallback", (
+                    "vLLM finds no ROCm platform: its rocm_platform_plugin() needs amdsmi, which "
+                    "%s cannot import (pip install amdsmi from the ROCm release), so it falls "
+                    "back to the CPU platform" % self.workload_python)
             elif not active:
                 outcome, detail = "triton-disabled", (
                     "vLLM logs: Triton is installed but 0 active driver(s) found (expected 1). "
                     "Disabling Triton to prevent runtime errors.")
             elif verdict == "gpu":
-                outcome, detail = "triton", "vLLM uses Triton on the GPU"
+                outcome, detail = "triton", "vLLM uses Triton on the GPU" + (
+                    " (ROCm platform)" if self.vendor == "amd" else "")
             else:
                 outcome, detail = "fails-at-kernel", (
                     "vLLM enables Triton (its driver is active), the first kernel fails: %s" % (
@@ -3416,7 +4083,8 @@ class Frameworks(Part):
             if self.triton_missing:
                 outcome, why = "no-triton", "no Triton: Cannot find a working triton installation"
             elif not active:
-                outcome, why = "cpu-only", "no CUDA device: compiles for the CPU only"
+                outcome, why = "cpu-only", "no %s device: compiles for the CPU only" % (
+                    "ROCm (torch.cuda)" if self.vendor == "amd" else "CUDA")
             elif caps and min(caps) < (7, 0):
                 outcome, why = "gpu-unsupported", "GPU capability < 7.0: no Triton path"
             elif (by_id.get("inductor_ready") or {}).get("status") == "fail":
@@ -3425,7 +4093,8 @@ class Frameworks(Part):
                 outcome, why = "cpu", ("its Triton kernels run in Triton's interpreter on the "
                                        "CPU (TRITON_INTERPRET)")
             elif verdict == "gpu":
-                outcome, why = "triton", "Triton path usable"
+                outcome, why = "triton", "Triton path usable" + (
+                    " (HIP backend)" if self.vendor == "amd" else "")
             else:
                 outcome, why = "fails-at-kernel", "BackendCompilerFailed at code generation: %s" % (
                     label or "Triton verdict %s" % verdict)
@@ -3518,8 +4187,8 @@ STACK_DEPENDENT = frozenset({
     "libcuda_unversioned_missing", "ptxas_missing", "ptxas_override_unparsed",
     "triton_too_old_for_gpu", "triton_target", "stale_cache_masks_compiler",
     "blackwell_no_allocator", "fla_fallback_hidden", "driver_too_old",
-    "driver_too_old_for_bundled_ptxas", "cache_dir_full", "tmp_dir_unusable",
-    "triton_own_path", "workload_env", "inductor_ready",
+    "driver_too_old_for_bundled_ptxas", "libamdhip64_other_rocm", "cache_dir_full",
+    "tmp_dir_unusable", "triton_own_path", "workload_env", "inductor_ready",
 })
 
 #: Checks that only matter when Triton is installed.
@@ -3545,16 +4214,25 @@ class Evaluation(Part):
         self.triton_missing = not meta.get("triton_dir")
         self.stack_failed = "meta" not in self.stages
         checks = []
+        # Each vendor's document holds the shared checks and its own: an NVIDIA (or GPU-less)
+        # node's is what it was before AMD support; an AMD node's shared checks answer for HIP.
+        left_out = CUDA_ONLY if self.vendor == "amd" else HIP_ONLY
         for check_id in CHECK_IDS:
+            if check_id in left_out:
+                continue
+            method = "check_" + check_id
+            if self.vendor == "amd" and hasattr(self, method + "_hip"):
+                method += "_hip"
             try:
                 if self.no_gpu and check_id != "gpu_present":
-                    result: tuple = ("skip", "not evaluated: no NVIDIA GPU on this node", "", {})
+                    result: tuple = ("skip", "not evaluated: no %s GPU on this node" % (
+                        "AMD" if self.vendor == "amd" else "NVIDIA"), "", {})
                 elif (self.stack_failed and check_id in STACK_DEPENDENT):
                     result = self.stack_error()
                 elif (self.triton_missing and check_id in TRITON_DEPENDENT):
                     result = ("skip", "not evaluated: Triton is not installed", "", {})
                 else:
-                    result = getattr(self, "check_" + check_id)()
+                    result = getattr(self, method)()
             except Exception as exc:
                 result = ("error", "check failed inside the probe: " + error_text(exc), "",
                           {"exception": error_text(exc)})
@@ -3590,9 +4268,17 @@ class Evaluation(Part):
         return ("error", summary, "", {"stderr": clip(result["stderr"]), "rc": result["rc"]})
 
     def hardware_evidence(self):
+        if self.vendor == "amd":
+            return bool(self.amd["kfd_gpus"] or (self.hip_info.get("count") or 0) > 0)
         numbered = [n for n in self.dev_names if re.match(r"^nvidia\d+$", n)]
         return bool(self.proc["gpus"] or numbered or self.smi_info.get("gpus")
                     or (self.cuda_info.get("count") or 0) > 0)
+
+    def cause_label(self, cause):
+        """The short name of a root cause, in the node's vendor's terms."""
+        if self.vendor == "amd" and cause in HIP_CAUSE_LABELS:
+            return HIP_CAUSE_LABELS[cause]
+        return CAUSE_LABELS.get(cause) or DIAGNOSIS_LABELS.get(cause, cause)
 
     def apply_masking(self, checks):
         """A warm cache that hides a toolchain failure makes those failures warnings."""
@@ -3629,11 +4315,11 @@ class Evaluation(Part):
                 cause = (first["evidence"] or {}).get("matches") or cause
             fix = first["fix"] or by_id.get(cause, {}).get("fix") or ""
             triton = {"verdict": "cpu-fallback", "backend": None, "cause": cause,
-                      "fix": "%s: %s" % (CAUSE_LABELS.get(cause) or DIAGNOSIS_LABELS.get(
-                          cause, cause), fix) if fix else ""}
+                      "fix": "%s: %s" % (self.cause_label(cause), fix) if fix else ""}
         elif by_id["stale_cache_masks_compiler"]["status"] == "warn":
             stale = by_id["stale_cache_masks_compiler"]
-            triton = {"verdict": "gpu", "backend": "cuda", "cause": "stale_cache_masks_compiler",
+            triton = {"verdict": "gpu", "backend": "hip" if self.vendor == "amd" else "cuda",
+                      "cause": "stale_cache_masks_compiler",
                       "fix": "%s: %s" % (CAUSE_LABELS["stale_cache_masks_compiler"], stale["fix"])}
         elif target.get("ok"):
             triton = {"verdict": "gpu", "backend": backend, "cause": None, "fix": ""}
@@ -3663,6 +4349,7 @@ class Evaluation(Part):
 
 class Probe(
         LibcudaFacts,
+        AmdFacts,
         ToolchainFacts,
         Gather,
         DriverChecks,
@@ -3673,6 +4360,7 @@ class Probe(
         TritonChecks,
         FlaChecks,
         WorkloadChecks,
+        HipChecks,
         Frameworks,
         Evaluation,
 ):

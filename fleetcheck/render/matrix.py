@@ -107,6 +107,8 @@ def _scalar(value: Any) -> str | None:
 
 
 def _gpu_name(name: str) -> str:
+    # NVIDIA's names lose the vendor; AMD's keep it ("AMD Instinct MI300X"), so a mixed fleet's
+    # column says which is which.
     for prefix in ("NVIDIA ", "GeForce "):
         if name.startswith(prefix):
             name = name[len(prefix):]
@@ -133,12 +135,16 @@ def gpus_text(facts: Mapping[str, Any]) -> str | None:
 
 
 def torch_text(facts: Mapping[str, Any]) -> str | None:
-    """'2.11.0/13.0': torch's version without the local part, then the CUDA it was built for."""
+    """'2.11.0/13.0': torch's version without the local part, then the CUDA it was built for
+    ('2.9.0/ROCm 6.4' for a ROCm build)."""
     if "torch" not in facts:
         return None
     version = _scalar(fact(facts, "torch", "version"))
     if version is None:
         return "no torch"
+    hip = _scalar(fact(facts, "torch", "hip"))
+    if hip:
+        return f"{version.split('+')[0]}/ROCm {'.'.join(hip.split('.')[:2])}"
     cuda = _scalar(fact(facts, "torch", "cuda")) or "cpu"
     return f"{version.split('+')[0]}/{cuda}"
 

@@ -156,6 +156,11 @@ class Transport(abc.ABC):
         del result
         return None
 
+    def connection_facts(self) -> dict[str, object]:
+        """Facts about how the node was reached (SSH: the effective address, port, user,
+        known_hosts, the key exchange and cipher negotiated), merged into the node's facts."""
+        return {}
+
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; safe to call more than once."""
 
@@ -192,6 +197,9 @@ class NestedTransport(Transport):
     def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
         # What stands before this tool (the host's gatekeeper, pct, qm...) refuses first.
         return self.outer.explain_failure(result) or self.explain_own(result)
+
+    def connection_facts(self) -> dict[str, object]:
+        return self.outer.connection_facts()
 
     async def run(
         self, argv: list[str], *, input: bytes | None = None, timeout: float

@@ -12,9 +12,6 @@ the image needs no `env` binary.
 
 from __future__ import annotations
 
-from fleetcheck.inventory.errors import DiscoveryError
-from fleetcheck.inventory.listings import parse_oci_ps
-from fleetcheck.inventory.model import DiscoveredOci
 from fleetcheck.text import last_line
 from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
 from fleetcheck.transport.pct import SUDO_PROMPT_REFUSED
@@ -89,37 +86,6 @@ def oci_exec_failure(
 def oci_list_argv(runtime: str) -> list[str]:
     """The running containers of `runtime`, one JSON object per line."""
     return [runtime, "ps", "--format", "{{json .}}"]
-
-
-class OciListingError(DiscoveryError):
-    """`RUNTIME ps` gave no list; `status` is "skipped" when the parent itself is stopped."""
-
-    def __init__(self, message: str, status: str = "error") -> None:
-        super().__init__(message)
-        self.status = status
-
-
-async def oci_list(
-    runtime: str, parent: Transport, where: str, timeout: float, *, sudo: bool = False
-) -> list[DiscoveredOci]:
-    """`RUNTIME ps` inside the node `parent` reaches; OciListingError saying why it failed."""
-    argv = [*(["sudo", "-n"] if sudo else []), *oci_list_argv(runtime)]
-    result = await parent.run(argv, timeout=timeout)
-    code = result.returncode
-    if code == 0 and not (result.timed_out or result.signal or result.truncated):
-        return parse_oci_ps(result.stdout.decode("utf-8", "replace"), runtime)
-    # The parent's refusals (the host's gatekeeper, pct, qm) come before the runtime's.
-    refused = parent.explain_failure(result) or oci_exec_failure(result, runtime, "", where)
-    if result.timed_out:
-        status, detail = "error", "timed out"
-    elif refused is not None:
-        status, detail = refused
-    elif code == 127:
-        status, detail = "error", f"{runtime} not found"
-    else:
-        message = last_line(result.stderr) or "no message"
-        status, detail = "error", f"failed ({code}): {message}"
-    raise OciListingError(f"`{runtime} ps` on {where}: {detail}", status)
 
 
 def _command_of(text: str) -> str:

@@ -6,9 +6,6 @@ for probing a container and for `pct list` discovery alike.
 
 from __future__ import annotations
 
-from fleetcheck.inventory.discovery import parse_pct_list
-from fleetcheck.inventory.errors import DiscoveryError
-from fleetcheck.inventory.model import DiscoveredContainer, HostSpec
 from fleetcheck.text import last_line
 from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
 
@@ -17,8 +14,6 @@ NOT_RUNNING = "not running!"
 NO_CONFIG = "does not exist"
 NEEDS_ROOT = "please run as root"
 SUDO_PROMPT_REFUSED = "sudo: a password is required"
-#: How long `pct list` may take on a host.
-PCT_LIST_TIMEOUT = 30.0
 
 
 def pve_refusal(stderr: str, host: str, tool: str = "pct") -> str | None:
@@ -66,25 +61,10 @@ def sudo_prefix(sudo: bool) -> list[str]:
     return ["sudo", "-n"] if sudo else []
 
 
-def pct_list_argv(host: HostSpec) -> list[str]:
-    """The command that lists a host's containers; pct refuses non-root, hence `sudo -n`."""
-    return [*sudo_prefix(host.sudo), "pct", "list"]
-
-
-async def pve_list(host: HostSpec, transport: Transport, tool: str, timeout: float) -> str:
-    """What `TOOL list` (pct, qm) prints on `host`; DiscoveryError saying why when it fails."""
-    result = await transport.run([*sudo_prefix(host.sudo), tool, "list"], timeout=timeout)
-    if result.returncode != 0 or result.timed_out:
-        # The host's own refusal (its gatekeeper) first.
-        refused = transport.explain_failure(result)
-        reason = refused[1] if refused else pve_list_failure(result, host.name, tool)
-        raise DiscoveryError(reason, host=host.name)
-    return result.stdout.decode("utf-8", "replace")
-
-
-async def pct_list(host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
-    """The containers `pct list` shows on `host`; DiscoveryError saying why when it fails."""
-    return parse_pct_list(await pve_list(host, transport, "pct", PCT_LIST_TIMEOUT))
+def pve_list_argv(tool: str, *, sudo: bool = False) -> list[str]:
+    """`TOOL list` (pct, qm): the command that lists a host's guests; both refuse non-root,
+    hence `sudo -n`."""
+    return [*sudo_prefix(sudo), tool, "list"]
 
 
 def pct_exec_argv(vmid: int, argv: list[str], *, sudo: bool = False) -> list[str]:

@@ -16,8 +16,6 @@ import json
 import signal
 from typing import Any
 
-from fleetcheck.inventory.listings import parse_qm_list
-from fleetcheck.inventory.model import DiscoveredContainer, HostSpec
 from fleetcheck.text import last_line
 from fleetcheck.transport.interface import (
     BudgetFor,
@@ -28,7 +26,7 @@ from fleetcheck.transport.interface import (
     Transport,
     TransportError,
 )
-from fleetcheck.transport.pct import SUDO_PROMPT_REFUSED, pve_list, sudo_prefix
+from fleetcheck.transport.pct import SUDO_PROMPT_REFUSED, sudo_prefix
 
 #: qm.pm: `die "'input-data' (STDIN) is limited to 1 MiB, aborting\n"` beyond 1024 * 1024.
 QM_STDIN_LIMIT = 1024 * 1024
@@ -157,12 +155,6 @@ def qm_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, s
             if f"env: '{tool}'" in stderr:
                 return "error", f"{tool} not found on {host}"
     return None
-
-
-async def qm_list(host: HostSpec, transport: Transport, timeout: float
-                  ) -> list[DiscoveredContainer]:
-    """The VMs `qm list` shows on `host`; DiscoveryError saying why when it fails."""
-    return parse_qm_list(await pve_list(host, transport, "qm", timeout))
 
 
 class QemuTransport(NestedTransport):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import getpass
 import os
 import random
 import shlex
@@ -25,7 +24,8 @@ from fleetcheck.transport.interface import (
     Transport,
     TransportError,
 )
-from fleetcheck.transport.ssh_hostkeys import HostKeyPlan, known_hosts_path
+from fleetcheck.transport.ssh_hostkeys import HostKeyPlan
+from fleetcheck.transport.ssh_settings import SshFiles, SshSettings
 from fleetcheck.transport.sshlib import asyncssh
 
 #: Connection attempts in flight at once to one SSH server: below sshd's MaxStartups
@@ -36,48 +36,6 @@ PER_SERVER_CONNECT_ATTEMPTS = 8
 #: up in three waves (bench/results.md).
 DEFAULT_CONNECT_ATTEMPTS = 64
 RUN_TAG_VAR = "FLEETCHECK_RUN"
-
-#: Cipher preference, first match wins (the client's order decides in SSH). AES-GCM runs on the
-#: CPU's AES instructions through OpenSSL and costs asyncssh one AEAD call per packet, where its
-#: chacha20-poly1305 builds three cipher contexts and a Poly1305 per packet: about 45% less
-#: client CPU per node (bench/results.md). chacha20 and the ctr modes stay as fallbacks so that
-#: a host restricted to them still connects.
-PREFERRED_CIPHERS = (
-    "aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com",
-    "aes128-ctr", "aes192-ctr", "aes256-ctr",
-)
-#: MACs matter only on the ctr fallback (AEAD ciphers carry their own tag); hmac-sha2-256-etm
-#: first because umac exists only where asyncssh finds libnettle.
-PREFERRED_MACS = (
-    "hmac-sha2-256-etm@openssh.com", "umac-64-etm@openssh.com",
-    "hmac-sha2-512-etm@openssh.com", "umac-128-etm@openssh.com",
-    "hmac-sha2-256", "hmac-sha2-512", "hmac-sha1-etm@openssh.com", "hmac-sha1",
-)
-
-
-def _available(preferred: tuple[str, ...], offered: list[bytes]) -> list[str]:
-    """The preferred algorithms this asyncssh build offers, in preference order."""
-    names = {alg.decode("ascii") for alg in offered}
-    return [alg for alg in preferred if alg in names]
-
-
-def algorithm_kwargs(config: Any) -> dict[str, Any]:
-    """asyncssh's cipher, MAC and compression arguments for a host's matched ssh_config.
-
-    An explicit argument overrides the user's ssh_config in asyncssh, so the cipher and MAC
-    preferences are set only where the config has no `Ciphers` or `MACs` line for the host.
-    Compression is off whatever the config says: zlib costs the auditor four to six times the
-    CPU of the whole channel (the probe is sent to every node), and a `Compression yes` meant
-    for slow interactive links would otherwise apply to every audit.
-    """
-    kwargs: dict[str, Any] = {"compression_algs": None}
-    if config.get("Ciphers") is None:
-        kwargs["encryption_algs"] = _available(
-            PREFERRED_CIPHERS, asyncssh.encryption.get_encryption_algs())
-    if config.get("MACs") is None:
-        kwargs["mac_algs"] = _available(PREFERRED_MACS, asyncssh.mac.get_mac_algs())
-    return kwargs
-
 
 def remote_command(
     argv: list[str], timeout: float, tag: str = "", *, budget: BudgetFor = NodeBudget
@@ -168,6 +126,31 @@ def _timeout_text(watch: _HandshakeWatch, seconds: float) -> str:
     return f"no answer within {seconds:g} s"
 
 
+def _name_list(payload: bytes, offset: int) -> tuple[list[str], int]:
+    size = int.from_bytes(payload[offset:offset + 4], "big")
+    names = payload[offset + 4:offset + 4 + size].decode("ascii", "replace")
+    return [name for name in names.split(",") if name], offset + 4 + size
+
+
+def negotiated(conn: asyncssh.SSHClientConnection, offered: tuple[str, ...]) -> dict[str, str]:
+    """The key exchange, cipher and MAC one connection uses.
+
+    asyncssh reports the cipher and MAC (`get_extra_info`) but not the key exchange; SSH picks
+    the client's first algorithm the server also offers (RFC 4253 7.1), so it is read from the
+    server's KEXINIT (kept by asyncssh for the exchange hash) against what was offered.
+    """
+    found = {"cipher": str(conn.get_extra_info("send_cipher") or ""),
+             "mac": str(conn.get_extra_info("send_mac") or "")}
+    kexinit = getattr(conn, "_server_kexinit", None)
+    if isinstance(kexinit, bytes) and len(kexinit) > 21:
+        # byte SSH_MSG_KEXINIT, 16 bytes of cookie, then the key exchange name-list.
+        server, _ = _name_list(kexinit, 17)
+        chosen = next((alg for alg in offered if alg in server), None)
+        if chosen is not None:
+            found["kex"] = chosen
+    return {key: value for key, value in found.items() if value}
+
+
 class ConnectLimiter:
     """Bounds connection attempts in flight: per SSH server (the sshd whose MaxStartups counts
     them) and fleet-wide. One per audit, shared by its transports, used inside its event loop.
@@ -200,6 +183,7 @@ class SshTransport(Transport):
         connect_limiter: ConnectLimiter | None = None,
         output_cap: int = OUTPUT_CAP,
         budget: BudgetFor = NodeBudget,
+        files: SshFiles | None = None,
     ) -> None:
         self.host = host
         self.budget = budget
@@ -207,6 +191,10 @@ class SshTransport(Transport):
         self.address = host.address or host.name
         self.output_cap = output_cap
         self._connect_limiter = connect_limiter or ConnectLimiter()
+        #: The audit's ssh_config, known_hosts files and keys, read once for all its hosts.
+        self.files = files or SshFiles()
+        #: What the connection uses (the inventory over ssh_config), known once resolved.
+        self.settings: SshSettings | None = None
         self._channels = asyncio.Semaphore(max(1, self.options.max_sessions))
         self._lock = asyncio.Lock()
         self._conn: asyncssh.SSHClientConnection | None = None
@@ -217,14 +205,40 @@ class SshTransport(Transport):
         #: Commands given up on (cancelled or timed out) before their exit status arrived.
         self.abandoned = 0
         self._hops: list[asyncssh.SSHClientConnection] = []
+        #: What the connection negotiated (key exchange, cipher...), once it is open.
+        self.negotiated: dict[str, str] = {}
 
     def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
         # A host that restricts the audit key (`fleetcheck host-setup`) refuses with its own line.
         gatekept = refusal_reason(result.stderr.decode("utf-8", "replace"), result.returncode)
         return ("error", gatekept) if gatekept is not None else None
 
+    def connection_facts(self) -> dict[str, object]:
+        """The effective address, port, user and known_hosts and what was negotiated."""
+        if self.settings is None:
+            return {}
+        facts: dict[str, object] = {
+            "address": self.settings.address, "port": self.settings.port,
+            "user": self.settings.user, "known_hosts": self.settings.known_hosts[0]}
+        if self.settings.proxy_jump:
+            facts["proxy_jump"] = self.settings.proxy_jump
+        return {"ssh": {**facts, **self.negotiated}}
+
+    def resolve(self) -> SshSettings:
+        """The host's effective settings (ssh_config read at most once per audit)."""
+        if self.settings is None:
+            try:
+                self.settings = self.files.settings(self.host)
+            except TransportError as exc:
+                # A bad ssh_config line, a known_hosts or key that cannot be read.
+                raise TransportError(f"cannot reach {self.host.name}: {exc}",
+                                     kind="unreachable") from None
+        return self.settings
+
     @property
     def where(self) -> str:
+        if self.settings is not None:
+            return self.settings.where
         port = self.options.port or 22
         return f"{self.address}:{port}"
 
@@ -234,55 +248,40 @@ class SshTransport(Transport):
         Through `proxy_jump` every attempt first logs in to the first hop: that sshd is the one
         whose MaxStartups many hosts behind one bastion would meet.
         """
-        hops = self._jump_hops()
+        settings = self.resolve()
+        hops = settings.jump_hops()
         if hops:
             return ("jump", hops[0])
-        return ("direct", self.address, self.options.port or 22)
+        return ("direct", settings.address, settings.port)
 
-    def _jump_hops(self) -> list[str]:
-        """`proxy_jump`'s hops in order (`[user@]host[:port]` each), none without it."""
-        if not self.options.proxy_jump:
-            return []
-        return [hop.strip() for hop in self.options.proxy_jump.split(",")]
-
-    def _connect_kwargs(self, known_hosts: Any) -> dict[str, Any]:
-        options = self.options
+    def _connect_kwargs(self, settings: SshSettings, known_hosts: Any) -> dict[str, Any]:
+        """Every option asyncssh needs, explicitly: it reads no ssh_config (`config=None`)."""
         kwargs: dict[str, Any] = {
+            "config": None,
+            "port": settings.port,
+            "username": settings.user,
             "known_hosts": known_hosts,
-            "connect_timeout": options.connect_timeout,
+            "connect_timeout": settings.connect_timeout,
             # Dead hosts are noticed by keepalives rather than by hanging until the node timeout.
             "keepalive_interval": 15,
+            **self._algorithm_kwargs(settings),
         }
-        if options.user:
-            kwargs["username"] = options.user
-        if options.port:
-            kwargs["port"] = options.port
-        if options.identity_file:
-            kwargs["client_keys"] = [os.path.expanduser(options.identity_file)]
-        if options.config_file == "":
-            kwargs["config"] = None
-        elif options.config_file is not None:
-            kwargs["config"] = [os.path.expanduser(options.config_file)]
+        if settings.host_key_algs:
+            kwargs["server_host_key_algs"] = list(settings.host_key_algs)
+        if settings.identity_files:
+            kwargs["client_keys"] = self.files.client_keys(settings.identity_files)
+        if settings.identities_only:
+            # Only the named keys (or the default ones), never the agent's others.
+            kwargs["agent_path"] = None
         return kwargs
 
-    def _with_algorithms(
-        self, kwargs: dict[str, Any], host: str, port: int | None
-    ) -> dict[str, Any]:
-        """`kwargs` plus the cipher preference, read against the ssh_config asyncssh will use."""
-        if "config" in kwargs:
-            paths = kwargs["config"] or []
-        else:
-            # asyncssh's own default: ~/.ssh/config when it is readable.
-            default = os.path.expanduser("~/.ssh/config")
-            paths = [default] if os.access(default, os.R_OK) else []
-        try:
-            local_user = getpass.getuser()
-        except (KeyError, OSError):
-            local_user = ""
-        config = asyncssh.config.SSHClientConfig.load(
-            None, paths, False, False, False, local_user, kwargs.get("username", ()), host,
-            port or ())
-        return {**kwargs, **algorithm_kwargs(config)}
+    def _algorithm_kwargs(self, settings: SshSettings) -> dict[str, Any]:
+        """Key exchange, cipher and MAC lists (ssh_config's where it names them) and no
+        compression: zlib costs the auditor four to six times the CPU of the whole channel (the
+        probe is sent to every node), whatever a `Compression yes` meant for slow links says."""
+        return {"kex_algs": list(settings.kex_algs),
+                "encryption_algs": list(settings.encryption_algs),
+                "mac_algs": list(settings.mac_algs), "compression_algs": None}
 
     async def connect(self) -> asyncssh.SSHClientConnection:
         """The host's connection, opened on first use; a failure is remembered and re-raised."""
@@ -300,22 +299,29 @@ class SshTransport(Transport):
                 raise
             return self._conn
 
+    def _key_plan(self, settings: SshSettings) -> HostKeyPlan:
+        return HostKeyPlan.for_host(self.files.known_hosts, settings.known_hosts,
+                                    settings.address, settings.port, settings.host_key_policy)
+
     async def _open(self) -> asyncssh.SSHClientConnection:
-        keys = HostKeyPlan.for_host(self.options, self.address)
+        settings = self.resolve()
         try:
-            kwargs = self._with_algorithms(
-                self._connect_kwargs(keys.known_hosts), self.address, self.options.port)
-        except (OSError, asyncssh.Error, ValueError) as exc:
-            raise self._unreachable(exc, keys, _HandshakeWatch()) from None
+            keys = self._key_plan(settings)
+            kwargs = self._connect_kwargs(settings, keys.known_hosts)
+        except TransportError as exc:
+            # A known_hosts file or a key that cannot be read.
+            raise TransportError(f"cannot reach {self.host.name} ({settings.where}): {exc}",
+                                 kind="unreachable") from None
         for attempt in (1, 2):
             watch = _HandshakeWatch()
             try:
                 async with self._connect_limiter.slot(self.server_key()):
-                    if self.options.proxy_jump:
-                        kwargs["tunnel"] = await self._jump(keys.path)
+                    if settings.proxy_jump:
+                        kwargs["tunnel"] = await self._jump(settings)
                     conn = await asyncio.wait_for(
-                        asyncssh.connect(self.address, client_factory=watch.itself, **kwargs),
-                        self.options.connect_timeout + 1.0,
+                        asyncssh.connect(settings.address, client_factory=watch.itself,
+                                         **kwargs),
+                        settings.connect_timeout + 1.0,
                     )
                 break
             except (ConnectionResetError, asyncssh.ConnectionLost) as exc:
@@ -326,82 +332,88 @@ class SshTransport(Transport):
             except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError) as exc:
                 raise self._unreachable(exc, keys, watch) from None
         keys.record(conn.get_server_host_key())
+        self.negotiated = negotiated(conn, settings.kex_algs)
         return conn
 
-    async def _jump(self, known_hosts: str) -> asyncssh.SSHClientConnection:
-        """Connect through `proxy_jump` hops with this host's key, config and known_hosts.
+    async def _jump(self, target: SshSettings) -> asyncssh.SSHClientConnection:
+        """Connect through the jump hops, each resolved through ssh_config as OpenSSH's `-J`
+        does, and given the inventory's key, known_hosts and policy where it names them.
 
         asyncssh's own `tunnel="user@host"` would check the jump host against the default
         known_hosts and offer only the default keys, not the ones the inventory names.
         """
-        assert self.options.proxy_jump
         conn: asyncssh.SSHClientConnection | None = None
-        for hop in self._jump_hops():
+        for hop in target.jump_hops():
             user, _, rest = hop.rpartition("@")
             host, _, port = rest.partition(":")
-            kwargs = self._connect_kwargs(known_hosts)
-            kwargs.pop("port", None)
-            kwargs.pop("username", None)
-            if user:
-                kwargs["username"] = user
-            if port:
-                kwargs["port"] = int(port)
-            if conn is not None:
-                kwargs["tunnel"] = conn
             watch = _HandshakeWatch()
+            settings = target
             try:
-                kwargs = self._with_algorithms(kwargs, host, kwargs.get("port"))
+                settings = self.files.settings(self.host, lookup=host, user=user or None,
+                                               port=int(port) if port else None)
+                keys = self._key_plan(settings)
+                kwargs = self._connect_kwargs(settings, keys.known_hosts)
+                if conn is not None:
+                    kwargs["tunnel"] = conn
                 conn = await asyncio.wait_for(
-                    asyncssh.connect(host, client_factory=watch.itself, **kwargs),
-                    self.options.connect_timeout + 1.0)
+                    asyncssh.connect(settings.address, client_factory=watch.itself, **kwargs),
+                    settings.connect_timeout + 1.0)
+                keys.record(conn.get_server_host_key())
                 self._hops.append(conn)
-            except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError) as exc:
+            except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError,
+                    TransportError) as exc:
                 raise TransportError(
                     f"jump host {hop} for {self.host.name} failed: "
-                    + self._hop_problem(exc, kwargs.get("username"), watch)
+                    + self._hop_problem(exc, settings, watch, hop)
                 ) from None
         assert conn is not None
         return conn
 
     def _hop_problem(
-        self, exc: BaseException, user: str | None, watch: _HandshakeWatch
+        self, exc: BaseException, settings: SshSettings, watch: _HandshakeWatch, hop: str
     ) -> str:
-        """What went wrong with a jump host, as the end of a sentence naming it."""
+        """What went wrong with a jump host, as the end of a sentence naming it (and where
+        ssh_config took it, when that is not what the hop says)."""
+        where = "" if hop.rpartition("@")[2] in (settings.where, settings.address) else (
+            f" ({settings.user}@{settings.where})")
+        if isinstance(exc, TransportError):
+            return str(exc)
         if isinstance(exc, asyncssh.HostKeyNotVerifiable):
-            return f"its host key is not trusted by {known_hosts_path(self.options)}"
+            return f"its host key is not trusted by {settings.known_hosts[0]}{where}"
         if isinstance(exc, asyncssh.PermissionDenied):
-            return f"authentication failed for {user or 'the configured user'}"
+            return f"authentication failed for {settings.user}{where}"
         if isinstance(exc, socket.gaierror):
-            return f"cannot resolve it: {exc.strerror}"
+            return f"cannot resolve {settings.address}: {exc.strerror}"
         if isinstance(exc, ConnectionRefusedError):
-            return "connection refused"
+            return f"connection refused{where}"
         if isinstance(exc, asyncio.TimeoutError):
-            return _timeout_text(watch, self.options.connect_timeout)
+            return _timeout_text(watch, settings.connect_timeout) + where
         if isinstance(exc, asyncssh.Error):
-            return str(exc.reason)
-        return str(exc) or type(exc).__name__
+            return str(exc.reason) + where
+        return (str(exc) or type(exc).__name__) + where
 
     def _unreachable(
         self, exc: BaseException, keys: HostKeyPlan, watch: _HandshakeWatch
     ) -> TransportError:
         name = self.host.name
+        settings = self.resolve()
+        where = settings.where
         if isinstance(exc, asyncssh.HostKeyNotVerifiable):
-            text = keys.refusal(name, self.where)
+            text = keys.refusal(name, where)
         elif isinstance(exc, asyncssh.PermissionDenied):
-            user = self.options.user or "the configured user"
-            text = f"authentication failed for {user} on {name} ({self.where})"
+            text = f"authentication failed for {settings.user} on {name} ({where})"
         elif isinstance(exc, socket.gaierror):
-            text = f"cannot resolve {self.address} for {name}: {exc.strerror}"
+            text = f"cannot resolve {settings.address} for {name}: {exc.strerror}"
         elif isinstance(exc, ConnectionRefusedError):
-            text = f"connection refused by {name} ({self.where})"
+            text = f"connection refused by {name} ({where})"
         elif isinstance(exc, asyncio.TimeoutError):
-            text = f"connecting to {name} ({self.where}) timed out"
+            text = f"connecting to {name} ({where}) timed out"
             if watch.banner_missing:
-                text += ": " + _timeout_text(watch, self.options.connect_timeout)
+                text += ": " + _timeout_text(watch, settings.connect_timeout)
         elif isinstance(exc, asyncssh.Error):
-            text = f"SSH to {name} ({self.where}) failed: {exc.reason}"
+            text = f"SSH to {name} ({settings.user}@{where}) failed: {exc.reason}"
         else:
-            text = f"cannot reach {name} ({self.where}): {exc}"
+            text = f"cannot reach {name} ({settings.user}@{where}): {exc}"
         return TransportError(text, kind="unreachable")
 
     async def run(

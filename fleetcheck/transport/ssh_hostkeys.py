@@ -9,31 +9,67 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
+from typing import Any
 
-from fleetcheck.inventory.model import SshOptions
 from fleetcheck.transport.interface import TransportError
 from fleetcheck.transport.sshlib import asyncssh
-
-DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 
 # The known_hosts file is appended to by every accept-new connection; one writer at a time.
 _KNOWN_HOSTS_LOCK = threading.Lock()
 
+#: What asyncssh's `known_hosts` argument takes already matched: host keys, CA keys, revoked
+#: keys, X.509 certificates, revoked certificates, X.509 subjects, revoked subjects.
+Matched = tuple[list[Any], list[Any], list[Any], list[Any], list[Any], list[Any], list[Any]]
 
-def known_hosts_path(options: SshOptions) -> str:
-    return os.path.expanduser(options.known_hosts or DEFAULT_KNOWN_HOSTS)
 
+class KnownHostsFiles:
+    """Every known_hosts file of one audit, each read once, consulted per host.
 
-def _has_known_key(path: str, host: str, port: int | None) -> bool:
-    """Does known_hosts hold any key (or CA) for this host? Decides "unknown" vs "changed"."""
-    try:
-        known = asyncssh.read_known_hosts(path)
-    except FileNotFoundError:
-        return False
-    except (OSError, ValueError) as exc:
-        raise TransportError(f"cannot read known_hosts {path}: {exc}") from None
-    matched = known.match(host, "", port if port not in (None, 22) else None)
-    return any(matched[:4])
+    A plain entry (`host` or `[host]:port`) is found by a dict lookup in asyncssh's index;
+    hashed and wildcard entries are tried one by one, as OpenSSH does.
+    """
+
+    def __init__(self) -> None:
+        self._files: dict[str, asyncssh.SSHKnownHosts | None] = {}
+
+    def _file(self, path: str) -> asyncssh.SSHKnownHosts | None:
+        if path not in self._files:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read()
+            except (FileNotFoundError, NotADirectoryError):
+                self._files[path] = None
+                return None
+            except OSError as exc:
+                raise TransportError(f"cannot read known_hosts {path}: {exc}") from None
+            try:
+                self._files[path] = asyncssh.import_known_hosts(text)
+            except ValueError as exc:
+                raise TransportError(f"cannot read known_hosts {path}: {exc}") from None
+        return self._files[path]
+
+    def read(self, paths: tuple[str, ...]) -> tuple[str, ...]:
+        """The files of `paths` that exist (each read on its first mention)."""
+        return tuple(path for path in paths if self._file(path) is not None)
+
+    def match(self, paths: tuple[str, ...], host: str, port: int | None) -> Matched:
+        """Keys for `host` (at `port`) in every file of `paths` together."""
+        found: Matched = ([], [], [], [], [], [], [])
+        wanted = port if port not in (None, 22) else None
+        for path in paths:
+            known = self._file(path)
+            if known is not None:
+                for into, part in zip(found, known.match(host, "", wanted), strict=True):
+                    into.extend(part)
+        return found
+
+    def add(self, path: str, line: str) -> None:
+        """A line just appended to `path`: later hosts of this audit see it too."""
+        known = self._files.get(path)
+        if known is None:
+            self._files[path] = asyncssh.import_known_hosts(line)
+        else:
+            known.load(line)
 
 
 def _known_hosts_line(host: str, port: int | None, key: asyncssh.SSHKey) -> str:
@@ -46,25 +82,43 @@ def _known_hosts_line(host: str, port: int | None, key: asyncssh.SSHKey) -> str:
 class HostKeyPlan:
     """How one connection checks its host's key, decided before connecting."""
 
-    path: str
+    #: The known_hosts files consulted: the user's (the first is where accept-new writes),
+    #: then the global ones.
+    files: tuple[str, ...]
     address: str
     port: int | None
-    #: known_hosts already holds a key (or CA) for the host: a mismatch means "changed".
-    known: bool
+    #: The keys (and CAs) the files hold for the host, asyncssh's `known_hosts` argument.
+    matched: Matched
     #: accept-new and no key yet: connect without checking, then record the key.
     trust_new: bool
+    store: KnownHostsFiles
 
     @classmethod
-    def for_host(cls, options: SshOptions, address: str) -> HostKeyPlan:
-        path = known_hosts_path(options)
-        known = _has_known_key(path, address, options.port)
-        trust_new = not known and options.host_key_policy == "accept-new"
-        return cls(path, address, options.port, known, trust_new)
+    def for_host(cls, store: KnownHostsFiles, files: tuple[str, ...], address: str,
+                 port: int | None, policy: str) -> HostKeyPlan:
+        matched = store.match(files, address, port)
+        known = any(matched[:4])
+        return cls(files, address, port, matched, not known and policy == "accept-new", store)
 
     @property
-    def known_hosts(self) -> str | None:
+    def path(self) -> str:
+        """The file a trusted-new key is written to (OpenSSH's first UserKnownHostsFile)."""
+        return self.files[0]
+
+    @property
+    def known(self) -> bool:
+        """known_hosts already holds a key (or CA) for the host: a mismatch means "changed"."""
+        return any(self.matched[:4])
+
+    @property
+    def known_hosts(self) -> Matched | None:
         """asyncssh's `known_hosts` argument: None (no check) only while trusting a new key."""
-        return None if self.trust_new else self.path
+        return None if self.trust_new else self.matched
+
+    def consulted(self) -> str:
+        """The files a refusal names: the first always, the others where they exist."""
+        shown = [self.path, *(p for p in self.store.read(self.files[1:]))]
+        return " or ".join(dict.fromkeys(shown))
 
     def record(self, key: asyncssh.SSHKey | None) -> None:
         """Append the key a trusted-new connection saw, as OpenSSH's accept-new does."""
@@ -75,9 +129,11 @@ class HostKeyPlan:
             os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
             with open(self.path, "a", encoding="ascii") as handle:
                 handle.write(line)
+            self.store.add(self.path, line)
 
     def refusal(self, name: str, where: str) -> str:
         """Why the host's key was refused: changed (possible MITM) or not yet known."""
         if self.known:
-            return f"host key for {name} does not match known_hosts — possible man-in-the-middle"
-        return f"host key for {name} ({where}) is not in {self.path}"
+            return (f"host key for {name} ({where}) does not match known_hosts "
+                    f"{self.consulted()} — possible man-in-the-middle")
+        return f"host key for {name} ({where}) is not in {self.consulted()}"

@@ -133,7 +133,7 @@ def test_hanging_probe_is_bounded_and_killed_on_the_host(fleet: Fleet) -> None:
 
 
 def test_host_key_problems_make_the_host_unreachable(fleet: Fleet) -> None:
-    fleet.add_host("evil", known="wrong")
+    evil = fleet.add_host("evil", known="wrong")
     fleet.add_container("evil", 101)
     new = fleet.add_host("new", known="absent")
     fleet.add_container("new", 101)
@@ -141,7 +141,8 @@ def test_host_key_problems_make_the_host_unreachable(fleet: Fleet) -> None:
 
     assert rows(audit(fleet)) == [
         ("evil", "unreachable",
-         "host key for evil does not match known_hosts — possible man-in-the-middle"),
+         f"host key for evil (127.0.0.1:{evil.port}) does not match known_hosts "
+         f"{fleet.known_hosts} — possible man-in-the-middle"),
         ("new", "unreachable",
          f"host key for new (127.0.0.1:{new.port}) is not in {fleet.known_hosts}"),
     ]

@@ -42,11 +42,15 @@ FIXTURES_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "proxmox"
 _FIXTURE_ROUTES = {
     "/nodes": "nodes.json",
     "/cluster/resources?type=vm": "cluster_resources_vm.json",
+    "/cluster/status": "cluster_status.json",
     "/nodes/pve1/lxc": "nodes_pve1_lxc.json",
     "/nodes/pve1/lxc/101/status/current": "lxc_101_status_current.json",
     "/nodes/pve1/lxc/101/config": "lxc_101_config.json",
 }
 _RESOURCE_TYPES = ("vm", "storage", "node", "sdn")
+#: What a token without privilege separation of root@pam holds on / (PVEAuditor's and more).
+_ALL_PRIVILEGES = {"Datastore.Audit", "Sys.Audit", "VM.Audit", "VM.Console", "VM.Monitor",
+                   "VM.GuestAgent.Unrestricted", "Permissions.Modify"}
 
 
 def write_self_signed_cert(directory: Path, common_name: str = "127.0.0.1") -> tuple[Path, Path]:
@@ -339,9 +343,14 @@ def _handler(api: FakePveApi) -> type[BaseHTTPRequestHandler]:
                 self._forbidden(f"/vms/{segments[3]}, VM.Audit")
                 return
             if path == "/access/permissions":
+                # pve-access-control `permissions`: path -> {privilege: propagate (1)}.
                 self._answer(200, "OK", {"data": {
                     acl: {priv: 1 for priv in sorted(privs)}
-                    for acl, privs in (api.privileges or {"/": {"Administrator"}}).items()}})
+                    for acl, privs in (api.privileges or {"/": _ALL_PRIVILEGES}).items()}})
+                return
+            if path == "/cluster/status" and not api.allowed("/", "Sys.Audit"):
+                # API2/Cluster.pm get_status: check => ['perm', '/', ['Sys.Audit']].
+                self._forbidden("/, Sys.Audit")
                 return
             data = api.data_for(route)
             if data is not None:

@@ -9,12 +9,14 @@ from typing import Any
 from fleetcheck.model import NodeResult
 from fleetcheck.probe.results import parse_probe_output
 from fleetcheck.verdict import evaluate_node
-from tests.nodeenv import make_node, run_probe
+from tests.nodeenv import make_amd_node, make_node, run_probe
 
 
-def probed(root: Path, node_id: str = "pve1/101", **options: Any) -> NodeResult:
-    """Build a fake node, run the real probe on it, and judge it as the audit does."""
-    node = make_node(root, **options)
+def probed(root: Path, node_id: str = "pve1/101", *, amd: bool = False,
+           **options: Any) -> NodeResult:
+    """Build a fake node (an AMD one with `amd`), run the real probe on it, and judge it as the
+    audit does."""
+    node = (make_amd_node if amd else make_node)(root, **options)
     _code, document, _stderr = run_probe(node)
     output = parse_probe_output(json.dumps(document).encode())
     status, reason = evaluate_node(output.checks, output.triton, facts=output.facts)

@@ -23,6 +23,9 @@ from tests.fleet import Fleet
 
 pytestmark = [pytest.mark.sshd, pytest.mark.slow]
 
+#: Several nodes repaired in one run: past the default bound of 10% (fleetcheck/outbound.py).
+ALL_AT_ONCE = ("--no-progress", "--max-out", "100%")
+
 INSTALL = ["env", "LC_ALL=C", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y",
            "--no-install-recommends", "--no-upgrade", "gcc", "libc6-dev"]
 
@@ -184,7 +187,7 @@ def test_two_kinds_of_fix_on_one_host_share_one_connection_per_phase(
     fleet.add_container("pve1", 102, "healthy",
                         node={"triton": "3.5.0", "libcuda_unversioned": False})
     fleet.write_inventory(timeout=60)
-    code = main(["fix", str(fleet.inventory), "--apply", "--yes", "--no-progress"])
+    code = main(["fix", str(fleet.inventory), "--apply", "--yes", *ALL_AT_ONCE])
     out = capsys.readouterr().out
     assert code == 0, out
     libdir = fleet.root / "hosts" / "pve1" / "containers" / "102" / "node" / "lib"
@@ -205,7 +208,7 @@ def test_fix_from_saved_results_reaches_nodes_through_their_inventory(
     capsys.readouterr()
     assert main(["fix", str(results), "--limit", "pve1/100"]) == 0
     assert "0 failing node(s)" in capsys.readouterr().out
-    assert main(["fix", str(results), "--apply", "--yes", "--no-progress"]) == 0
+    assert main(["fix", str(results), "--apply", "--yes", *ALL_AT_ONCE]) == 0
     table = capsys.readouterr().out.split("\n\n")[-1]
     assert table.splitlines()[1].split() == ["pve1/101", "fail", "(no_c_compiler)", "2/2",
                                              "ok", "(gpu)", "fixed"]
@@ -228,7 +231,7 @@ def test_nothing_is_applied_after_an_interrupted_first_probe(fleet: Fleet, capsy
     cdir = _fleet(fleet)
     fleet.add_container("pve1", 102, "hang")
     fleet.write_inventory(timeout=60)
-    code = main(["fix", str(fleet.inventory), "--apply", "--yes", "--no-progress",
+    code = main(["fix", str(fleet.inventory), "--apply", "--yes", *ALL_AT_ONCE,
                  "--timeout", "8"])
     captured = capsys.readouterr()
     assert code == 1  # pve1/101 was seen failing before the deadline
@@ -251,7 +254,7 @@ def test_a_host_gone_since_the_audit_is_an_outcome_not_a_crash(
     process.terminate()
     process.wait(10)
     record = tmp_path / "fix.json"
-    code = main(["fix", str(results), "--apply", "--yes", "--no-progress", "-o", str(record)])
+    code = main(["fix", str(results), "--apply", "--yes", *ALL_AT_ONCE, "-o", str(record)])
     out = capsys.readouterr().out
     node = _record(record)["nodes"][0]
     assert node["outcome"] == outcome
@@ -284,7 +287,7 @@ def test_a_rocky_node_is_fixed_with_dnf(fleet: Fleet, capsys: Any, tmp_path: Pat
                                packages={"manager": "dnf", **packages})
     fleet.write_inventory(timeout=60)
     record = tmp_path / "fix.json"
-    assert main(["fix", str(fleet.inventory), "--apply", "--yes", "--no-progress",
+    assert main(["fix", str(fleet.inventory), "--apply", "--yes", *ALL_AT_ONCE,
                  "-o", str(record)]) == code
     assert "$ env LC_ALL=C dnf install -y --setopt=install_weak_deps=False gcc glibc-devel" \
         in capsys.readouterr().out
@@ -306,7 +309,7 @@ def test_an_audit_key_restricted_by_the_gatekeeper_cannot_repair(
     inventory = tmp_path / "restricted.yaml"
     fleet.write_inventory(inventory, timeout=60, ssh={"identity_file": str(key)})
     record = tmp_path / "fix.json"
-    code = main(["fix", str(inventory), "--apply", "--yes", "--no-progress", "-o", str(record)])
+    code = main(["fix", str(inventory), "--apply", "--yes", *ALL_AT_ONCE, "-o", str(record)])
     out = capsys.readouterr().out
     assert code == 1
     node = _record(record)["nodes"][0]
@@ -324,7 +327,7 @@ def test_a_node_with_a_second_cause_is_still_failing_with_the_new_one(
     fleet.add_container("pve1", 101, "no-compiler", node={"cache": "unwritable"}, packages={})
     fleet.write_inventory(timeout=60)
     record = tmp_path / "fix.json"
-    code = main(["fix", str(fleet.inventory), "--apply", "--yes", "--no-progress",
+    code = main(["fix", str(fleet.inventory), "--apply", "--yes", *ALL_AT_ONCE,
                  "-o", str(record)])
     out = capsys.readouterr().out
     assert code == 1
@@ -336,3 +339,20 @@ def test_a_node_with_a_second_cause_is_still_failing_with_the_new_one(
     node = _record(record)["nodes"][0]
     assert (node["outcome"], node["after"]["cause"]) == ("still failing",
                                                          "cache_dir_unwritable")
+
+
+def test_the_default_bound_refuses_to_repair_most_of_the_fleet_at_once(
+        fleet: Fleet, capsys: Any) -> None:
+    cdir = _fleet(fleet)
+    fleet.add_container("pve1", 102, "healthy",
+                        node={"triton": "3.5.0", "libcuda_unversioned": False})
+    fleet.write_inventory(timeout=60)
+    code = main(["fix", str(fleet.inventory), "--apply", "--yes", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.splitlines()[-1] == (
+        "fleetcheck: fix: not repairing 2 of 3 nodes at once (--max-out 10%: at most 1 of 3); "
+        "nothing was changed: narrow the selection with --limit, or raise --max-out")
+    assert _apt_calls(cdir) == []
+    libdir = fleet.root / "hosts" / "pve1" / "containers" / "102" / "node" / "lib"
+    assert not (libdir / "libcuda.so").exists()

@@ -153,6 +153,7 @@ class Fleet:
         self.client_key = self.root / "client_ed25519"
         self.known_hosts = self.root / "known_hosts"
         self.inventory: Path | None = None
+        self.ssh_config: Path | None = None
         self.leftovers: list[str] = []
         _keygen(self.client_key)
         self.known_hosts.write_text("")
@@ -289,7 +290,8 @@ class Fleet:
         """A node of `kind` in `cdir` (bin/, root/, sysroot/): its environment, and the folder
         its tools live in (where an installed package links into).
 
-        `node`: extra make_node options for the healthy/no-compiler kinds."""
+        `node`: extra make_node options for the healthy/no-compiler kinds; its "amd" key (a dict
+        of make_amd_node options) makes the node an AMD GPU node instead."""
         bindir = cdir / "bin"
         for sub in ("root", "sysroot"):
             (cdir / sub).mkdir(parents=True, exist_ok=True)
@@ -303,8 +305,14 @@ class Fleet:
                     "FLEETCHECK_FLEET_MARK": self.mark}
         node_bin = bindir
         if kind in ("healthy", "no-compiler") and self._nodeenv is not None:
-            made = self._nodeenv.make_node(cdir / "node", compiler=kind == "healthy",
-                                           **(node or {}))
+            options = dict(node or {})
+            amd = options.pop("amd", None)
+            if amd is not None:
+                made = self._nodeenv.make_amd_node(cdir / "node", compiler=kind == "healthy",
+                                                   **amd, **options)
+            else:
+                made = self._nodeenv.make_node(cdir / "node", compiler=kind == "healthy",
+                                               **options)
             node_bin = made.bindir
             made_env = dict(made.env)
             made_env["PATH"] = f"{made_env.get('PATH', '')}:{bindir}".strip(":")
@@ -391,12 +399,34 @@ class Fleet:
 
     # -- inventory -------------------------------------------------------------------------
 
-    def inventory_data(self, *, timeout: float = 30, **defaults: Any) -> dict[str, Any]:
-        """The inventory as a dict (YAML-ready); `defaults` extends `defaults:`."""
+    def write_ssh_config(self, path: Path | str | None = None) -> Path:
+        """An ssh_config with one `Host NAME` block per host (HostName, Port, User,
+        IdentityFile, IdentitiesOnly, UserKnownHostsFile, StrictHostKeyChecking), the way
+        sites keep their nodes; default `<root>/ssh_config`."""
+        target = Path(path) if path else self.root / "ssh_config"
+        target.write_text("".join(
+            f"Host {host.name}\n    HostName 127.0.0.1\n    Port {host.port}\n"
+            f"    User root\n    IdentityFile {self.client_key}\n    IdentitiesOnly yes\n"
+            f"    UserKnownHostsFile {self.known_hosts}\n    StrictHostKeyChecking yes\n\n"
+            for host in self.hosts.values()))
+        self.ssh_config = target
+        return target
+
+    def inventory_data(self, *, timeout: float = 30, ssh_config: Path | str | None = None,
+                       **defaults: Any) -> dict[str, Any]:
+        """The inventory as a dict (YAML-ready); `defaults` extends `defaults:`.
+
+        With `ssh_config` (see `write_ssh_config`) each host's address is its name and
+        `defaults.ssh` is `config_file` alone: every SSH value comes from that file.
+        """
         hosts: dict[str, Any] = {}
         for host in self.hosts.values():
             entry: dict[str, Any] = {"address": "127.0.0.1",
                                      "ssh": {"port": host.port, **host.ssh_extra}}
+            if ssh_config is not None:
+                # The address is the ssh_config's Host name, as in `ssh NAME`.
+                entry = {"address": host.name, **({"ssh": dict(host.ssh_extra)}
+                                                  if host.ssh_extra else {})}
             if host.containers == "all":
                 entry["containers"] = "all"
             else:
@@ -422,9 +452,11 @@ class Fleet:
             if host.sudo:
                 entry["sudo"] = True
             hosts[host.name] = entry
-        ssh = {"user": "root", "identity_file": str(self.client_key),
-               "known_hosts": str(self.known_hosts), "config_file": "",
-               "connect_timeout": 10}
+        ssh: dict[str, Any] = {"user": "root", "identity_file": str(self.client_key),
+                               "known_hosts": str(self.known_hosts), "config_file": "",
+                               "connect_timeout": 10}
+        if ssh_config is not None:
+            ssh = {"config_file": str(ssh_config)}
         ssh.update(defaults.pop("ssh", {}))
         return {"defaults": {"ssh": ssh, "timeout": timeout, **defaults}, "hosts": hosts}
 
@@ -434,11 +466,11 @@ class Fleet:
         return {"runtime": runtime, "containers": "all" if mode == "all" else list(names)}
 
     def write_inventory(self, path: Path | str | None = None, *, timeout: float = 30,
-                        **defaults: Any) -> Path:
+                        ssh_config: Path | str | None = None, **defaults: Any) -> Path:
         """Write the inventory YAML (default `<root>/inventory.yaml`) and return its path."""
         target = Path(path) if path else self.root / "inventory.yaml"
-        target.write_text(yaml.safe_dump(self.inventory_data(timeout=timeout, **defaults),
-                                         sort_keys=False))
+        data = self.inventory_data(timeout=timeout, ssh_config=ssh_config, **defaults)
+        target.write_text(yaml.safe_dump(data, sort_keys=False))
         self.inventory = target
         return target
 

@@ -96,14 +96,15 @@ def test_gate_fails_on_mismatched_python_across_the_selection(fleet, capsys,
 
 def test_gate_host_key_errors_point_at_known_hosts(fleet, capsys) -> None:
     new = fleet.add_host("new", known="absent", probe_host=True, containers="listed")
-    fleet.add_host("evil", known="wrong", probe_host=True, containers="listed")
+    evil = fleet.add_host("evil", known="wrong", probe_host=True, containers="listed")
     inventory = str(fleet.write_inventory(timeout=30))
     code, lines, _ = gate(capsys, inventory, "--playbook", "default")
     assert code == 3
     assert sorted(lines) == [
-        "evil: unreachable: host key for evil does not match known_hosts — possible "
-        "man-in-the-middle (fix: find out why the host key changed (reinstalled host, or "
-        "another machine on its address) before removing the old key with ssh-keygen -R HOST)",
+        f"evil: unreachable: host key for evil (127.0.0.1:{evil.port}) does not match "
+        f"known_hosts {fleet.known_hosts} — possible man-in-the-middle (fix: find out why the "
+        "host key changed (reinstalled host, or another machine on its address) before "
+        "removing the old key with ssh-keygen -R HOST)",
         f"new: unreachable: host key for new (127.0.0.1:{new.port}) is not in "
         f"{fleet.known_hosts} (fix: check the host's key fingerprint out of band (ssh-keyscan "
         "-p PORT HOST | ssh-keygen -lf -, against ssh-keygen -lf "

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import requests
 
-from fleetcheck.inventory import ApiOptions, HostSpec, discover_via_api
+from fleetcheck.inventory import ApiOptions, DiscoveryError, HostSpec, discover_via_api
 from tests.fakes.pve_api import FIXTURES_DIR, FakePveApi, serve_pve_api
 
 TOKEN_ENV = "FLEETCHECK_TEST_PVE_TOKEN"
@@ -60,8 +60,14 @@ def test_a_pool_grant_shows_that_pool_only(api: FakePveApi) -> None:
 
 def test_without_vm_audit_lists_are_empty_and_a_guest_is_403(api: FakePveApi) -> None:
     api.privileges = {"/nodes": {"Sys.Audit"}}
-    # Proxmox filters lists rather than refusing them: the token sees no container at all.
-    assert discovered(api) == []
+    # Proxmox filters lists rather than refusing them: the token sees no container at all,
+    # which discovery reads against /access/permissions instead of auditing nothing.
+    with pytest.raises(DiscoveryError) as info:
+        discovered(api)
+    assert str(info.value) == (
+        f"pve1: Proxmox API {api.url}: token fleet@pve!audit sees no guests: it lacks "
+        "VM.Audit on /vms (its permissions: /nodes); grant: pveum acl modify /vms -token "
+        "'fleet@pve!audit' -role PVEAuditor")
     answer = call(api, "GET", "/nodes/pve1/lxc/101/config")
     assert (answer.status_code, answer.reason) == (
         403, "Permission check failed (/vms/101, VM.Audit)")

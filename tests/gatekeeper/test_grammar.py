@@ -17,8 +17,9 @@ import pytest
 
 from fleetcheck.gatekeeper import probe_sha256, refusal_reason, script_module
 from fleetcheck.inventory.model import HostSpec
+from fleetcheck.kinds.lxc import pct_list_argv
 from fleetcheck.probe import probe_argv, probe_source
-from fleetcheck.transport.pct import pct_exec_argv, pct_list_argv
+from fleetcheck.transport.pct import pct_exec_argv
 from fleetcheck.transport.ssh import remote_command
 
 GK = script_module()
@@ -236,8 +237,9 @@ def test_the_audit_reports_a_refusal_as_an_error_naming_the_gatekeeper() -> None
     from fleetcheck.audit import node_from_result
     from fleetcheck.inventory.errors import DiscoveryError
     from fleetcheck.inventory.model import Target
+    from fleetcheck.kinds.lxc import pct_list
     from fleetcheck.transport.interface import CommandResult
-    from fleetcheck.transport.pct import PctTransport, pct_list
+    from fleetcheck.transport.pct import PctTransport
     from fleetcheck.transport.ssh import SshTransport
     from fleetcheck.verdict import DEFAULT_POLICY
 

@@ -16,7 +16,7 @@ from fleetcheck.inventory import (
     parse_pct_list,
     targets_for_host,
 )
-from fleetcheck.transport.pct import pct_list_argv
+from fleetcheck.kinds.lxc import pct_list_argv
 
 
 def pct_row(vmid: str, status: str, lock: str, name: str) -> str:

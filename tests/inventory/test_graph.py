@@ -85,10 +85,10 @@ def test_the_json_form() -> None:
         "port": 2222,
         "identity_file": None,
         "known_hosts": None,
-        "host_key_policy": "strict",
+        "host_key_policy": None,
         "proxy_jump": "admin@bastion",
         "config_file": None,
-        "connect_timeout": 10.0,
+        "connect_timeout": None,
         "max_sessions": 8,
     }
     assert (hosts["pve1"]["containers"], hosts["pve1"]["nodes"]) == ("all", [])

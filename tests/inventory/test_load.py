@@ -493,7 +493,8 @@ def test_yaml_merge_keys_may_override_without_counting_as_duplicates() -> None:
     )
     with pytest.raises(InventoryError) as info:
         parse_inventory(text, "inv.yaml")
-    assert str(info.value) == "inv.yaml:1: x-common: unknown key (valid: defaults, hosts, groups)"
+    assert str(info.value) == (
+        "inv.yaml:1: x-common: unknown key (valid: defaults, hosts, groups, sources)")
     text = "hosts:\n  base: &common {address: 10.0.0.1, containers: all, timeout: 30}\n" + (
         "  pve1: {<<: *common, timeout: 45}\n"
     )
@@ -529,6 +530,7 @@ def test_the_example_inventory_loads_with_only_this_machine_enabled() -> None:
     inventory = load_inventory(str(EXAMPLE))
     assert [(h.name, h.transport) for h in inventory.hosts] == [("this-machine", "local")]
     assert [h.name for h in inventory.disabled_hosts] == [
+        *(f"train{n:02d}.example.internal" for n in range(1, 5)), "infer1",
         "pve1", "pve2", "pve3", "pve4", "pve5", *(f"gpu{n:02d}" for n in range(1, 17)), "pve6"]
     assert inventory.concurrency == 64
     assert inventory.audit_timeout == 600.0
@@ -541,13 +543,16 @@ def _example_keys(node: Any, path: str) -> set[str]:
         for key, value in node.items():
             if path in ("hosts", "groups"):
                 child = f"{path}.*"
+            elif path.endswith(("sources[].host", "sources[].proxmox")):
+                continue  # a source's host settings are hosts.* keys, checked there
             elif path.endswith(".env"):
                 continue  # environment variable names are the user's
             else:
                 child = f"{path}.{key}" if path else key
             keys.add(child)
             keys |= _example_keys(value, child)
-    elif isinstance(node, list) and path.endswith((".containers", ".vms")):
+    elif isinstance(node, list) and (path.endswith((".containers", ".vms"))
+                                     or path == "sources"):
         for item in node:
             keys |= _example_keys(item, f"{path}[]")
     return keys

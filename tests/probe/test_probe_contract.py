@@ -36,6 +36,8 @@ def test_imports_only_the_standard_library() -> None:
 def test_check_ids_match_the_catalogue_in_causal_order() -> None:
     assert list(probe_module.CHECK_IDS) == [info.id for info in CHECKS]
     assert set(probe_module.CAUSE_LABELS) == {info.id for info in CHECKS} - {"gpu_present"}
+    assert probe_module.CUDA_ONLY == {info.id for info in CHECKS if info.vendor == "nvidia"}
+    assert probe_module.HIP_ONLY == {info.id for info in CHECKS if info.vendor == "amd"}
 
 
 def test_probe_source_is_the_file_and_argv() -> None:

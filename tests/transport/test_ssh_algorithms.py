@@ -18,14 +18,17 @@ import pytest
 from fleetcheck.inventory.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import TransportError
 from fleetcheck.transport.ssh import SshTransport
+from fleetcheck.transport.ssh_settings import key_exchanges
 
 pytestmark = pytest.mark.timeout(30)
 
 
 async def _negotiated(
-    tmp_path: Path, *, config: str | None = None, **server_algs: Any
+    tmp_path: Path, *, config: str | None = None, with_client: bool = False,
+    **server_algs: Any,
 ) -> dict[str, str]:
-    """Run one command from SshTransport; the algorithms the server saw it send with."""
+    """Run one command from SshTransport; the algorithms the server saw it send with (and,
+    `with_client`, what the transport recorded: client_kex, client_cipher, client_mac)."""
     host_key = asyncssh.generate_private_key("ssh-ed25519")
     client_key = asyncssh.generate_private_key("ssh-ed25519")
     client_key.write_private_key(str(tmp_path / "id"))
@@ -61,6 +64,8 @@ async def _negotiated(
         finally:
             await ssh.close()
         assert result.stdout == b"ok"
+        if with_client:
+            seen.update({f"client_{key}": value for key, value in ssh.negotiated.items()})
     finally:
         server.close()
         await server.wait_closed()
@@ -69,10 +74,33 @@ async def _negotiated(
 
 def test_aes_gcm_is_preferred_and_compression_is_off(tmp_path: Path) -> None:
     # The server offers asyncssh's defaults, chacha20 and zlib among them, chacha20 first.
-    seen = asyncio.run(_negotiated(tmp_path))
+    seen = asyncio.run(_negotiated(tmp_path, with_client=True))
     # An AEAD cipher is its own MAC: asyncssh reports the cipher's name for both.
-    assert seen == {"cipher": "aes128-gcm@openssh.com", "mac": "aes128-gcm@openssh.com",
-                    "compression": "none"}
+    assert {key: seen[key] for key in ("cipher", "mac", "compression")} == {
+        "cipher": "aes128-gcm@openssh.com", "mac": "aes128-gcm@openssh.com",
+        "compression": "none"}
+    # What the transport records is what the server saw.
+    assert (seen["client_cipher"], seen["client_mac"]) == (seen["cipher"], seen["mac"])
+
+
+def test_the_post_quantum_key_exchange_is_negotiated_where_both_sides_have_it(
+    tmp_path: Path,
+) -> None:
+    hybrids = [alg for alg in key_exchanges() if alg.startswith(("mlkem", "sntrup"))]
+    if not hybrids:
+        pytest.skip("this asyncssh build has no post-quantum key exchange")
+    # The server offers asyncssh's defaults: the hybrid comes first on both sides.
+    assert asyncio.run(_negotiated(tmp_path, with_client=True))["client_kex"] == hybrids[0]
+    # A server without it: the next common one, as RFC 4253 picks it.
+    classic = asyncio.run(_negotiated(tmp_path, with_client=True,
+                                      kex_algs=["ecdh-sha2-nistp256", "curve25519-sha256"]))
+    assert classic["client_kex"] == "curve25519-sha256"
+    # An ssh_config KexAlgorithms edits the list as OpenSSH does (`-` removes).
+    removed = asyncio.run(_negotiated(tmp_path, with_client=True, config="Host 127.0.0.1\n"
+                                      "  KexAlgorithms -mlkem*,sntrup*,curve25519*\n"))
+    assert removed["client_kex"] == next(
+        alg for alg in key_exchanges()
+        if not alg.startswith(("mlkem", "sntrup", "curve25519")))
 
 
 def test_a_host_without_gcm_falls_back_to_chacha_then_ctr(tmp_path: Path) -> None:
@@ -98,5 +126,5 @@ def test_a_broken_ssh_config_is_one_line_on_the_node(tmp_path: Path) -> None:
     with pytest.raises(TransportError) as caught:
         asyncio.run(_negotiated(tmp_path, config="Host 127.0.0.1\n  Ciphers\n"))
     assert caught.value.kind == "unreachable"
-    assert str(caught.value).startswith("cannot reach pve1 (127.0.0.1:")
-    assert str(caught.value).endswith("ssh_config line 2: Missing Ciphers value")
+    assert str(caught.value) == (
+        f"cannot reach pve1: ssh_config {tmp_path / 'ssh_config'} line 2: Ciphers needs a value")

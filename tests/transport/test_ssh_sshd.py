@@ -147,13 +147,14 @@ def test_unknown_host_key_is_refused_by_default(fleet: Fleet) -> None:
 
 
 def test_changed_host_key_is_refused_even_with_accept_new(fleet: Fleet) -> None:
-    fleet.add_host("pve1", known="wrong")
+    host = fleet.add_host("pve1", known="wrong")
     before = fleet.known_hosts.read_text()
     for policy in ("strict", "accept-new"):
         transport = SshTransport(host_spec(fleet, "pve1", host_key_policy=policy))
         assert unreachable_message(transport) == (
             "unreachable",
-            "host key for pve1 does not match known_hosts — possible man-in-the-middle")
+            f"host key for pve1 (127.0.0.1:{host.port}) does not match known_hosts "
+            f"{fleet.known_hosts} — possible man-in-the-middle")
     assert fleet.known_hosts.read_text() == before
 
 

@@ -23,6 +23,7 @@ PARTS = (
     "facts_where",      # the container the probe runs in
     "facts_nvidia",     # /proc/driver/nvidia, /dev/nvidia*, nvidia-smi, NVSwitch
     "facts_libcuda",    # cuInit error names, ldconfig -p, the libcuda stage
+    "facts_amd",        # KFD topology, /dev/kfd and /dev/dri, amdgpu, the HIP stage
     "facts_cache",      # Triton's cache dir, mounts, network file systems
     "facts_env",        # environment variables that move or slow the kernels
     "facts_toolchain",  # workload interpreter, C compiler, test compile
@@ -35,6 +36,7 @@ PARTS = (
     "checks_triton",    # Triton, ptxas, get_current_target(), warm cache, --deep kernel
     "checks_fla",       # flash-linear-attention checks
     "checks_workload",  # the workload's own dirs, its environment, torch.compile's own path
+    "checks_hip",       # AMD GPU and Triton HIP backend checks (libamdhip64, gfx arch)
     "frameworks",       # what FLA, vLLM and inductor will do
     "evaluate",         # checks in causal order, masking, the verdict
     "assembly",         # the Probe class: every mixin above

@@ -6,12 +6,14 @@ import sys
 from fleetcheck.probe.parts.checks_cache import CacheChecks
 from fleetcheck.probe.parts.checks_driver import DriverChecks
 from fleetcheck.probe.parts.checks_fla import FlaChecks
+from fleetcheck.probe.parts.checks_hip import HipChecks
 from fleetcheck.probe.parts.checks_libcuda import LoaderChecks
 from fleetcheck.probe.parts.checks_toolchain import ToolchainChecks
 from fleetcheck.probe.parts.checks_torch import TorchChecks
 from fleetcheck.probe.parts.checks_triton import TritonChecks
 from fleetcheck.probe.parts.checks_workload import WorkloadChecks
 from fleetcheck.probe.parts.evaluate import Evaluation
+from fleetcheck.probe.parts.facts_amd import AmdFacts
 from fleetcheck.probe.parts.facts_libcuda import LibcudaFacts
 from fleetcheck.probe.parts.facts_toolchain import ToolchainFacts
 from fleetcheck.probe.parts.frameworks import Frameworks
@@ -20,6 +22,7 @@ from fleetcheck.probe.parts.gather import Gather
 
 class Probe(
         LibcudaFacts,
+        AmdFacts,
         ToolchainFacts,
         Gather,
         DriverChecks,
@@ -30,6 +33,7 @@ class Probe(
         TritonChecks,
         FlaChecks,
         WorkloadChecks,
+        HipChecks,
         Frameworks,
         Evaluation,
 ):

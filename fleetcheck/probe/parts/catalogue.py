@@ -11,13 +11,33 @@ CHECK_IDS = (
     "gpu_arch_unsupported", "triton_installed", "triton_2x",
     "cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
     "python_headers_missing", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
-    "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "cache_dir_unwritable",
+    "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "libhip_path_invalid",
+    "libamdhip64_not_found", "libamdhip64_other_rocm", "cache_dir_unwritable",
     "cache_dir_noexec", "cache_on_network_fs", "cache_dir_full", "tmp_dir_unusable",
     "ptxas_missing", "ptxas_override_unparsed",
     "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas", "triton_target",
     "triton_own_path", "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator",
     "fla_fallback_hidden", "workload_env", "inductor_ready",
 )
+
+#: Checks of NVIDIA's stack only (libcuda, ptxas, NVSwitch): an AMD node's document leaves them out.
+CUDA_ONLY = frozenset({
+    "fabric_manager_not_ready", "cuda_compat_on_unsupported_gpu", "libcuda_stub_shadowing",
+    "driver_too_old", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
+    "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "ptxas_missing",
+    "ptxas_override_unparsed", "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas",
+    "blackwell_no_allocator", "cgroup_devices_revoked", "gpu_exclusive_busy",
+})
+
+#: Checks of Triton's HIP backend only (libamdhip64): a node without an AMD GPU leaves them out.
+HIP_ONLY = frozenset({"libhip_path_invalid", "libamdhip64_not_found", "libamdhip64_other_rocm"})
+
+#: An AMD node's wording of the shared causes whose CAUSE_LABELS name NVIDIA's stack.
+HIP_CAUSE_LABELS = {
+    "driver_userspace_mismatch": "ROCm userspace does not match the amdgpu driver",
+    "zero_active_drivers": "HIP runtime finds no GPU",
+    "gpu_arch_unsupported": "gfx arch not supported by Triton",
+}
 
 #: Short names of root causes, used in the verdict's fix ("no C compiler: apt-get ...").
 CAUSE_LABELS = {
@@ -44,6 +64,9 @@ CAUSE_LABELS = {
     "ldconfig_binary_missing": "no /sbin/ldconfig",
     "libcuda_not_in_ldcache": "libcuda.so.1 not in the linker cache",
     "libcuda_unversioned_missing": "no unversioned libcuda.so",
+    "libhip_path_invalid": "TRITON_LIBHIP_PATH invalid",
+    "libamdhip64_not_found": "libamdhip64.so not found",
+    "libamdhip64_other_rocm": "libamdhip64 from another ROCm than torch's",
     "cache_dir_unwritable": "Triton cache not writable",
     "cache_dir_noexec": "Triton cache on a noexec mount",
     "ptxas_missing": "bundled ptxas missing",

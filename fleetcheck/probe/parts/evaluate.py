@@ -3,7 +3,13 @@
 import re
 
 from fleetcheck.probe.parts.base import Part, bounded, clip, clip_head, error_text, first_line
-from fleetcheck.probe.parts.catalogue import CAUSE_LABELS, CHECK_IDS
+from fleetcheck.probe.parts.catalogue import (
+    CAUSE_LABELS,
+    CHECK_IDS,
+    CUDA_ONLY,
+    HIP_CAUSE_LABELS,
+    HIP_ONLY,
+)
 from fleetcheck.probe.parts.diagnose import DIAGNOSIS_LABELS, TOOLCHAIN_CAUSES
 
 #: Checks that need the workload's Python stack to have answered at all.
@@ -12,8 +18,8 @@ STACK_DEPENDENT = frozenset({
     "libcuda_unversioned_missing", "ptxas_missing", "ptxas_override_unparsed",
     "triton_too_old_for_gpu", "triton_target", "stale_cache_masks_compiler",
     "blackwell_no_allocator", "fla_fallback_hidden", "driver_too_old",
-    "driver_too_old_for_bundled_ptxas", "cache_dir_full", "tmp_dir_unusable",
-    "triton_own_path", "workload_env", "inductor_ready",
+    "driver_too_old_for_bundled_ptxas", "libamdhip64_other_rocm", "cache_dir_full",
+    "tmp_dir_unusable", "triton_own_path", "workload_env", "inductor_ready",
 })
 
 #: Checks that only matter when Triton is installed.
@@ -39,16 +45,25 @@ class Evaluation(Part):
         self.triton_missing = not meta.get("triton_dir")
         self.stack_failed = "meta" not in self.stages
         checks = []
+        # Each vendor's document holds the shared checks and its own: an NVIDIA (or GPU-less)
+        # node's is what it was before AMD support; an AMD node's shared checks answer for HIP.
+        left_out = CUDA_ONLY if self.vendor == "amd" else HIP_ONLY
         for check_id in CHECK_IDS:
+            if check_id in left_out:
+                continue
+            method = "check_" + check_id
+            if self.vendor == "amd" and hasattr(self, method + "_hip"):
+                method += "_hip"
             try:
                 if self.no_gpu and check_id != "gpu_present":
-                    result: tuple = ("skip", "not evaluated: no NVIDIA GPU on this node", "", {})
+                    result: tuple = ("skip", "not evaluated: no %s GPU on this node" % (
+                        "AMD" if self.vendor == "amd" else "NVIDIA"), "", {})
                 elif (self.stack_failed and check_id in STACK_DEPENDENT):
                     result = self.stack_error()
                 elif (self.triton_missing and check_id in TRITON_DEPENDENT):
                     result = ("skip", "not evaluated: Triton is not installed", "", {})
                 else:
-                    result = getattr(self, "check_" + check_id)()
+                    result = getattr(self, method)()
             except Exception as exc:
                 result = ("error", "check failed inside the probe: " + error_text(exc), "",
                           {"exception": error_text(exc)})
@@ -84,9 +99,17 @@ class Evaluation(Part):
         return ("error", summary, "", {"stderr": clip(result["stderr"]), "rc": result["rc"]})
 
     def hardware_evidence(self):
+        if self.vendor == "amd":
+            return bool(self.amd["kfd_gpus"] or (self.hip_info.get("count") or 0) > 0)
         numbered = [n for n in self.dev_names if re.match(r"^nvidia\d+$", n)]
         return bool(self.proc["gpus"] or numbered or self.smi_info.get("gpus")
                     or (self.cuda_info.get("count") or 0) > 0)
+
+    def cause_label(self, cause):
+        """The short name of a root cause, in the node's vendor's terms."""
+        if self.vendor == "amd" and cause in HIP_CAUSE_LABELS:
+            return HIP_CAUSE_LABELS[cause]
+        return CAUSE_LABELS.get(cause) or DIAGNOSIS_LABELS.get(cause, cause)
 
     def apply_masking(self, checks):
         """A warm cache that hides a toolchain failure makes those failures warnings."""
@@ -123,11 +146,11 @@ class Evaluation(Part):
                 cause = (first["evidence"] or {}).get("matches") or cause
             fix = first["fix"] or by_id.get(cause, {}).get("fix") or ""
             triton = {"verdict": "cpu-fallback", "backend": None, "cause": cause,
-                      "fix": "%s: %s" % (CAUSE_LABELS.get(cause) or DIAGNOSIS_LABELS.get(
-                          cause, cause), fix) if fix else ""}
+                      "fix": "%s: %s" % (self.cause_label(cause), fix) if fix else ""}
         elif by_id["stale_cache_masks_compiler"]["status"] == "warn":
             stale = by_id["stale_cache_masks_compiler"]
-            triton = {"verdict": "gpu", "backend": "cuda", "cause": "stale_cache_masks_compiler",
+            triton = {"verdict": "gpu", "backend": "hip" if self.vendor == "amd" else "cuda",
+                      "cause": "stale_cache_masks_compiler",
                       "fix": "%s: %s" % (CAUSE_LABELS["stale_cache_masks_compiler"], stale["fix"])}
         elif target.get("ok"):
             triton = {"verdict": "gpu", "backend": backend, "cause": None, "fix": ""}

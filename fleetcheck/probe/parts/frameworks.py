@@ -4,8 +4,6 @@ import os
 import shutil
 
 from fleetcheck.probe.parts.base import Part, first_line, host_path
-from fleetcheck.probe.parts.catalogue import CAUSE_LABELS
-from fleetcheck.probe.parts.diagnose import DIAGNOSIS_LABELS
 
 #: How each framework's own copy of FLA's detection catches Triton's exception.
 CATCHES = {"vllm": "(RuntimeError, AttributeError): silent",
@@ -24,7 +22,7 @@ class Frameworks(Part):
         target = self.stages.get("target") or {}
         verdict = triton["verdict"]
         cause = triton.get("cause")
-        label = (CAUSE_LABELS.get(cause) or DIAGNOSIS_LABELS.get(cause, cause)) if cause else None
+        label = self.cause_label(cause) if cause else None
         # Triton's own driver check (is_active(): torch.cuda.is_available(), or cuInit on 3.8+
         # without torch) passes although a compile-time cause will fail the first kernel.
         if torch.get("installed") or meta.get("torch_dir"):
@@ -87,12 +85,18 @@ class Frameworks(Part):
                 outcome, detail = "no-triton", ("vLLM logs: Triton not installed or not "
                                                 "compatible; certain GPU-related functions will "
                                                 "not be available.")
+            elif self.vendor == "amd" and not meta.get("amdsmi_dir"):
+                outcome, detail = "cpu-fallback", (
+                    "vLLM finds no ROCm platform: its rocm_platform_plugin() needs amdsmi, which "
+                    "%s cannot import (pip install amdsmi from the ROCm release), so it falls "
+                    "back to the CPU platform" % self.workload_python)
             elif not active:
                 outcome, detail = "triton-disabled", (
                     "vLLM logs: Triton is installed but 0 active driver(s) found (expected 1). "
                     "Disabling Triton to prevent runtime errors.")
             elif verdict == "gpu":
-                outcome, detail = "triton", "vLLM uses Triton on the GPU"
+                outcome, detail = "triton", "vLLM uses Triton on the GPU" + (
+                    " (ROCm platform)" if self.vendor == "amd" else "")
             else:
                 outcome, detail = "fails-at-kernel", (
                     "vLLM enables Triton (its driver is active), the first kernel fails: %s" % (
@@ -110,7 +114,8 @@ class Frameworks(Part):
             if self.triton_missing:
                 outcome, why = "no-triton", "no Triton: Cannot find a working triton installation"
             elif not active:
-                outcome, why = "cpu-only", "no CUDA device: compiles for the CPU only"
+                outcome, why = "cpu-only", "no %s device: compiles for the CPU only" % (
+                    "ROCm (torch.cuda)" if self.vendor == "amd" else "CUDA")
             elif caps and min(caps) < (7, 0):
                 outcome, why = "gpu-unsupported", "GPU capability < 7.0: no Triton path"
             elif (by_id.get("inductor_ready") or {}).get("status") == "fail":
@@ -119,7 +124,8 @@ class Frameworks(Part):
                 outcome, why = "cpu", ("its Triton kernels run in Triton's interpreter on the "
                                        "CPU (TRITON_INTERPRET)")
             elif verdict == "gpu":
-                outcome, why = "triton", "Triton path usable"
+                outcome, why = "triton", "Triton path usable" + (
+                    " (HIP backend)" if self.vendor == "amd" else "")
             else:
                 outcome, why = "fails-at-kernel", "BackendCompilerFailed at code generation: %s" % (
                     label or "Triton verdict %s" % verdict)

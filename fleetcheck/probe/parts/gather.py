@@ -9,6 +9,7 @@ import socket
 import sys
 
 from fleetcheck.probe.parts.base import Part, host_path, read_text, version_tuple
+from fleetcheck.probe.parts.facts_amd import amd_facts, parse_rocminfo
 from fleetcheck.probe.parts.facts_cache import (
     WORKLOAD_ENV_KEYS,
     missing_dirs,
@@ -19,7 +20,14 @@ from fleetcheck.probe.parts.facts_nvidia import dev_nodes, parse_smi, proc_nvidi
 from fleetcheck.probe.parts.facts_system import cpu_count, memory_bytes, os_release
 from fleetcheck.probe.parts.facts_where import container_kind
 from fleetcheck.probe.parts.spawn import Spawned, stage_lines
-from fleetcheck.probe.parts.stages import CUDA_SCRIPT, DEEP_SCRIPT, STACK_SCRIPT
+from fleetcheck.probe.parts.stages import CUDA_SCRIPT, DEEP_SCRIPT, HIP_SCRIPT, STACK_SCRIPT
+
+
+def hip_version_text(version):
+    """'6.4.43482' from HIP's version number (major * 10000000 + minor * 100000 + patch)."""
+    if not isinstance(version, int) or version <= 0:
+        return None
+    return "%d.%d.%d" % (version // 10000000, version % 10000000 // 100000, version % 100000)
 
 
 class Gather(Part):
@@ -39,7 +47,13 @@ class Gather(Part):
         # package facts are collected and the probe stays fast on CPU nodes.
         self.proc = proc_nvidia()
         self.dev_names = dev_nodes()
-        self.possible_gpu = bool(self.proc["gpus"] or self.dev_names)
+        # AMD: KFD's topology (sysfs, visible in containers too) or /dev/kfd. A node with both
+        # vendors' GPUs is audited as an NVIDIA node.
+        self.amd = amd_facts()
+        nvidia = bool(self.proc["gpus"] or self.dev_names)
+        amd = bool(self.amd["kfd_gpus"] or "kfd" in self.amd["dev_nodes"])
+        self.vendor = "amd" if amd and not nvidia else "nvidia"
+        self.possible_gpu = nvidia or amd
         env = dict(self.env)
         env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no .pyc behind in the workload's venv
         scratch = os.path.join(self.tmp, "tmp")
@@ -58,6 +72,7 @@ class Gather(Part):
         self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode,
                               own], self.deadline.timeout(), env=env, cwd=self.tmp)
         self.deep_run = self.cuda = self.smi = self.ldconfig = self.compile = None
+        self.hip = self.rocminfo = None
         if self.possible_gpu:
             if self.deep:
                 script = os.path.join(self.tmp, "fleetcheck_deep_kernel.py")
@@ -68,6 +83,14 @@ class Gather(Part):
                 os.mkdir(deep_env["TRITON_CACHE_DIR"])
                 self.deep_run = Spawned([self.workload_python, script], self.deadline.timeout(),
                                         env=deep_env, cwd=self.tmp)
+        if self.possible_gpu and self.vendor == "amd":
+            # Triton's HIP search runs in the workload's interpreter and environment.
+            self.hip = Spawned([self.workload_python, "-c", HIP_SCRIPT],
+                               self.deadline.timeout(30), env=env, cwd=self.tmp)
+            rocminfo = shutil.which("rocminfo", path=self.env.get("PATH", os.defpath))
+            if rocminfo:
+                self.rocminfo = Spawned([rocminfo], self.deadline.timeout(15), env=self.env)
+        elif self.possible_gpu:
             self.cuda = Spawned([sys.executable, "-I", "-c", CUDA_SCRIPT],
                                 self.deadline.timeout(30), env=self.env)
             smi = shutil.which("nvidia-smi", path=self.env.get("PATH", os.defpath))
@@ -103,8 +126,10 @@ class Gather(Part):
 
         self.cuda_info: dict = self.collect_cuda() if self.cuda else {"error": "not run: no GPU"}
         self.smi_info: dict = parse_smi(self.smi.result()) if self.smi else {"error": "not run"}
-        if self.possible_gpu and not self.smi:
+        if self.possible_gpu and not self.smi and self.vendor == "nvidia":
             self.smi_info = {"error": "not on PATH"}
+        self.hip_info: dict = self.collect_hip() if self.hip else {"error": "not run"}
+        self.rocminfo_info = parse_rocminfo(self.rocminfo.result() if self.rocminfo else None)
         self.ld_result = self.ldconfig.result() if self.ldconfig else None
         self.compile_result = self.compile.result() if self.compile else None
         self.stack_result = self.stack.result()
@@ -124,6 +149,33 @@ class Gather(Part):
             self.facts["python"] = {"executable": python["executable"],
                                     "version": python.get("version")}
         self.gpus = self.gpu_list()
+        if self.vendor == "amd":
+            self.assemble_amd_facts()
+        else:
+            self.assemble_nvidia_facts()
+        self.assemble_stack_facts(meta, torch, target, fla)
+
+    def assemble_amd_facts(self):
+        hip = self.hip_info
+        runtime = hip.get("hipRuntimeGetVersion")
+        self.facts.update({
+            "gpu_vendor": "amd",
+            "gpus": [{key: gpu.get(key) for key in ("index", "name", "uuid", "memory_mib",
+                                                     "compute_capability", "gfx")}
+                     for gpu in self.gpus],
+            "gpu_count": len(self.gpus),
+            "driver": {"kernel_module": self.amd["amdgpu"]["version"],
+                       "userspace": hip_version_text(runtime), "cuda_driver_version": None},
+            "dev_nodes": self.amd["dev_nodes"],
+            "amd": {"kfd_gpus": self.amd["kfd_gpus"], "amdgpu": self.amd["amdgpu"],
+                    "libamdhip64": hip.get("path"), "libamdhip64_found_by": hip.get("how"),
+                    "hip_runtime": hip_version_text(runtime),
+                    "hip_driver": hip_version_text(hip.get("hipDriverGetVersion")),
+                    "rocminfo": self.rocminfo_info,
+                    "HSA_OVERRIDE_GFX_VERSION": self.env.get("HSA_OVERRIDE_GFX_VERSION")},
+        })
+
+    def assemble_nvidia_facts(self):
         kernel_module = self.proc["kernel_module"]
         loaded = self.cuda_info.get("loaded")
         userspace = None
@@ -141,6 +193,8 @@ class Gather(Part):
                        if isinstance(version, int) and version > 0 else None},
             "dev_nodes": self.dev_names,
         })
+
+    def assemble_stack_facts(self, meta, torch, target, fla):
         if torch.get("installed"):
             self.facts["torch"] = {
                 "version": torch.get("version") or meta.get("torch_version"),
@@ -149,6 +203,8 @@ class Gather(Part):
                 "device_count": torch.get("device_count"),
                 "arch_list": torch.get("arch_list"),
             }
+            if self.vendor == "amd":
+                self.facts["torch"]["hip"] = torch.get("hip", meta.get("torch_hip"))
         else:
             self.facts["torch"] = None
         if meta.get("triton_dir"):
@@ -176,7 +232,10 @@ class Gather(Part):
         return dists[0].get("version") if dists else None
 
     def gpu_list(self):
-        """GPUs from nvidia-smi, else from libcuda, else from /proc/driver/nvidia."""
+        """GPUs from nvidia-smi, else from libcuda, else from /proc/driver/nvidia (AMD: HIP
+        and KFD's topology)."""
+        if self.vendor == "amd":
+            return self.amd_gpu_list()
         smi = self.smi_info.get("gpus")
         cuda_devices = self.cuda_info.get("devices") or []
         if smi:
@@ -192,6 +251,20 @@ class Gather(Part):
                      "compute_capability": d.get("compute_capability")} for d in cuda_devices]
         return [{"index": i, "name": gpu["model"], "uuid": gpu["uuid"], "memory_mib": None,
                  "compute_capability": None} for i, gpu in enumerate(self.proc["gpus"])]
+
+    def amd_gpu_list(self):
+        """One entry per KFD GPU node, named by the HIP runtime where it answered."""
+        devices = self.hip_info.get("devices") or []
+        kfd = self.amd["kfd_gpus"]
+        gpus = []
+        for index in range(max(len(devices), len(kfd))):
+            device = devices[index] if index < len(devices) else {}
+            node = kfd[index] if index < len(kfd) else {}
+            gfx = node.get("gfx")
+            gpus.append({"index": index, "uuid": None, "compute_capability": None, "gfx": gfx,
+                         "name": device.get("name") or "AMD GPU" + (" " + gfx if gfx else ""),
+                         "memory_mib": device.get("memory_mib")})
+        return gpus
 
     def capabilities(self):
         caps = set()

@@ -23,6 +23,10 @@ STACK_SCRIPT = (HELPER_PRELUDE + PY_INCLUDE + "FLA_LAYOUTS = %r\n" % (FLA_LAYOUT
 #: bounded by a timeout, and the probe itself never initialises CUDA before forking.
 CUDA_SCRIPT = stage_script("cuda")
 
+#: The HIP runtime as Triton's AMD backend finds it (its search replayed, then ctypes), run in the
+#: workload interpreter with the workload's environment: what Triton searches is theirs.
+HIP_SCRIPT = stage_script("hip")
+
 #: The workload interpreter's executable, version and include dir.
 PYINFO_SCRIPT = PY_INCLUDE + stage_script("pyinfo")
 

@@ -130,6 +130,8 @@ meta["fla_dir"] = spec_dir("fla")
 meta["fla_dirs"] = spec_dirs("fla")
 meta["vllm_dir"] = spec_dir("vllm")
 if meta["vllm_dir"]:
+    # vLLM's rocm_platform_plugin() needs amdsmi (vllm/platforms/__init__.py).
+    meta["amdsmi_dir"] = spec_dir("amdsmi")
     dists = distributions("vllm", ("vllm",))
     meta["vllm_version"] = dists[0]["version"] if dists else None
 for name in ("xformers", "liger_kernel", "sglang", "unsloth_zoo", "mamba_ssm", "causal_conv1d"):
@@ -147,6 +149,8 @@ if meta["torch_dir"]:
         c = re.search(r"^cuda\s*(?::[^=]*)?=\s*(?:['\"]([^'\"]+)['\"]|None)", text, re.M)
         meta["torch_version"] = m.group(1) if m else None
         meta["torch_cuda"] = c.group(1) if c else None
+        h = re.search(r"^hip\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+        meta["torch_hip"] = h.group(1) if h else None
     except OSError as e:
         meta["torch_version_error"] = err(e)
 if meta["fla_dir"]:
@@ -182,6 +186,7 @@ if meta["torch_dir"]:
             data["import_s"] = round(time.time() - t0, 3)
             data["version"] = str(torch.__version__)
             data["cuda"] = torch.version.cuda
+            data["hip"] = getattr(torch.version, "hip", None)
             data["cuda_available"] = bool(torch.cuda.is_available())
             data["device_count"] = int(torch.cuda.device_count()) if data["cuda_available"] else 0
             data["arch_list"] = list(torch.cuda.get_arch_list()) if data["cuda_available"] else []

@@ -1,0 +1,167 @@
+"""The Docker and Podman container kinds: `PARENT/RUNTIME:NAME` under any host, LXC container
+or VM with an `oci:`, reached with `RUNTIME exec -i` around the parent's transport
+(`transport/oci.py`, which words the runtime's refusals), listed with `RUNTIME ps` inside
+the parent."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from fleetcheck.inventory.errors import DiscoveryError
+from fleetcheck.inventory.listings import parse_oci_ps
+from fleetcheck.inventory.model import (
+    ALL_CONTAINERS,
+    DiscoveredOci,
+    OciContainerSpec,
+    SkippedTarget,
+    Target,
+)
+from fleetcheck.kinds.base import (
+    LISTING_TIMEOUT,
+    Discovery,
+    NodeKind,
+    Nodes,
+    merge_env,
+    merge_labels,
+)
+from fleetcheck.text import last_line
+from fleetcheck.transport.oci import OciTransport, oci_exec_failure, oci_list_argv
+
+if TYPE_CHECKING:
+    from fleetcheck.model import NodeResult
+    from fleetcheck.transport.interface import Transport
+
+
+class OciListingError(DiscoveryError):
+    """`RUNTIME ps` gave no list; `status` is "skipped" when the parent itself is stopped."""
+
+    def __init__(self, message: str, status: str = "error") -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def oci_list(
+    runtime: str, parent: Transport, where: str, timeout: float, *, sudo: bool = False
+) -> list[DiscoveredOci]:
+    """`RUNTIME ps` inside the node `parent` reaches; OciListingError saying why it failed."""
+    argv = [*(["sudo", "-n"] if sudo else []), *oci_list_argv(runtime)]
+    result = await parent.run(argv, timeout=timeout)
+    code = result.returncode
+    if code == 0 and not (result.timed_out or result.signal or result.truncated):
+        return parse_oci_ps(result.stdout.decode("utf-8", "replace"), runtime)
+    # The parent's refusals (the host's gatekeeper, pct, qm) come before the runtime's.
+    refused = parent.explain_failure(result) or oci_exec_failure(result, runtime, "", where)
+    if result.timed_out:
+        status, detail = "error", "timed out"
+    elif refused is not None:
+        status, detail = refused
+    elif code == 127:
+        status, detail = "error", f"{runtime} not found"
+    else:
+        message = last_line(result.stderr) or "no message"
+        status, detail = "error", f"failed ({code}): {message}"
+    raise OciListingError(f"`{runtime} ps` on {where}: {detail}", status)
+
+
+class OciKind(NodeKind):
+    """The containers of one runtime (`docker` or `podman`) inside a host or a guest."""
+
+    runs_in = ("host", "lxc", "qemu")
+    depth = 2
+    listing_fails_parent = False
+
+    def __init__(self, runtime: str) -> None:
+        self.runtime = runtime
+        self.name = runtime
+
+    def declared(self, parent: Target) -> str | Sequence[Any] | None:
+        oci = parent.oci
+        if oci is None or oci.runtime != self.runtime or parent.runtime is not None:
+            return None
+        return oci.containers
+
+    async def discover(
+        self, parent: Target, transport: Transport, context: Discovery
+    ) -> Sequence[Any]:
+        del context
+        # sudo only for the host's own login: inside pct exec or a VM it runs as root.
+        return await oci_list(self.runtime, transport, parent.id, LISTING_TIMEOUT,
+                              sudo=parent.host.sudo and parent.vmid is None)
+
+    def listing_failed(self, parent: Target, exc: Exception) -> Nodes:
+        """`PARENT/RUNTIME:*`, saying why (skipped when the parent itself is stopped)."""
+        runtime = self.runtime
+        status = str(getattr(exc, "status", "") or getattr(exc, "kind", "error"))
+        return [SkippedTarget(parent.host, parent.vmid, f"{runtime}:*",
+                              f"container discovery failed: {exc}", parent.labels,
+                              kind=runtime, runtime=runtime, container="*", status=status)]
+
+    def expand(self, parent: Target, listing: Sequence[Any] | None) -> Nodes:
+        """Listed containers need no listing. For `containers: all`, nothing until `listing`
+        (the parent's `RUNTIME ps`) is given: running containers become targets, paused or
+        otherwise not running ones skipped nodes, unreadable lines error nodes."""
+        declared = self.declared(parent)
+        if declared is None:
+            return []
+        runtime = self.runtime
+        specs: list[OciContainerSpec] = []
+        nodes: Nodes = []
+        if declared == ALL_CONTAINERS:
+            for index, found in enumerate(listing or ()):
+                if found.problem:
+                    name = f"unreadable-{index + 1}"
+                    nodes.append(SkippedTarget(
+                        parent.host, parent.vmid, name,
+                        f"discovery could not read {found.where}: {found.problem}",
+                        parent.labels, kind=runtime, runtime=runtime, container=name,
+                        status="error"))
+                elif found.state != "running":
+                    nodes.append(SkippedTarget(parent.host, parent.vmid, found.name,
+                                               f"container {found.state}", parent.labels,
+                                               kind=runtime, runtime=runtime,
+                                               container=found.name))
+                else:
+                    specs.append(OciContainerSpec(name=found.name))
+        else:
+            specs = [spec for spec in declared if isinstance(spec, OciContainerSpec)]
+        for spec in specs:
+            nodes.append(Target(
+                host=parent.host,
+                vmid=parent.vmid,
+                name=spec.name,
+                # An image is its own filesystem: the guest's interpreter and environment do
+                # not apply inside it, the host's (and the defaults') do.
+                python=spec.python or parent.host.python,
+                env=merge_env(parent.host.env, spec.env),
+                labels=merge_labels(parent.labels, spec.labels),
+                timeout=spec.timeout if spec.timeout is not None else parent.timeout,
+                container=spec.name,
+                guest_kind=parent.node_kind,
+                user=spec.user,
+                kind=runtime,
+                runtime=runtime,
+            ))
+        return nodes
+
+    def transport(self, target: Target, outer: Transport) -> Transport:
+        assert target.runtime is not None and target.container is not None
+        # sudo only for the host's own login: inside pct exec or a VM it runs as root.
+        return OciTransport(outer, target.runtime, target.container, user=target.user,
+                            sudo=target.host.sudo and target.vmid is None,
+                            parent_name=target.parent or target.host.name)
+
+    def inside(self, target: Target) -> str:
+        return "in container"
+
+    def where_it_runs(self, node: NodeResult) -> str:
+        parent = getattr(node, "parent", None) or node.host
+        return f"inside {self.runtime} container {node.name} on {parent}, through " \
+               f"`{self.runtime} exec`"
+
+    def describe(self, target: Target) -> str | None:
+        return f"({self.runtime} container in {target.parent})"
+
+
+DOCKER = OciKind("docker")
+PODMAN = OciKind("podman")

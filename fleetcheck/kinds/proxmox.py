@@ -1,0 +1,182 @@
+"""What the two Proxmox guest kinds (LXC containers, QEMU VMs) share: declared on a host
+under `containers:` / `vms:`, listed from the Proxmox API, else `pvesh` over the host's
+transport, else the kind's own `pct list` / `qm list`, and expanded from that listing.
+
+`pvesh get /nodes/NODE/lxc|qemu --output-format json` gives names, tags and templates without
+an API token (it runs as the login, which pct already needs to be root). Any pvesh failure
+(no pvesh, another node name, sudo refusing) falls back to the kind's own listing, whose
+failures its transport module words.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from fleetcheck.inventory.errors import DiscoveryError, InventoryError
+from fleetcheck.inventory.listings import parse_pvesh_json
+from fleetcheck.inventory.model import (
+    ALL_CONTAINERS,
+    ContainerSpec,
+    DiscoveredContainer,
+    HostSpec,
+    SkippedTarget,
+    Target,
+)
+from fleetcheck.inventory.pveapi import discover_guests_via_api
+from fleetcheck.kinds.base import (
+    LISTING_TIMEOUT,
+    Discovery,
+    NodeKind,
+    Nodes,
+    merge_env,
+    merge_labels,
+)
+from fleetcheck.transport.pct import pve_list_argv, pve_list_failure, sudo_prefix
+
+if TYPE_CHECKING:
+    from fleetcheck.transport.interface import Transport
+
+
+def pvesh_argv(host: HostSpec, kind: str) -> list[str]:
+    """NODE is `api.node` when set, else the host's name."""
+    node = (host.api.node if host.api is not None else None) or host.name
+    return [*sudo_prefix(host.sudo), "pvesh", "get", f"/nodes/{node}/{kind}",
+            "--output-format", "json"]
+
+
+async def pvesh_list(
+    host: HostSpec, transport: Transport, kind: str, timeout: float, default_name: str
+) -> list[DiscoveredContainer] | None:
+    """The `kind` guests ("lxc" or "qemu") pvesh lists on `host`, or None when it cannot.
+
+    Output that is JSON but not a list of guests raises DiscoveryError (pvesh answered, and
+    not what it should): that is not a case for the fallback to hide.
+    """
+    argv = pvesh_argv(host, kind)
+    result = await transport.run(argv, timeout=timeout)
+    if result.returncode != 0 or result.timed_out or result.truncated or result.signal:
+        return None
+    listing = "pvesh " + " ".join(argv[-4:-2])
+    return parse_pvesh_json(result.stdout.decode("utf-8", "replace"), listing, default_name)
+
+
+async def pve_list(host: HostSpec, transport: Transport, tool: str, timeout: float) -> str:
+    """What `TOOL list` (pct, qm) prints on `host`; DiscoveryError saying why when it fails."""
+    result = await transport.run(pve_list_argv(tool, sudo=host.sudo), timeout=timeout)
+    if result.returncode != 0 or result.timed_out:
+        # The host's own refusal (its gatekeeper) first.
+        refused = transport.explain_failure(result)
+        reason = refused[1] if refused else pve_list_failure(result, host.name, tool)
+        raise DiscoveryError(reason, host=host.name)
+    return result.stdout.decode("utf-8", "replace")
+
+
+class ProxmoxGuestKind(NodeKind):
+    """A guest of a Proxmox host: `HOST/VMID`, declared under the host's `key`."""
+
+    runs_in = ("host",)
+    depth = 1
+    listing_fails_parent = True
+    #: The host's inventory key that declares these guests.
+    key: ClassVar[str]
+    #: How a skipped one is called: "container stopped", "VM stopped".
+    noun: ClassVar[str]
+    #: PVE's own name for a guest without one (pve-container, QemuServer vmstatus).
+    default_name: ClassVar[str]
+
+    def declared(self, parent: Target) -> str | Sequence[Any] | None:
+        specs: str | tuple[ContainerSpec, ...] = getattr(parent.host, self.key)
+        return specs or None
+
+    @abc.abstractmethod
+    async def tool_list(self, host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
+        """The kind's own listing (`pct list`, `qm list`) when pvesh cannot answer."""
+
+    async def discover(
+        self, parent: Target, transport: Transport, context: Discovery
+    ) -> Sequence[Any]:
+        host = parent.host
+        if host.api is not None:
+            # One API exchange lists the host's containers and VMs alike.
+            async def fetch() -> dict[str, list[DiscoveredContainer]]:
+                containers, vms = await discover_guests_via_api(host)
+                return {"lxc": containers, "qemu": vms}
+
+            return (await context.once(("proxmox-api", host.name), fetch))[self.name]
+        listed = await pvesh_list(host, transport, self.name, LISTING_TIMEOUT, self.default_name)
+        if listed is None:
+            listed = await self.tool_list(host, transport)
+        return listed
+
+    def expand(self, parent: Target, listing: Sequence[Any] | None) -> Nodes:
+        """Running guests are nodes, templates and stopped ones skipped nodes, and a listing
+        line discovery could not read an error node; listed guests take names and Proxmox
+        tags from the listing when there is one."""
+        host = parent.host
+        specs = self.declared(parent)
+        nodes: Nodes = []
+        if specs == ALL_CONTAINERS:
+            if listing is None:
+                raise InventoryError(
+                    f"{host.origin or host.name}: {self.key}: all needs discovery before targets"
+                )
+            readable = sorted((g for g in listing if g.vmid is not None),
+                              key=lambda g: g.vmid or 0)
+            for index, found in enumerate([*readable, *(g for g in listing if g.vmid is None)]):
+                labels = merge_labels(host.labels, found.tags)
+                if found.problem:
+                    nodes.append(self._unreadable(host, found, index))
+                    continue
+                assert found.vmid is not None
+                reason = self._skip_reason(found)
+                if reason:
+                    nodes.append(SkippedTarget(host, found.vmid, found.name, reason, labels,
+                                               kind=self.name))
+                else:
+                    nodes.append(self._guest(host, ContainerSpec(vmid=found.vmid), found))
+            return nodes
+        by_vmid = {g.vmid: g for g in listing or () if g.vmid is not None and not g.problem}
+        for spec in specs or ():
+            if isinstance(spec, ContainerSpec):
+                nodes.append(self._guest(host, spec, by_vmid.get(spec.vmid)))
+        return nodes
+
+    def _unreadable(self, host: HostSpec, found: DiscoveredContainer, index: int
+                    ) -> SkippedTarget:
+        """One error node for a listing line discovery could not read (its VMID if readable)."""
+        reason = f"discovery could not read {found.where}: {found.problem}"
+        fixed = None if found.vmid is not None else f"{host.name}/unreadable-{index + 1}"
+        return SkippedTarget(host, found.vmid, found.name or (fixed or ""), reason, host.labels,
+                             kind=self.name, status="error", fixed_id=fixed)
+
+    def _skip_reason(self, found: DiscoveredContainer) -> str:
+        if found.template:
+            return "template"
+        if found.status != "running":
+            # A lock (backup, migrate...) on a running container does not stop `pct exec`,
+            # so only the status decides; the lock is kept in the reason for stopped ones.
+            lock = f", locked: {found.lock}" if found.lock else ""
+            return f"{self.noun} {found.status}{lock}"
+        return ""
+
+    def _guest(self, host: HostSpec, spec: ContainerSpec, found: DiscoveredContainer | None
+               ) -> Target:
+        """Python, env, labels and timeout inherit defaults -> host -> guest."""
+        labels = merge_labels(host.labels, spec.labels, found.tags if found else ())
+        name = spec.name or (found.name if found else None) or f"{host.name}/{spec.vmid}"
+        return Target(
+            host=host,
+            vmid=spec.vmid,
+            name=name,
+            python=spec.python or host.python,
+            env=merge_env(host.env, spec.env),
+            labels=labels,
+            timeout=spec.timeout if spec.timeout is not None else host.timeout,
+            kind=self.name,
+            oci=spec.oci,
+        )
+
+    def inside(self, target: Target) -> str:
+        return f"in {self.noun}"

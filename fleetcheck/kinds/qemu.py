@@ -1,0 +1,52 @@
+"""The QEMU VM kind: `HOST/VMID` under a Proxmox host's `vms:`, reached through its guest
+agent: `qm guest exec` through the host's transport (`transport/qemu.py`), or the API's
+`agent/exec` for a `transport: api` host (`transport/qemu_api.py`); listed with `qm list`
+when neither the API nor pvesh answers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fleetcheck.inventory.listings import parse_qm_list
+from fleetcheck.inventory.model import DiscoveredContainer, HostSpec, Target
+from fleetcheck.kinds.base import LISTING_TIMEOUT
+from fleetcheck.kinds.proxmox import ProxmoxGuestKind, pve_list
+from fleetcheck.transport.qemu import QemuTransport
+from fleetcheck.transport.qemu_api import ApiHostTransport, QemuApiTransport
+
+if TYPE_CHECKING:
+    from fleetcheck.model import NodeResult
+    from fleetcheck.transport.interface import Transport
+
+
+async def qm_list(host: HostSpec, transport: Transport, timeout: float = LISTING_TIMEOUT
+                  ) -> list[DiscoveredContainer]:
+    """The VMs `qm list` shows on `host`; DiscoveryError saying why when it fails."""
+    return parse_qm_list(await pve_list(host, transport, "qm", timeout))
+
+
+class QemuKind(ProxmoxGuestKind):
+    name = "qemu"
+    key = "vms"
+    noun = "VM"
+    default_name = "VM {vmid}"
+
+    async def tool_list(self, host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
+        return await qm_list(host, transport)
+
+    def transport(self, target: Target, outer: Transport) -> Transport:
+        assert target.vmid is not None
+        if isinstance(outer, ApiHostTransport):
+            return QemuApiTransport(outer.agent, target.vmid)
+        host = target.host
+        return QemuTransport(outer, target.vmid, sudo=host.sudo, host_name=host.name)
+
+    def where_it_runs(self, node: NodeResult) -> str:
+        return (f"inside VM {node.vmid} on {node.host}, as root, "
+                f"through the QEMU guest agent (`qm guest exec {node.vmid}`)")
+
+    def describe(self, target: Target) -> str | None:
+        return "(VM, guest agent)"
+
+
+QEMU = QemuKind()

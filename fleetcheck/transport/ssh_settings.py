@@ -1,0 +1,192 @@
+"""Owns one host's effective SSH settings: the inventory over ssh_config over the defaults.
+
+An audit makes one `SshFiles`: each ssh_config, known_hosts file and private key is read once,
+however many hosts use it. `SshFiles.settings(host)` gives the address, port, user, keys,
+known_hosts files, host-key policy, jump hosts, connect timeout and algorithms a connection
+uses; asyncssh is then given all of them explicitly and reads no config of its own.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from fleetcheck.inventory.model import HostSpec, SshOptions
+from fleetcheck.transport.interface import TransportError
+from fleetcheck.transport.ssh_config import Resolved, SshConfig, algorithm_list
+from fleetcheck.transport.ssh_hostkeys import KnownHostsFiles
+from fleetcheck.transport.sshlib import asyncssh
+
+#: How long a TCP connect plus SSH handshake may take when neither the inventory's
+#: `ssh.connect_timeout` nor an ssh_config `ConnectTimeout` says.
+DEFAULT_CONNECT_TIMEOUT = 10.0
+#: Host-key policy when neither `ssh.host_key_policy` nor `StrictHostKeyChecking` says.
+DEFAULT_HOST_KEY_POLICY = "strict"
+#: StrictHostKeyChecking -> fleetcheck's policy. `no` trusts unknown keys as accept-new does
+#: but, unlike OpenSSH, never connects to a host whose key changed (the audit logs in as root).
+_POLICY_OF_STRICT = {"yes": "strict", "ask": "strict", "accept-new": "accept-new",
+                     "no": "accept-new"}
+
+#: Cipher preference, first match wins (the client's order decides in SSH). AES-GCM runs on the
+#: CPU's AES instructions through OpenSSL and costs asyncssh one AEAD call per packet, where its
+#: chacha20-poly1305 builds three cipher contexts and a Poly1305 per packet: about 45% less
+#: client CPU per node (bench/results.md). chacha20 and the ctr modes stay as fallbacks so that
+#: a host restricted to them still connects.
+PREFERRED_CIPHERS = (
+    "aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com",
+    "aes128-ctr", "aes192-ctr", "aes256-ctr",
+)
+#: MACs matter only on the ctr fallback (AEAD ciphers carry their own tag); hmac-sha2-256-etm
+#: first because umac exists only where asyncssh finds libnettle.
+PREFERRED_MACS = (
+    "hmac-sha2-256-etm@openssh.com", "umac-64-etm@openssh.com",
+    "hmac-sha2-512-etm@openssh.com", "umac-128-etm@openssh.com",
+    "hmac-sha2-256", "hmac-sha2-512", "hmac-sha1-etm@openssh.com", "hmac-sha1",
+)
+
+
+def _names(algs: list[bytes]) -> list[str]:
+    return [alg.decode("ascii") for alg in algs]
+
+
+def key_exchanges() -> list[str]:
+    """asyncssh's own key-exchange order: post-quantum hybrids first (mlkem768x25519-sha256
+    through `cryptography`, sntrup761x25519-sha512 with liboqs) where this build has them."""
+    return [alg for alg in _names(asyncssh.kex.get_default_kex_algs())
+            if not alg.startswith("gss-")]
+
+
+def _host_key_algs(default: bool) -> list[str]:
+    key = asyncssh.public_key
+    if default:
+        return _names(key.get_default_x509_certificate_algs()
+                      + key.get_default_certificate_algs() + key.get_default_public_key_algs())
+    return _names(key.get_x509_certificate_algs() + key.get_certificate_algs()
+                  + key.get_public_key_algs())
+
+
+@functools.cache
+def algorithms(option: str, setting: str | None) -> tuple[str, ...]:
+    """The list one option gives (ssh_config's `setting` on fleetcheck's defaults), computed
+    once per distinct setting: asyncssh's algorithms are fixed once it is imported."""
+    if option == "KexAlgorithms":
+        chosen = algorithm_list(setting, key_exchanges(), _names(asyncssh.kex.get_kex_algs()))
+    elif option == "Ciphers":
+        chosen = algorithm_list(setting, PREFERRED_CIPHERS,
+                                _names(asyncssh.encryption.get_encryption_algs()))
+    elif option == "MACs":
+        chosen = algorithm_list(setting, PREFERRED_MACS, _names(asyncssh.mac.get_mac_algs()))
+    else:
+        chosen = algorithm_list(setting, _host_key_algs(True), _host_key_algs(False))
+    if not chosen:
+        raise TransportError(f"ssh_config {option} {setting}: none of them is one this SSH "
+                             "client (asyncssh) has")
+    return tuple(chosen)
+
+
+@dataclass(frozen=True)
+class SshSettings:
+    """What one connection to one host uses, every value decided (for messages, too)."""
+
+    name: str
+    address: str
+    port: int
+    user: str
+    identity_files: tuple[str, ...]
+    identities_only: bool
+    #: known_hosts files consulted: the user's (first: where accept-new writes), then global.
+    known_hosts: tuple[str, ...]
+    host_key_policy: str
+    proxy_jump: str | None
+    connect_timeout: float
+    kex_algs: tuple[str, ...]
+    encryption_algs: tuple[str, ...]
+    mac_algs: tuple[str, ...]
+    host_key_algs: tuple[str, ...] | None
+
+    @property
+    def where(self) -> str:
+        return f"{self.address}:{self.port}"
+
+    def jump_hops(self) -> list[str]:
+        """`proxy_jump`'s hops in order (`[user@]host[:port]` each), none without it."""
+        if not self.proxy_jump:
+            return []
+        return [hop.strip() for hop in self.proxy_jump.split(",")]
+
+
+class SshFiles:
+    """The ssh_config files, known_hosts files and keys of one audit, each read once."""
+
+    def __init__(self) -> None:
+        self._configs: dict[str | None, SshConfig] = {}
+        self._keys: dict[str, list[Any]] = {}
+        self.known_hosts = KnownHostsFiles()
+
+    def config(self, config_file: str | None) -> SshConfig:
+        if config_file not in self._configs:
+            self._configs[config_file] = SshConfig.for_option(config_file)
+        return self._configs[config_file]
+
+    def settings(self, host: HostSpec, *, lookup: str | None = None,
+                 user: str | None = None, port: int | None = None) -> SshSettings:
+        """`host`'s settings; a jump hop passes its own `lookup` name, user and port."""
+        options = host.ssh
+        name = lookup or host.address or host.name
+        if lookup is None:
+            user, port = options.user, options.port
+        resolved = self.config(options.config_file).resolve(name, user=user, port=port)
+        return _settings(host.name, options, resolved)
+
+    def client_keys(self, paths: tuple[str, ...]) -> list[Any]:
+        """Each private key loaded once; a file that is gone is skipped as OpenSSH skips it."""
+        keys: list[Any] = []
+        for path in paths:
+            if path not in self._keys:
+                try:
+                    self._keys[path] = list(asyncssh.load_keypairs([path]))
+                except FileNotFoundError:
+                    self._keys[path] = []
+                except (OSError, ValueError, asyncssh.KeyImportError) as exc:
+                    raise TransportError(f"cannot load SSH key {path}: {exc}") from None
+            keys.extend(self._keys[path])
+        return keys
+
+
+def _settings(name: str, options: SshOptions, resolved: Resolved) -> SshSettings:
+    # The inventory's key comes first, as `ssh -i` does, then the ssh_config's.
+    identities = resolved.identity_files
+    if options.identity_file:
+        identities = (os.path.expanduser(options.identity_file),
+                      *(path for path in identities if path != options.identity_file))
+    user_files = ((os.path.expanduser(options.known_hosts),) if options.known_hosts
+                  else resolved.user_known_hosts)
+    if not user_files:
+        raise TransportError(f"{name}: UserKnownHostsFile none leaves no known_hosts to check "
+                             "host keys against: name one (ssh.known_hosts)", kind="error")
+    timeout = options.connect_timeout or resolved.connect_timeout or DEFAULT_CONNECT_TIMEOUT
+    policy = (options.host_key_policy
+              or _POLICY_OF_STRICT.get(resolved.strict_host_key_checking)
+              or DEFAULT_HOST_KEY_POLICY)
+    jump = options.proxy_jump or resolved.proxy_jump
+    # Unset: asyncssh orders host key types by the keys known_hosts holds, as OpenSSH does.
+    host_key_algs = (algorithms("HostKeyAlgorithms", resolved.host_key_algorithms)
+                     if resolved.host_key_algorithms else None)
+    return SshSettings(
+        name=name,
+        address=resolved.hostname,
+        port=resolved.port,
+        user=resolved.user,
+        identity_files=identities,
+        identities_only=resolved.identities_only,
+        known_hosts=(*user_files, *resolved.global_known_hosts),
+        host_key_policy=policy,
+        proxy_jump=jump,
+        connect_timeout=float(timeout),
+        kex_algs=algorithms("KexAlgorithms", resolved.kex_algorithms),
+        encryption_algs=algorithms("Ciphers", resolved.ciphers),
+        mac_algs=algorithms("MACs", resolved.macs),
+        host_key_algs=host_key_algs,
+    )

@@ -1,0 +1,236 @@
+"""ssh_config resolved per host, against the real OpenSSH client's `ssh -G HOST -F FILE`.
+
+Each row is a host name (and the inventory's user/port/known_hosts, passed to ssh as `-l`, `-p`
+and `-o`); what fleetcheck resolves must be what OpenSSH prints for it. Algorithm lists are
+compared through OpenSSH's own defaults (`ssh -G -F none`): `+`, `-` and `^` applied to them
+must give the list ssh prints.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fleetcheck.transport.ssh_config import (
+    Resolved,
+    SshConfig,
+    SshConfigError,
+    algorithm_list,
+)
+
+pytestmark = pytest.mark.skipif(shutil.which("ssh") is None, reason="needs the OpenSSH client")
+
+CONFIG = """\
+# Comments, blank lines and `=` are read as OpenSSH reads them.
+Host node1 node1-alias
+    HostName 10.0.0.1
+    Port 2201
+    User alice
+    IdentityFile ~/.ssh/%h-%p-%r.key
+    IdentityFile /keys/second
+    UserKnownHostsFile ~/kh/%h_%p known2
+    StrictHostKeyChecking accept-new
+    ConnectTimeout 7
+
+Host node2
+    HostName %h.cluster.example
+    Port=2202
+    IdentitiesOnly yes
+    ProxyJump jump@bastion:2222,other
+    Ciphers aes256-ctr,aes128-gcm@openssh.com
+    MACs +hmac-sha1
+    KexAlgorithms -sntrup*,diffie-hellman-group14-sha256
+
+Host NODE3
+    Port 2203
+
+Host node* !node9
+    User fallback
+    Port 9999
+    StrictHostKeyChecking no
+    HostKeyAlgorithms ^ssh-ed25519
+    UserKnownHostsFile "/known-hosts/%n_%C" %d/%u-%i-%L-%l-%k
+    GlobalKnownHostsFile /etc/fleet_known_hosts
+
+Match host *.cluster.example user fallback
+    ConnectTimeout 3
+
+Match originalhost node4 exec "test %p = 9999"
+    User fromexec
+
+Match !host node5,node6 all
+    Ciphers chacha20-poly1305@openssh.com
+
+Include {include}
+
+Host *
+    User last
+    IdentityFile ~/.ssh/id_default
+    StrictHostKeyChecking yes
+    ProxyJump none
+
+# Read again once the rest is settled (OpenSSH's second pass), HostName already applied.
+Match final host 10.0.0.1 originalhost node1-alias
+    IdentitiesOnly yes
+    IdentityFile ~/.ssh/final-%h
+"""
+
+INCLUDED = """\
+Host node5
+    HostName included.example
+    UserKnownHostsFile none
+Host node7
+    KexAlgorithms ^curve25519-sha256
+"""
+
+#: (host, user, port, known_hosts): the inventory's values, None where it names none.
+ROWS = [
+    ("node1", None, None, None),
+    ("node1-alias", None, None, None),
+    ("node1", "bob", 33, None),
+    ("node2", None, None, None),
+    ("node2", None, None, "/inventory/known_hosts"),
+    ("NODE3", None, None, None),
+    ("node3", None, None, None),
+    ("node4", None, None, None),
+    ("node5", None, None, None),
+    ("node6", None, None, None),
+    ("node7", None, None, None),
+    ("node9", None, None, None),
+    ("elsewhere", None, None, None),
+    ("elsewhere", "carol", 2222, None),
+]
+
+ALGORITHMS = {"ciphers": "cipher", "macs": "mac", "kexalgorithms": "kex",
+              "hostkeyalgorithms": "HostKeyAlgorithms"}
+
+
+def ssh_g(config: Path | str, host: str, *extra: str) -> dict[str, list[str]]:
+    """`ssh -G`'s answer: each option (lower case) to its values, one per line it printed."""
+    out = subprocess.run(["ssh", "-G", "-F", str(config), *extra, host], check=True,
+                         capture_output=True, text=True).stdout
+    found: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        key, _, value = line.partition(" ")
+        found.setdefault(key, []).append(value)
+    return found
+
+
+def openssh_expand(path: str, shown: dict[str, list[str]]) -> str:
+    """The reference for IdentityFile tokens (ssh -G prints them unexpanded)."""
+    values = {"h": shown["hostname"][0], "p": shown["port"][0], "r": shown["user"][0]}
+    text = str(Path(path).expanduser()) if path.startswith("~") else path
+    for token, value in values.items():
+        text = text.replace(f"%{token}", value)
+    return text.replace("%%", "%")
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ssh_config")
+    (root / "extra.d").mkdir()
+    (root / "extra.d" / "one.conf").write_text(INCLUDED)
+    config = root / "config"
+    config.write_text(CONFIG.format(include=root / "extra.d" / "*.conf"))
+    return config
+
+
+@pytest.fixture(scope="module")
+def defaults(written: Path) -> dict[str, list[str]]:
+    return ssh_g("none", "any")
+
+
+@pytest.fixture(scope="module")
+def available() -> dict[str, list[str]]:
+    return {key: subprocess.run(["ssh", "-Q", query], check=True, capture_output=True,
+                                text=True).stdout.split()
+            for key, query in ALGORITHMS.items()}
+
+
+@pytest.mark.parametrize(("host", "user", "port", "known_hosts"), ROWS)
+def test_each_host_resolves_as_ssh_G_shows_it(
+    written: Path, defaults: dict[str, list[str]], available: dict[str, list[str]],
+    host: str, user: str | None, port: int | None, known_hosts: str | None,
+) -> None:
+    extra: list[str] = []
+    first: dict[str, object] = {}
+    if user:
+        extra += ["-l", user]
+    if port:
+        extra += ["-p", str(port)]
+    if known_hosts:
+        extra += ["-o", f"UserKnownHostsFile={known_hosts}"]
+        first["UserKnownHostsFile"] = (known_hosts,)
+    shown = ssh_g(written, host, *extra)
+    got = SshConfig([str(written)]).resolve(host, user=user, port=port, first=first)
+
+    assert got.hostname == shown["hostname"][0]
+    assert got.port == int(shown["port"][0])
+    assert got.user == shown["user"][0]
+    assert got.identities_only == (shown["identitiesonly"][0] == "yes")
+    if got.identity_files:
+        assert list(got.identity_files) == [openssh_expand(f, shown)
+                                            for f in shown["identityfile"]]
+    else:  # none named: OpenSSH's default keys, which asyncssh's own defaults stand for
+        assert shown["identityfile"] == defaults["identityfile"]
+    known = shown["userknownhostsfile"][0]
+    assert got.user_known_hosts == (() if known == "none" else tuple(known.split(" ")))
+    assert got.global_known_hosts == tuple(shown["globalknownhostsfile"][0].split(" "))
+    strict = {"true": "yes", "false": "no"}.get(*shown["stricthostkeychecking"] * 2)
+    assert got.strict_host_key_checking == strict
+    assert got.proxy_jump == (shown["proxyjump"][0] if "proxyjump" in shown else None)
+    timeout = shown["connecttimeout"][0]
+    assert got.connect_timeout == (None if timeout == "none" else float(timeout))
+    for key, setting in (("ciphers", got.ciphers), ("macs", got.macs),
+                         ("kexalgorithms", got.kex_algorithms),
+                         ("hostkeyalgorithms", got.host_key_algorithms)):
+        assert algorithm_list(setting, defaults[key][0].split(","), available[key]) == \
+            shown[key][0].split(","), key
+
+
+def test_a_quoted_path_with_a_space_is_one_file(tmp_path: Path) -> None:
+    # (ssh -G joins the files with spaces, so this row cannot be read back from it.)
+    config = tmp_path / "config"
+    config.write_text('Host *\n    UserKnownHostsFile "/known hosts/%n" second\n')
+    got = SshConfig([str(config)]).resolve("node3")
+    assert isinstance(got, Resolved)
+    assert got.user_known_hosts == ("/known hosts/node3", "second")
+
+
+def test_a_host_line_of_plain_names_is_indexed_not_scanned(tmp_path: Path) -> None:
+    # 2,000 blocks: resolving one host visits its own block and the pattern blocks only.
+    lines = [f"Host n{i}\n    Port {10000 + i}\n" for i in range(2000)]
+    config = tmp_path / "config"
+    config.write_text("".join(lines) + "Host n*\n    User everyone\n")
+    parsed = SshConfig([str(config)])
+    assert parsed._candidates("n1234") == sorted({*parsed._general,
+                                                  *parsed._by_name["n1234"]})
+    assert len(parsed._candidates("n1234")) <= 4
+    got = parsed.resolve("n1234")
+    assert (got.port, got.user) == (11234, "everyone")
+    shown = ssh_g(config, "n1234")
+    assert (shown["port"], shown["user"]) == (["11234"], ["everyone"])
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("Host a\n    Port many\n", "line 2: Port must be a number, got 'many'"),
+    ("Host a\n    StrictHostKeyChecking maybe\n",
+     "line 2: StrictHostKeyChecking must be yes, no, ask or accept-new, got 'maybe'"),
+    ("Match localnetwork 10.0.0.0/8\n", "line 1: unsupported Match criterion 'localnetwork'"),
+    ("Host a\n    HostName \"unclosed\n", "line 2: No closing quotation"),
+    ("Host a\n    UserKnownHostsFile ~/%z\n", "line 2: unknown token %z in"),
+])
+def test_a_line_openssh_refuses_is_one_line_naming_file_and_line(
+    tmp_path: Path, text: str, problem: str,
+) -> None:
+    config = tmp_path / "config"
+    config.write_text(text)
+    with pytest.raises(SshConfigError) as caught:
+        SshConfig([str(config)]).resolve("a")
+    assert str(caught.value).startswith(f"ssh_config {config} {problem}")
+    # OpenSSH refuses the same file (exit 255), so the row is not a guess about ssh.
+    ran = subprocess.run(["ssh", "-G", "-F", str(config), "a"], capture_output=True, text=True)
+    assert ran.returncode == 255
