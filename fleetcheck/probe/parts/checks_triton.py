@@ -162,6 +162,12 @@ class TritonChecks(Part):
         evidence["matches"] = cause or classify_error(
             error + "\n" + self.stack_result["stderr"][-4000:])
         evidence["message"] = line or None
+        backends = self.stages.get("backends") or {}
+        evidence["backends"] = backends or None
+        if (evidence["matches"] == "zero_active_drivers" and backends.get("discovered") == []
+                and not backends.get("in_tree")):
+            # Triton 3.4+ finds its backends through entry points: none without its dist-info.
+            evidence["matches"] = "triton_no_backends"
         runs = [r for r in (target.get("failure") or {}).get("compiler") or []
                 if r.get("rc") or r.get("error")]
         if runs:

@@ -54,6 +54,8 @@ DIAGNOSIS_FIXES = {
     "process_limits": "raise the job's process, open-file or memory limit (pids.max, ulimit)",
     "disk_full": "free space on the file system the failing write went to",
     "triton_default_backend": "unset TRITON_DEFAULT_BACKEND, or set it to nvidia",
+    "triton_no_backends": "reinstall Triton with pip (its dist-info's entry_points.txt names the "
+                          "backends), or set TRITON_BACKENDS_IN_TREE=1",
     "triton_backends_conflict": "remove the extra Triton backend package (pip list | grep -i "
                                 "triton), or set TRITON_DEFAULT_BACKEND=nvidia (Triton >= 3.9)",
 }
@@ -69,6 +71,7 @@ DIAGNOSIS_LABELS = {
     "disk_full": "no space left on a file system Triton writes",
     "triton_default_backend": "TRITON_DEFAULT_BACKEND names no active backend",
     "triton_backends_conflict": "more than one active Triton backend",
+    "triton_no_backends": "Triton finds no backend (installed without its metadata)",
 }
 
 #: A diagnosis that names a toolchain cause a warm cache hides (see evaluate.MASKABLE).
