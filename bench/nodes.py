@@ -205,19 +205,9 @@ class NodeFleet:
 
     def leftover_processes(self) -> list[int]:
         """pids of processes still running with this fleet's mark (what a probe left)."""
-        needle = f"FLEETCHECK_FLEET_MARK={self.mark}".encode()
-        found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
-                continue
-            try:
-                environ = (entry / "environ").read_bytes()
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if needle in environ.split(b"\0") and b"sshd" not in cmdline.split(b"\0")[0]:
-                found.append(int(entry.name))
-        return found
+        from tests.fleet.kit import marked_processes
+
+        return [int(line.split()[0]) for line in marked_processes(self.mark)]
 
     def close(self) -> None:
         import signal

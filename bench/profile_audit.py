@@ -1,6 +1,7 @@
 """Profile the auditor: `fleetcheck audit` under cProfile (CPU time) on a loopback fleet.
 
     python bench/profile_audit.py [--containers 500] [--probe trivial|real] [--top 25]
+                                  [--shape nodes]
 
 The trivial probe (the real probe's reply, printed) leaves only the auditor's own work.
 Writes the pstats file next to the fleet and prints the top entries by own time and
@@ -32,11 +33,13 @@ def main() -> int:
     parser.add_argument("--containers", type=int, default=500)
     parser.add_argument("--probe", choices=("trivial", "real"), default="trivial")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--shape", choices=("containers", "nodes"), default="containers",
+                        help="nodes: bare-metal nodes, one sshd and one connection each")
     parser.add_argument("--workdir")
     args = parser.parse_args()
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="fc-profile-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    fleet = build_fleet(args.containers, workdir)
+    fleet = build_fleet(args.containers, workdir, args.shape)
     try:
         probe = real_probe(workdir)
         if args.probe == "trivial":

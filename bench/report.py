@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -132,7 +133,8 @@ def nodes_table(rows: Sequence[Row]) -> list[str]:
             f"| {row.cpu_s:.2f} | {row.cpu_ms_per_node:.1f} "
             f"| {'' if cpu_fc is None or row.contender.startswith('floor') else f'{cpu_fc:.1f}'} "
             f"| {f'{row.fleet_cpu_s:.1f}' if row.fleet_cpu_s else '–'} "
-            f"| {row.peak_rss_mb:.0f} | {row.tree_rss_mb:.0f} | {row.ok}/{row.total} "
+            f"| {row.peak_rss_mb:.0f} | {f'{row.tree_rss_mb:.0f}' if row.tree_rss_mb else '–'} "
+            f"| {row.ok}/{row.total} "
             f"| {row.runs} | {', '.join(f'{load:.1f}' for load in row.loads) or '–'} |"
         )
     return lines
@@ -314,6 +316,37 @@ def write_results(path: Path, rows: Sequence[Row], machine: Mapping[str, object]
         ]
     text += [*extra, *probe_performance_section(), METHOD]
     path.write_text("\n".join(text).rstrip() + "\n")
+
+
+_LOG_LINE = re.compile(
+    r"^\[\s*[\d.]+s\]\s+(?P<n>\d+) (?P<probe>\w+)\s+(?P<name>\S+)\s+run (?P<run>\d+)/\d+:"
+    r"\s+(?P<wall>[\d.]+) s wall,\s+(?P<cpu>[\d.]+) s cpu, load\s+(?P<load>[\d.]+),"
+    r"\s+(?P<rss>[\d.]+) MB, ok (?P<ok>\d+)/(?P<total>\d+)", re.MULTILINE)
+
+
+def rows_from_log(text: str, *, shape: str, cores: str,
+                  skip: Sequence[tuple[int, str]] = ()) -> list[Row]:
+    """Rows from bench/run.py's progress lines, for runs whose step was cut before its
+    results were written: wall, auditor CPU, peak RSS, ok and load per run (no fleet CPU,
+    tree RSS or machine CPU: the log does not carry them). `skip`: (nodes, probe) pairs
+    already in a results file."""
+    runs: dict[tuple[int, str, str], list[re.Match[str]]] = {}
+    for match in _LOG_LINE.finditer(text):
+        key = (int(match["n"]), match["probe"], match["name"])
+        if key[:2] not in skip:
+            runs.setdefault(key, []).append(match)
+    rows = []
+    for (nodes, probe, name), found in runs.items():
+        walls = [float(m["wall"]) for m in found]
+        rows.append(Row(
+            containers=nodes, probe=probe, contender=name, runs=len(found),
+            wall_s=statistics.median(walls), wall_min_s=min(walls), wall_max_s=max(walls),
+            cpu_s=statistics.median(float(m["cpu"]) for m in found), machine_cpu_s=0.0,
+            peak_rss_mb=max(float(m["rss"]) for m in found), tree_rss_mb=0.0,
+            ok=min(int(m["ok"]) for m in found), total=int(found[0]["total"]),
+            load_max=max(float(m["load"]) for m in found), shape=shape, cores=cores,
+            loads=tuple(float(m["load"]) for m in found), note="from the run's log"))
+    return rows
 
 
 def load_rows(path: Path) -> tuple[list[Row], dict[str, object], int]:

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fleetcheck import kinds
+from fleetcheck import failures, kinds
 from fleetcheck.inventory import (
     DiscoveryError,
     HostSpec,
@@ -28,9 +28,11 @@ from fleetcheck.inventory import (
     Target,
     host_may_match,
     matches_limit,
+    may_select_guests,
+    may_select_inside,
 )
 from fleetcheck.inventory.discovery import needs_discovery
-from fleetcheck.model import NodeResult, Report
+from fleetcheck.model import NodeResult, Report, TritonVerdict
 from fleetcheck.observer import AuditObserver, NullObserver
 from fleetcheck.probe import probe_argv, probe_source
 from fleetcheck.probe.results import ProbeOutputError, parse_probe_output
@@ -60,15 +62,21 @@ def shipped_probe() -> bytes:
     return probe_source().encode()
 
 
+def _failed(cause: str | None) -> dict[str, Any]:
+    """A node's fields for a failure outside the probe: its id in `triton.cause`."""
+    return {"triton": TritonVerdict(cause=cause)} if cause else {}
+
+
 def _node(target: Target | SkippedTarget, status: str, reason: str, **extra: Any) -> NodeResult:
     return NodeResult(id=target.id, host=target.host.name, vmid=target.vmid, name=target.name,
                       status=status, reason=reason, labels=target.labels, kind=target.kind,
                       parent=target.parent, **extra)
 
 
-def _host_node(host: HostSpec, status: str, reason: str) -> NodeResult:
+def _host_node(host: HostSpec, status: str, reason: str, cause: str | None = None
+               ) -> NodeResult:
     return NodeResult(id=host.name, host=host.name, vmid=None, name=host.name, status=status,
-                      reason=reason, labels=host.labels)
+                      reason=reason, labels=host.labels, **_failed(cause))
 
 
 def _short(text: str) -> str:
@@ -83,7 +91,7 @@ def _one_line(exc: BaseException) -> str:
 
 def _timed_out(target: Target, duration_s: float) -> NodeResult:
     return _node(target, "error", f"probe timed out after {target.timeout:g} s",
-                 duration_s=duration_s)
+                 duration_s=duration_s, **_failed(failures.TIMED_OUT))
 
 
 def _without_document(
@@ -175,7 +183,8 @@ async def probe_target(
                 run(argv, input=payload, timeout=limits.timeout), limits.outer_bound
             )
     except TransportError as exc:
-        return _node(target, exc.kind, str(exc), duration_s=time.monotonic() - started)
+        return _node(target, exc.kind, str(exc), duration_s=time.monotonic() - started,
+                     **_failed(exc.cause))
     except asyncio.TimeoutError:
         return _timed_out(target, time.monotonic() - started)
     return node_from_result(target, transport, result, policy, time.monotonic() - started)
@@ -231,8 +240,11 @@ class AuditRun:
         self.audit_timeout = audit_timeout if audit_timeout is not None else (
             inventory.audit_timeout)
         if transports is None:
-            transports = (TransportFactory() if connect_attempts is None
-                          else TransportFactory(connect_attempts=connect_attempts))
+            # The factory hands the audit's budget to every transport it makes; a factory
+            # given (a bench's) brings its own.
+            transports = (TransportFactory(budget=budget) if connect_attempts is None
+                          else TransportFactory(connect_attempts=connect_attempts,
+                                                budget=budget))
         self.transports = transports
         self.probe = probe
         self.budget = budget
@@ -323,11 +335,12 @@ class AuditRun:
     async def _audit_selected_host(self, host: HostSpec, transport: Transport) -> None:
         root = kinds.host_target(host)
         if needs_discovery(host):
-            self._pending[host.name] = _host_node(host, "error", INTERRUPTED_DISCOVERY)
+            self._pending[host.name] = _host_node(host, "error", INTERRUPTED_DISCOVERY,
+                                                  failures.DISCOVERY_INTERRUPTED)
         try:
             nodes = await self._nodes_under(root, transport, kinds.Discovery())
         except TransportError as exc:
-            self._finish_host(_host_node(host, exc.kind, str(exc)))
+            self._finish_host(_host_node(host, exc.kind, str(exc), exc.cause))
             return
         except (DiscoveryError, InventoryError) as exc:
             reason = f"container discovery failed: {exc}"
@@ -339,7 +352,8 @@ class AuditRun:
         nodes = [node for node in nodes if self._selected(node)]
         targets = [node for node in nodes if isinstance(node, Target)]
         for target in targets:
-            self._pending[target.id] = _node(target, "error", INTERRUPTED)
+            self._pending[target.id] = _node(target, "error", INTERRUPTED,
+                                             **_failed(failures.INTERRUPTED))
         self._total += len(nodes)
         self.observer.targets_resolved(self._total)
         for skipped in nodes:
@@ -348,6 +362,16 @@ class AuditRun:
         # _probe records its own failures; return_exceptions keeps one from ending the others.
         await asyncio.gather(*(self._probe(target, transport) for target in targets),
                              return_exceptions=True)
+
+    def _lists(self, kind: kinds.NodeKind, parent: Target) -> bool:
+        """Whether `kind`'s listing under `parent` runs: it is needed, and the limit may
+        select a node only it can bring (`--limit pve1/103/docker:web`, 103 named in the
+        inventory, lists nothing)."""
+        if not kind.needs_listing(parent):
+            return False
+        if kind.listing_fails_parent:  # a Proxmox host's guests
+            return may_select_guests(parent.host, self.limit, self.inventory.groups)
+        return may_select_inside(parent.id, kind.name, self.limit, self.inventory.groups)
 
     async def _nodes_under(
         self, parent: Target, host_transport: Transport, context: kinds.Discovery
@@ -359,20 +383,22 @@ class AuditRun:
         kind after the other, and raise; the others (Docker/Podman inside any node) run
         concurrently with the deeper levels, and one that fails is one node saying why.
         """
-        transport = kinds.open_transport(parent, host_transport)
+        transport = kinds.open_transport(parent, host_transport, self.budget)
         declared = [k for k in kinds.children_kinds(parent) if k.declared(parent) is not None]
         listings: dict[str, Sequence[object]] = {}
         for kind in declared:
-            if kind.listing_fails_parent and kind.needs_listing(parent):
+            if kind.listing_fails_parent and self._lists(kind, parent):
                 listings[kind.name] = await kind.discover(parent, transport, context)
 
         async def nodes_of(kind: kinds.NodeKind) -> list[Target | SkippedTarget]:
             listing = listings.get(kind.name)
-            if listing is None and kind.needs_listing(parent):
+            if listing is None and self._lists(kind, parent):
                 try:
                     listing = await kind.discover(parent, transport, context)
                 except (DiscoveryError, TransportError) as exc:
                     return kind.listing_failed(parent, exc)
+            elif listing is None and kind.needs_listing(parent):
+                listing = []  # the limit selects nothing only this listing could bring
             children = kind.expand(parent, listing)
             deeper = iter(await asyncio.gather(
                 *(self._nodes_under(child, host_transport, context)

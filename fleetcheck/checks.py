@@ -6,6 +6,7 @@ their error texts); the others are fleetcheck's own checks around them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -18,12 +19,16 @@ class CheckInfo:
     #: "nvidia" or "amd" for a check of one vendor's stack only (the other's documents leave it
     #: out); None for the checks every GPU node's document holds.
     vendor: str | None = None
+    #: The title on an AMD node, where the shared check answers for HIP (None: `title`).
+    amd_title: str | None = None
 
 
 #: Every check the probe emits, in causal order: the first failing one is the root cause.
 CHECKS: tuple[CheckInfo, ...] = (
-    CheckInfo("gpu_present", "NVIDIA GPU present", "gpus", catalogue=False),
-    CheckInfo("dev_nodes_missing", "/dev/nvidia* nodes usable", "gpus"),
+    CheckInfo("gpu_present", "NVIDIA GPU present", "gpus", catalogue=False,
+              amd_title="AMD GPU present"),
+    CheckInfo("dev_nodes_missing", "/dev/nvidia* nodes usable", "gpus",
+              amd_title="/dev/kfd and /dev/dri render nodes usable"),
     CheckInfo("cgroup_devices_revoked", "GPU access not revoked under the container", "gpus",
               vendor="nvidia"),
     CheckInfo("fabric_manager_not_ready", "NVSwitch fabric ready (cuInit not 802)", "driver",
@@ -32,15 +37,19 @@ CHECKS: tuple[CheckInfo, ...] = (
               "driver", vendor="nvidia"),
     CheckInfo("libcuda_stub_shadowing", "libcuda is the driver's, not the link stub", "driver",
               vendor="nvidia"),
-    CheckInfo("driver_userspace_mismatch", "driver libraries match kernel module", "driver"),
-    CheckInfo("zero_active_drivers", "CUDA driver initialises", "driver"),
+    CheckInfo("driver_userspace_mismatch", "driver libraries match kernel module", "driver",
+              amd_title="ROCm userspace works with the amdgpu driver"),
+    CheckInfo("zero_active_drivers", "CUDA driver initialises", "driver",
+              amd_title="HIP runtime finds the GPUs"),
     CheckInfo("gpu_exclusive_busy", "GPU not held exclusively by another process", "driver",
               vendor="nvidia"),
     CheckInfo("driver_too_old", "driver new enough for torch's CUDA", "driver", vendor="nvidia"),
-    CheckInfo("torch_cuda", "PyTorch sees the GPUs", "torch", catalogue=False),
-    CheckInfo("torch_lacks_arch", "PyTorch built for this GPU", "torch"),
+    CheckInfo("torch_cuda", "PyTorch sees the GPUs", "torch", catalogue=False,
+              amd_title="PyTorch (ROCm build) sees the GPUs"),
+    CheckInfo("torch_lacks_arch", "PyTorch built for this GPU", "torch",
+              amd_title="PyTorch built for this gfx arch"),
     CheckInfo("gpu_arch_unsupported", "GPU capability >= 7.0 (Triton, inductor)", "gpus",
-              catalogue=False),
+              catalogue=False, amd_title="gfx arch supported by Triton's AMD backend"),
     CheckInfo("triton_installed", "Triton installed (one distribution)", "triton", False),
     CheckInfo("triton_2x", "Triton 3.x", "triton"),
     CheckInfo("cc_env_invalid", "$CC points at a compiler", "compiler"),
@@ -86,6 +95,15 @@ CHECKS: tuple[CheckInfo, ...] = (
 )
 
 CHECKS_BY_ID: dict[str, CheckInfo] = {info.id: info for info in CHECKS}
+
+
+def check_title(check_id: str, facts: object = None) -> str:
+    """A check's title for a node: its AMD wording on an AMD node (facts.gpu_vendor "amd")."""
+    info = CHECKS_BY_ID.get(check_id)
+    if info is None:
+        return check_id
+    amd = isinstance(facts, Mapping) and facts.get("gpu_vendor") == "amd"
+    return info.amd_title if amd and info.amd_title else info.title
 
 
 def vendor_checks(vendor: str) -> tuple[CheckInfo, ...]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Awaitable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from fleetcheck import __version__
+from fleetcheck.errors import FleetcheckError
 from fleetcheck.verdict import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
 
 if TYPE_CHECKING:  # the CLI imports stages lazily, so that `--help` and `probe --script` stay fast
@@ -18,7 +18,6 @@ if TYPE_CHECKING:  # the CLI imports stages lazily, so that `--help` and `probe 
     from fleetcheck.verdict import Policy
 
 
-FORMATS = ("table", "html", "json", "junit", "prometheus")
 
 EPILOG = """\
 exit codes (audit, gate, probe):
@@ -30,7 +29,7 @@ exit codes (audit, gate, probe):
 """
 
 
-class UsageError(Exception):
+class UsageError(FleetcheckError):
     """A problem with what the user asked for; printed as one line, exit code 2."""
 
 
@@ -57,6 +56,8 @@ def positive_count(text: str) -> int:
 
 
 def _add_output(parser: argparse.ArgumentParser, default_format: str = "table") -> None:
+    from fleetcheck.render import FORMATS
+
     parser.add_argument(
         "--format", "-f", choices=FORMATS, default=None,
         help=f"output format (default: {default_format}; inferred from -o's extension "
@@ -367,14 +368,19 @@ def cmd_host_setup(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
-def _output_format(args: argparse.Namespace) -> str:
-    if args.format:
-        return str(args.format)
-    suffixes = {".html": "html", ".htm": "html", ".json": "json", ".xml": "junit",
-                ".prom": "prometheus"}
-    if args.output and args.output != "-":
-        return suffixes.get(Path(args.output).suffix.lower(), "table")
+def _format_for(fmt: str | None, output: str | None) -> str:
+    """The format asked for, else the one `output`'s suffix names, else the table."""
+    if fmt:
+        return fmt
+    if output and output != "-":
+        from fleetcheck.render import format_for_path
+
+        return format_for_path(output) or "table"
     return "table"
+
+
+def _output_format(args: argparse.Namespace) -> str:
+    return _format_for(args.format, args.output)
 
 
 def _to_file(output: str | None) -> bool:
@@ -464,67 +470,31 @@ def _default_inventory() -> Inventory:
     return Inventory(path="<built-in: this machine>", hosts=(host,))
 
 
-async def _audit_into(audit: Awaitable[Report], into: list[Report]) -> None:
-    """Await the audit and keep its report in `into`, so that the task's own result is None.
-
-    On Python 3.11 `asyncio.run` ends by checking its SIGINT handler with `signal.getsignal`,
-    which formats the handler, a partial holding the main task, with %r: a task whose result
-    was the report had the whole report repr'd twice (0.1 ms of CPU per node, 0.2 s at 2,000).
-    """
-    into.append(await audit)
+def _say(lines: Sequence[str]) -> None:
+    for line in lines:
+        print(f"fleetcheck: {line}", file=sys.stderr)
 
 
-def _run_audit(inventory: Inventory, limit: list[str], deep: bool, policy: Policy,
-               timeout: float | None, progress: bool, parts: Any = None) -> Report:
-    """Run the audit with a progress bar on a TTY; Ctrl-C returns what was gathered."""
-    import asyncio
+def _audit_request(args: argparse.Namespace, inventory: Inventory, policy: Policy,
+                   limit: Sequence[str], **extra: Any) -> Any:
+    from fleetcheck.commands import AuditRequest
 
-    from fleetcheck.audit import AuditParts, AuditRun
-    from fleetcheck.inventory import check_limit
-    from fleetcheck.render.progress import progress_observer
-
-    check_limit(inventory, limit)
-    with progress_observer(sys.stderr, enabled=progress) as observer:
-        run = AuditRun(inventory, limit=limit or None, deep=deep, policy=policy,
-                       observer=observer, audit_timeout=timeout,
-                       **vars(parts or AuditParts()))
-        try:
-            reports: list[Report] = []
-            asyncio.run(_audit_into(run.run(), reports))
-            report = reports[0]
-        except KeyboardInterrupt:
-            print("fleetcheck: interrupted: writing what was gathered", file=sys.stderr)
-            return run.partial_report()
-    return report
+    return AuditRequest(inventory, policy, limit=tuple(limit or ()), timeout=args.timeout,
+                        parts=args.parts, **extra)
 
 
-def _unmatched_limit(inventory: Inventory, limit: list[str], report: Report) -> str | None:
-    """The error for --limit patterns that selected nothing once containers were discovered."""
-    if not limit or report.interrupted:
-        return None
-    from fleetcheck.inventory import unmatched_limit_error
-
-    # A host that could not be listed stands for its containers: not a typo in --limit.
-    from fleetcheck.verdict import UNVERIFIED_STATUSES
-
-    unlisted = [n.id for n in report.nodes if n.vmid is None and n.status in
-                UNVERIFIED_STATUSES]
-    return unmatched_limit_error(limit, [(n.id, n.labels) for n in report.nodes],
-                                 inventory.groups, unlisted)
-
-
-def _with_fleet_checks(report: Report, policy: Policy) -> Report:
+def _with_progress(enabled: bool, call: Any, request: Any) -> Any:
+    """`call(request)` with a progress bar on stderr when it is a terminal and `enabled`."""
     import dataclasses
 
-    from fleetcheck.consistency import fleet_checks
+    from fleetcheck.render.progress import progress_observer
 
-    return dataclasses.replace(report, fleet_checks=fleet_checks(report.nodes, policy),
-                               playbook=policy.name)
+    with progress_observer(sys.stderr, enabled=enabled) as observer:
+        return call(dataclasses.replace(request, observer=observer))
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from fleetcheck.render import render
-    from fleetcheck.verdict import exit_code_for
+    from fleetcheck import commands
 
     fmt = _output_format(args)
     if args.on_change and not args.history:
@@ -536,60 +506,21 @@ def cmd_audit(args: argparse.Namespace) -> int:
         _check_history(args.history)
     inventory = _load_inventory(args.inventory) if args.inventory else _default_inventory()
     policy = _load_policy(args.playbook)
-    report = _run_audit(inventory, args.limit, args.deep or policy.deep, policy, args.timeout,
-                        progress=not args.no_progress, parts=args.parts)
-    report = _with_fleet_checks(report, policy)
-    limit_error = _unmatched_limit(inventory, args.limit, report)
-    history: Any = ()
-    failing_since: Any = {}
-    changes: list[str] = []
-    hook_input = None
-    keep_run = args.history and not report.interrupted and not limit_error
-    if args.history:
-        from fleetcheck import history as hist
-        from fleetcheck.rundiff import diff_reports
-
-        previous = hist.previous_run(args.history, None)
-        if previous is not None and not limit_error:
-            diff = diff_reports(previous, report)
-            changes = diff.lines()
-            if diff.changed and args.on_change and keep_run:
-                hook_input = "\n".join(changes) + "\n"
-        if report.interrupted:
-            # A partial run would read as failures now and recoveries tomorrow.
-            print("fleetcheck: the audit was interrupted: this run is not kept in the history",
-                  file=sys.stderr)
-        history = hist.history_summaries(args.history)
-        failing_since = hist.failing_since(args.history, report)
-    text = render(report, fmt, history=history, failing_since=failing_since, changes=changes,
-                  **_file_options(args.output))
-    _emit(text, args.output)
-    if keep_run:
-        from fleetcheck.history import HistoryError, save_run
-
-        try:
-            save_run(args.history, report, keep=args.keep or 90)
-        except HistoryError as exc:
-            # The report is written; a history that cannot take the run is a warning.
-            print(f"fleetcheck: warning: {exc}", file=sys.stderr)
-            hook_input = None
-    if hook_input is not None:
-        from fleetcheck.hook import run_on_change
-
-        # After the report is written: the hook may read it.
-        problem = run_on_change(args.on_change, hook_input)
-        if problem:
-            print(f"fleetcheck: --on-change: {problem}", file=sys.stderr)
-    if limit_error:
-        print(f"fleetcheck: error: {limit_error}", file=sys.stderr)
-        return EXIT_USAGE
-    return int(exit_code_for(report))
+    request = _audit_request(args, inventory, policy, args.limit, deep=args.deep,
+                             history=args.history, on_change=args.on_change, keep=args.keep)
+    outcome = _with_progress(not args.no_progress, commands.audit, request)
+    _say(outcome.notices)
+    _emit(outcome.render(fmt, **_file_options(args.output)), args.output)
+    _say(outcome.record())
+    if outcome.limit_error:
+        _say([f"error: {outcome.limit_error}"])
+    return int(outcome.exit_code)
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
     import json
 
-    from fleetcheck.gate import gate_exit_code, gate_json, gate_lines
+    from fleetcheck import commands
 
     if args.documents is not None:
         return _gate_documents(args)
@@ -609,18 +540,15 @@ def cmd_gate(args: argparse.Namespace) -> int:
             limit = [job_limit(args.nodes, inventory)]
         except JobNodesError as exc:
             raise UsageError(str(exc)) from None
-    report = _run_audit(inventory, limit, policy.deep, policy, args.timeout, progress=False,
-                        parts=args.parts)
-    report = _with_fleet_checks(report, policy)
-    for line in gate_lines(report):
+    outcome = commands.gate(_audit_request(args, inventory, policy, limit))
+    _say(outcome.notices)
+    for line in outcome.lines:
         print(line, file=sys.stderr)
     if args.json:
-        _emit(json.dumps(gate_json(report), indent=2) + "\n", None)
-    limit_error = _unmatched_limit(inventory, limit, report)
-    if limit_error:
-        print(f"fleetcheck: error: {limit_error}", file=sys.stderr)
-        return EXIT_USAGE
-    return int(gate_exit_code(report))
+        _emit(json.dumps(outcome.json(), indent=2) + "\n", None)
+    if outcome.limit_error:
+        _say([f"error: {outcome.limit_error}"])
+    return int(outcome.exit_code)
 
 
 def _gate_documents(args: argparse.Namespace) -> int:
@@ -656,9 +584,6 @@ def _gate_documents(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from fleetcheck.model import Report
-    from fleetcheck.verdict import exit_code_for
-
     if args.sha256:
         if not args.script:
             raise UsageError("--sha256 goes with --script (fleetcheck probe --script --sha256)")
@@ -671,9 +596,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
         _emit(probe_source(), None)
         return EXIT_PASS
-    from fleetcheck.audit import local_node_result
-    from fleetcheck.nodedoc import node_document
-    from fleetcheck.timestamps import utc_now
+    from fleetcheck import commands
 
     output = getattr(args, "output", None)
     cache = getattr(args, "cache", None)
@@ -682,38 +605,29 @@ def cmd_probe(args: argparse.Namespace) -> int:
     _check_output(cache)
     _check_output(nfd)
     policy = _load_policy(args.playbook)
-    deep = args.deep or policy.deep
-    from fleetcheck.transport.interface import node_timeout
-
-    timeout = node_timeout(args.timeout, deep=deep)
-    started = utc_now()
-    node = local_node_result(python=args.python, deep=deep, timeout=timeout, policy=policy)
-    finished = utc_now()
-    report = Report(started_at=started, finished_at=finished, nodes=(node,),
-                    inventory=None, playbook=policy.name)
-    code = int(exit_code_for(report))
+    outcome = commands.probe(commands.ProbeRequest(python=args.python, deep=args.deep,
+                                                   timeout=args.timeout, policy=policy))
     fmt = args.format
     if fmt is None:
-        fmt = _output_format(argparse.Namespace(format=None, output=output))
+        fmt = _format_for(None, output)
         fmt = fmt if fmt in ("json", "prometheus") else "table"
-    document = node_document(node, finished)
     if cache:
         from fleetcheck.nodehealth import cache_document
 
-        _emit(cache_document(document, code), cache)
+        _emit(cache_document(outcome.document, outcome.exit_code), cache)
     if nfd:
         from fleetcheck.nfd import feature_file
 
-        _emit(feature_file(document), nfd)
+        _emit(feature_file(outcome.document), nfd)
     if fmt == "json":
         import json
 
-        _emit(json.dumps(document, indent=2, ensure_ascii=False) + "\n", output)
+        _emit(json.dumps(outcome.document, indent=2, ensure_ascii=False) + "\n", output)
     else:
         from fleetcheck.render import render
 
-        _emit(render(report, fmt, **_file_options(output)), output)
-    return code
+        _emit(render(outcome.report, fmt, **_file_options(output)), output)
+    return outcome.exit_code
 
 
 def _out_bound(text: str | None) -> Any:
@@ -734,19 +648,13 @@ def cmd_health(args: argparse.Namespace) -> int:
         max_age = args.max_age if args.max_age is not None else nodehealth.DEFAULT_MAX_AGE_S
         health = nodehealth.read_cache(args.cache, max_age)
     else:
-        from fleetcheck.audit import local_node_result
-        from fleetcheck.model import Report
+        from fleetcheck import commands
         from fleetcheck.reportio import node_to_dict
-        from fleetcheck.transport.interface import node_timeout
-        from fleetcheck.verdict import exit_code_for
 
         policy = _load_policy(args.playbook)
-        timeout = node_timeout(args.timeout, deep=policy.deep)
-        node = local_node_result(python=args.python, deep=policy.deep, timeout=timeout,
-                                 policy=policy)
-        report = Report(started_at="", finished_at="", nodes=(node,), inventory=None,
-                        playbook=policy.name)
-        health = nodehealth.health_of_node(node_to_dict(node), int(exit_code_for(report)))
+        probed = commands.probe(commands.ProbeRequest(python=args.python, timeout=args.timeout,
+                                                      policy=policy))
+        health = nodehealth.health_of_node(node_to_dict(probed.node), probed.exit_code)
     line = nodehealth.npd_message(health) if args.npd else f"{health.state}: {health.message}"
     if args.slurm:
         try:
@@ -885,13 +793,15 @@ def _fix_before(args: argparse.Namespace, policy: Policy) -> tuple[Inventory | N
             raise UsageError(f"{args.source}: names no inventory file to reach its nodes "
                              "through; run `fleetcheck fix INVENTORY --apply`")
         return _load_inventory(before.inventory), before
+    from fleetcheck import commands
+
     inventory = _load_inventory(args.source)
-    before = _run_audit(inventory, args.limit, policy.deep, policy, args.timeout,
-                        progress=not args.no_progress, parts=args.parts)
-    limit_error = _unmatched_limit(inventory, args.limit, before)
-    if limit_error:
-        raise UsageError(limit_error)
-    return inventory, before
+    outcome = _with_progress(not args.no_progress, commands.fix_before,
+                             _audit_request(args, inventory, policy, args.limit))
+    _say(outcome.notices)
+    if outcome.limit_error:
+        raise UsageError(outcome.limit_error)
+    return inventory, outcome.report
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
@@ -1011,29 +921,6 @@ COMMANDS = {
 }
 
 
-def _known_errors() -> tuple[type[BaseException], ...]:
-    """Every stage's base exception: printed as one line with exit code 2."""
-    errors: list[type[BaseException]] = [UsageError]
-    for module, name in (
-        ("fleetcheck.inventory", "InventoryError"),
-        ("fleetcheck.inventory", "DiscoveryError"),
-        ("fleetcheck.playbook", "PlaybookError"),
-        ("fleetcheck.reportio", "ReportFileError"),
-        ("fleetcheck.history", "HistoryError"),
-        ("fleetcheck.render", "RenderError"),
-        ("fleetcheck.gatekeeper", "HostSetupError"),
-        ("fleetcheck.merge", "MergeError"),
-    ):
-        try:
-            imported = __import__(module, fromlist=[name])
-        except ImportError:
-            continue
-        error = getattr(imported, name, None)
-        if isinstance(error, type) and issubclass(error, BaseException):
-            errors.append(error)
-    return tuple(errors)
-
-
 def main(argv: Sequence[str] | None = None, *, parts: Any = None) -> int:
     """The `fleetcheck` command; `parts` (an `audit.AuditParts`) lets a bench swap the
     audit's transports, probe payload or node budget without patching modules."""
@@ -1051,7 +938,8 @@ def main(argv: Sequence[str] | None = None, *, parts: Any = None) -> int:
     except KeyboardInterrupt:
         print("fleetcheck: interrupted", file=sys.stderr)
         return 130
-    except _known_errors() as exc:
+    except FleetcheckError as exc:
+        # Every stage's own exception (fleetcheck/errors.py): one line, exit code 2.
         print(f"fleetcheck: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:

@@ -79,6 +79,10 @@ _FACTS: dict[str, tuple[Callable[[Mapping[str, Any]], str | None], str, str]] = 
 }
 
 
+#: Keys that are NVIDIA's driver stack: an AMD node (facts.gpu_vendor "amd") is left out.
+NVIDIA_KEYS = frozenset({"driver", "cuda_driver", "cuda"})
+
+
 def fact_value(facts: Mapping[str, Any], key: str) -> str | None:
     """A node's value for a consistency key, or None when missing or not a plain value."""
     if not isinstance(facts, Mapping) or key not in _FACTS:
@@ -99,6 +103,9 @@ def compared(node: NodeResult, key: str) -> bool:
     """
     if node.triton.verdict == "no-gpu":
         return False
+    if key in NVIDIA_KEYS and isinstance(node.facts, Mapping) and node.facts.get(
+            "gpu_vendor") == "amd":
+        return False  # an AMD node's driver is amdgpu, not one of NVIDIA's versions
     return not (key in WORKLOAD_KEYS and node.triton.verdict in NO_WORKLOAD_VERDICTS)
 
 

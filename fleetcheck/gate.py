@@ -10,6 +10,7 @@ from fleetcheck.verdict import (
     EXIT_FAIL,
     EXIT_PASS,
     GATE_UNVERIFIED,
+    HEALTHY_STATUSES,
     blocking_fix,
     frameworks_badge,
     gate_exit_code,
@@ -150,5 +151,5 @@ def gate_json(report: Report) -> dict[str, Any]:
         "interrupted": report.interrupted,
         "summary": report.summary,
         "blocking": blocking,
-        "passed": [node.id for node in report.nodes if node.status in ("ok", "warn")],
+        "passed": [node.id for node in report.nodes if node.status in HEALTHY_STATUSES],
     }

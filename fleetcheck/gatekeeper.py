@@ -20,6 +20,7 @@ from importlib import resources
 from types import ModuleType
 
 from fleetcheck import __version__
+from fleetcheck.errors import FleetcheckError
 
 DEFAULT_SCRIPT_PATH = "/usr/local/lib/fleetcheck/gatekeeper.py"
 DEFAULT_HASH_PATH = "/etc/fleetcheck/probe.sha256"
@@ -32,7 +33,7 @@ _KEY_TYPES = re.compile(r"(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp(256|384|521)|"
                         r"sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)")
 
 
-class HostSetupError(Exception):
+class HostSetupError(FleetcheckError):
     """A bad host-setup request (unreadable key, unsafe path); one line, exit code 2."""
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
+from fleetcheck.errors import FleetcheckError
 from fleetcheck.model import Report, RunSummary
 from fleetcheck.reportio import ReportFileError, dumps_report, load_report, write_atomic
 from fleetcheck.timestamps import parse_time
@@ -29,7 +30,7 @@ _RUN_NAME = re.compile(r"^(\d{8}T\d{6}Z)(?:-(\d+))?\.json\.gz$")
 Warn = Callable[[str], None]
 
 
-class HistoryError(Exception):
+class HistoryError(FleetcheckError):
     """The history directory cannot be used (not a directory, not writable, bad --keep)."""
 
 

@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from fleetcheck.consistency import fleet_checks
+from fleetcheck.errors import FleetcheckError
 from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
 from fleetcheck.nodedoc import ORIGIN_FIELDS, NodeDocument, NodeDocumentError, documents_from_json
 from fleetcheck.timestamps import REPORT_FORMAT
@@ -53,7 +54,7 @@ DUPLICATE_CHECK = "fleet_duplicate_documents"
 UNREAD_CHECK = "fleet_documents_unread"
 
 
-class MergeError(Exception):
+class MergeError(FleetcheckError):
     """What the user asked for cannot be merged at all (a bad --id, no input); exit 2."""
 
 

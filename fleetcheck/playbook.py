@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib.resources
 from collections.abc import Iterable
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 import yaml
 
 from fleetcheck.checks import CHECKS_BY_ID
+from fleetcheck.errors import FleetcheckError
 from fleetcheck.inventory.yamlsrc import (
     KeyPath,
     YamlDocument,
@@ -19,6 +19,7 @@ from fleetcheck.inventory.yamlsrc import (
     read_source,
 )
 from fleetcheck.model import VERDICTS
+from fleetcheck.text import closest
 from fleetcheck.verdict import CONSISTENCY_KEYS, DEFAULT_POLICY, Policy
 
 #: The playbook used when none is given (fleetcheck/playbooks/default.yaml).
@@ -34,7 +35,7 @@ _CHECKS_KEYS = ("warn_only", "ignore")
 _ACCEPTABLE_VERDICTS = tuple(v for v in VERDICTS if v != "unknown")
 
 
-class PlaybookError(Exception):
+class PlaybookError(FleetcheckError):
     """A playbook could not be loaded: one line, "FILE:LINE: KEY: problem"."""
 
 
@@ -114,9 +115,8 @@ _PLAYBOOK_WORDING = _PlaybookWording()
 
 
 def _suggest(word: object, choices: Iterable[str]) -> str:
-    by_lower = {choice.lower(): choice for choice in choices}
-    close = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1, cutoff=0.6)
-    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
+    close = closest(word, choices, ignore_case=True)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 def _type_name(value: object) -> str:

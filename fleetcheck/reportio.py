@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from fleetcheck.errors import FleetcheckError
 from fleetcheck.model import AUDIT_SCHEMA, Check, NodeResult, Report, TritonVerdict
 
 
-class ReportFileError(Exception):
+class ReportFileError(FleetcheckError):
     """A saved report could not be read: names the file and what is wrong."""
 
 

@@ -1,10 +1,14 @@
-"""Owns shortening text for one-line reasons and error messages (the one text clipper).
+"""Owns shortening text for one-line reasons and error messages (the one text clipper), and
+the one "did you mean" of every error message.
 
 The uploaded probe keeps its own copy (`probe/parts/base.py`, built into `probe/probe.py`): it
 runs on nodes with the standard library only and imports nothing from fleetcheck.
 """
 
 from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
 
 #: The mark a shortened text ends with, unless a caller's pinned wording uses another.
 ELLIPSIS = "…"
@@ -20,3 +24,15 @@ def last_line(data: bytes, limit: int = 200) -> str:
     lines = [line.strip() for line in data.decode("utf-8", "replace").splitlines()]
     lines = [line for line in lines if line]
     return clip(lines[-1] if lines else "", limit, mark="...")
+
+
+def closest(word: object, choices: Iterable[str], *, ignore_case: bool = False) -> str | None:
+    """The choice `word` was most likely meant to be (difflib's ratio of 0.6 or more), else
+    None: "did you mean ...?" in the caller's own wording."""
+    options = list(choices)
+    if not ignore_case:
+        found = difflib.get_close_matches(str(word), options, n=1, cutoff=0.6)
+        return found[0] if found else None
+    by_lower = {choice.lower(): choice for choice in options}
+    found = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1, cutoff=0.6)
+    return by_lower[found[0]] if found else None

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fleetcheck import failures
 from fleetcheck.checks import causal_rank
 from fleetcheck.model import Check, NodeResult, TritonVerdict
 
@@ -209,30 +210,51 @@ _UNVERIFIED_FIX = {
 _TIMEOUT_FIX = ("raise `timeout` for this host or container in the inventory (--deep needs "
                 "more), or look for what hangs: `fleetcheck probe` on the node itself")
 
-#: An unreachable node's fix when SSH refused its host key (texts of transport/ssh.py).
-_HOST_KEY_FIXES = (
-    (re.compile(r"host key for .* is not in "),
-     "check the host's key fingerprint out of band (ssh-keyscan -p PORT HOST | ssh-keygen -lf -, "
-     "against ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on its console), then add the "
-     "key to known_hosts, or set ssh.host_key_policy: accept-new"),
-    (re.compile(r"host key for .* does not match known_hosts"),
-     "find out why the host key changed (reinstalled host, or another machine on its address) "
-     "before removing the old key with ssh-keygen -R HOST"),
-    (re.compile(r"jump host .* its host key is not trusted by "),
-     "check the jump host's key fingerprint out of band (ssh-keyscan), then add it to "
-     "known_hosts; if a key for it is already there and changed, find out why before "
-     "ssh-keygen -R HOST"),
+#: An unreachable node's fix when SSH refused a host key, by the failure's id.
+_HOST_KEY_FIXES = {
+    failures.HOST_KEY_UNKNOWN:
+        "check the host's key fingerprint out of band (ssh-keyscan -p PORT HOST | ssh-keygen "
+        "-lf -, against ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on its console), then "
+        "add the key to known_hosts, or set ssh.host_key_policy: accept-new",
+    failures.HOST_KEY_CHANGED:
+        "find out why the host key changed (reinstalled host, or another machine on its "
+        "address) before removing the old key with ssh-keygen -R HOST",
+    failures.JUMP_HOST_KEY:
+        "check the jump host's key fingerprint out of band (ssh-keyscan), then add it to "
+        "known_hosts; if a key for it is already there and changed, find out why before "
+        "ssh-keygen -R HOST",
+}
+
+#: How reports written before failures had ids (no `triton.cause`) worded them: read only
+#: for such a node, so that a saved report keeps its fixes.
+_WORDED_FAILURES = (
+    (re.compile(r"host key for .* is not in "), failures.HOST_KEY_UNKNOWN),
+    (re.compile(r"host key for .* does not match known_hosts"), failures.HOST_KEY_CHANGED),
+    (re.compile(r"jump host .* its host key is not trusted by "), failures.JUMP_HOST_KEY),
+    (re.compile(r"probe timed out after "), failures.TIMED_OUT),
 )
+
+
+def failure_id(node: NodeResult) -> str | None:
+    """The id of a node's failure outside the probe (`fleetcheck/failures.py`): the one set
+    where it happened, or for a report from before ids, the one its wording names."""
+    if node.triton.cause in failures.FAILURE_IDS:
+        return node.triton.cause
+    if node.triton.cause is None and node.status in ("unreachable", "error"):
+        for pattern, failure in _WORDED_FAILURES:
+            if pattern.match(node.reason):
+                return failure
+    return None
+
 
 def blocking_fix(node: NodeResult) -> str:
     """What to do about a node that blocks a gate: the gate line's and gate JSON's fix."""
-    if node.status == "unreachable":
-        for pattern, fix in _HOST_KEY_FIXES:
-            if pattern.match(node.reason):
-                return fix
+    failure = failure_id(node)
+    if node.status == "unreachable" and failure in _HOST_KEY_FIXES:
+        return _HOST_KEY_FIXES[failure]
     if node.status in ("unreachable", "skipped"):
         return _UNVERIFIED_FIX[node.status]
-    if node.status == "error" and node.reason.startswith("probe timed out after"):
+    if node.status == "error" and failure == failures.TIMED_OUT:
         return _TIMEOUT_FIX
     # A failing verdict is the root cause the reason names; its fix comes first.
     if node.triton.verdict not in ("gpu", "unknown") and node.triton.fix:

@@ -17,6 +17,13 @@ command -v pgrep >/dev/null 2>&1 || need+=(procps)
 [ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/slurmd ] || need+=(slurm-wlm)
 [ -x /usr/sbin/munged ] && command -v mungekey >/dev/null 2>&1 || need+=(munge)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+# The real-runtime fleet (tests/runtimes): LXC, dockerd, podman, a TCG VM with its guest agent.
+command -v lxc-start >/dev/null 2>&1 || need+=(lxc)
+command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
+command -v podman >/dev/null 2>&1 && command -v crun >/dev/null 2>&1 || need+=(podman crun)
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
+[ -x /usr/sbin/qemu-ga ] || need+=(qemu-guest-agent)
+dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 # The bench's peers (tests/bench/test_nodes_fleet.py): pdsh and ClusterShell's clush.
 command -v pdsh >/dev/null 2>&1 || need+=(pdsh)
 command -v clush >/dev/null 2>&1 || need+=(clustershell)
@@ -39,6 +46,8 @@ for unit in slurmctld slurmd; do
 done
 
 scripts/install.sh --dev
+# The real-runtime fleet's guest kernel (apt-get download + dpkg-deb, into .guest-kernel/).
+scripts/fetch_guest_kernel.sh
 # Wheels for the offline-install test (tests/integrations/test_install.py): fetched here, in
 # the set-up, so no test reaches the network.
 # They are made by the interpreter the test installs with: Debian's own python3 when present.

@@ -171,6 +171,12 @@ def _sysroot(root: Path, *, gpu: object, gpus: int, name: str, driver: str, cont
         lines.append("90 20 0:90 /proc/cpuinfo /proc/cpuinfo rw,nosuid,nodev,relatime - "
                      "fuse.lxcfs lxcfs rw,user_id=0,group_id=0,allow_other")
         _write(root / "proc/1/environ", "container=lxc\0PATH=/usr/sbin:/usr/bin\0")
+    elif container == "docker":  # the signs dockerd leaves (moby: /.dockerenv, cgroup path)
+        _write(root / ".dockerenv", "")
+        _write(root / "proc/self/cgroup", "0::/docker/" + "ab" * 32 + "\n")
+    elif container == "podman":  # podman's: /run/.containerenv, container= in PID 1's env
+        _write(root / "run/.containerenv", 'engine="podman-4.3.1"\n')
+        _write(root / "proc/1/environ", "container=podman\0PATH=/usr/sbin:/usr/bin\0")
     _write(root / "proc/self/mountinfo", "\n".join(lines) + "\n")
     (root / "dev").mkdir(parents=True, exist_ok=True)
     for node, mode in dev_modes.items():
@@ -425,6 +431,8 @@ class CudaDriver:
             raise RuntimeError(_CONFIG["error"])
         build_stub(os.path.join(cache_dir(), _CONFIG["stub_key"]))
         self.utils = self
+    def build_launcher(self, so_dir):
+        return build_stub(so_dir)
     def get_device_properties(self, index):
         # What the real cuda_utils answers on an H200 (FLA asks at import).
         return {"max_shared_mem": 232448, "max_num_regs": 65536, "multiprocessor_count": 132,
@@ -625,6 +633,8 @@ class HIPDriver:
         if _CONFIG["error"]:
             raise RuntimeError(_CONFIG["error"])
         self.utils = HIPUtils()
+    def build_launcher(self, so_dir):
+        return build_hip_stub(so_dir)
     def get_current_target(self):
         import torch
         props = self.utils.get_device_properties(torch.cuda.current_device())
@@ -708,9 +718,9 @@ class _Kernel:
     def __getitem__(self, grid):
         def launch(x, y, n, **meta):
             # Triton <= 3.6 compiles a launcher per new signature: it needs the compiler too.
-            from .runtime.driver import build_stub, cache_dir, driver
-            driver.active
-            build_stub(__import__("os").path.join(cache_dir(), "launcher-" + self.fn.__name__))
+            from .runtime.driver import cache_dir, driver
+            driver.active.build_launcher(__import__("os").path.join(
+                cache_dir(), "launcher-" + self.fn.__name__))
             y.data = [v + 1 for v in x.data[:n]]
         return launch
 
@@ -1035,8 +1045,10 @@ def private_tmpfs_prefix(where: Path, free_kib: int = 0) -> list[str] | None:
 
 
 LIBAMDHIP64_C = r"""
+#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 /* The entry points Triton's driver.c (checkDriverVersion, initSymbolTable) and torch ask
@@ -1072,11 +1084,48 @@ int hipDeviceGetName(char *buf, int len, int d) {
 int hipDeviceTotalMem(size_t *bytes, int d) {
     if (COUNT_RC) return COUNT_RC; if (d >= COUNT) return 101;
     *bytes = (size_t)MEM_MIB << 20; return 0; }
-int hipGetDeviceProperties(void *props, int d) {
-    (void)props; if (COUNT_RC) return COUNT_RC; return d >= COUNT ? 101 : 0; }
+/* The module and launch entry points driver.c resolves at start (never called by a test):
+   hipErrorNotSupported. */
+int hipModuleLoadDataEx(void) { return 801; }
+int hipModuleUnload(void) { return 801; }
+int hipModuleGetFunction(void) { return 801; }
+int hipFuncGetAttribute(void) { return 801; }
+int hipModuleLaunchKernel(void) { return 801; }
+int hipModuleLaunchCooperativeKernel(void) { return 801; }
+int hipPointerGetAttribute(void) { return 801; }
+/* hipGetProcAddress as ROCm answers it: the symbol of this library, by its versioned name
+   where the headers rename it (hipGetDeviceProperties is hipGetDevicePropertiesR0600). */
 int hipGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags, void *status) {
     (void)version; (void)flags; (void)status;
-    *pfn = dlsym(RTLD_DEFAULT, symbol); return *pfn ? 0 : 1; }
+    Dl_info info; void *self; char versioned[256];
+    if (!dladdr((void *)hipGetProcAddress, &info)) return 1;
+    self = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!self) return 1;
+    *pfn = dlsym(self, symbol);
+    if (!*pfn) {
+        snprintf(versioned, sizeof versioned, "%sR0600", symbol);
+        *pfn = dlsym(self, versioned);
+    }
+    dlclose(self);
+    return *pfn ? 0 : 1; }
+"""
+
+#: hipGetDeviceProperties, in a unit of its own compiled with the hip headers Triton's AMD
+#: backend bundles (the real hipDeviceProp_t layout), when they are at hand.
+LIBAMDHIP64_PROPS_C = r"""
+#define __HIP_PLATFORM_AMD__
+#include <string.h>
+#include <hip/hip_runtime_api.h>
+hipError_t hipGetDeviceProperties(hipDeviceProp_t *p, int d) {
+    if (COUNT_RC) return (hipError_t)COUNT_RC;
+    if (d >= COUNT) return hipErrorInvalidDevice;
+    memset(p, 0, sizeof *p);
+    strncpy(p->name, NAME, sizeof p->name - 1);
+    strncpy(p->gcnArchName, GCN_ARCH, sizeof p->gcnArchName - 1);
+    p->warpSize = 64; p->sharedMemPerBlock = 65536; p->regsPerBlock = 512;
+    p->multiProcessorCount = 304; p->clockRate = 2100000; p->memoryClockRate = 1300000;
+    p->memoryBusWidth = 8192; p->maxThreadsPerMultiProcessor = 2048; p->cooperativeLaunch = 1;
+    return hipSuccess; }
 """
 
 #: torch's ROCm 6.4 wheels: PYTORCH_ROCM_ARCH of the download.pytorch.org/whl/rocm6.4 builds.
@@ -1085,21 +1134,32 @@ ROCM_TORCH_ARCH = ("gfx900", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx1030", 
 
 
 def build_libamdhip64(where: Path, *, hip_version: str, count_rc: int, count: int, name: str,
-                      memory_mib: int) -> Path:
-    """A stub libamdhip64.so.<major> (soname libamdhip64.so.<major>) plus its libamdhip64.so."""
+                      memory_mib: int, gcn_arch: str = "gfx942:sramecc+:xnack-",
+                      hip_include: Path | None = None) -> Path:
+    """A stub libamdhip64.so.<major> (soname libamdhip64.so.<major>) plus its libamdhip64.so.
+
+    hip_include: the hip headers of Triton's AMD backend; with them the library also has
+    hipGetDeviceProperties filling the real hipDeviceProp_t, so the real driver.c runs on it."""
     major, minor, patch = (int(p) for p in hip_version.split("."))
     defines = {"HIP_VERSION": major * 10000000 + minor * 100000 + patch, "COUNT_RC": count_rc,
-               "COUNT": count, "NAME": json.dumps(name), "MEM_MIB": memory_mib}
+               "COUNT": count, "NAME": json.dumps(name), "MEM_MIB": memory_mib,
+               "GCN_ARCH": json.dumps(gcn_arch)}
     where.mkdir(parents=True, exist_ok=True)
     target = where / f"libamdhip64.so.{major}.{minor}.{patch}"
-    key = hashlib.sha256(json.dumps(["hip", defines], sort_keys=True).encode()).hexdigest()
+    key = hashlib.sha256(json.dumps(["hip", defines, str(hip_include)],
+                                    sort_keys=True).encode()).hexdigest()
     cached = _LIBCUDA_CACHE.get(key)
     if cached is None or not cached.exists():
-        source = _write(where / "libamdhip64_stub.c", LIBAMDHIP64_C)
-        subprocess.run([GCC, str(source), "-shared", "-fPIC", f"-Wl,-soname,libamdhip64.so.{major}",
-                        "-o", str(target), "-ldl"] + [f"-D{k}={v}" for k, v in defines.items()],
-                       check=True)
-        source.unlink()
+        sources = [_write(where / "libamdhip64_stub.c", LIBAMDHIP64_C)]
+        flags = []
+        if hip_include is not None:
+            sources.append(_write(where / "libamdhip64_props.c", LIBAMDHIP64_PROPS_C))
+            flags = [f"-I{hip_include}"]
+        subprocess.run([GCC, *map(str, sources), "-shared", "-fPIC",
+                        f"-Wl,-soname,libamdhip64.so.{major}", "-o", str(target), "-ldl", *flags]
+                       + [f"-D{k}={v}" for k, v in defines.items()], check=True)
+        for source in sources:
+            source.unlink()
         _LIBCUDA_CACHE[key] = target
     elif cached != target:
         shutil.copy2(cached, target)
@@ -1216,6 +1276,11 @@ def make_amd_node(
             "import ctypes as _ctypes, os as _os\n"
             "_lib = _os.path.join(_os.path.dirname(__file__), 'lib', 'libamdhip64.so')\n"
             "if _os.path.exists(_lib):\n    _ctypes.CDLL(_lib)\n"))
+    if node_kwargs.get("warm_cache"):
+        # What the HIP driver's stub and the kernel's launcher left in the user's cache.
+        _write(node.home / ".triton/cache" / f"{STUB_KEY}-hip" / "hip_utils.so", "stub\n")
+        _write(node.home / ".triton/cache" / "launcher-fleetcheck_add_one" / "hip_utils.so",
+               "stub\n")
     node_env.update(env or {})
     return NodeEnv(env=node_env, sysroot=sysroot, python=node.python, root=node.root,
                    home=node.home, bindir=node.bindir, site=site)

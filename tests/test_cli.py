@@ -316,10 +316,15 @@ def test_finish_says_when_stdout_could_not_be_written() -> None:
 
 
 def test_finish_keeps_the_code_when_the_reader_left() -> None:
+    # The text stays in stdout's buffer (a pipe is block-buffered), and the writer waits until
+    # the pipe reports POLLERR (its reader is gone) before `finish` flushes it: the flush, and
+    # only the flush, meets the closed pipe, whatever the scheduler does.
+    writer = ("import select, sys; from fleetcheck.cli import finish; "
+              "sys.stdout.write('x' * 100); poll = select.poll(); poll.register(1, 0); "
+              "poll.poll(); finish(1)")
     piped = subprocess.run(
-        ["bash", "-o", "pipefail", "-c",
-         f"{sys.executable} -c 'import sys; from fleetcheck.cli import finish; "
-         "sys.stdout.write(\"x\" * 200000); finish(1)' | head -c 1 >/dev/null"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60)
+        ["bash", "-o", "pipefail", "-c", f'{sys.executable} -c "{writer}" | true'],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        env={key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"})
     assert piped.returncode == 1
     assert piped.stderr == ""

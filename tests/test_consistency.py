@@ -117,3 +117,13 @@ def test_gpu_count_leaves_out_a_node_without_gpu() -> None:
     host = verdict_node("pve1", {"gpu_count": 0}, "no-gpu")
     job = verdict_node("pve1/101", facts(), "gpu")
     assert fleet_checks([host, job], Policy(consistent=("gpu_count", "python"))) == ()
+
+
+def test_an_amd_node_s_amdgpu_is_not_compared_with_nvidia_drivers() -> None:
+    amd = facts("6.12.12", gpu_vendor="amd", gpus=[{"name": "AMD Instinct MI300X"}] * 8)
+    amd["driver"]["cuda_driver_version"] = None
+    amd["torch"]["cuda"] = None
+    nodes = [node("pve1", facts()), node("pve2", facts()), node("pve3", amd)]
+    found = fleet_checks(nodes, load_playbook("pre-training"))
+    # The GPU model still differs (a job across both vendors); the driver is not NVIDIA's.
+    assert [c.id for c in found] == ["fleet_gpu_model_mismatch"]

@@ -111,7 +111,10 @@ FRAGMENTS = {
         ("opt", ["--deep"]),
         ("opt", ["--python", ("WORD", "PYTHON")]),
     ],
-    "oci_list": [("ref", "oci"), "ps", "--format", "{{json .}}"],
+    # docker ps -a --format '{{json .}}' (one object a line) | podman ps -a --format json (an
+    # array: podman 4.3 prints `{{json .}}` as one too); -a: stopped ones are reported skipped.
+    "oci_list": [("one", [["docker", "ps", "-a", "--format", "{{json .}}"],
+                          ["podman", "ps", "-a", "--format", "json"]])],
     # qm guest exec VMID --pass-stdin 1 --timeout N -- timeout -k K T (a Docker/Podman
     # command as the guest command: the VM bounds it itself, the agent cannot kill).
     "in_vm": ["qm", "guest", "exec", ("WORD", "VMID"), "--pass-stdin", "1",

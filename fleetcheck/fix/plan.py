@@ -119,6 +119,21 @@ def where_it_runs(node: NodeResult) -> str:
     return (kinds.find(node_kind(node)) or kinds.kind("host")).where_it_runs(node)
 
 
+#: The containers the probe's facts.where can find a `host` node to be (a node document).
+_CONTAINERS = ("lxc", "docker", "podman", "kubernetes")
+
+
+def container_of(node: NodeResult) -> str:
+    """lxc, docker, podman, kubernetes or "": the container the node is, from its inventory kind
+    or, for a `host` node, from the probe's facts.where."""
+    kind = node_kind(node)
+    if kind in ("lxc", "docker", "podman", "pod"):
+        return "kubernetes" if kind == "pod" else kind
+    where = node.facts.get("where")
+    found = where.get("container") if isinstance(where, Mapping) else None
+    return found if isinstance(found, str) and found in _CONTAINERS else ""
+
+
 def failing_causes(node: NodeResult) -> list[Check]:
     """The node's failing causes in causal order (the root cause first).
 
@@ -188,10 +203,14 @@ def _manual_for(node: NodeResult, check: Check) -> ManualAction:
     module = driver.get("kernel_module")
     if not isinstance(module, str) or not _VERSION.match(module):
         module = "<the host's driver version>"
-    kind = node_kind(node)
+    kind = container_of(node) or node_kind(node)
     if facts.get("gpu_vendor") == "amd":
         return _manual_for_amd(node, check)
-    if check.id in ("dev_nodes_missing", "zero_active_drivers") and kind == "lxc":
+    if check.id in ("dev_nodes_missing", "zero_active_drivers") and kind in (
+            "docker", "podman", "kubernetes"):
+        return ManualAction(check.id, "host", check.summary, gpu_passthrough_steps(node, kind))
+    if check.id in ("dev_nodes_missing", "zero_active_drivers") and kind == "lxc" \
+            and vmid is not None:
         found = facts.get("gpu_count")
         count = found if isinstance(found, int) and 0 < found <= 64 else 1
         lines = [f"# on {node.host}: append to /etc/pve/lxc/{vmid}.conf, then "
@@ -215,6 +234,25 @@ def _manual_for(node: NodeResult, check: Check) -> ManualAction:
             "systemctl enable --now nvidia-fabricmanager",))
     who = "host" if check.id in HOST_CAUSES else "person"
     return ManualAction(check.id, who, check.summary, (check.fix,) if check.fix else ())
+
+
+def gpu_passthrough_steps(node: NodeResult, kind: str) -> tuple[str, ...]:
+    """How the GPUs reach a Docker or Podman container or a pod: its runtime's own options,
+    not the LXC config of a container it may run in."""
+    parent = getattr(node, "parent", None) or node.host
+    name = node.name
+    cdi = "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"
+    if kind == "docker":
+        return (f"# on {parent}: recreate container {name} with the GPUs (a running "
+                "container cannot gain devices)",
+                f"docker run --gpus all ... (NVIDIA Container Toolkit), or with CDI: {cdi}, "
+                "then docker run --device nvidia.com/gpu=all ...",
+                "# an lxc.mount.entry line in the LXC config around dockerd does not reach it")
+    if kind == "podman":
+        return (f"# on {parent}: recreate container {name} with the GPUs through CDI",
+                f"{cdi}", "podman run --device nvidia.com/gpu=all ...")
+    return ("request the GPUs in the pod spec: resources.limits nvidia.com/gpu: N, on a node "
+            "running the NVIDIA device plugin or GPU operator",)
 
 
 def _manual_for_amd(node: NodeResult, check: Check) -> ManualAction:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from fleetcheck.audit import INTERRUPTED as PROBE_INTERRUPTED
+from fleetcheck import failures
 from fleetcheck.audit import AuditParts, AuditRun
 from fleetcheck.fix.apply import NodeOutcome, StepRun, run_steps
 from fleetcheck.fix.plan import FixPlan, node_kind
@@ -93,8 +93,7 @@ class FixRun:
             host = after.get(outcome.plan.node.host)
             if node is None and host is not None and host.status in UNVERIFIED_STATUSES:
                 node = host  # a host that could not be reached stands for its nodes
-            if node is not None and not (node.status == "error"
-                                         and node.reason == PROBE_INTERRUPTED):
+            if node is not None and node.triton.cause != failures.INTERRUPTED:
                 outcome.after = node
             result.append(outcome)
         return result

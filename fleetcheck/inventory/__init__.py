@@ -9,6 +9,8 @@ from fleetcheck.inventory.limit import (
     check_limit,
     host_may_match,
     matches_limit,
+    may_select_guests,
+    may_select_inside,
     unmatched_limit_error,
     unmatched_patterns,
 )
@@ -44,6 +46,8 @@ __all__ = [
     "inventory_to_json",
     "load_inventory",
     "matches_limit",
+    "may_select_guests",
+    "may_select_inside",
     "parse_inventory",
     "parse_pct_list",
     "render_inventory_graph",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from fleetcheck.errors import FleetcheckError
 
-class InventoryError(Exception):
+
+class InventoryError(FleetcheckError):
     """The inventory file or a --limit pattern is wrong; the message is one line.
 
     For a mistake in the file it reads "FILE:LINE: KEY: problem", e.g.
@@ -12,12 +14,15 @@ class InventoryError(Exception):
     """
 
 
-class DiscoveryError(Exception):
+
+class DiscoveryError(FleetcheckError):
     """Listing a host's containers failed (Proxmox API or `pct list` output).
 
     The message is one line, names the host and never contains a secret.
     """
 
-    def __init__(self, message: str, host: str = "") -> None:
+    def __init__(self, message: str, host: str = "", *, cause: str | None = None) -> None:
         super().__init__(message)
         self.host = host
+        #: The failure's id (`fleetcheck/failures.py`) when one is known where it happened.
+        self.cause = cause

@@ -69,6 +69,9 @@ def render_inventory_graph(inventory: Inventory) -> str:
         if host.vms == ALL_CONTAINERS:
             via = "the Proxmox API" if host.api is not None else "pvesh or qm list"
             rows.append(f"{host.name}/*  all VMs: discovered at audit time via {via}")
+        if host.kubernetes is not None:
+            rows.append(f"{host.name}/*  running pods: discovered at audit time via kubectl "
+                        f"get pods ({_kubernetes_scope(host)})  python={host.python}")
         lines += _tree(rows)
     if inventory.groups:
         lines.append("groups")
@@ -162,9 +165,26 @@ def _host_json(host: HostSpec, enabled: bool) -> dict[str, Any]:
         "vms": ALL_CONTAINERS if host.vms == ALL_CONTAINERS else [
             _container_json(c) for c in host.vms if isinstance(c, ContainerSpec)],
         "oci": _oci_json(host.oci),
+        "kubernetes": (dataclasses.asdict(host.kubernetes)
+                       if host.kubernetes is not None else None),
         "discovery": discovery_method(host),
         "nodes": [_target_json(t) for t in static_targets(host)],
     }
+
+
+def _kubernetes_scope(host: HostSpec) -> str:
+    spec = host.kubernetes
+    assert spec is not None
+    namespaces = spec.namespaces
+    parts = ["all namespaces" if namespaces == ALL_CONTAINERS else
+             "namespaces " + ",".join(namespaces) if namespaces else "the context's namespace"]
+    if spec.context:
+        parts.append(f"context {spec.context}")
+    if spec.selector:
+        parts.append(f"selector {spec.selector}")
+    parts.append("every container" if spec.container == ALL_CONTAINERS else
+                 f"container {spec.container or '(the default)'}")
+    return ", ".join(parts)
 
 
 def _container_json(spec: ContainerSpec) -> dict[str, Any]:

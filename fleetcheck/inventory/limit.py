@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -22,6 +21,7 @@ from fleetcheck.inventory.ranges import (
     partition_outside_brackets,
     split_outside_brackets,
 )
+from fleetcheck.text import closest
 
 _VMID_PATTERN = re.compile(r"^[0-9*?\[\]!,/-]+$")
 _LABEL_PREFIXES = ("label:", "@")
@@ -116,6 +116,80 @@ def host_may_match(
         if atom[0] == "!" and _selects_all_of(host, atom[1:], groups):
             return False
     return True
+
+
+def _plain_atoms(patterns: Sequence[str]) -> list[str]:
+    atoms = [atom for atom in split_patterns(patterns) if atom]
+    return [atom for atom in atoms if atom[0] not in "!&"] or ["all"]
+
+
+def _selects_anything(atom: str, groups: Mapping[str, Sequence[str]]) -> bool:
+    """`all`, a label or a group: a pattern that may select any node, before discovery."""
+    return atom in ("all", "*") or _label_of(atom) is not None or atom in groups
+
+
+def may_select_guests(
+    host: HostSpec, patterns: Sequence[str], groups: Mapping[str, Sequence[str]] | None = None
+) -> bool:
+    """Whether the limit may select a guest of `host` (or what runs in one) that only its
+    guest listing (pvesh, `pct list`, `qm list`, the API) can bring: `--limit pve1/docker:web`
+    or `--limit pve1/103/docker:web` with 103 listed in the inventory needs none.
+
+    Only the plain patterns can ask for a node (`!` and `&` only take some away).
+    """
+    if not patterns:
+        return True
+    groups = groups or {}
+    listed = {guest.vmid for guest in (*host.containers, *host.vms)
+              if isinstance(guest, ContainerSpec)}
+    for atom in _plain_atoms(patterns):
+        if _selects_anything(atom, groups):
+            return True
+        host_glob, slash, rest = partition_outside_brackets(atom, "/")
+        if not matches_name(host.name, host_glob):
+            continue
+        if not slash:
+            return True  # the host and everything on it
+        first = partition_outside_brackets(rest, "/")[0]
+        if first.startswith(("docker:", "podman:")):
+            continue  # a container of the host's own runtime, not a guest
+        if first.isdigit() and int(first) in listed:
+            continue  # known without listing (VMIDs are unique across containers and VMs)
+        return True
+    return False
+
+
+def may_select_inside(
+    parent_id: str, runtime: str, patterns: Sequence[str],
+    groups: Mapping[str, Sequence[str]] | None = None,
+) -> bool:
+    """Whether the limit may select a `runtime` container inside the node `parent_id` (HOST or
+    HOST/VMID), whose names only that node's `RUNTIME ps` brings."""
+    if not patterns:
+        return True
+    groups = groups or {}
+    host, _, inner = parent_id.partition("/")
+    known = inner.split("/") if inner else []
+    for atom in _plain_atoms(patterns):
+        if _selects_anything(atom, groups):
+            return True
+        host_glob, slash, rest = partition_outside_brackets(atom, "/")
+        if not matches_name(host, host_glob):
+            continue
+        if not slash:
+            return True
+        segments = split_outside_brackets(rest, "/")
+        # The parent itself or a node around it: a pattern selects what runs inside.
+        if len(segments) <= len(known) and all(
+                matches_name(value, glob) for value, glob in zip(known, segments, strict=False)):
+            return True
+        # A node inside it: the parent's segments, then one for the runtime's container.
+        if len(segments) == len(known) + 1 and all(
+                matches_name(value, glob) for value, glob in zip(known, segments, strict=False)):
+            last = segments[-1]
+            if last.startswith(f"{runtime}:") or any(c in last for c in "*?["):
+                return True
+    return False
 
 
 def _may_select(host: HostSpec, atom: str, groups: Mapping[str, Sequence[str]]) -> bool:
@@ -271,8 +345,8 @@ def pattern_problem(
         names = ", ".join(h.name for h in disabled)
         return f"matches only hosts disabled in the inventory (enabled: false): {names}"
     candidates = [h.name for h in inventory.hosts] + list(groups)
-    close = difflib.get_close_matches(atom, candidates, n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    close = closest(atom, candidates)
+    hint = f" (did you mean {close!r}?)" if close else ""
     return f"no host or group matches{hint}"
 
 
@@ -309,9 +383,12 @@ def _container_problem(inventory: Inventory, atom: str) -> str | None:
     host_glob, _, vmid_glob = partition_outside_brackets(atom, "/")
     if ":" in vmid_glob:
         return _oci_problem(inventory, host_glob, vmid_glob)
+    if vmid_glob and any(h.kubernetes is not None
+                         for h in _hosts_matching(inventory.hosts, host_glob)):
+        return None  # CLUSTER/NAMESPACE/POD: known once the pods are listed
     if not vmid_glob or not _VMID_PATTERN.match(vmid_glob):
-        return ("expected HOST/VMID with a numeric VMID or a glob such as pve1/1*, or "
-                "PARENT/RUNTIME:NAME")
+        return ("expected HOST/VMID with a numeric VMID or a glob such as pve1/1*, "
+                "PARENT/RUNTIME:NAME, or CLUSTER/NAMESPACE/POD")
     hosts = _hosts_matching(inventory.hosts, host_glob)
     if not hosts:
         return pattern_problem(inventory, host_glob, {})

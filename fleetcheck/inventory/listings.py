@@ -1,10 +1,10 @@
 """Owns reading the guest and container listings discovery runs on a node.
 
-`pct list`, `qm list`, `pvesh get /nodes/NODE/{lxc,qemu} --output-format json` and
-`docker|podman ps --format '{{json .}}'`. A listing that is not what it claims to be at all
-(another program answered) raises DiscoveryError; one line or row that does not parse
-becomes one entry with `problem` set (its VMID or name when readable), so a single odd line
-never hides the other guests of a host.
+`pct list`, `qm list`, `pvesh get /nodes/NODE/{lxc,qemu} --output-format json`,
+`docker ps -a --format '{{json .}}'` and `podman ps -a --format json`. A listing that is not
+what it claims to be at all (another program answered) raises DiscoveryError; one line or
+row that does not parse becomes one entry with `problem` set (its VMID or name when
+readable), so a single odd line never hides the other guests of a host.
 """
 
 from __future__ import annotations
@@ -171,29 +171,45 @@ def parse_pvesh_json(text: str, listing: str, default_name: str) -> list[Discove
 
 
 def parse_oci_ps(text: str, runtime: str) -> list[DiscoveredOci]:
-    """`docker|podman ps --format '{{json .}}'`: one JSON object per line.
+    """`docker ps -a --format '{{json .}}'` or `podman ps -a --format json`: the containers.
 
-    Docker gives `Names` as a comma-joined string and `State` as running/paused/...; podman
-    (whose `{{json .}}` with a space goes through its template path) gives `Names` as an
-    array and the same `State` words. A line that is not such an object becomes one entry
+    Two shapes, as the real tools print them: one JSON object a line (docker/cli 20.10 to 28,
+    current podman with `{{json .}}`), or one JSON array, pretty-printed over many lines
+    (podman's `--format json` in every release, and its `{{json .}}` in 4.3). Docker gives
+    `Names` as a comma-joined string, podman as an array; both give `State` as a word
+    (running, paused, exited, created...). A row that is not such an object becomes one entry
     with `problem` set; a container with several names is known by its first.
     """
     listing = f"{runtime} ps"
-    found: list[DiscoveredOci] = []
-    for number, line in enumerate(text.splitlines(), 1):
+    rows: list[tuple[str, Any, str]] = []  # (where, the row, its text)
+    rest, skipped_lines = text, 0
+    start = len(text) - len(text.lstrip())
+    if text[start:start + 1] == "[":
+        try:
+            whole, end = json.JSONDecoder().raw_decode(text, start)
+        except json.JSONDecodeError:
+            whole, end = None, 0
+        if isinstance(whole, list):
+            rows = [(f"`{listing}` entry {number}", row, json.dumps(row))
+                    for number, row in enumerate(whole, 1)]
+            # Whatever follows the array is read line by line, numbered as printed.
+            skipped_lines, rest = text.count("\n", 0, end), text[end:]
+    for number, line in enumerate(rest.splitlines(), skipped_lines + 1):
         if not line.strip():
             continue
-        where = f"`{listing}` line {number}"
         try:
             row = json.loads(line)
         except json.JSONDecodeError:
             row = None
+        rows.append((f"`{listing}` line {number}", row, line))
+    found: list[DiscoveredOci] = []
+    for where, row, shown in rows:
         names = row.get("Names") if isinstance(row, dict) else None
         if isinstance(names, str):
             names = [n for n in names.split(",") if n]
         if not isinstance(names, list) or not names or not isinstance(names[0], str):
             found.append(DiscoveredOci(name="", state="unknown", where=where,
-                                       problem=f"unexpected line: {first_words(line)}"))
+                                       problem=f"unexpected line: {first_words(shown)}"))
             continue
         state = row.get("State") if isinstance(row, dict) else None
         found.append(DiscoveredOci(name=names[0].lstrip("/"),

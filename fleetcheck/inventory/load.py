@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from fleetcheck.budget import DEFAULT_API_TIMEOUT, DEFAULT_CONCURRENCY, DEFAULT_NODE_TIMEOUT
 from fleetcheck.inventory.errors import InventoryError
 from fleetcheck.inventory.limit import pattern_problem
 from fleetcheck.inventory.model import (
@@ -20,6 +20,7 @@ from fleetcheck.inventory.model import (
     ContainerSpec,
     HostSpec,
     Inventory,
+    KubernetesSpec,
     OciContainerSpec,
     OciSpec,
     SshOptions,
@@ -34,6 +35,8 @@ from fleetcheck.inventory.schema import (
     HOST_KEYS,
     HOSTNAME_RE,
     JUMP_USER_RE,
+    K8S_LABEL_RE,
+    KUBERNETES_KEYS,
     LABEL_RE,
     NAME_RE,
     OCI_CONTAINER_KEYS,
@@ -57,8 +60,7 @@ from fleetcheck.inventory.yamlsrc import (
     load_yaml,
     read_source,
 )
-from fleetcheck.text import clip
-from fleetcheck.transport.interface import DEFAULT_NODE_TIMEOUT
+from fleetcheck.text import clip, closest
 
 
 def _is_ip(text: str) -> bool:
@@ -110,6 +112,7 @@ def schema_keys() -> tuple[str, ...]:
         keys += [f"{prefix}.api.{k}" for k in API_KEYS]
     keys += [f"hosts.*.containers[].{k}" for k in CONTAINER_KEYS]
     keys += [f"hosts.*.vms[].{k}" for k in VM_KEYS]
+    keys += [f"hosts.*.kubernetes.{k}" for k in KUBERNETES_KEYS]
     for prefix in ("hosts.*.oci", "hosts.*.containers[].oci", "hosts.*.vms[].oci"):
         keys += [f"{prefix}.{k}" for k in OCI_KEYS]
         keys += [f"{prefix}.containers[].{k}" for k in OCI_CONTAINER_KEYS]
@@ -178,8 +181,8 @@ class _Builder:
                     f"secrets are not allowed in the inventory; {SECRET_HINT[str(section)]}",
                 )
             if key not in allowed:
-                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-                hint = f"did you mean {close[0]!r}?" if close else "valid: " + ", ".join(allowed)
+                close = closest(key, allowed)
+                hint = f"did you mean {close!r}?" if close else "valid: " + ", ".join(allowed)
                 raise self.fail((*path, key), f"unknown key ({hint})")
         return value
 
@@ -311,7 +314,7 @@ class _Builder:
         order = [*(entry.host.name for entry in found.hosts), *own]
         enabled = [built[name][0] for name in order if built[name][1]]
         disabled = [built[name][0] for name in order if not built[name][1]]
-        concurrency = 64
+        concurrency = DEFAULT_CONCURRENCY
         if "concurrency" in defaults:
             concurrency = self.integer(defaults["concurrency"], ("defaults", "concurrency"), 1)
         audit_timeout = None
@@ -385,7 +388,10 @@ class _Builder:
             raise self.fail(path, "host name may hold only letters, digits, '_', '.' and '-'"
                                   + (f" (got {name!r})" if name != path[-1] else ""))
         raw = self.mapping({} if raw is None else raw, path, HOST_KEYS)
-        transport = self.choice(raw.get("transport", "ssh"), (*path, "transport"), TRANSPORTS)
+        # A Kubernetes cluster entry runs kubectl here unless it names a machine to run it on.
+        kube = "kubernetes" in raw and "address" not in raw
+        transport = self.choice(raw.get("transport", "local" if kube else "ssh"),
+                                (*path, "transport"), TRANSPORTS)
         enabled = self.boolean(raw.get("enabled", True), (*path, "enabled"))
         if address is not None:
             address = self.address(address, (*path, "address"))
@@ -395,8 +401,12 @@ class _Builder:
             # As ssh and Ansible do: the name is the address (DNS, or an ssh_config Host).
             address = self.checked(name, path, address_problem)
         # This machine is always its own node; an api host has no shell to probe.
-        default_probe = transport == "local" or (ctx["probe_host"] and transport == "ssh")
+        default_probe = "kubernetes" not in raw and (
+            transport == "local" or (ctx["probe_host"] and transport == "ssh"))
         probe_host = self.boolean(raw.get("probe_host", default_probe), (*path, "probe_host"))
+        kubernetes = None
+        if "kubernetes" in raw:
+            kubernetes = self.kubernetes(raw["kubernetes"], (*path, "kubernetes"), transport)
         containers = self.containers(raw.get("containers"), (*path, "containers"))
         vms = self.containers(raw.get("vms"), (*path, "vms"))
         if isinstance(containers, tuple) and isinstance(vms, tuple):
@@ -407,13 +417,13 @@ class _Builder:
                     raise self.fail((*path, "vms", index),
                                     f"VMID {guest.vmid} is also listed under containers")
         oci = self.optional(raw, path, "oci", self.oci, None)
-        if not probe_host and not containers and not vms and oci is None:
+        if not probe_host and not containers and not vms and oci is None and kubernetes is None:
             raise self.fail(path, "nothing to probe: set containers, vms, oci or probe_host: true "
                                   "(or defaults.probe_host: true)")
         if transport == "api":
             # The API has no `pct exec` and no shell on the host: only guest agents.
-            for key in ("containers", "probe_host", "oci"):
-                if raw.get(key):
+            for key in ("containers", "probe_host", "oci", "kubernetes"):
+                if raw.get(key) or (key == "kubernetes" and key in raw):
                     raise self.fail((*path, key), "needs SSH: a transport: api host reaches "
                                     "only its VMs (through the guest agent)")
             if "api" not in raw and "url" not in ctx["api"]:
@@ -435,6 +445,7 @@ class _Builder:
             containers=containers,
             vms=vms,
             oci=oci,
+            kubernetes=kubernetes,
             python=self.optional(raw, path, "python", self.python, ctx["python"]),
             env=env,
             labels=labels,
@@ -446,6 +457,50 @@ class _Builder:
             origin=origin or f"{self.doc.path}:{self.doc.line(path)}",
         )
         return spec, enabled
+
+    def kubernetes(self, value: Any, path: KeyPath, transport: str) -> KubernetesSpec:
+        """`kubernetes: {kubeconfig, context, namespaces, selector, container}`."""
+        raw = self.mapping(value, path, KUBERNETES_KEYS)
+        kubeconfig = None
+        if "kubeconfig" in raw:
+            # A file of the machine kubectl runs on: this one's paths resolve as others do.
+            kubeconfig = (self.local_path(raw["kubeconfig"], (*path, "kubeconfig"))
+                          if transport == "local" else self.python(raw["kubeconfig"],
+                                                                   (*path, "kubeconfig")))
+        namespaces: str | tuple[str, ...] = ()
+        if "namespaces" in raw:
+            listed = raw["namespaces"]
+            if listed != ALL_CONTAINERS:
+                if not isinstance(listed, list) or not listed:
+                    raise self.fail((*path, "namespaces"),
+                                    f"must be 'all' or a list of namespaces, got {_show(listed)}")
+                namespaces = tuple(self.k8s_name(item, (*path, "namespaces", index))
+                                   for index, item in enumerate(listed))
+            else:
+                namespaces = ALL_CONTAINERS
+        container = None
+        if "container" in raw:
+            container = raw["container"] if raw["container"] == ALL_CONTAINERS else \
+                self.k8s_name(raw["container"], (*path, "container"))
+        selector = None
+        if "selector" in raw:
+            selector = self.string(raw["selector"], (*path, "selector"))
+            if selector.startswith("-"):
+                raise self.fail((*path, "selector"), "must not start with '-'")
+        context = None
+        if "context" in raw:
+            context = self.string(raw["context"], (*path, "context"))
+            if context.startswith("-"):
+                raise self.fail((*path, "context"), "must not start with '-'")
+        return KubernetesSpec(kubeconfig=kubeconfig, context=context, namespaces=namespaces,
+                              selector=selector, container=container)
+
+    def k8s_name(self, value: Any, path: KeyPath) -> str:
+        text = self.string(value, path)
+        if not K8S_LABEL_RE.match(text):
+            raise self.fail(path, "must be a Kubernetes name (lower-case letters, digits and "
+                                  f"'-', at most 63), got {_show(clip(text, 80))}")
+        return text
 
     def containers(self, raw: Any, path: KeyPath) -> str | tuple[ContainerSpec, ...]:
         if raw is None:
@@ -604,7 +659,7 @@ class _Builder:
         node = name
         if "node" in items:
             node = self.string(*items["node"])
-        timeout = self.seconds(*items["timeout"]) if "timeout" in items else 10.0
+        timeout = self.seconds(*items["timeout"]) if "timeout" in items else DEFAULT_API_TIMEOUT
         return ApiOptions(
             url=url,
             user=user,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from fleetcheck.transport.interface import DEFAULT_NODE_TIMEOUT
+from fleetcheck.budget import DEFAULT_API_TIMEOUT, DEFAULT_CONCURRENCY, DEFAULT_NODE_TIMEOUT
 
 #: `containers: all` in the inventory (also `vms: all` and `oci: {containers: all}`).
 ALL_CONTAINERS = "all"
@@ -57,7 +57,7 @@ class ApiOptions:
     token_file: str | None = None
     verify_tls: bool | str = True
     node: str | None = None
-    timeout: float = 10.0
+    timeout: float = DEFAULT_API_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,43 @@ class ContainerSpec:
 
 
 @dataclass(frozen=True)
+class KubernetesSpec:
+    """`kubernetes:` of a host: a cluster whose running pods are nodes, reached with kubectl
+    through the host's transport (this machine, or an SSH host that has kubectl)."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    #: Namespaces to list; () the context's own, ALL_CONTAINERS every namespace.
+    namespaces: str | tuple[str, ...] = ()
+    #: `kubectl get pods -l SELECTOR`.
+    selector: str | None = None
+    #: The container to probe: None the pod's default one, ALL_CONTAINERS each container.
+    container: str | None = None
+
+
+@dataclass(frozen=True)
+class PodPlace:
+    """Where a pod node is: `CLUSTER/NAMESPACE/POD[/CONTAINER]`; `pod` "*" for a namespace
+    whose pods could not be listed."""
+
+    namespace: str
+    pod: str
+    container: str | None = None
+    #: Whether the container is part of the id (`containers: all`, one node per container).
+    in_id: bool = False
+    #: The Kubernetes node (machine) the pod runs on.
+    node: str | None = None
+
+    @property
+    def path(self) -> str:
+        """The id below the cluster: NAMESPACE/POD[/CONTAINER], `*` for pods not listed."""
+        if self.namespace == "*":
+            return "*"
+        tail = f"/{self.container}" if self.in_id and self.container else ""
+        return f"{self.namespace}/{self.pod}{tail}"
+
+
+@dataclass(frozen=True)
 class HostSpec:
     """A Proxmox host (or any SSH-reachable machine, or the local machine)."""
 
@@ -120,6 +157,8 @@ class HostSpec:
     vms: str | tuple[ContainerSpec, ...] = ()
     #: Docker/Podman containers on the host itself.
     oci: OciSpec | None = None
+    #: A Kubernetes cluster whose pods are this host's nodes (`CLUSTER/NAMESPACE/POD`).
+    kubernetes: KubernetesSpec | None = None
     #: Where the host was declared, for messages: "inventory.yaml:12".
     origin: str = ""
 
@@ -131,7 +170,7 @@ class Inventory:
     #: Whole-audit deadline in seconds (None: no limit beyond per-node timeouts).
     audit_timeout: float | None = None
     #: Global bound on nodes probed at once.
-    concurrency: int = 64
+    concurrency: int = DEFAULT_CONCURRENCY
     #: `groups:` of the file: name -> --limit patterns (host names, globs, labels, groups).
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: Hosts declared with `enabled: false`: shown by `fleetcheck inventory`, never audited.
@@ -155,7 +194,11 @@ class NodePlace:
 
     @property
     def id(self) -> str:
-        """`HOST`, `HOST/VMID` or `PARENT/RUNTIME:NAME` (the node id contract)."""
+        """`HOST`, `HOST/VMID`, `PARENT/RUNTIME:NAME` or `CLUSTER/NAMESPACE/POD[/CONTAINER]`
+        (the node id contract)."""
+        pod: PodPlace | None = getattr(self, "pod", None)
+        if pod is not None:
+            return f"{self.host.name}/{pod.path}"
         return node_id(self.host.name, self.vmid, self.runtime, self.container)
 
     @property
@@ -167,6 +210,8 @@ class NodePlace:
         """The id of the node this one runs in; None for a host."""
         if self.runtime is not None:
             return node_id(self.host.name, self.vmid)
+        if getattr(self, "pod", None) is not None:
+            return self.host.name
         return None if self.vmid is None else self.host.name
 
 
@@ -196,7 +241,8 @@ class Target(NodePlace):
     user: str | None = None
     #: The node's OCI spec (its Docker/Podman containers), for hosts and guests.
     oci: OciSpec | None = None
-
+    #: For a Kubernetes pod: its namespace, name, container and machine.
+    pod: PodPlace | None = None
 
 
 @dataclass(frozen=True)
@@ -215,6 +261,8 @@ class SkippedTarget(NodePlace):
     status: str = "skipped"
     #: The id when neither VMID nor name could be read (an unreadable discovery line).
     fixed_id: str | None = None
+    #: For a Kubernetes pod (or a namespace that could not be listed: pod "*").
+    pod: PodPlace | None = None
 
     @property
     def id(self) -> str:
@@ -251,7 +299,7 @@ class DiscoveredContainer:
 
 @dataclass(frozen=True)
 class DiscoveredOci:
-    """A Docker/Podman container as `docker ps --format '{{json .}}'` reports it."""
+    """A Docker/Podman container as `docker ps -a` / `podman ps -a` (JSON) report it."""
 
     name: str
     state: str

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from fleetcheck.failures import UNREACHABLE
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.listings import parse_guest_rows
 from fleetcheck.inventory.model import ApiOptions, DiscoveredContainer, HostSpec
@@ -58,11 +59,27 @@ async def discover_guests_via_api(
             containers_from_resources(resources, node, host.name, "qemu"))
 
 
+#: The privilege a token needs to see a cluster's guests (on /vms).
+GUEST_PRIVILEGE = "VM.Audit"
+
+
+def missing_guest_privilege(permissions: Any) -> str | None:
+    """Why a token sees no guest, from GET /access/permissions (path -> {privilege: 1});
+    None when it holds VM.Audit somewhere guests live (then there are simply none)."""
+    if not isinstance(permissions, Mapping):
+        return None
+    for path, privileges in permissions.items():
+        where = str(path)
+        guest_path = where in ("/", "/vms") or where.startswith(("/vms/", "/pool/"))
+        if guest_path and isinstance(privileges, Mapping) and GUEST_PRIVILEGE in privileges:
+            return None
+    held = sorted(str(path) for path in permissions) or ["none"]
+    return f"it lacks {GUEST_PRIVILEGE} on /vms (its permissions: {', '.join(held)})"
+
+
 async def _refuse_blind_token(api: ApiOptions, secret: str, host: str, deadline: float) -> None:
     """DiscoveryError when a token that sees no guest lacks VM.Audit (GET
     /access/permissions), so an audit never passes on guests it could not see."""
-    from fleetcheck.inventory.pvecluster import missing_guest_privilege
-
     def permissions() -> Any:
         client = api_client(api, secret, host)
         return call_api(api, secret, host, lambda: client.access.permissions.get())
@@ -187,10 +204,13 @@ def call_api(
     import requests
     from proxmoxer import ResourceException
 
+    # The API refused the token or could not be reached at all; any other answer is an error.
+    unreached = True
     try:
         return request()
     except ResourceException as exc:
         message = _resource_message(exc, api, forbidden)
+        unreached = getattr(exc, "status_code", None) == 401
     except requests.exceptions.SSLError as exc:
         reason = _VERIFY_FAILED.search(str(exc))
         detail = reason.group(1).strip() if reason else "TLS handshake failed"
@@ -205,14 +225,16 @@ def call_api(
         message = f"cannot connect: {reason.group(1).strip() if reason else 'connection failed'}"
     except requests.exceptions.RequestException as exc:
         message = f"request failed: {type(exc).__name__}"
+        unreached = False
     except OSError as exc:
         # requests raises a plain OSError for a CA bundle path that does not exist.
         message = f"api.verify_tls: {exc}"
+        unreached = False
     text = f"{host}: Proxmox API {api.url}: {message}"
     # Defence in depth: no message built above holds the secret, but a library text might.
     if len(secret) >= 8:
         text = text.replace(secret, "***")
-    raise DiscoveryError(text, host=host)
+    raise DiscoveryError(text, host=host, cause=UNREACHABLE if unreached else None)
 
 
 def _resource_message(exc: Any, api: ApiOptions, forbidden: str) -> str:

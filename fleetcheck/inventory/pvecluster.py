@@ -9,16 +9,20 @@ so zero guests is read against `GET /access/permissions` to name the missing pri
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.model import ApiOptions
-from fleetcheck.inventory.pveapi import api_client, call_api, read_token_secret
+from fleetcheck.inventory.pveapi import (
+    GUEST_PRIVILEGE,
+    api_client,
+    call_api,
+    missing_guest_privilege,
+    read_token_secret,
+)
 
-#: What a read-only audit needs, and the command that grants it to a token.
-GUEST_PRIVILEGE = "VM.Audit"
+#: What a read-only audit needs of the nodes, beside the guests' `GUEST_PRIVILEGE`.
 NODE_PRIVILEGE = "Sys.Audit"
 
 
@@ -110,17 +114,3 @@ def nodes_from_listing(rows: Any, label: str) -> tuple[ClusterNode, ...]:
     return tuple(sorted((ClusterNode(str(row["node"]), None, row.get("status") == "online")
                          for row in rows if isinstance(row, dict) and row.get("node")),
                         key=lambda n: n.name))
-
-
-def missing_guest_privilege(permissions: Any) -> str | None:
-    """Why a token sees no guest, from GET /access/permissions (path -> {privilege: 1});
-    None when it holds VM.Audit somewhere guests live (then there are simply none)."""
-    if not isinstance(permissions, Mapping):
-        return None
-    for path, privileges in permissions.items():
-        where = str(path)
-        guest_path = where in ("/", "/vms") or where.startswith(("/vms/", "/pool/"))
-        if guest_path and isinstance(privileges, Mapping) and GUEST_PRIVILEGE in privileges:
-            return None
-    held = sorted(str(path) for path in permissions) or ["none"]
-    return f"it lacks {GUEST_PRIVILEGE} on /vms (its permissions: {', '.join(held)})"

@@ -45,6 +45,7 @@ HOST_KEYS = (
     "containers",
     "vms",
     "oci",
+    "kubernetes",
     "python",
     "env",
     "labels",
@@ -54,6 +55,9 @@ HOST_KEYS = (
 CONTAINER_KEYS = ("vmid", "name", "python", "env", "labels", "timeout", "oci")
 VM_KEYS = CONTAINER_KEYS
 OCI_KEYS = ("runtime", "containers")
+KUBERNETES_KEYS = ("kubeconfig", "context", "namespaces", "selector", "container")
+#: A Kubernetes name (RFC 1123 label: namespaces, containers) and a pod name (subdomain).
+K8S_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 OCI_CONTAINER_KEYS = ("name", "python", "env", "user", "labels", "timeout")
 TRANSPORTS = ("ssh", "local", "api")
 #: A Docker/Podman container name (moby's `[a-zA-Z0-9][a-zA-Z0-9_.-]+`) or an id prefix.

@@ -16,6 +16,7 @@ from typing import Any
 
 from fleetcheck.inventory.ansible import AnsibleInventory
 from fleetcheck.inventory.schema import API_KEYS, HOST_KEYS, LABEL_RE, merge_settings
+from fleetcheck.text import closest
 
 #: A host variable `fleetcheck_KEY` is the host key KEY (`fleetcheck_containers: all`).
 VARIABLE_PREFIX = "fleetcheck_"
@@ -138,10 +139,8 @@ def ansible_settings(
             continue
         key = variable[len(VARIABLE_PREFIX):]
         if key not in host_keys:
-            import difflib
-
-            close = difflib.get_close_matches(key, host_keys, n=1, cutoff=0.6)
-            hint = f" (did you mean {VARIABLE_PREFIX}{close[0]}?)" if close else ""
+            close = closest(key, host_keys)
+            hint = f" (did you mean {VARIABLE_PREFIX}{close}?)" if close else ""
             raise SourceProblem(variable, f"not an inventory key{hint}")
         if key == "labels" and isinstance(value, list):
             value = [*labels, *value]

@@ -10,6 +10,7 @@ import importlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from fleetcheck.budget import BudgetFor, NodeBudget
 from fleetcheck.inventory.model import HostSpec, SkippedTarget, Target
 from fleetcheck.kinds.base import Discovery, NodeKind, host_target
 
@@ -23,6 +24,7 @@ KINDS: dict[str, str] = {
     "podman": "fleetcheck.kinds.oci:PODMAN",
     "lxc": "fleetcheck.kinds.lxc:LXC",
     "qemu": "fleetcheck.kinds.qemu:QEMU",
+    "pod": "fleetcheck.kinds.pod:POD",
 }
 #: Every kind a node may have (the JSON contract's `kind`).
 NODE_KINDS = tuple(KINDS)
@@ -67,12 +69,13 @@ def chain(target: Target) -> tuple[NodeKind, ...]:
     return tuple(kind(name) for name in dict.fromkeys(names))
 
 
-def open_transport(target: Target, host_transport: Transport) -> Transport:
+def open_transport(target: Target, host_transport: Transport,
+                   budget: BudgetFor = NodeBudget) -> Transport:
     """The transport that runs commands on `target`: each kind of its chain wrapping the
-    transport of the one above, from the host's."""
+    transport of the one above, from the host's; `budget` is the audit's."""
     transport = host_transport
     for step in chain(target):
-        transport = step.transport(target, transport)
+        transport = step.transport(target, transport, budget)
     return transport
 
 

@@ -12,6 +12,7 @@ import abc
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from fleetcheck.budget import BudgetFor
 from fleetcheck.inventory.model import HostSpec, SkippedTarget, Target
 
 if TYPE_CHECKING:
@@ -84,9 +85,10 @@ class NodeKind(abc.ABC):
     # -- commands -------------------------------------------------------------------------
 
     @abc.abstractmethod
-    def transport(self, target: Target, outer: Transport) -> Transport:
+    def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
         """The transport into the node `target` is or runs in, around `outer` (the transport
-        of the node it runs in)."""
+        of the node it runs in); a transport with deadlines of its own takes them from
+        `budget` (the audit's)."""
 
     # -- wording --------------------------------------------------------------------------
 
@@ -120,7 +122,3 @@ def merge_env(*layers: Mapping[str, str]) -> dict[str, str]:
     for layer in layers:
         merged.update(layer)
     return merged
-
-
-#: How long one listing (pvesh, pct list, qm list, docker ps) may take on a node.
-LISTING_TIMEOUT = 30.0

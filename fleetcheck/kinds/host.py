@@ -14,6 +14,7 @@ from fleetcheck.inventory.model import Target
 from fleetcheck.kinds.base import NodeKind, Nodes
 
 if TYPE_CHECKING:
+    from fleetcheck.budget import BudgetFor
     from fleetcheck.model import NodeResult
     from fleetcheck.transport.interface import Transport
 
@@ -31,18 +32,37 @@ class HostKind(NodeKind):
         del parent, listing
         return []
 
-    def transport(self, target: Target, outer: Transport) -> Transport:
-        del target
+    def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
+        del target, budget
         return outer
 
     def inside(self, target: Target) -> str:
         return f"on {target.host.name}"
 
     def where_it_runs(self, node: NodeResult) -> str:
+        found = probe_place(node)
+        if found is not None:
+            # A node document (`fleetcheck probe` run by a timer, a job, a pod): the probe's
+            # own signs say what it is in.
+            return (f"on {node.host}, which the probe found to be inside a {found} "
+                    "(its own signs: facts.where)")
         return f"on {node.host} itself, over SSH as the inventory's login (`sudo -n` when set)"
 
     def describe(self, target: Target) -> str | None:
         return "(the host itself)"
+
+
+#: The probe's facts.where.kind words for the places a `host` node can turn out to be.
+_PLACES = {"lxc": "LXC container", "docker": "Docker container", "podman": "Podman container",
+           "kubernetes": "Kubernetes pod"}
+
+
+def probe_place(node: NodeResult) -> str | None:
+    """What the probe found a `host` node to be inside (an LXC, Docker or Podman container, a
+    Kubernetes pod), from facts.where; None for a host, a VM or bare metal."""
+    where = node.facts.get("where")
+    kind = where.get("kind") if isinstance(where, dict) else None
+    return _PLACES.get(kind) if isinstance(kind, str) else None
 
 
 HOST = HostKind()

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from fleetcheck.inventory.listings import parse_pct_list
 from fleetcheck.inventory.model import DiscoveredContainer, HostSpec, Target
-from fleetcheck.kinds.base import LISTING_TIMEOUT
-from fleetcheck.kinds.proxmox import ProxmoxGuestKind, pve_list
+from fleetcheck.kinds.proxmox import ProxmoxGuestKind
 from fleetcheck.transport.pct import PctTransport, pve_list_argv
 
 if TYPE_CHECKING:
+    from fleetcheck.budget import BudgetFor
     from fleetcheck.model import NodeResult
     from fleetcheck.transport.interface import Transport
 
@@ -22,21 +22,18 @@ def pct_list_argv(host: HostSpec) -> list[str]:
     return pve_list_argv("pct", sudo=host.sudo)
 
 
-async def pct_list(host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
-    """The containers `pct list` shows on `host`; DiscoveryError saying why when it fails."""
-    return parse_pct_list(await pve_list(host, transport, "pct", LISTING_TIMEOUT))
-
-
 class LxcKind(ProxmoxGuestKind):
     name = "lxc"
     key = "containers"
     noun = "container"
     default_name = "CT{vmid}"
+    tool = "pct"
 
-    async def tool_list(self, host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
-        return await pct_list(host, transport)
+    def parse_listing(self, text: str) -> list[DiscoveredContainer]:
+        return parse_pct_list(text)
 
-    def transport(self, target: Target, outer: Transport) -> Transport:
+    def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
+        del budget  # pct exec has no wait of its own: the host transport's bounds it
         assert target.vmid is not None
         host = target.host
         return PctTransport(outer, target.vmid, sudo=host.sudo, host_name=host.name)
@@ -50,3 +47,8 @@ class LxcKind(ProxmoxGuestKind):
 
 
 LXC = LxcKind()
+
+
+async def pct_list(host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
+    """The containers `pct list` shows on `host`; DiscoveryError saying why when it fails."""
+    return await LXC.tool_list(host, transport)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from fleetcheck.budget import LISTING_TIMEOUT
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.listings import parse_oci_ps
 from fleetcheck.inventory.model import (
@@ -18,7 +19,6 @@ from fleetcheck.inventory.model import (
     Target,
 )
 from fleetcheck.kinds.base import (
-    LISTING_TIMEOUT,
     Discovery,
     NodeKind,
     Nodes,
@@ -29,6 +29,7 @@ from fleetcheck.text import last_line
 from fleetcheck.transport.oci import OciTransport, oci_exec_failure, oci_list_argv
 
 if TYPE_CHECKING:
+    from fleetcheck.budget import BudgetFor
     from fleetcheck.model import NodeResult
     from fleetcheck.transport.interface import Transport
 
@@ -144,7 +145,8 @@ class OciKind(NodeKind):
             ))
         return nodes
 
-    def transport(self, target: Target, outer: Transport) -> Transport:
+    def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
+        del budget  # `RUNTIME exec` has no wait of its own: the parent's bounds it
         assert target.runtime is not None and target.container is not None
         # sudo only for the host's own login: inside pct exec or a VM it runs as root.
         return OciTransport(outer, target.runtime, target.container, user=target.user,

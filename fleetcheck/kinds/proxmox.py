@@ -14,6 +14,7 @@ import abc
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from fleetcheck.budget import LISTING_TIMEOUT
 from fleetcheck.inventory.errors import DiscoveryError, InventoryError
 from fleetcheck.inventory.listings import parse_pvesh_json
 from fleetcheck.inventory.model import (
@@ -26,7 +27,6 @@ from fleetcheck.inventory.model import (
 )
 from fleetcheck.inventory.pveapi import discover_guests_via_api
 from fleetcheck.kinds.base import (
-    LISTING_TIMEOUT,
     Discovery,
     NodeKind,
     Nodes,
@@ -90,9 +90,16 @@ class ProxmoxGuestKind(NodeKind):
         specs: str | tuple[ContainerSpec, ...] = getattr(parent.host, self.key)
         return specs or None
 
+    #: The kind's own tool, whose `TOOL list` answers when pvesh cannot (pct, qm).
+    tool: ClassVar[str]
     @abc.abstractmethod
+    def parse_listing(self, text: str) -> list[DiscoveredContainer]:
+        """The guests in what `TOOL list` printed (its parser in `inventory/listings.py`)."""
+
     async def tool_list(self, host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
-        """The kind's own listing (`pct list`, `qm list`) when pvesh cannot answer."""
+        """The guests `TOOL list` shows on `host`; DiscoveryError saying why when it fails."""
+        return self.parse_listing(
+            await pve_list(host, transport, self.tool, LISTING_TIMEOUT))
 
     async def discover(
         self, parent: Target, transport: Transport, context: Discovery

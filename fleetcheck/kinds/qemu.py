@@ -8,21 +8,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fleetcheck.inventory.listings import parse_qm_list
-from fleetcheck.inventory.model import DiscoveredContainer, HostSpec, Target
-from fleetcheck.kinds.base import LISTING_TIMEOUT
-from fleetcheck.kinds.proxmox import ProxmoxGuestKind, pve_list
+from fleetcheck.inventory.model import DiscoveredContainer, Target
+from fleetcheck.kinds.proxmox import ProxmoxGuestKind
 from fleetcheck.transport.qemu import QemuTransport
 from fleetcheck.transport.qemu_api import ApiHostTransport, QemuApiTransport
 
 if TYPE_CHECKING:
+    from fleetcheck.budget import BudgetFor
     from fleetcheck.model import NodeResult
     from fleetcheck.transport.interface import Transport
-
-
-async def qm_list(host: HostSpec, transport: Transport, timeout: float = LISTING_TIMEOUT
-                  ) -> list[DiscoveredContainer]:
-    """The VMs `qm list` shows on `host`; DiscoveryError saying why when it fails."""
-    return parse_qm_list(await pve_list(host, transport, "qm", timeout))
 
 
 class QemuKind(ProxmoxGuestKind):
@@ -30,16 +24,18 @@ class QemuKind(ProxmoxGuestKind):
     key = "vms"
     noun = "VM"
     default_name = "VM {vmid}"
+    tool = "qm"
 
-    async def tool_list(self, host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
-        return await qm_list(host, transport)
+    def parse_listing(self, text: str) -> list[DiscoveredContainer]:
+        return parse_qm_list(text)
 
-    def transport(self, target: Target, outer: Transport) -> Transport:
+    def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
         assert target.vmid is not None
         if isinstance(outer, ApiHostTransport):
-            return QemuApiTransport(outer.agent, target.vmid)
+            return QemuApiTransport(outer.agent, target.vmid, budget=budget)
         host = target.host
-        return QemuTransport(outer, target.vmid, sudo=host.sudo, host_name=host.name)
+        return QemuTransport(outer, target.vmid, sudo=host.sudo, host_name=host.name,
+                             budget=budget)
 
     def where_it_runs(self, node: NodeResult) -> str:
         return (f"inside VM {node.vmid} on {node.host}, as root, "

@@ -223,6 +223,7 @@ ERROR_PATTERNS = (
     (r"cannot (locate|open) libamdhip64\.so", "libamdhip64_not_found"),
     (r"libamdhip64 version .* is not supported|refusing to mix ROCm installations",
      "libamdhip64_other_rocm"),
+    (r"no ROCm-capable device is detected", "zero_active_drivers"),
     (r"/sbin/ldconfig", "ldconfig_binary_missing"),
     (r"cannot find -lcuda", "libcuda_unversioned_missing"),
     (r"failed to map segment", "cache_dir_noexec"),
@@ -1721,18 +1722,77 @@ def cpu_count():
 
 # --- facts_where ----------------------------------------------------------------------------------
 
-def container_kind():
-    """'lxc' when this node is an LXC container, else None (lxcfs mounts are the surest sign)."""
-    run = (read_text(host_path("/run/systemd/container")) or "").strip()
-    if run:
-        return run
+#: DMI sys_vendor / product_name words of the hypervisors (systemd-detect-virt's table).
+DMI_VIRT = (("QEMU", "qemu"), ("KVM", "kvm"), ("VMware", "vmware"), ("VirtualBox", "oracle"),
+            ("innotek", "oracle"), ("Xen", "xen"), ("Microsoft Corporation", "microsoft"),
+            ("Amazon EC2", "amazon"), ("Google", "google"), ("Parallels", "parallels"),
+            ("BHYVE", "bhyve"))
+#: cgroup path words of the runtimes (cgroupfs and systemd drivers, v1 and v2).
+CGROUP_SIGNS = (("kubepods", "kubernetes"), ("libpod", "podman"), ("/docker", "docker"),
+                ("docker-", "docker"), ("lxc.payload", "lxc"), ("/lxc/", "lxc"))
+
+
+def _pid1_container():
     environ = read_text(host_path("/proc/1/environ")) or ""
     for item in environ.split("\0"):
         if item.startswith("container="):
             return item.split("=", 1)[1] or None
-    if "lxcfs" in (read_text(host_path("/proc/self/mountinfo")) or ""):
-        return "lxc"
     return None
+
+
+def where_it_runs():
+    """{"kind", "container", "virtual", "signs"}: `kind` the innermost place (lxc, docker,
+    podman, kubernetes; a hypervisor such as qemu, or vm when only the CPU's hypervisor flag
+    tells; bare-metal), `container` the container kind or None, `virtual` the hypervisor the
+    machine (or its container's host) runs on (unknown: the flag alone) or None, `signs`
+    what told."""
+    signs = []
+    container = None
+    run = (read_text(host_path("/run/systemd/container")) or "").strip()
+    if run:
+        signs.append("/run/systemd/container: %s" % run)
+        container = run
+    pid1 = _pid1_container()
+    if pid1:
+        signs.append("PID 1's environment: container=%s" % pid1)
+        container = container or pid1
+    if os.path.exists(host_path("/run/.containerenv")):
+        signs.append("/run/.containerenv")
+        container = container or "podman"
+    if os.path.exists(host_path("/.dockerenv")):
+        signs.append("/.dockerenv")
+        container = container or "docker"
+    if os.environ.get("KUBERNETES_SERVICE_HOST") or os.path.isdir(
+            host_path("/var/run/secrets/kubernetes.io/serviceaccount")):
+        signs.append("Kubernetes service account or KUBERNETES_SERVICE_HOST")
+        container = "kubernetes"
+    cgroup = read_text(host_path("/proc/self/cgroup")) or ""
+    for word, kind in CGROUP_SIGNS:
+        if word in cgroup:
+            signs.append("/proc/self/cgroup: %s" % word)
+            if container is None or kind == "kubernetes":
+                container = kind
+            break
+    if container is None and "lxcfs" in (read_text(host_path("/proc/self/mountinfo")) or ""):
+        signs.append("/proc/self/mountinfo: lxcfs")
+        container = "lxc"
+    if container in ("oci", "docker-init"):
+        container = "docker"
+    virtual = None
+    dmi = " ".join((read_text(host_path("/sys/class/dmi/id/%s" % name)) or "").strip()
+                   for name in ("sys_vendor", "product_name", "bios_vendor"))
+    for word, kind in DMI_VIRT:
+        if word in dmi:
+            virtual = kind
+            signs.append("DMI: %s" % word)
+            break
+    if virtual is None and re.search(r"^flags\s*:.*\bhypervisor\b",
+                                     read_text(host_path("/proc/cpuinfo"), 1 << 16) or "", re.M):
+        virtual = "unknown"
+        signs.append("/proc/cpuinfo: hypervisor flag")
+    place = container or (("vm" if virtual == "unknown" else virtual) if virtual
+                          else "bare-metal")
+    return {"kind": place, "container": container, "virtual": virtual, "signs": signs}
 
 
 # --- facts_nvidia ---------------------------------------------------------------------------------
@@ -2300,11 +2360,13 @@ class Gather(Part):
         if self.possible_gpu:
             self.compile = self.start_compile()
 
+        where = where_it_runs()
         self.facts.update({
             "hostname": socket.gethostname(),
             "os": os_release(),
             "kernel": platform.release(),
-            "container": container_kind(),
+            "container": where["container"],
+            "where": where,
             "cpus": cpu_count(),
             "memory_bytes": memory_bytes(),
             "python": {"executable": self.pyinfo.get("executable"),
@@ -2470,6 +2532,24 @@ class Gather(Part):
 
 # --- checks_driver --------------------------------------------------------------------------------
 
+def gpu_passthrough_fix(container):
+    """How GPUs reach a container that is not LXC (LXC's device lines, or a host's or VM's
+    nvidia-modprobe, are the fix given otherwise): an LXC device line is no fix inside
+    Docker, `--gpus`/CDI is; "" for LXC, a VM and bare metal."""
+    if container == "docker":
+        return ("start the container with the GPUs: docker run --gpus all (NVIDIA Container "
+                "Toolkit) or, with CDI, docker run --device nvidia.com/gpu=all (after "
+                "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml where dockerd runs); "
+                "a device line in the LXC config around it does not reach this container")
+    if container == "podman":
+        return ("start the container with the GPUs through CDI: podman run --device "
+                "nvidia.com/gpu=all (after nvidia-ctk cdi generate "
+                "--output=/etc/cdi/nvidia.yaml where podman runs)")
+    if container == "kubernetes":
+        return ("request the GPUs in the pod spec (resources.limits nvidia.com/gpu: N) on a node "
+                "running the NVIDIA device plugin or GPU operator")
+    return ""
+
 class DriverChecks(Part):
     """The GPU and NVIDIA driver checks."""
 
@@ -2512,16 +2592,25 @@ class DriverChecks(Part):
         name, code = sorted(bad.items(), key=lambda item: expected.index(item[0]))[0]
         uvm_major = re.search(r"^\s*(\d+)\s+nvidia-uvm\s*$", self.proc_devices, re.M)
         uvm = uvm_major.group(1) if uvm_major else "<uvm-major>"
+        container = self.facts.get("container")
+        passing = gpu_passthrough_fix(container)
         if code == "ENOENT":
             what = "missing (not passed through)"
-            fix = ("pass every node into the container, uvm included: lxc.mount.entry: "
-                   "/dev/%s dev/%s none bind,optional,create=file (and for nvidiactl, nvidia-uvm, "
-                   "nvidia-uvm-tools, nvidiaN) in /etc/pve/lxc/<vmid>.conf; on a host, load "
-                   "nvidia-uvm (nvidia-modprobe -u -c=0)" % (name, name))
+            if passing:
+                fix = passing
+            else:
+                fix = ("pass every node into the container, uvm included: lxc.mount.entry: "
+                       "/dev/%s dev/%s none bind,optional,create=file (and for nvidiactl, "
+                       "nvidia-uvm, nvidia-uvm-tools, nvidiaN) in /etc/pve/lxc/<vmid>.conf; on "
+                       "a host, load nvidia-uvm (nvidia-modprobe -u -c=0)" % (name, name))
         elif code == "EPERM":
             what = "blocked by the device cgroup (EPERM)"
-            fix = ("allow the majors in the container config: lxc.cgroup2.devices.allow: "
-                   "c 195:* rwm and c %s:* rwm (majors from /proc/devices on the host)" % uvm)
+            if passing:
+                fix = passing
+            else:
+                fix = ("allow the majors in the container config: lxc.cgroup2.devices.allow: "
+                       "c 195:* rwm and c %s:* rwm (majors from /proc/devices on the host)"
+                       % uvm)
         elif code == "EACCES":
             what = "not permitted by its file mode (EACCES)"
             fix = ("make the node usable by the workload user: mode 0666 on the host node, or "

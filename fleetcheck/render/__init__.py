@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
+from fleetcheck.errors import FleetcheckError
 from fleetcheck.model import Report, RunSummary
 
-FORMATS = ("table", "html", "json", "junit", "prometheus")
 
-
-class RenderError(Exception):
+class RenderError(FleetcheckError):
     """A report could not be rendered in the format asked for."""
 
 
@@ -32,6 +32,87 @@ def terminal_width(stream: object = None) -> int | None:
     return shutil.get_terminal_size(fallback=(100, 24)).columns
 
 
+@dataclass(frozen=True)
+class RenderContext:
+    """What a renderer may use beside the report: the terminal, and the run history.
+
+    `color` None means colour on a TTY without NO_COLOR, `width` None the terminal's width on
+    a TTY and no limit otherwise, `width=0` no limit (for files). `history`, `failing_since`
+    (node id -> since when it fails) and `changes` (one line each) come from the run history.
+    """
+
+    width: int | None = None
+    color: bool | None = None
+    history: Sequence[RunSummary] = ()
+    failing_since: Mapping[str, str] = field(default_factory=dict)
+    changes: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class Format:
+    """One output format: its name (`--format`), the file suffixes that pick it (`-o FILE`),
+    and its renderer."""
+
+    name: str
+    suffixes: tuple[str, ...]
+    render: Callable[[Report, RenderContext], str]
+
+
+def _table(report: Report, context: RenderContext) -> str:
+    from fleetcheck.render.terminal import render_terminal
+
+    width = context.width
+    return render_terminal(
+        report,
+        width=(width or None) if width is not None else terminal_width(),
+        color=color_wanted() if context.color is None else context.color,
+        failing_since=context.failing_since,
+        changes=context.changes,
+    )
+
+
+def _html(report: Report, context: RenderContext) -> str:
+    from fleetcheck.render.html import render_html
+
+    return render_html(report, history=context.history, failing_since=context.failing_since,
+                       changes=context.changes)
+
+
+def _json(report: Report, context: RenderContext) -> str:
+    from fleetcheck.render.json import render_json
+
+    return render_json(report)
+
+
+def _junit(report: Report, context: RenderContext) -> str:
+    from fleetcheck.render.junit import render_junit
+
+    return render_junit(report)
+
+
+def _prometheus(report: Report, context: RenderContext) -> str:
+    from fleetcheck.render.prometheus import render_prometheus
+
+    return render_prometheus(report)
+
+
+#: The formats, by name: the one registry `--format`, `-o FILE` and `render` read.
+REGISTRY: dict[str, Format] = {f.name: f for f in (
+    Format("table", (), _table),
+    Format("html", (".html", ".htm"), _html),
+    Format("json", (".json",), _json),
+    Format("junit", (".xml",), _junit),
+    Format("prometheus", (".prom",), _prometheus),
+)}
+FORMATS = tuple(REGISTRY)
+
+
+def format_for_path(path: str) -> str | None:
+    """The format a file's suffix names (`report.html` -> html), or None."""
+    suffix = os.path.splitext(path)[1].lower()
+    return next((f.name for f in REGISTRY.values() if suffix and suffix in f.suffixes), None)
+
+
 def render(
     report: Report,
     fmt: str,
@@ -42,38 +123,9 @@ def render(
     failing_since: Mapping[str, str] | None = None,
     changes: Sequence[str] = (),
 ) -> str:
-    """The report as text in `fmt` (one of FORMATS).
-
-    For "table", `color` None means colour on a TTY without NO_COLOR, and `width` None means
-    the terminal's width on a TTY and no limit otherwise; `width=0` means no limit (for files).
-    `history`, `failing_since` (node id -> since when it fails) and `changes` (one line each)
-    come from the run history.
-    """
-    failing_since = failing_since or {}
-    if fmt == "table":
-        from fleetcheck.render.terminal import render_terminal
-
-        return render_terminal(
-            report,
-            width=(width or None) if width is not None else terminal_width(),
-            color=color_wanted() if color is None else color,
-            failing_since=failing_since,
-            changes=changes,
-        )
-    if fmt == "html":
-        from fleetcheck.render.html import render_html
-
-        return render_html(report, history=history, failing_since=failing_since, changes=changes)
-    if fmt == "json":
-        from fleetcheck.render.json import render_json
-
-        return render_json(report)
-    if fmt == "junit":
-        from fleetcheck.render.junit import render_junit
-
-        return render_junit(report)
-    if fmt == "prometheus":
-        from fleetcheck.render.prometheus import render_prometheus
-
-        return render_prometheus(report)
-    raise RenderError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    """The report as text in `fmt` (one of FORMATS); the options are a `RenderContext`'s."""
+    if fmt not in REGISTRY:
+        raise RenderError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    context = RenderContext(width=width, color=color, history=history,
+                            failing_since=failing_since or {}, changes=changes)
+    return REGISTRY[fmt].render(report, context)

@@ -11,7 +11,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from fleetcheck.checks import CHECKS_BY_ID, COLUMNS
+from fleetcheck.checks import COLUMNS, check_title
 from fleetcheck.model import NODE_STATUSES, Check, NodeResult, Report, RunSummary
 from fleetcheck.render.matrix import (
     Row,
@@ -39,10 +39,9 @@ class CheckView:
     evidence: tuple[tuple[str, str], ...]
 
 
-def _check_view(check: Check) -> CheckView:
-    info = CHECKS_BY_ID.get(check.id)
+def _check_view(check: Check, facts: object = None) -> CheckView:
     evidence = tuple((as_text(k), as_text(v)) for k, v in check.evidence.items())
-    return CheckView(check.id, info.title if info else check.id, check.status, check.summary,
+    return CheckView(check.id, check_title(check.id, facts), check.status, check.summary,
                      check.fix, evidence)
 
 
@@ -83,11 +82,11 @@ def _row_view(index: int, row: Row, failing_since: Mapping[str, str]) -> dict[st
         "status_rank": _STATUS_RANK.get(node.status, len(NODE_STATUSES)),
         "since": failing_since.get(node.id, ""),
         "cells": [
-            {"cell": cell, "checks": [_check_view(c) for c in cell.checks],
+            {"cell": cell, "checks": [_check_view(c, node.facts) for c in cell.checks],
              "title": dict(COLUMNS)[cell.column]}
             for cell in row.cells
         ],
-        "checks": [_check_view(c) for c in node.checks],
+        "checks": [_check_view(c, node.facts) for c in node.checks],
         "facts": flatten_facts(node.facts)[:_FACT_ITEMS_MAX],
         "frameworks": framework_outcomes(node.facts),
     }
@@ -98,7 +97,7 @@ def _problem_view(node: NodeResult, failing_since: Mapping[str, str]) -> dict[st
     return {
         "node": node,
         "name": display_name(node),
-        "cause": _check_view(cause) if cause else None,
+        "cause": _check_view(cause, node.facts) if cause else None,
         "fix": node_fix(node),
         "since": failing_since.get(node.id, ""),
         "frameworks": framework_outcomes(node.facts),

@@ -9,14 +9,14 @@ from typing import Any
 
 from fleetcheck.checks import CHECKS_BY_ID, COLUMNS, causal_rank
 from fleetcheck.model import Check, NodeResult, Report
-from fleetcheck.verdict import framework_outcomes
+from fleetcheck.verdict import GATE_UNVERIFIED, framework_outcomes
 
 #: Cell states, best first; a cell shows the worst state of its checks.
 CELL_STATES = ("none", "pass", "skip", "warn", "error", "fail")
 _CELL_RANK = {state: index for index, state in enumerate(CELL_STATES)}
 
 #: Node statuses whose rows carry no checks: their reason spans the row.
-SPANNING_STATUSES = frozenset({"unreachable", "error", "skipped"})
+SPANNING_STATUSES = GATE_UNVERIFIED
 #: Node statuses listed below the matrix, most urgent first.
 PROBLEM_ORDER = ("fail", "error", "unreachable", "warn")
 

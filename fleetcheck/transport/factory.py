@@ -10,6 +10,7 @@ registry (`fleetcheck/kinds/`), not here.
 from __future__ import annotations
 
 from fleetcheck import kinds
+from fleetcheck.budget import BudgetFor, NodeBudget
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.model import HostSpec, Target
 from fleetcheck.transport.interface import Transport
@@ -24,15 +25,18 @@ class TransportFactory:
     and fleet-wide, `connect_attempts` being the fleet-wide bound) and its SSH files: each
     ssh_config, known_hosts file and key is read once for all the hosts that use it."""
 
-    def __init__(self, *, connect_attempts: int = DEFAULT_CONNECT_ATTEMPTS) -> None:
+    def __init__(self, *, connect_attempts: int = DEFAULT_CONNECT_ATTEMPTS,
+                 budget: BudgetFor = NodeBudget) -> None:
         self.connect_attempts = max(1, connect_attempts)
+        #: The audit's node budget, handed to every transport this factory makes.
+        self.budget = budget
         self._connects: ConnectLimiter | None = None
         self.ssh_files = SshFiles()
 
     def for_host(self, host: HostSpec) -> Transport:
         """The transport to `host` itself; its nodes' transports wrap this one."""
         if host.transport == "local":
-            return LocalTransport()
+            return LocalTransport(budget=self.budget)
         if host.transport == "api":
             # No SSH: only the VMs' guest agents, through the API (the loader checked `api:`).
             if host.api is None:
@@ -46,8 +50,9 @@ class TransportFactory:
 
     def ssh_transport(self, host: HostSpec, connects: ConnectLimiter) -> Transport:
         """An SSH transport to `host` (a bench or test overrides this to vary SSH alone)."""
-        return SshTransport(host, connect_limiter=connects, files=self.ssh_files)
+        return SshTransport(host, connect_limiter=connects, files=self.ssh_files,
+                            budget=self.budget)
 
     def for_target(self, target: Target, host_transport: Transport) -> Transport:
         """The transport that runs commands on `target`, given its host's transport."""
-        return kinds.open_transport(target, host_transport)
+        return kinds.open_transport(target, host_transport, self.budget)

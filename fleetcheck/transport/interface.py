@@ -1,100 +1,58 @@
 """What every transport offers: run one argv on a node, with input and a timeout.
 
-Owns the transport contract (`Transport`, `CommandResult`, `TransportError`) and a node's
-time budget (`NodeBudget`): every deadline derived from a node's timeout is computed here.
+Owns the transport contract (`Transport`, `CommandResult`, `TransportError`); a node's time
+budget (`NodeBudget`) is `fleetcheck/budget.py`'s, handed to every transport.
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
-import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+import signal
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import Protocol
+
+from fleetcheck.budget import (  # the time budget's names, re-exported for transports
+    DEFAULT_DEEP_NODE_TIMEOUT,
+    DEFAULT_NODE_TIMEOUT,
+    BudgetFor,
+    NodeBudget,
+    node_timeout,
+)
+from fleetcheck.errors import FleetcheckError
+
+__all__ = [
+    "DEFAULT_DEEP_NODE_TIMEOUT",
+    "DEFAULT_NODE_TIMEOUT",
+    "OUTPUT_CAP",
+    "STDERR_CAP",
+    "BudgetFor",
+    "CommandResult",
+    "NestedTransport",
+    "NodeBudget",
+    "RunCommand",
+    "Transport",
+    "TransportError",
+    "node_timeout",
+]
 
 #: Most stdout bytes kept per command; a node printing more is cut off and marked truncated.
 OUTPUT_CAP = 8 * 1024 * 1024
 STDERR_CAP = 256 * 1024
-#: A node's timeout when the inventory names none (`defaults.timeout`, `fleetcheck probe`).
-DEFAULT_NODE_TIMEOUT = 60.0
-#: The same for `--deep`, whose compile and kernel checks take longer.
-DEFAULT_DEEP_NODE_TIMEOUT = 180.0
-
-
-def node_timeout(given: float | None, *, deep: bool) -> float:
-    """The node timeout asked for, else the default for a plain or a deep probe."""
-    if given is not None:
-        return given
-    return DEFAULT_DEEP_NODE_TIMEOUT if deep else DEFAULT_NODE_TIMEOUT
-
-
-@dataclass(frozen=True)
-class NodeBudget:
-    """Every deadline of one node, derived from its timeout in one place.
-
-    probe_deadline < timeout (remote TERM) < timeout + kill_after (remote KILL)
-    < client_wait (the transport gives up on the exit status) < outer_bound (the scheduler
-    gives up on the transport, e.g. a stalled channel open). In a VM reached through its
-    guest agent: guest_timeout + guest_kill_after < guest_wait (qm's --timeout, also the API
-    polling bound's whole seconds) < timeout.
-    """
-
-    timeout: float
-    #: Seconds the probe keeps for itself below the timeout, so it reports before it is killed.
-    probe_margin: float = 5.0
-    #: Seconds between the remote `timeout`'s TERM and its KILL (also the local TERM->KILL).
-    kill_after: int = 5
-    #: Extra seconds the client waits beyond the remote kill, for the exit status to arrive.
-    client_grace: float = 2.0
-    #: Seconds beyond the timeout and the remote kill: bounds a stalled channel open.
-    channel_slack: float = 10.0
-    #: Seconds between a VM's own `timeout` TERM and KILL (the guest agent cannot kill).
-    guest_kill_after: int = 2
-
-    @property
-    def probe_deadline(self) -> float:
-        """The probe's own deadline: short of the node timeout, never below half of it."""
-        return round(max(self.timeout - self.probe_margin, self.timeout / 2), 1)
-
-    @property
-    def remote_timeout(self) -> float:
-        """What the far side's coreutils `timeout` is given (it refuses less than a second)."""
-        return max(self.timeout, 1.0)
-
-    @property
-    def client_wait(self) -> float:
-        """How long a transport waits for a command's exit status."""
-        return self.timeout + self.kill_after + self.client_grace
-
-    @property
-    def guest_wait(self) -> int:
-        """`qm guest exec --timeout`: whole seconds (qm polls once a second), short of the
-        host's `timeout` around qm, so that qm answers before it is killed."""
-        return max(1, math.floor(self.timeout) - 1)
-
-    @property
-    def guest_timeout(self) -> int:
-        """The VM's own `timeout -k guest_kill_after` around the command: TERM and KILL both
-        land, and qm sees the exit on its next poll, before `guest_wait` ends."""
-        return max(1, self.guest_wait - self.guest_kill_after - 1)
-
-    @property
-    def outer_bound(self) -> float:
-        """How long the scheduler waits for a transport, whatever the transport does."""
-        return self.timeout + self.kill_after + self.channel_slack
-
-
-class TransportError(Exception):
+class TransportError(FleetcheckError):
     """A node could not be reached or a command could not be run on it.
 
     `kind` sorts the failure for the report: "unreachable" (DNS, refused, auth, host key,
-    connection lost before the command ran) or "error" (anything after that).
+    connection lost before the command ran) or "error" (anything after that). `cause` is
+    the failure's id (`fleetcheck/failures.py`) where the transport knows one.
     """
 
-    def __init__(self, message: str, kind: str = "unreachable") -> None:
+    def __init__(self, message: str, kind: str = "unreachable", *,
+                 cause: str | None = None) -> None:
         super().__init__(message)
         self.kind = kind
+        self.cause = cause
 
 
 @dataclass(frozen=True)
@@ -111,8 +69,13 @@ class CommandResult:
     signal: str | None = None
 
 
-#: Builds a node's budget from its timeout; `NodeBudget` itself, or a variant a test passes.
-BudgetFor = Callable[[float], NodeBudget]
+def signal_name(number: int) -> str:
+    """"SEGV" for 11, as sshd's exit-signal names it (`CommandResult.signal`); real-time
+    signals have no name: "36"."""
+    try:
+        return signal.Signals(number).name.removeprefix("SIG")
+    except ValueError:
+        return str(number)
 
 
 class RunCommand(Protocol):

@@ -15,6 +15,7 @@ from fleetcheck.transport.interface import (
     NodeBudget,
     Transport,
     TransportError,
+    signal_name,
 )
 
 
@@ -94,16 +95,8 @@ class LocalTransport(Transport):
         if code is not None and code < 0:
             # Killed by a signal: report it as sshd's exit-signal would be.
             return CommandResult(None, stdout, stderr, timed_out=timed_out, truncated=truncated,
-                                 signal=_signal_name(-code))
+                                 signal=signal_name(-code))
         return CommandResult(code, stdout, stderr, timed_out=timed_out, truncated=truncated)
-
-
-def _signal_name(number: int) -> str:
-    """"SEGV" for 11, as sshd's exit-signal names it; real-time signals have no name: "36"."""
-    try:
-        return signal.Signals(number).name.removeprefix("SIG")
-    except ValueError:
-        return str(number)
 
 
 async def _drain(task: asyncio.Future[tuple[bytes, bool]]) -> tuple[bytes, bool]:

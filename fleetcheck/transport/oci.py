@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from fleetcheck.text import last_line
 from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
-from fleetcheck.transport.pct import SUDO_PROMPT_REFUSED
+from fleetcheck.transport.refusals import sudo_wants_password
 
 #: docker: `Error response from daemon: ...` (client/request.go), exit 1 for every daemon
 #: refusal of `docker exec`; podman: `Error: ...`, 125 for its own errors.
@@ -50,9 +50,9 @@ def oci_exec_failure(
     code = result.returncode
     where = f"{runtime} container {container!r} on {parent}"
     lowered = stderr.lower()
-    if SUDO_PROMPT_REFUSED in stderr:
-        return "error", (f"sudo on {parent} asks for a password (sudo -n): allow the login to "
-                         f"run {runtime} without a password (NOPASSWD)")
+    asked = sudo_wants_password(stderr, parent, runtime)
+    if asked is not None:
+        return "error", asked
     if "is not running" in lowered or "can only create exec sessions on running" in lowered \
             or "when their container is running" in lowered:
         return "skipped", "container not running"
@@ -72,11 +72,12 @@ def oci_exec_failure(
                         or f"\"{runtime}\"" in stderr or f"“{runtime}”" in stderr):
         return "error", f"{runtime} not found on {parent}"
     # The runtime could not start the command: docker writes the OCI error to the exec's
-    # stdout (moby's exec router), podman to stderr; 127 not found, 126 cannot invoke.
+    # stdout (moby's exec router), podman to stderr. The codes overlap (docker 20.10 exits
+    # 126 for a command not found, 127 from 23.0 on; podman 127), so the text decides.
     oci = next((line.strip() for line in (stdout + "\n" + stderr).splitlines()
                 if "OCI runtime" in line or "executable file not found" in line), "")
     if code in (126, 127) and oci:
-        problem = "not found" if code == 127 else "cannot be run"
+        problem = "not found" if "not found" in oci else "cannot be run"
         return "error", f"{_command_of(oci) or 'the probe interpreter'} {problem} in {where}"
     if code == 125 or (code == 1 and DAEMON_ERROR in stderr):
         return "error", f"{runtime} exec refused: {last_line(result.stderr) or 'no message'}"
@@ -84,8 +85,15 @@ def oci_exec_failure(
 
 
 def oci_list_argv(runtime: str) -> list[str]:
-    """The running containers of `runtime`, one JSON object per line."""
-    return [runtime, "ps", "--format", "{{json .}}"]
+    """Every container of `runtime`, running or not (`-a`: stopped ones are reported skipped).
+
+    docker: `{{json .}}`, one object a line (docker/cli 20.10 to 28); `--format json` is
+    only known from 23.0 on. podman: `--format json`, one array in every release (podman 4.3
+    prints `{{json .}}` as that same array, later releases one object a line).
+    """
+    if runtime == "podman":
+        return [runtime, "ps", "-a", "--format", "json"]
+    return [runtime, "ps", "-a", "--format", "{{json .}}"]
 
 
 def _command_of(text: str) -> str:

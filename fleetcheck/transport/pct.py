@@ -8,20 +8,20 @@ from __future__ import annotations
 
 from fleetcheck.text import last_line
 from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
+from fleetcheck.transport.refusals import no_such_guest, sudo_wants_password, tool_not_found
 
-#: Error texts of pct (src/PVE/CLI/pct.pm, pve-common, pve-guest-common) and sudo -n.
+#: Error texts of pct (src/PVE/CLI/pct.pm, pve-common); sudo's and the shared ones are
+#: `transport/refusals.py`'s.
 NOT_RUNNING = "not running!"
-NO_CONFIG = "does not exist"
 NEEDS_ROOT = "please run as root"
-SUDO_PROMPT_REFUSED = "sudo: a password is required"
 
 
 def pve_refusal(stderr: str, host: str, tool: str = "pct") -> str | None:
     """Why sudo or a Proxmox CLI tool (pct, qm) refused to run anything on `host`: sudo's
     prompt, the tool's root check (pve-common's, shared by both)."""
-    if SUDO_PROMPT_REFUSED in stderr:
-        return (f"sudo on {host} asks for a password (sudo -n): allow the login to run "
-                f"{tool} without a password (NOPASSWD)")
+    asked = sudo_wants_password(stderr, host, tool)
+    if asked is not None:
+        return asked
     if NEEDS_ROOT in stderr:
         return f"{tool} on {host} needs root: log in as root or set sudo: true"
     return None
@@ -35,13 +35,10 @@ def pct_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, 
         return "error", refused
     if NOT_RUNNING in stderr and f"'{vmid}'" in stderr:
         return "skipped", "container stopped"
-    if NO_CONFIG in stderr and "Configuration file" in stderr:
+    if no_such_guest(stderr):
         return "error", f"container {vmid} does not exist on {host}"
-    if result.returncode == 127:
-        for tool in ("sudo", "pct"):
-            if f"env: '{tool}'" in stderr:
-                return "error", f"{tool} not found on {host}"
-    return None
+    missing = tool_not_found(result, stderr, host, ("sudo", "pct"))
+    return ("error", missing) if missing is not None else None
 
 
 def pve_list_failure(result: CommandResult, host: str, tool: str) -> str:

@@ -13,7 +13,6 @@ coreutils `timeout -k`; qm's --timeout and the host's `timeout` are backstops be
 from __future__ import annotations
 
 import json
-import signal
 from typing import Any
 
 from fleetcheck.text import last_line
@@ -25,8 +24,10 @@ from fleetcheck.transport.interface import (
     RunCommand,
     Transport,
     TransportError,
+    signal_name,
 )
-from fleetcheck.transport.pct import SUDO_PROMPT_REFUSED, sudo_prefix
+from fleetcheck.transport.pct import sudo_prefix
+from fleetcheck.transport.refusals import no_such_guest, sudo_wants_password, tool_not_found
 
 #: qm.pm: `die "'input-data' (STDIN) is limited to 1 MiB, aborting\n"` beyond 1024 * 1024.
 QM_STDIN_LIMIT = 1024 * 1024
@@ -70,13 +71,6 @@ def agent_bytes(text: Any) -> bytes:
         return text.encode("utf-8", "replace")
 
 
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name.removeprefix("SIG")
-    except ValueError:
-        return str(number)
-
-
 def result_from_status(status: Any, where: str) -> CommandResult:
     """A guest command's CommandResult from the agent's exec-status object.
 
@@ -96,7 +90,7 @@ def result_from_status(status: Any, where: str) -> CommandResult:
     if not isinstance(code, int) or isinstance(code, bool):
         if isinstance(number, int) and not isinstance(number, bool):
             return CommandResult(None, stdout, stderr, truncated=truncated,
-                                 signal=_signal_name(number))
+                                 signal=signal_name(number))
         raise TransportError(f"{where}: the guest agent reported no exit code", kind="error")
     return CommandResult(code, stdout, stderr, timed_out=code in (124, 137),
                          truncated=truncated)
@@ -126,9 +120,9 @@ def parse_qm_reply(result: CommandResult, where: str) -> CommandResult:
 def qm_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, str] | None:
     """(status, reason) when qm, the agent or sudo refused to run the guest command."""
     stderr = result.stderr.decode("utf-8", "replace")
-    if SUDO_PROMPT_REFUSED in stderr:
-        return "error", (f"sudo on {host} asks for a password (sudo -n): allow the login to "
-                         "run qm without a password (NOPASSWD)")
+    asked = sudo_wants_password(stderr, host, "qm")
+    if asked is not None:
+        return "error", asked
     if NO_AGENT_CONFIGURED in stderr:
         return "error", (f"VM {vmid} has no QEMU guest agent configured: set it with "
                          f"`qm set {vmid} --agent 1` and install qemu-guest-agent in the guest")
@@ -139,7 +133,7 @@ def qm_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, s
                          "qemu-guest-agent in the guest (or the agent is disabled)")
     if STDIN_TOO_LARGE in stderr:
         return "error", f"qm on {host} refused the probe: its stdin is limited to 1 MiB"
-    if "Configuration file" in stderr and "does not exist" in stderr:
+    if no_such_guest(stderr):
         return "error", f"VM {vmid} does not exist on {host}"
     if "qga command" in stderr or "Agent error" in stderr:
         detail = last_line(result.stderr)
@@ -150,11 +144,8 @@ def qm_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, s
     if "TIMEOUT /?" in stderr or "TIMEOUT /?" in result.stdout.decode("utf-8", "replace"):
         # Windows' own timeout.exe answered the `timeout -k` wrapper.
         return "skipped", "Windows guest: fleetcheck probes Linux guests"
-    if result.returncode == 127:
-        for tool in ("sudo", "qm"):
-            if f"env: '{tool}'" in stderr:
-                return "error", f"{tool} not found on {host}"
-    return None
+    missing = tool_not_found(result, stderr, host, ("sudo", "qm"))
+    return ("error", missing) if missing is not None else None
 
 
 class QemuTransport(NestedTransport):

@@ -18,6 +18,7 @@ import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from fleetcheck.failures import UNREACHABLE
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.model import ApiOptions
 from fleetcheck.inventory.pveapi import api_client, call_api, read_token_secret
@@ -87,15 +88,9 @@ class ApiAgent:
                 call_api, self.api, self._secret, self.host_name,
                 lambda: request(client), AGENT_PERMISSION)
         except DiscoveryError as exc:
-            raise TransportError(str(exc), kind=_kind_of(str(exc))) from None
-
-
-def _kind_of(message: str) -> str:
-    """A refused token or an unreachable API is "unreachable"; an answer is "error"."""
-    for mark in ("cannot connect", "no answer within", "TLS certificate", "401 "):
-        if mark in message:
-            return "unreachable"
-    return "error"
+            # A refused token or an unreachable API is "unreachable"; an answer is "error".
+            kind = "unreachable" if exc.cause == UNREACHABLE else "error"
+            raise TransportError(str(exc), kind=kind, cause=exc.cause) from None
 
 
 class QemuApiTransport(Transport):

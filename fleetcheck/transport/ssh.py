@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from fleetcheck.failures import JUMP_HOST_KEY, UNREACHABLE
 from fleetcheck.gatekeeper import refusal_reason
 from fleetcheck.inventory.model import HostSpec
 from fleetcheck.transport.interface import (
@@ -269,7 +270,8 @@ class SshTransport(Transport):
         if settings.host_key_algs:
             kwargs["server_host_key_algs"] = list(settings.host_key_algs)
         if settings.identity_files:
-            kwargs["client_keys"] = self.files.client_keys(settings.identity_files)
+            kwargs["client_keys"] = self.files.client_keys(settings.identity_files,
+                                                           settings.named_identity)
         if settings.identities_only:
             # Only the named keys (or the default ones), never the agent's others.
             kwargs["agent_path"] = None
@@ -300,8 +302,10 @@ class SshTransport(Transport):
             return self._conn
 
     def _key_plan(self, settings: SshSettings) -> HostKeyPlan:
+        # Under a HostKeyAlias the key is known by that name alone, without a port (OpenSSH).
+        port = None if settings.host_key_name != settings.address else settings.port
         return HostKeyPlan.for_host(self.files.known_hosts, settings.known_hosts,
-                                    settings.address, settings.port, settings.host_key_policy)
+                                    settings.host_key_name, port, settings.host_key_policy)
 
     async def _open(self) -> asyncssh.SSHClientConnection:
         settings = self.resolve()
@@ -362,9 +366,13 @@ class SshTransport(Transport):
                 self._hops.append(conn)
             except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError,
                     TransportError) as exc:
+                refused = isinstance(exc, asyncssh.HostKeyNotVerifiable)
                 raise TransportError(
                     f"jump host {hop} for {self.host.name} failed: "
-                    + self._hop_problem(exc, settings, watch, hop)
+                    + self._hop_problem(exc, settings, watch, hop),
+                    cause=JUMP_HOST_KEY if refused else (
+                        exc.cause if isinstance(exc, TransportError) and exc.cause
+                        else UNREACHABLE),
                 ) from None
         assert conn is not None
         return conn
@@ -398,8 +406,10 @@ class SshTransport(Transport):
         name = self.host.name
         settings = self.resolve()
         where = settings.where
+        cause = UNREACHABLE
         if isinstance(exc, asyncssh.HostKeyNotVerifiable):
             text = keys.refusal(name, where)
+            cause = keys.refusal_cause()
         elif isinstance(exc, asyncssh.PermissionDenied):
             text = f"authentication failed for {settings.user} on {name} ({where})"
         elif isinstance(exc, socket.gaierror):
@@ -414,7 +424,7 @@ class SshTransport(Transport):
             text = f"SSH to {name} ({settings.user}@{where}) failed: {exc.reason}"
         else:
             text = f"cannot reach {name} ({settings.user}@{where}): {exc}"
-        return TransportError(text, kind="unreachable")
+        return TransportError(text, kind="unreachable", cause=cause)
 
     async def run(
         self, argv: list[str], *, input: bytes | None = None, timeout: float

@@ -9,8 +9,9 @@ host costs the same with 10 or 10,000 blocks in the file (docs/scaling.md).
 
 Options fleetcheck's connection depends on are read: HostName, Port, User, IdentityFile,
 IdentitiesOnly, UserKnownHostsFile, GlobalKnownHostsFile, StrictHostKeyChecking, ProxyJump,
-ConnectTimeout, Ciphers, MACs, KexAlgorithms, HostKeyAlgorithms. `%` tokens are expanded where
-OpenSSH expands them (HostName: `%h`; IdentityFile and the known_hosts files: the path tokens).
+ConnectTimeout, Ciphers, MACs, KexAlgorithms, HostKeyAlgorithms, HostKeyAlias. `%` tokens are
+expanded where OpenSSH expands them (HostName: `%h`; IdentityFile and the known_hosts files: the
+path tokens).
 """
 
 from __future__ import annotations
@@ -145,6 +146,8 @@ class Resolved:
     macs: str | None
     kex_algorithms: str | None
     host_key_algorithms: str | None
+    #: The name known_hosts is searched (and written) under instead of the host name.
+    host_key_alias: str | None = None
     #: Options that came from the command line's stand-in (the inventory), not a file.
     overridden: frozenset[str] = frozenset()
 
@@ -499,6 +502,7 @@ class SshConfig:
             macs=text("MACs"),
             kex_algorithms=text("KexAlgorithms"),
             host_key_algorithms=text("HostKeyAlgorithms"),
+            host_key_alias=text("HostKeyAlias"),
             overridden=overridden,
         )
 

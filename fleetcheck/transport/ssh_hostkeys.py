@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from fleetcheck.failures import HOST_KEY_CHANGED, HOST_KEY_UNKNOWN
 from fleetcheck.transport.interface import TransportError
 from fleetcheck.transport.sshlib import asyncssh
 
@@ -130,6 +131,10 @@ class HostKeyPlan:
             with open(self.path, "a", encoding="ascii") as handle:
                 handle.write(line)
             self.store.add(self.path, line)
+
+    def refusal_cause(self) -> str:
+        """The failure id of a refused key: changed, or not yet known."""
+        return HOST_KEY_CHANGED if self.known else HOST_KEY_UNKNOWN
 
     def refusal(self, name: str, where: str) -> str:
         """Why the host's key was refused: changed (possible MITM) or not yet known."""

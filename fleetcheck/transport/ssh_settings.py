@@ -95,10 +95,14 @@ class SshSettings:
     port: int
     user: str
     identity_files: tuple[str, ...]
+    #: The inventory's `identity_file`, first of `identity_files` (it must load).
+    named_identity: str | None
     identities_only: bool
     #: known_hosts files consulted: the user's (first: where accept-new writes), then global.
     known_hosts: tuple[str, ...]
     host_key_policy: str
+    #: The name the host's key is known under (ssh_config's HostKeyAlias), else the address.
+    host_key_name: str
     proxy_jump: str | None
     connect_timeout: float
     kex_algs: tuple[str, ...]
@@ -122,7 +126,8 @@ class SshFiles:
 
     def __init__(self) -> None:
         self._configs: dict[str | None, SshConfig] = {}
-        self._keys: dict[str, list[Any]] = {}
+        #: Per path: its keys, or why it cannot be loaded.
+        self._keys: dict[str, list[Any] | str] = {}
         self.known_hosts = KnownHostsFiles()
 
     def config(self, config_file: str | None) -> SshConfig:
@@ -140,8 +145,10 @@ class SshFiles:
         resolved = self.config(options.config_file).resolve(name, user=user, port=port)
         return _settings(host.name, options, resolved)
 
-    def client_keys(self, paths: tuple[str, ...]) -> list[Any]:
-        """Each private key loaded once; a file that is gone is skipped as OpenSSH skips it."""
+    def client_keys(self, paths: tuple[str, ...], named: str | None = None) -> list[Any]:
+        """Each private key loaded once. A file that is gone is skipped, as OpenSSH skips it,
+        and so is a passphrase-protected one from ssh_config (its agent may hold it, as
+        asyncssh's own reading does); only `named`, the inventory's key, must load."""
         keys: list[Any] = []
         for path in paths:
             if path not in self._keys:
@@ -150,17 +157,22 @@ class SshFiles:
                 except FileNotFoundError:
                     self._keys[path] = []
                 except (OSError, ValueError, asyncssh.KeyImportError) as exc:
-                    raise TransportError(f"cannot load SSH key {path}: {exc}") from None
-            keys.extend(self._keys[path])
+                    self._keys[path] = f"cannot load SSH key {path}: {exc}"
+            loaded = self._keys[path]
+            if isinstance(loaded, str):
+                if path == named or "passphrase" not in loaded.lower():
+                    raise TransportError(loaded)
+                continue
+            keys.extend(loaded)
         return keys
 
 
 def _settings(name: str, options: SshOptions, resolved: Resolved) -> SshSettings:
     # The inventory's key comes first, as `ssh -i` does, then the ssh_config's.
     identities = resolved.identity_files
-    if options.identity_file:
-        identities = (os.path.expanduser(options.identity_file),
-                      *(path for path in identities if path != options.identity_file))
+    named = os.path.expanduser(options.identity_file) if options.identity_file else None
+    if named:
+        identities = (named, *(path for path in identities if path != named))
     user_files = ((os.path.expanduser(options.known_hosts),) if options.known_hosts
                   else resolved.user_known_hosts)
     if not user_files:
@@ -180,9 +192,11 @@ def _settings(name: str, options: SshOptions, resolved: Resolved) -> SshSettings
         port=resolved.port,
         user=resolved.user,
         identity_files=identities,
+        named_identity=named,
         identities_only=resolved.identities_only,
         known_hosts=(*user_files, *resolved.global_known_hosts),
         host_key_policy=policy,
+        host_key_name=resolved.host_key_alias or resolved.hostname,
         proxy_jump=jump,
         connect_timeout=float(timeout),
         kex_algs=algorithms("KexAlgorithms", resolved.kex_algorithms),

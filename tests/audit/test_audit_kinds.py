@@ -79,12 +79,15 @@ def test_discovered_vms_and_docker_containers(fleet: Fleet, pvesh: bool) -> None
 
     assert [(n.id, n.status) for n in report.nodes] == [
         ("pve1", "warn"),
+        ("pve1/docker:gone", "skipped"),
         ("pve1/docker:infer", "ok"),
         ("pve1/docker:paused", "skipped"),
         ("pve1/300", "ok"),
         ("pve1/301", "skipped"),
         ("pve1/9000", "skipped"),
     ]
+    # `docker ps -a`: a stopped container is listed, and skipped (never started).
+    assert {n.id: n.reason for n in report.nodes}["pve1/docker:gone"] == "container exited"
     # qm list does not mark templates; pvesh does (a template is never running anyway).
     assert {n.id: n.reason for n in report.nodes}["pve1/9000"] == (
         "template" if pvesh else "VM stopped")
@@ -177,7 +180,7 @@ def test_faults_inside_vms_and_runtimes_are_clear_node_statuses(fleet: Fleet) ->
         ("pve1/docker:slim", "error", "python3 not found in docker container 'slim' on pve1"),
         ("pve1/docker:stopped", "skipped", "container not running"),
         ("pve1/101", *GPU_OK),
-        ("pve1/101/podman:unreadable-2", "error", "discovery could not read `podman ps` line 2: "
+        ("pve1/101/podman:unreadable-2", "error", "discovery could not read `podman ps` line 34: "
                                                   "unexpected line: not json"),
         ("pve1/101/podman:x", *GPU_OK),
         ("pve1/300", "error", "python3 not found in VM"),

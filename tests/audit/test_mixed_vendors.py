@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from fleetcheck.render.html import render_html
 from fleetcheck.render.terminal import render_terminal
 from tests.audit.support import GPU_OK, audit
 from tests.fleet import Fleet
@@ -64,4 +65,8 @@ def test_one_matrix_for_nvidia_and_amd_nodes(fleet: Fleet) -> None:
     assert "2.11.0/13.0" in lines["pve1/101"]
     assert "libamdhip64 from another ROCm than torch's: make Triton use torch's HIP runtime" in (
         text)
+    # The HTML report titles a shared check in the node's vendor's terms.
+    html = render_html(report)
+    assert "/dev/kfd and /dev/dri render nodes usable" in html
+    assert "/dev/nvidia* nodes usable" in html
     assert fleet.accepted_logins("pve1") == 1

@@ -124,3 +124,24 @@ def test_an_interrupted_measurement_stops_its_command(tmp_path: Path) -> None:
             return
         time.sleep(0.01)
     raise AssertionError(f"pid {pid} still running after the interrupt")
+
+
+def test_rows_from_a_cut_runs_log_keep_each_run() -> None:
+    from bench.report import rows_from_log
+
+    log = (
+        "[   77.7s]    100 real    floor            run 1/3:    4.37 s wall,  55.27 s cpu, "
+        "load 24.7,   33.3 MB, ok 100/100\n"
+        "[   82.8s]    100 real    fleetcheck       run 1/3:    5.07 s wall,   1.12 s cpu, "
+        "load 24.7,   57.3 MB, ok 100/100\n"
+        "[   94.6s]    100 real    floor            run 2/3:    3.85 s wall,  48.92 s cpu, "
+        "load 25.4,   33.3 MB, ok 99/100\n"
+        "[    1.1s]    100 trivial floor            run 1/3:    0.33 s wall,   2.22 s cpu, "
+        "load  0.1,   17.0 MB, ok 100/100\n")
+    rows = {(row.probe, row.contender): row
+            for row in rows_from_log(log, shape="nodes", cores="c", skip=[(100, "trivial")])}
+    assert set(rows) == {("real", "floor"), ("real", "fleetcheck")}
+    floor = rows["real", "floor"]
+    assert (floor.runs, floor.wall_min_s, floor.wall_max_s, floor.ok, floor.loads) == (
+        2, 3.85, 4.37, 99, (24.7, 25.4))
+    assert floor.wall_s == (3.85 + 4.37) / 2 and rows["real", "fleetcheck"].cpu_s == 1.12

@@ -6,21 +6,23 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fleetcheck.audit import node_from_result
+from fleetcheck.inventory.model import HostSpec, Target
 from fleetcheck.model import NodeResult
-from fleetcheck.probe.results import parse_probe_output
-from fleetcheck.verdict import evaluate_node
+from fleetcheck.transport.interface import CommandResult
+from fleetcheck.transport.local import LocalTransport
+from fleetcheck.verdict import DEFAULT_POLICY
 from tests.nodeenv import make_amd_node, make_node, run_probe
 
 
 def probed(root: Path, node_id: str = "pve1/101", *, amd: bool = False,
            **options: Any) -> NodeResult:
     """Build a fake node (an AMD one with `amd`), run the real probe on it, and judge it as the
-    audit does."""
+    audit does (the scheduler's own `node_from_result`)."""
     node = (make_amd_node if amd else make_node)(root, **options)
-    _code, document, _stderr = run_probe(node)
-    output = parse_probe_output(json.dumps(document).encode())
-    status, reason = evaluate_node(output.checks, output.triton, facts=output.facts)
+    code, document, stderr = run_probe(node)
     host, _, vmid = node_id.partition("/")
-    return NodeResult(id=node_id, host=host, vmid=int(vmid) if vmid else None, name=node_id,
-                      status=status, reason=reason, triton=output.triton,
-                      checks=tuple(output.checks), facts=output.facts)
+    target = Target(host=HostSpec(name=host, address=None), vmid=int(vmid) if vmid else None,
+                    name=node_id, python="python3", env={}, labels=(), timeout=60.0)
+    result = CommandResult(code, json.dumps(document).encode(), stderr.encode())
+    return node_from_result(target, LocalTransport(), result, DEFAULT_POLICY, 0.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -210,6 +211,35 @@ def test_host_causes_are_printed_with_the_exact_lxc_lines(tmp_path: Path) -> Non
     assert lines[0] == "# on pve1: append to /etc/pve/lxc/101.conf, then pct stop 101 && " \
                        "pct start 101"
     assert "lxc.mount.entry: /dev/nvidia1 dev/nvidia1 none bind,optional,create=file" in lines
+
+
+@pytest.mark.parametrize("runtime", ["docker", "podman"])
+def test_a_docker_or_podman_node_gets_its_runtimes_gpu_options_not_lxc_lines(
+        tmp_path: Path, runtime: str) -> None:
+    probed_node = probed(tmp_path / "n", gpu="no-dev-nodes", container=runtime)
+    assert probed_node.facts["where"]["kind"] == runtime
+    check = probed_node.check("dev_nodes_missing")
+    assert check is not None and "lxc." not in check.fix and "nvidia.com/gpu=all" in check.fix
+    node = replace(probed_node, id=f"pve1/101/{runtime}:app", name="app", kind=runtime,
+                   parent="pve1/101")
+    plan = plan_node(node)
+    assert plan is not None
+    assert plan.where == f"inside {runtime} container app on pve1/101, through `{runtime} exec`"
+    lines = plan.manual[0].lines
+    assert lines[0].startswith("# on pve1/101: recreate container app with the GPUs")
+    assert any("--device nvidia.com/gpu=all" in line for line in lines)
+    assert not any("lxc.mount.entry:" in line and not line.startswith("#") for line in lines)
+
+
+def test_a_node_document_from_inside_docker_is_planned_for_docker(tmp_path: Path) -> None:
+    # `fleetcheck probe` run inside a container and merged as a host node: the probe's signs.
+    node = replace(probed(tmp_path / "n", gpu="no-dev-nodes", container="docker"),
+                   id="gpu7", host="gpu7", vmid=None, name="gpu7", kind="host")
+    plan = plan_node(node)
+    assert plan is not None
+    assert plan.where == ("on gpu7, which the probe found to be inside a Docker container "
+                          "(its own signs: facts.where)")
+    assert "docker run --gpus all" in plan.manual[0].lines[1]
 
 
 def test_cache_and_cc_env_are_the_workloads_and_only_printed(tmp_path: Path) -> None:

@@ -482,20 +482,7 @@ class Fleet:
 
     def leftover_processes(self) -> list[str]:
         """Processes still running in any container of this fleet: "pid cmdline"."""
-        needle = f"FLEETCHECK_FLEET_MARK={self.mark}".encode()
-        found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
-                continue
-            try:
-                environ = (entry / "environ").read_bytes()
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if needle in environ.split(b"\0") and b"sshd" not in cmdline.split(b"\0")[0]:
-                shown = cmdline.replace(b"\0", b" ").decode(errors="replace").strip()
-                found.append(f"{entry.name} {shown}")
-        return found
+        return marked_processes(self.mark)
 
     def wait_no_leftovers(self, seconds: float = 10) -> list[str]:
         """Leftover processes after giving them up to `seconds` to exit (bounded poll)."""
@@ -539,6 +526,25 @@ class Fleet:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def marked_processes(mark: str) -> list[str]:
+    """Processes other than sshd whose environment holds FLEETCHECK_FLEET_MARK=`mark` (what a
+    fleet's probes left running): "pid cmdline"."""
+    needle = f"FLEETCHECK_FLEET_MARK={mark}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0") and b"sshd" not in cmdline.split(b"\0")[0]:
+            shown = cmdline.replace(b"\0", b" ").decode(errors="replace").strip()
+            found.append(f"{entry.name} {shown}")
+    return found
 
 
 def build_fleet(root: Path | str, *, containers: int, per_host: int = 20,

@@ -8,9 +8,11 @@ exit 1; the OCI start failure written to the exec's STDOUT with `\\r\\n`, exit 1
 podman (`Error: ...` on stderr; 125 no such container, 127 not found, 126 cannot invoke, 255
 for a container that is not running). `exec -i` replaces this process with the command in
 the container's environment (+ `--env`), so stdin, stdout and the exit code pass straight
-through; `--user` switches to that uid (the stand-in runs as root). `ps --format '{{json .}}'`
-prints one compact JSON object per running or paused container (docker: `Names` a string,
-podman: an array). A file `oci/<runtime>/ps-extra` is appended to `ps` (odd lines).
+through; `--user` switches to that uid (the stand-in runs as root). docker's
+`ps [-a] --format '{{json .}}'` prints one compact JSON object a line (`Names` a string),
+podman's `ps [-a] --format json` one indented array (`Names` an array), as the real ones do;
+without `-a` only running and paused ones. A file `oci/<runtime>/ps-extra` is appended to
+`ps` (odd lines).
 """
 
 import json
@@ -38,29 +40,51 @@ def load(name):
 
 
 def cmd_ps(args):
-    if args != ["--format", "{{json .}}"]:
-        fail(f"{RUNTIME} ps: this stand-in knows only --format '{{{{json .}}}}'\n", 125)
+    every = "-a" in args or "--all" in args
+    args = [arg for arg in args if arg not in ("-a", "--all")]
+    wanted = ["--format", "json"] if RUNTIME == "podman" else ["--format", "{{json .}}"]
+    if args != wanted:
+        fail(f"{RUNTIME} ps: this stand-in knows only [-a] {' '.join(wanted)}\n", 125)
     names = sorted(os.listdir(STORE)) if os.path.isdir(STORE) else []
-    out = []
+    rows = []
     for name in names:
         config = load(name)
-        if config is None or config.get("state", "running") not in ("running", "paused"):
+        if config is None:
+            continue
+        state = config.get("state", "running")
+        if not every and state not in ("running", "paused"):
             continue
         cid = config.get("id", "0" * 64)
-        state = config.get("state", "running")
+        up = "Up 2 hours" + (" (Paused)" if state == "paused" else "")
+        status = up if state in ("running", "paused") else "Exited (137) 5 minutes ago"
+        if state == "created":
+            status = "Created"
         if RUNTIME == "docker":
-            row = {"Command": '"sleep infinity"', "CreatedAt": "2026-01-02 15:04:05 +0000 UTC",
-                   "ID": cid[:12], "Image": "python:3.12-slim", "Labels": "", "Names": name,
-                   "State": state, "Status": "Up 2 hours" + (" (Paused)" if state == "paused"
-                                                              else "")}
-            out.append(json.dumps(row, separators=(",", ":"), sort_keys=True))
+            # docker/cli 20.10-28 `{{json .}}` of formatter.ContainerContext (the real one's
+            # keys: tests/runtimes/test_standins_pinned.py).
+            rows.append({"Command": '"sleep infinity"', "CreatedAt":
+                         "2026-01-02 15:04:05 +0000 UTC", "ID": cid[:12],
+                         "Image": "python:3.12-slim", "Labels": "", "LocalVolumes": "0",
+                         "Mounts": "", "Names": name, "Networks": "bridge", "Platform": None,
+                         "Ports": "", "RunningFor": "2 hours ago", "Size": "0B",
+                         "State": state, "Status": status})
         else:
-            row = {"AutoRemove": False, "Command": ["sleep", "infinity"], "Id": cid,
-                   "Image": "docker.io/library/python:3.12-slim", "Names": [name],
-                   "State": state, "Status": ""}
-            out.append(json.dumps(row, separators=(",", ":")))
+            # podman's entities.ListContainer as `ps --format json` prints it.
+            rows.append({"AutoRemove": False, "Command": ["sleep", "infinity"],
+                         "CreatedAt": "2 hours ago", "Exited": state not in (
+                             "running", "paused", "created"), "ExitedAt": 0, "ExitCode": 0,
+                         "Id": cid, "Image": "docker.io/library/python:3.12-slim",
+                         "ImageID": "", "IsInfra": False, "Labels": None, "Mounts": [],
+                         "Names": [name], "Namespaces": {}, "Networks": [], "Pid": 0,
+                         "Pod": "", "PodName": "", "Ports": None, "Size": None,
+                         "StartedAt": 0, "State": state, "Status": status, "Created": 0})
+    if RUNTIME == "docker":
+        text = "".join(json.dumps(row, separators=(",", ":"), sort_keys=True) + "\n"
+                       for row in rows)
+    else:
+        # json.MarshalIndent(rows, "", "  "): one array over many lines; `[]` when none.
+        text = json.dumps(rows, indent=2) + "\n"
     extra = os.path.join(STORE, "ps-extra")
-    text = "".join(line + "\n" for line in out)
     if os.path.exists(extra):
         with open(extra, encoding="utf-8") as handle:
             text += handle.read()
@@ -116,7 +140,7 @@ def cmd_exec(args):
              "before exec\n", 1)
     if state != "running":
         if RUNTIME == "docker":
-            fail(f"Error response from daemon: container {cid} is not running\n", 1)
+            fail(f"Error response from daemon: Container {cid} is not running\n", 1)
         fail("Error: can only create exec sessions on running containers: container state "
              "improper\n", 255)
     env = dict(config.get("env", {}))

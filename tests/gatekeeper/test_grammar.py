@@ -58,15 +58,15 @@ ACCEPTED = [
               "trainer-1", *probe()]), True),
     (wrapped(pct_exec_argv(101, ["podman", "exec", "-i", "web.app", *probe()], sudo=True)),
      True),
-    (wrapped(["docker", "ps", "--format", "{{json .}}"]), False),
-    (wrapped(pct_exec_argv(101, ["podman", "ps", "--format", "{{json .}}"])), False),
+    (wrapped(["docker", "ps", "-a", "--format", "{{json .}}"]), False),
+    (wrapped(pct_exec_argv(101, ["podman", "ps", "-a", "--format", "json"])), False),
     # Docker inside a VM: the runtime's command is the guest command of `qm guest exec`.
     (wrapped(["qm", "guest", "exec", "300", "--pass-stdin", "1", "--timeout", "29", "--",
               "timeout", "-k", "2", "26", "docker", "exec", "-i", "--env", "A=1", "trainer",
               *probe()]), True),
     (wrapped(["sudo", "-n", "qm", "guest", "exec", "300", "--pass-stdin", "1", "--timeout",
-              "29", "--", "timeout", "-k", "2", "26", "podman", "ps", "--format",
-              "{{json .}}"]), False),
+              "29", "--", "timeout", "-k", "2", "26", "podman", "ps", "-a", "--format",
+              "json"]), False),
     (shlex.join(["pkill", "-TERM", "-f", "--", f"FLEETCHECK_RU[N]={TAG}"]), False),
 ]
 

@@ -125,7 +125,7 @@ def test_patterns_that_may_match_are_accepted(pattern: str) -> None:
         (
             "pve1/abc",
             "--limit 'pve1/abc': expected HOST/VMID with a numeric VMID or a glob such as pve1/1*,"
-            " or PARENT/RUNTIME:NAME",
+            " PARENT/RUNTIME:NAME, or CLUSTER/NAMESPACE/POD",
         ),
         (
             "pve1/docker:x",

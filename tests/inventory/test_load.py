@@ -38,7 +38,8 @@ MISTAKES = [
         BASE + "    containers: all\n    frobnicate: 1\n",
         (
             "inv.yaml:5: hosts.pve1.frobnicate: unknown key (valid: address, transport, enabled, "
-            "ssh, api, probe_host, containers, vms, oci, python, env, labels, sudo, timeout)"
+            "ssh, api, probe_host, containers, vms, oci, kubernetes, python, env, labels, sudo, "
+            "timeout)"
         ),
         id="unknown-no-close",
     ),
@@ -531,7 +532,8 @@ def test_the_example_inventory_loads_with_only_this_machine_enabled() -> None:
     assert [(h.name, h.transport) for h in inventory.hosts] == [("this-machine", "local")]
     assert [h.name for h in inventory.disabled_hosts] == [
         *(f"train{n:02d}.example.internal" for n in range(1, 5)), "infer1",
-        "pve1", "pve2", "pve3", "pve4", "pve5", *(f"gpu{n:02d}" for n in range(1, 17)), "pve6"]
+        "pve1", "pve2", "pve3", "pve4", "pve5", *(f"gpu{n:02d}" for n in range(1, 17)), "lab",
+        "pve6"]
     assert inventory.concurrency == 64
     assert inventory.audit_timeout == 600.0
 

@@ -35,7 +35,8 @@ def test_an_unknown_kind_is_none_and_a_lookup_error() -> None:
 
 def test_children_follow_registry_order_and_nest() -> None:
     root = kinds.host_target(HOST)
-    assert [k.name for k in kinds.children_kinds(root)] == ["docker", "podman", "lxc", "qemu"]
+    assert [k.name for k in kinds.children_kinds(root)] == [
+        "docker", "podman", "lxc", "qemu", "pod"]
     ids = [node.id for node in kinds.expand(root)]
     assert ids == ["pve1/podman:tgi", "pve1/101", "pve1/101/docker:vllm"]
 

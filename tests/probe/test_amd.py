@@ -159,3 +159,50 @@ def test_an_nvidia_node_has_no_amd_facts_or_checks(tmp_path: Path) -> None:
     assert "gpu_vendor" not in doc["facts"] and "amd" not in doc["facts"]
     assert "hip" not in doc["facts"]["torch"]
     assert [c["id"] for c in doc["checks"]] == [i.id for i in vendor_checks("nvidia")]
+
+
+def test_deep_kernel_runs_through_the_hip_driver(tmp_path: Path) -> None:
+    node = make_amd_node(tmp_path / "node", gpus=2)
+    rc, doc, stderr = run_probe(node, "--deep")
+    by_id = {check["id"]: check for check in doc["checks"]}
+    assert (rc, doc["triton"]["verdict"], stderr) == (0, "gpu", "")
+    assert by_id["triton_kernel"]["summary"] == ("JIT kernel verified on 2 GPU(s) in a fresh "
+                                                 "cache")
+
+
+def test_a_warm_cache_hides_the_missing_compiler_on_amd_too(tmp_path: Path) -> None:
+    rc, doc, by_id = probe(tmp_path, compiler=False, warm_cache=True)
+    assert (rc, doc["triton"]["verdict"], doc["triton"]["backend"], doc["triton"]["cause"]) == (
+        0, "gpu", "hip", "stale_cache_masks_compiler")
+    assert (by_id["no_c_compiler"]["status"], by_id["stale_cache_masks_compiler"]["status"]) == (
+        "warn", "warn")
+
+
+ROCMINFO = """#!/bin/sh
+echo 'ROCk module version 6.12.12 is loaded'
+echo '=====================    '
+echo 'HSA System Attributes    '
+echo '=====================    '
+echo '*******                  '
+echo 'Agent 1                  '
+echo '*******                  '
+echo '  Name:                    AMD EPYC 9654 96-Core Processor'
+echo '  Marketing Name:          AMD EPYC 9654 96-Core Processor'
+echo '  Device Type:             CPU'
+echo '*******                  '
+echo 'Agent 2                  '
+echo '*******                  '
+echo '  Name:                    gfx942                             '
+echo '  Marketing Name:          AMD Instinct MI300X'
+echo '  Device Type:             GPU'
+"""
+
+
+def test_rocminfo_where_present_lists_the_gpu_agents(tmp_path: Path) -> None:
+    node = make_amd_node(tmp_path / "node")
+    (node.bindir / "rocminfo").write_text(ROCMINFO)
+    (node.bindir / "rocminfo").chmod(0o755)
+    _, doc, _ = run_probe(node)
+    assert doc["facts"]["amd"]["rocminfo"] == {"gfx": ["gfx942"]}
+    _, doc, _ = run_probe(make_amd_node(tmp_path / "without"))
+    assert doc["facts"]["amd"]["rocminfo"] is None

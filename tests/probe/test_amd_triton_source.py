@@ -17,12 +17,13 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.nodeenv import make_amd_node, run_probe
+from tests.nodeenv import GCC, build_libamdhip64, make_amd_node, python_include, run_probe
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = ROOT / ".test-wheels" / "triton-3.9.0" / "triton" / "backends" / "amd" / "driver.py"
@@ -112,3 +113,50 @@ def test_triton_s_own_texts_are_the_ones_the_probe_classifies(tmp_path: Path) ->
                         "version is >=%d.", "libamdhip64_other_rocm")):
         assert error in text
         assert classify_error("RuntimeError: " + error.replace("%d", "5")) == row
+
+
+def real_driver_c(tmp_path: Path, **stub: Any) -> dict[str, Any]:
+    """Triton 3.9's driver.c compiled as compile_module_from_src compiles it, over a stub
+    libamdhip64 built with the same bundled headers; its get_device_properties(0)."""
+    include = DRIVER.parent / "include"
+    options: dict[str, Any] = {"hip_version": "6.4.43482", "count_rc": 0, "count": 1,
+                               "name": "AMD Instinct MI300X", "memory_mib": 196592}
+    options.update(stub)
+    lib = build_libamdhip64(tmp_path / "lib", hip_include=include, **options)
+    source = (DRIVER.parent / "driver.c").read_text(encoding="utf-8")
+    src = tmp_path / "main.c"
+    src.write_text(source.replace("/*py_libhip_search_path*/", str(lib), 1))
+    so = tmp_path / "hip_utils.so"
+    subprocess.run([GCC, str(src), "-O3", "-shared", "-fPIC", "-Wno-psabi", "-o", str(so),
+                    f"-I{include}", f"-I{python_include()}"], check=True,
+                   stdout=subprocess.DEVNULL)
+    script = ("import json, sys\nsys.path.insert(0, sys.argv[1])\ntry:\n"
+              "    import hip_utils\n    print(json.dumps(hip_utils.get_device_properties(0)))\n"
+              "except Exception as e:\n"
+              "    print(json.dumps({'error': type(e).__name__ + ': ' + str(e)}))\n")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    answer: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return answer
+
+
+def test_the_real_driver_c_runs_on_the_stub_libamdhip64(tmp_path: Path) -> None:
+    """The stub's entry points are the ones driver.c resolves (hipGetProcAddress for each),
+    and its device properties come through the real hipDeviceProp_t."""
+    props = real_driver_c(tmp_path)
+    assert (props["arch"], props["warpSize"], props["multiprocessor_count"]) == (
+        "gfx942:sramecc+:xnack-", 64, 304)
+
+
+def test_the_real_driver_c_s_errors_are_the_probe_s_rows(tmp_path: Path) -> None:
+    from fleetcheck.probe.parts.classify import classify_error
+
+    old = real_driver_c(tmp_path / "old", hip_version="5.7.31921")
+    assert old == {"error": "RuntimeError: libamdhip64 version 5.7.31921 is not supported! "
+                            "Required major version is >=6."}
+    assert classify_error(old["error"]) == "libamdhip64_other_rocm"
+    none = real_driver_c(tmp_path / "none", count_rc=100)
+    # gpuAssert()'s text, two spaces and its spelling included; the stub Triton says the same.
+    assert none == {"error": "RuntimeError: Triton Error [HIP]:  Code: 100, Messsage: no "
+                             "ROCm-capable device is detected"}

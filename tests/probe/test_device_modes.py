@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.nodeenv import make_node
+from tests.nodeenv import make_amd_node, make_node
 
 PROBE = Path(__file__).resolve().parents[2] / "fleetcheck" / "probe" / "probe.py"
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -54,4 +54,28 @@ def test_a_node_the_user_may_not_open_is_eacces_not_missing(shared_root: Path) -
     assert check["evidence"]["open"]["nvidiactl"] == "ok"
     assert doc["triton"]["verdict"] == "cpu-fallback"
     assert doc["triton"]["cause"] == "dev_nodes_missing"
+    assert os.listdir(tmpdir) == []
+
+
+def test_an_amd_kfd_node_the_user_may_not_open_names_its_group(shared_root: Path) -> None:
+    """/dev/kfd of mode 0600 (root's): the user is not in its group (render on a real node)."""
+    node = make_amd_node(shared_root / "node", mode="kfd-eacces", container="lxc")
+    tmpdir = shared_root / "tmp"
+    tmpdir.mkdir(mode=0o1777)
+    tmpdir.chmod(0o1777)
+    env = {**node.env, "TMPDIR": str(tmpdir), "HOME": str(tmpdir)}
+    done = subprocess.run(
+        [str(shutil.which("setpriv")), f"--reuid={NOBODY}", f"--regid={NOBODY}",
+         "--clear-groups", SYSTEM_PYTHON, "-"],
+        input=PROBE.read_bytes(), env=env, capture_output=True, timeout=120,
+        cwd=str(tmpdir))
+    doc = json.loads(done.stdout)
+    check = {c["id"]: c for c in doc["checks"]}["dev_nodes_missing"]
+    assert check["status"] == "fail"
+    assert check["summary"] == "/dev/kfd not permitted by its file mode (EACCES; group root)"
+    assert check["evidence"]["open"] == {"kfd": "EACCES", "dri/renderD128": "ok"}
+    assert check["fix"].startswith("add the workload user to the node's groups: usermod -aG "
+                                   "render,video <user>")
+    assert (doc["triton"]["verdict"], doc["triton"]["cause"]) == ("cpu-fallback",
+                                                                  "dev_nodes_missing")
     assert os.listdir(tmpdir) == []

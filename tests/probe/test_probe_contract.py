@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import subprocess
@@ -22,6 +23,26 @@ STDLIB = set(sys.stdlib_module_names)
 
 def test_parses_as_python_38() -> None:
     ast.parse(probe_source(), feature_version=(3, 8))
+
+
+def _vermin(path: Path) -> subprocess.CompletedProcess[str]:
+    """vermin's verdict on `path` against Python 3.8 (exit 0: nothing newer is used)."""
+    return subprocess.run([sys.executable, "-c", "import sys, vermin; sys.exit(vermin.main())",
+                           "-t=3.8-", "--violations", "--no-tips", "-q", str(path)],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vermin") is None,
+                    reason="vermin not installed (the dev extra has it)")
+def test_needs_nothing_newer_than_python_38(tmp_path: Path) -> None:
+    # Syntax alone (above) misses library calls: str.removeprefix, math.lcm, zoneinfo...
+    # vermin knows the version each appeared in, whatever interpreter runs the tests.
+    done = _vermin(Path(probe_module.__file__))
+    assert done.returncode == 0, done.stdout + done.stderr
+    newer = tmp_path / "newer.py"
+    newer.write_text("import math\nprint(math.lcm(2, 3))\n")
+    caught = _vermin(newer)
+    assert caught.returncode != 0 and "math.lcm" in caught.stdout, caught.stdout
 
 
 def test_imports_only_the_standard_library() -> None:

@@ -84,6 +84,7 @@ Host node5
     UserKnownHostsFile none
 Host node7
     KexAlgorithms ^curve25519-sha256
+    HostKeyAlias node7-key
 """
 
 #: (host, user, port, known_hosts): the inventory's values, None where it names none.
@@ -182,6 +183,7 @@ def test_each_host_resolves_as_ssh_G_shows_it(
     strict = {"true": "yes", "false": "no"}.get(*shown["stricthostkeychecking"] * 2)
     assert got.strict_host_key_checking == strict
     assert got.proxy_jump == (shown["proxyjump"][0] if "proxyjump" in shown else None)
+    assert got.host_key_alias == (shown["hostkeyalias"][0] if "hostkeyalias" in shown else None)
     timeout = shown["connecttimeout"][0]
     assert got.connect_timeout == (None if timeout == "none" else float(timeout))
     for key, setting in (("ciphers", got.ciphers), ("macs", got.macs),
@@ -234,3 +236,21 @@ def test_a_line_openssh_refuses_is_one_line_naming_file_and_line(
     # OpenSSH refuses the same file (exit 255), so the row is not a guess about ssh.
     ran = subprocess.run(["ssh", "-G", "-F", str(config), "a"], capture_output=True, text=True)
     assert ran.returncode == 255
+
+
+def test_a_passphrase_key_from_ssh_config_is_skipped_but_the_inventorys_must_load(
+    tmp_path: Path,
+) -> None:
+    from fleetcheck.transport.interface import TransportError
+    from fleetcheck.transport.ssh_settings import SshFiles
+
+    locked, plain = tmp_path / "locked", tmp_path / "plain"
+    for path, phrase in ((locked, "secret"), (plain, "")):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", phrase, "-f", str(path)],
+                       check=True)
+    files = SshFiles()
+    # From ssh_config: the agent may hold the locked one; the plain one is offered.
+    keys = files.client_keys((str(locked), str(plain), str(tmp_path / "gone")))
+    assert [key.get_comment_bytes() is not None for key in keys] == [True]
+    with pytest.raises(TransportError, match=r"cannot load SSH key .*locked: Passphrase"):
+        files.client_keys((str(locked),), str(locked))

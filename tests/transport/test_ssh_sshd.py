@@ -246,3 +246,39 @@ def test_a_jump_host_that_does_not_answer_is_a_sentence_naming_it(
     assert unreachable_message(SshTransport(spec)) == (
         "unreachable", f"jump host 127.0.0.1:{silent_port} for pve1 failed: "
                        "no SSH banner within 1 s (not an SSH server?)")
+
+
+def test_ssh_config_connect_timeout_and_port_are_the_ones_used(
+    fleet: Fleet, silent_port: int, tmp_path: Path
+) -> None:
+    fleet.add_host("pve1")
+    config = tmp_path / "ssh_config"
+    config.write_text(f"Host pve1\n    HostName 127.0.0.1\n    Port {silent_port}\n"
+                      "    ConnectTimeout 1\n")
+    # Nothing about the port or the timeout in the inventory: the ssh_config's are used.
+    spec = HostSpec(name="pve1", address="pve1", ssh=SshOptions(
+        user="root", identity_file=str(fleet.client_key), known_hosts=str(fleet.known_hosts),
+        config_file=str(config)))
+    assert unreachable_message(SshTransport(spec)) == (
+        "unreachable", f"connecting to pve1 (127.0.0.1:{silent_port}) timed out: "
+                       "no SSH banner within 1 s (not an SSH server?)")
+
+
+def test_ssh_config_host_key_alias_names_the_key_in_known_hosts(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    host = fleet.add_host("pve1")
+    blob = host.host_key.with_suffix(".pub").read_text().split()[1]
+    known = tmp_path / "known_hosts"
+    known.write_text(f"pve1-key ssh-ed25519 {blob}\n")
+    config = tmp_path / "ssh_config"
+    config.write_text(f"Host pve1\n    HostName 127.0.0.1\n    Port {host.port}\n"
+                      f"    HostKeyAlias pve1-key\n    UserKnownHostsFile {known}\n")
+    spec = HostSpec(name="pve1", address="pve1", ssh=SshOptions(
+        user="root", identity_file=str(fleet.client_key), config_file=str(config)))
+    result = asyncio.run(run_once(SshTransport(spec), ["echo", "aliased"], timeout=10))
+    assert result.stdout == b"aliased\n"  # type: ignore[attr-defined]
+    # Without the alias the same file has no key for 127.0.0.1: refused, naming the file.
+    config.write_text(config.read_text().replace("    HostKeyAlias pve1-key\n", ""))
+    assert unreachable_message(SshTransport(spec)) == (
+        "unreachable", f"host key for pve1 (127.0.0.1:{host.port}) is not in {known}")

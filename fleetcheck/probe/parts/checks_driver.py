@@ -8,6 +8,24 @@ from fleetcheck.probe.parts.facts_libcuda import CUDA_ERRORS, parse_ldconfig
 from fleetcheck.probe.parts.facts_nvidia import nvswitch_devices, open_result
 
 
+def gpu_passthrough_fix(container):
+    """How GPUs reach a container that is not LXC (LXC's device lines, or a host's or VM's
+    nvidia-modprobe, are the fix given otherwise): an LXC device line is no fix inside
+    Docker, `--gpus`/CDI is; "" for LXC, a VM and bare metal."""
+    if container == "docker":
+        return ("start the container with the GPUs: docker run --gpus all (NVIDIA Container "
+                "Toolkit) or, with CDI, docker run --device nvidia.com/gpu=all (after "
+                "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml where dockerd runs); "
+                "a device line in the LXC config around it does not reach this container")
+    if container == "podman":
+        return ("start the container with the GPUs through CDI: podman run --device "
+                "nvidia.com/gpu=all (after nvidia-ctk cdi generate "
+                "--output=/etc/cdi/nvidia.yaml where podman runs)")
+    if container == "kubernetes":
+        return ("request the GPUs in the pod spec (resources.limits nvidia.com/gpu: N) on a node "
+                "running the NVIDIA device plugin or GPU operator")
+    return ""
+
 class DriverChecks(Part):
     """The GPU and NVIDIA driver checks."""
 
@@ -50,16 +68,25 @@ class DriverChecks(Part):
         name, code = sorted(bad.items(), key=lambda item: expected.index(item[0]))[0]
         uvm_major = re.search(r"^\s*(\d+)\s+nvidia-uvm\s*$", self.proc_devices, re.M)
         uvm = uvm_major.group(1) if uvm_major else "<uvm-major>"
+        container = self.facts.get("container")
+        passing = gpu_passthrough_fix(container)
         if code == "ENOENT":
             what = "missing (not passed through)"
-            fix = ("pass every node into the container, uvm included: lxc.mount.entry: "
-                   "/dev/%s dev/%s none bind,optional,create=file (and for nvidiactl, nvidia-uvm, "
-                   "nvidia-uvm-tools, nvidiaN) in /etc/pve/lxc/<vmid>.conf; on a host, load "
-                   "nvidia-uvm (nvidia-modprobe -u -c=0)" % (name, name))
+            if passing:
+                fix = passing
+            else:
+                fix = ("pass every node into the container, uvm included: lxc.mount.entry: "
+                       "/dev/%s dev/%s none bind,optional,create=file (and for nvidiactl, "
+                       "nvidia-uvm, nvidia-uvm-tools, nvidiaN) in /etc/pve/lxc/<vmid>.conf; on "
+                       "a host, load nvidia-uvm (nvidia-modprobe -u -c=0)" % (name, name))
         elif code == "EPERM":
             what = "blocked by the device cgroup (EPERM)"
-            fix = ("allow the majors in the container config: lxc.cgroup2.devices.allow: "
-                   "c 195:* rwm and c %s:* rwm (majors from /proc/devices on the host)" % uvm)
+            if passing:
+                fix = passing
+            else:
+                fix = ("allow the majors in the container config: lxc.cgroup2.devices.allow: "
+                       "c 195:* rwm and c %s:* rwm (majors from /proc/devices on the host)"
+                       % uvm)
         elif code == "EACCES":
             what = "not permitted by its file mode (EACCES)"
             fix = ("make the node usable by the workload user: mode 0666 on the host node, or "

@@ -21,6 +21,7 @@ ERROR_PATTERNS = (
     (r"cannot (locate|open) libamdhip64\.so", "libamdhip64_not_found"),
     (r"libamdhip64 version .* is not supported|refusing to mix ROCm installations",
      "libamdhip64_other_rocm"),
+    (r"no ROCm-capable device is detected", "zero_active_drivers"),
     (r"/sbin/ldconfig", "ldconfig_binary_missing"),
     (r"cannot find -lcuda", "libcuda_unversioned_missing"),
     (r"failed to map segment", "cache_dir_noexec"),

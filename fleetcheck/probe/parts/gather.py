@@ -18,7 +18,7 @@ from fleetcheck.probe.parts.facts_cache import (
 )
 from fleetcheck.probe.parts.facts_nvidia import dev_nodes, parse_smi, proc_nvidia
 from fleetcheck.probe.parts.facts_system import cpu_count, memory_bytes, os_release
-from fleetcheck.probe.parts.facts_where import container_kind
+from fleetcheck.probe.parts.facts_where import where_it_runs
 from fleetcheck.probe.parts.spawn import Spawned, stage_lines
 from fleetcheck.probe.parts.stages import CUDA_SCRIPT, DEEP_SCRIPT, HIP_SCRIPT, STACK_SCRIPT
 
@@ -107,11 +107,13 @@ class Gather(Part):
         if self.possible_gpu:
             self.compile = self.start_compile()
 
+        where = where_it_runs()
         self.facts.update({
             "hostname": socket.gethostname(),
             "os": os_release(),
             "kernel": platform.release(),
-            "container": container_kind(),
+            "container": where["container"],
+            "where": where,
             "cpus": cpu_count(),
             "memory_bytes": memory_bytes(),
             "python": {"executable": self.pyinfo.get("executable"),

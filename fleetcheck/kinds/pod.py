@@ -1,0 +1,173 @@
+"""The Kubernetes pod kind: `CLUSTER/NAMESPACE/POD[/CONTAINER]` under a host with
+`kubernetes:`, listed with `kubectl get pods -o json` and reached with `kubectl exec -i`
+through the transport of the machine kubectl runs on (`transport/kubectl.py` words kubectl's
+refusals).
+
+Running pods are probed; pods in another phase are skipped nodes saying it; a namespace
+that cannot be listed (RBAC, an unreachable API, a missing kubeconfig) is one error node
+`CLUSTER/NAMESPACE/*` in kubectl's words, and the other namespaces are still audited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fleetcheck.budget import LISTING_TIMEOUT
+from fleetcheck.inventory.model import ALL_CONTAINERS, PodPlace, SkippedTarget, Target
+from fleetcheck.kinds.base import Discovery, NodeKind, Nodes
+from fleetcheck.transport.kubectl import PodTransport, kubectl_failure, pods_argv
+
+if TYPE_CHECKING:
+    from fleetcheck.budget import BudgetFor
+    from fleetcheck.model import NodeResult
+    from fleetcheck.transport.interface import Transport
+
+#: kubectl's annotation naming the container `kubectl exec` picks without `-c`.
+DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
+
+
+@dataclass(frozen=True)
+class DiscoveredPod:
+    """A pod as `kubectl get pods -o json` shows it, or a namespace that could not be listed
+    (`problem` and `status` set, `name` "*")."""
+
+    namespace: str
+    name: str
+    phase: str = ""
+    node: str | None = None
+    containers: tuple[str, ...] = ()
+    default_container: str | None = None
+    problem: str = ""
+    status: str = "error"
+
+
+def parse_pods(text: str, namespace: str) -> list[DiscoveredPod]:
+    """`kubectl get pods -o json` (a `List` of `Pod`s) -> pods; a document that is not one
+    is one entry with `problem` set."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return [DiscoveredPod(namespace, "*", problem="kubectl get pods printed no JSON")]
+    items = document.get("items") if isinstance(document, dict) else None
+    if not isinstance(items, list):
+        return [DiscoveredPod(namespace, "*", problem="kubectl get pods: no items list")]
+    pods = []
+    for item in items:
+        meta = item.get("metadata") if isinstance(item, dict) else None
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            continue
+        spec: dict[str, Any] = item["spec"] if isinstance(item.get("spec"), dict) else {}
+        status: dict[str, Any] = item["status"] if isinstance(item.get("status"), dict) else {}
+        annotations: dict[str, Any] = meta["annotations"] if isinstance(
+            meta.get("annotations"), dict) else {}
+        names = tuple(c["name"] for c in spec.get("containers") or ()
+                      if isinstance(c, dict) and isinstance(c.get("name"), str))
+        pods.append(DiscoveredPod(
+            namespace=str(meta.get("namespace") or namespace), name=meta["name"],
+            phase=str(status.get("phase") or "Unknown"),
+            node=spec.get("nodeName") if isinstance(spec.get("nodeName"), str) else None,
+            containers=names, default_container=annotations.get(DEFAULT_CONTAINER)))
+    return pods
+
+
+class PodKind(NodeKind):
+    name = "pod"
+    runs_in = ("host",)
+    depth = 1
+    listing_fails_parent = False
+
+    def declared(self, parent: Target) -> str | Sequence[Any] | None:
+        if parent.kind != "host" or parent.host.kubernetes is None:
+            return None
+        return ALL_CONTAINERS  # pods are always found by listing them
+
+    async def discover(
+        self, parent: Target, transport: Transport, context: Discovery
+    ) -> Sequence[Any]:
+        del context
+        spec = parent.host.kubernetes
+        assert spec is not None
+        scopes: list[str | None]
+        if spec.namespaces == ALL_CONTAINERS:
+            scopes = [None]
+        else:
+            scopes = list(spec.namespaces) or [""]
+
+        async def one(namespace: str | None) -> list[DiscoveredPod]:
+            shown = namespace if namespace is not None else "*"
+            result = await transport.run(pods_argv(spec, namespace), timeout=LISTING_TIMEOUT)
+            if result.returncode == 0 and not result.timed_out:
+                return parse_pods(result.stdout.decode("utf-8", "replace"), shown)
+            where = f"namespace {shown}" if namespace else "the cluster"
+            refused = transport.explain_failure(result) or kubectl_failure(result, where)
+            status, reason = refused or ("error", "kubectl get pods timed out"
+                                         if result.timed_out else
+                                         f"kubectl get pods failed ({result.returncode})")
+            # The context's own namespace is not known here: the cluster's pods, `CLUSTER/*`.
+            return [DiscoveredPod(shown or "*", "*", problem=reason, status=status)]
+
+        found = await asyncio.gather(*(one(scope) for scope in scopes))
+        return [pod for group in found for pod in group]
+
+    def expand(self, parent: Target, listing: Sequence[Any] | None) -> Nodes:
+        spec = parent.host.kubernetes
+        if spec is None or listing is None:
+            return []
+        host = parent.host
+        nodes: Nodes = []
+        for pod in sorted(listing, key=lambda p: (p.namespace, p.name)):
+            place = PodPlace(pod.namespace, pod.name, node=pod.node)
+            if pod.problem:
+                nodes.append(SkippedTarget(host, None, PodPlace(pod.namespace, "*").path,
+                                           f"pod discovery failed: {pod.problem}",
+                                           parent.labels, kind=self.name, status=pod.status,
+                                           pod=place))
+                continue
+            if spec.container == ALL_CONTAINERS:
+                chosen = [(c, True) for c in pod.containers]
+            else:
+                chosen = [(spec.container or pod.default_container
+                           or (pod.containers[0] if pod.containers else None), False)]
+            for container, in_id in chosen:
+                place = PodPlace(pod.namespace, pod.name, container, in_id, pod.node)
+                name = f"{pod.namespace}/{pod.name}"
+                if pod.phase != "Running":
+                    nodes.append(SkippedTarget(host, None, name, f"pod {pod.phase}",
+                                               parent.labels, kind=self.name, pod=place))
+                elif container is not None and pod.containers \
+                        and container not in pod.containers:
+                    nodes.append(SkippedTarget(
+                        host, None, name, f"container {container} not found in pod {name} "
+                        f"(containers: {', '.join(pod.containers)})", parent.labels,
+                        kind=self.name, status="error", pod=place))
+                else:
+                    nodes.append(Target(host=host, vmid=None, name=name, python=host.python,
+                                        env=dict(host.env), labels=parent.labels,
+                                        timeout=host.timeout, kind=self.name, pod=place))
+        return nodes
+
+    def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
+        del budget  # `kubectl exec` has no wait of its own: the transport it runs on bounds it
+        assert target.pod is not None and target.host.kubernetes is not None
+        return PodTransport(outer, target.host.kubernetes, target.pod, target.host.name)
+
+    def inside(self, target: Target) -> str:
+        container = target.pod.container if target.pod is not None else None
+        return f"in pod {target.name}" + (f" container {container}" if container else "")
+
+    def where_it_runs(self, node: NodeResult) -> str:
+        return (f"inside pod {node.name} of cluster {node.host}, as the image's user, "
+                "through `kubectl exec -i`")
+
+    def describe(self, target: Target) -> str | None:
+        pod = target.pod
+        if pod is None:
+            return None
+        return f"(pod on {pod.node or 'an unknown node'}, container {pod.container or '-'})"
+
+
+POD = PodKind()

@@ -1,0 +1,38 @@
+"""Owns the refusals that every kind wrapping a command reads the same way: `sudo -n`'s
+password prompt, `env: 'TOOL'` with exit 127 (the tool is not installed), and Proxmox's
+"Configuration file ... does not exist" (no such guest). pct.py, qemu.py and oci.py word
+their tool's own refusals and call these for the shared ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from fleetcheck.transport.interface import CommandResult
+
+#: sudo's answer under `-n` when the login needs a password (sudo's plugins/sudoers).
+SUDO_PROMPT_REFUSED = "sudo: a password is required"
+
+
+def sudo_wants_password(stderr: str, where: str, tool: str) -> str | None:
+    """Why `sudo -n TOOL` did not run on `where`: it asked for a password; else None."""
+    if SUDO_PROMPT_REFUSED in stderr:
+        return (f"sudo on {where} asks for a password (sudo -n): allow the login to run "
+                f"{tool} without a password (NOPASSWD)")
+    return None
+
+
+def tool_not_found(result: CommandResult, stderr: str, where: str,
+                   tools: Iterable[str]) -> str | None:
+    """Which of `tools` `env` could not find on `where` (exit 127, `env: 'TOOL'`), or None."""
+    if result.returncode != 127:
+        return None
+    for tool in tools:
+        if f"env: '{tool}'" in stderr:
+            return f"{tool} not found on {where}"
+    return None
+
+
+def no_such_guest(stderr: str) -> bool:
+    """Whether pve-guest-common said the guest has no configuration (it does not exist)."""
+    return "Configuration file" in stderr and "does not exist" in stderr

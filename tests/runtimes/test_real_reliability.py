@@ -1,0 +1,172 @@
+"""Reliability on the real runtimes: many containers at once, nodes that go away mid-probe,
+and nothing left running afterwards, as each runtime's own ps/top shows it.
+
+Runs after test_real_fleet.py on the same session fleet (its one audit is done first: the
+`scenario` fixture); the test that kills the VM is moved last (conftest), as the VM is shared.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.runtimes.conftest import PROBED_PROCESSES, ROOT, Scenario, audit
+from tests.runtimes.fleet import RealFleet, new_processes, processes
+
+pytestmark = [pytest.mark.timeout(900)]
+
+SLOW = ("#!/bin/sh\n# stands in for the interpreter: the probe's stdin is read by nobody\n"
+        "exec python3 -c 'import time; time.sleep(300)' {mark}\n")
+
+
+def test_the_scenario_leaves_nothing_running(scenario: Scenario) -> None:
+    fleet = scenario.fleet
+    after = processes(fleet, **PROBED_PROCESSES, host=fleet.hosts["pve1"])
+    assert set(after) == set(scenario.before)
+    # LXC 104's ps also shows the podman containers inside it (their PID namespaces are
+    # below its own): `inner`, where a probe ran too.
+    assert new_processes(scenario.before, after) == {}
+
+
+def test_fifty_containers_across_the_runtimes_at_once(scenario: Scenario) -> None:
+    fleet = scenario.fleet
+    lxc = list(range(110, 130))
+    docker = [f"d{n:02}" for n in range(15)]
+    podman = [f"p{n:02}" for n in range(15)]
+    for vmid in lxc:
+        fleet.lxc(vmid)
+    for name in docker:
+        fleet.docker_run(name)
+    for name in podman:
+        fleet.podman_run(name)
+    pve3 = fleet.add_host("pve3")
+    pve4 = fleet.add_host("pve4")
+    pve3.entry = {"containers": lxc, "oci": {"runtime": "docker", "containers": docker}}
+    pve4.entry = {"oci": {"runtime": "podman", "containers": podman}}
+    inventory = fleet.inventory(fleet.root / "fifty.yaml", timeout=240)
+    before = processes(fleet, lxc=lxc, docker=docker, podman=podman)
+    try:
+        code, report, stderr = audit(inventory, "--limit", "pve3,pve4", timeout=600)
+        nodes = {node["id"]: node for node in report["nodes"]}
+        wanted = ([f"pve3/{vmid}" for vmid in lxc] + [f"pve3/docker:{n}" for n in docker]
+                  + [f"pve4/podman:{n}" for n in podman])
+        assert sorted(nodes) == sorted(wanted), stderr[-1500:]
+        bad = {i: (n["status"], n["reason"]) for i, n in nodes.items()
+               if n["status"] in ("error", "unreachable", "skipped")}
+        assert bad == {}
+        assert code == 0 or all(n["status"] in ("ok", "warn") for n in nodes.values())
+        after = processes(fleet, lxc=lxc, docker=docker, podman=podman)
+        assert new_processes(before, after) == {}
+    finally:
+        fleet.run(["docker", "rm", "-f", *docker], check=False)
+        fleet.run(["podman", "rm", "-f", "-t", "0", *podman], check=False)
+        for vmid in lxc:
+            fleet.lxc_stop(vmid)
+        for name in ("pve3", "pve4"):
+            del fleet.hosts[name]  # out of later inventories (its sshd ends with the fleet)
+
+
+def _wait_for(fleet: RealFleet, marks: list[str], seconds: float) -> list[str]:
+    """The marks not yet seen in any process's command line after `seconds` (bounded poll)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        seen = set()
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+                except OSError:
+                    continue
+                seen |= {mark for mark in marks if mark in cmdline}
+        missing = [mark for mark in marks if mark not in seen]
+        if not missing or time.monotonic() > deadline:
+            return missing
+        time.sleep(0.2)
+
+
+def _wait_in_vm(fleet: RealFleet, mark: str, seconds: float) -> bool:
+    """Whether `pgrep -f MARK` in VM 301 (through pve1's qm) found it within `seconds`."""
+    qm = str(fleet.hosts["pve1"].dir / "bin" / "qm")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        reply = fleet.run([qm, "guest", "exec", "301", "--", "pgrep", "-f", mark], check=False)
+        if '"exitcode" : 0' in reply.stdout:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+@pytest.mark.kills_the_vm
+def test_nodes_that_go_away_while_probed(scenario: Scenario) -> None:
+    """An LXC container stopped, dockerd restarted and the VM killed while their probes run:
+    each is one clear node, the audit ends without waiting for the node timeout, and nothing
+    is left running (the VM is not restarted: this test runs last)."""
+    fleet = scenario.fleet
+    fleet.lxc(140)
+    # Named python3 (the inventory and the gatekeeper take an interpreter by that name).
+    slow_lxc = fleet.state / "lxc" / "140" / "rootfs" / "root" / "slow" / "python3"
+    slow_lxc.parent.mkdir()
+    slow_lxc.write_text(SLOW.format(mark="slowmark-lxc"))
+    slow_lxc.chmod(0o755)
+    fleet.docker_run("slowd")
+    fleet.run(["docker", "exec", "-i", "slowd", "sh", "-c",
+               "mkdir /slow && cat > /slow/python3 && chmod 755 /slow/python3"],
+              input=SLOW.format(mark="slowmark-docker").encode())
+    pve1 = fleet.hosts["pve1"]
+    fleet.run([str(pve1.dir / "bin" / "qm"), "guest", "exec", "301", "--pass-stdin", "1", "--",
+               "sh", "-c", "mkdir -p /tmp/slow && cat > /tmp/slow/python3 && "
+               "chmod 755 /tmp/slow/python3"],
+              input=SLOW.format(mark="slowmark-vm").encode())
+    pve5 = fleet.add_host("pve5")
+    for vmid in (301,):
+        fleet.vm_config(pve5, vmid, agent=1)
+    pve5.entry = {
+        "containers": [{"vmid": 140, "python": "/root/slow/python3"}],
+        "oci": {"runtime": "docker",
+                "containers": [{"name": "slowd", "python": "/slow/python3"}]},
+        "vms": [{"vmid": 301, "python": "/tmp/slow/python3"}],
+    }
+    inventory = fleet.inventory(fleet.root / "going.yaml", timeout=200)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "fleetcheck", "audit", str(inventory), "--limit", "pve5",
+         "--format", "json"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        missing = _wait_for(fleet, ["slowmark-lxc", "slowmark-docker"], 120)
+        if missing:
+            child.kill()
+            out, err = child.communicate()
+            pytest.fail(f"the probes never started ({missing}): {out[-1500:]} {err[-800:]}")
+        # The guest's processes are not in this machine's /proc: its agent is asked.
+        assert _wait_in_vm(fleet, "slowmark-vm", 120), "the VM's probe never started"
+        fleet.lxc_stop(140)
+        fleet.restart_dockerd()
+        fleet.kill_vm(301)
+        out, err = child.communicate(timeout=170)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    nodes = {node["id"]: node for node in json.loads(out)["nodes"]}
+    got = {node_id: (node["status"], node["reason"]) for node_id, node in nodes.items()}
+    assert sorted(got) == ["pve5/140", "pve5/301", "pve5/docker:slowd"], err[-1500:]
+    # Each is one node in error, its reason from what the real tools did: lxc-attach's
+    # process killed with the container (137), the docker CLI losing its daemon (its own
+    # exit code), qm finding the agent gone (or, a moment later, the VM: then skipped).
+    assert got["pve5/140"] == ("error", "probe exited with status 137: no output")
+    assert got["pve5/docker:slowd"][0] == "error"
+    assert got["pve5/docker:slowd"][1].startswith("probe exited with status ")
+    assert got["pve5/301"] in {
+        ("error", "the QEMU guest agent in VM 301 does not answer: start qemu-guest-agent in "
+                  "the guest (or the agent is disabled)"),
+        ("skipped", "VM stopped")}
+    # Nothing of theirs runs any more (the VM is gone; the runtimes' own views of the rest).
+    assert _wait_for(fleet, ["slowmark-lxc", "slowmark-docker"], 0) == [
+        "slowmark-lxc", "slowmark-docker"]
+    assert "slowd" not in fleet.run(["docker", "ps", "--format", "{{.Names}}"]).stdout.split()
+    assert fleet.run(["lxc-info", "-n", "140", "-s"]).stdout.split()[-1] == "STOPPED"
