@@ -269,12 +269,15 @@ def blocking_fix(node: NodeResult) -> str:
 # What each framework will do (facts.frameworks of the probe) -------------------------------
 
 #: Frameworks in display order, with the names reports use.
-FRAMEWORKS = (("fla", "FLA"), ("vllm", "vLLM"), ("inductor", "inductor"))
+FRAMEWORKS = (("fla", "FLA"), ("vllm", "vLLM"), ("inductor", "inductor"), ("sglang", "SGLang"),
+              ("unsloth_zoo", "unsloth-zoo"), ("xformers", "xformers"),
+              ("liger_kernel", "Liger-Kernel"), ("mamba_ssm", "mamba-ssm"))
 #: Outcome -> check-like state for badges: runs on the GPU, degraded, broken, unknown.
 FRAMEWORK_STATES = {
     "gpu": "pass", "triton": "pass", "cpu-only": "warn", "cpu-fallback": "fail",
     "fails-at-kernel": "fail", "triton-disabled": "fail", "no-triton": "fail",
-    "gpu-unsupported": "fail", "unknown": "error",
+    "gpu-unsupported": "fail", "unknown": "error", "fails-before-triton": "fail",
+    "import-fails": "fail", "cpu": "fail", "triton-off": "warn",
 }
 
 

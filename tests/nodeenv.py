@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -77,9 +78,12 @@ int cuDeviceGetAttribute(int *v, int attr, int d) {
     (void)d; if (attr == 75) { *v = CC_MAJOR; return 0; }
     if (attr == 76) { *v = CC_MINOR; return 0; } return 1; }
 int cuDeviceTotalMem_v2(size_t *bytes, int d) { (void)d; *bytes = (size_t)MEM_MIB << 20; return 0; }
+int cuDevicePrimaryCtxRetain(void **ctx, int d) { (void)d; *ctx = (void *)0; return CTX_RC; }
+int cuDevicePrimaryCtxRelease(int d) { (void)d; return 0; }
 int cuGetErrorName(int rc, const char **s) {
     switch (rc) {
     case 34: *s = "CUDA_ERROR_STUB_LIBRARY"; return 0;
+    case 46: *s = "CUDA_ERROR_DEVICE_UNAVAILABLE"; return 0;
     case 100: *s = "CUDA_ERROR_NO_DEVICE"; return 0;
     case 802: *s = "CUDA_ERROR_SYSTEM_NOT_READY"; return 0;
     case 804: *s = "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"; return 0;
@@ -89,13 +93,36 @@ int cuGetErrorName(int rc, const char **s) {
 """
 
 
+NVML_C = r"""
+static const char *texts[] = {"Success", "Unknown Error"};
+int nvmlInit_v2(void) { return NVML_RC; }
+int nvmlShutdown(void) { return 0; }
+const char *nvmlErrorString(int rc) { return rc == 999 ? texts[1] : texts[0]; }
+int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **h) {
+    *h = (void *)(long)(i + 1); return 0; }
+int nvmlDeviceGetComputeMode(void *h, int *mode) { (void)h; *mode = COMPUTE_MODE; return 0; }
+"""
+
+
+def build_nvml(where: Path, *, version: str, nvml_rc: int, compute_mode: int) -> Path:
+    """A stub libnvidia-ml.so.<version> (soname libnvidia-ml.so.1)."""
+    target = where / f"libnvidia-ml.so.{version}"
+    source = _write(where / "nvml_stub.c", NVML_C)
+    subprocess.run([GCC, str(source), "-shared", "-fPIC", "-Wl,-soname,libnvidia-ml.so.1", "-o",
+                    str(target), f"-DNVML_RC={nvml_rc}", f"-DCOMPUTE_MODE={compute_mode}"],
+                   check=True)
+    source.unlink()
+    (where / "libnvidia-ml.so.1").symlink_to(target.name)
+    return target
+
+
 def build_libcuda(where: Path, *, version: str, init_rc: int, driver_version: int, count: int,
-                  name: str, cc: str, memory_mib: int) -> Path:
+                  name: str, cc: str, memory_mib: int, ctx_rc: int = 0) -> Path:
     """A stub libcuda.so.<version> (soname libcuda.so.1), compiled once per configuration."""
     major, minor = cc.split(".")
     defines = {"INIT_RC": init_rc, "DRIVER_VERSION": driver_version, "COUNT": count,
                "NAME": json.dumps(name), "CC_MAJOR": major, "CC_MINOR": minor,
-               "MEM_MIB": memory_mib}
+               "MEM_MIB": memory_mib, "CTX_RC": ctx_rc}
     key = hashlib.sha256(json.dumps([version, defines], sort_keys=True).encode()).hexdigest()
     cached = _LIBCUDA_CACHE.get(key)
     target = where / f"libcuda.so.{version}"
@@ -337,6 +364,20 @@ def find_cc():
                                "variable or set triton.knobs.build.impl.")
     return cc
 
+def put(so_dir, name, built):
+    """FileCacheManager.put of Triton 3.x: a tmp.pid_* dir in the key dir, write, replace."""
+    import uuid
+    os.makedirs(so_dir, exist_ok=True)
+    temp_dir = os.path.join(so_dir, "tmp.pid_%d_%s" % (os.getpid(), uuid.uuid4()))
+    os.makedirs(temp_dir, exist_ok=True)
+    temp_path = os.path.join(temp_dir, name)
+    with open(built, "rb") as f:
+        data = f.read()
+    with open(temp_path, "wb") as f:
+        f.write(data)
+    os.replace(temp_path, os.path.join(so_dir, name))
+    os.removedirs(temp_dir)
+
 def build_stub(so_dir):
     dirs = libcuda_dirs()
     so = os.path.join(so_dir, "cuda_utils.so")
@@ -365,8 +406,7 @@ def build_stub(so_dir):
         cmd = [cc, src, "-O3", "-shared", "-fPIC", "-Wno-psabi", "-o", out, lib]
         cmd += ["-L" + d for d in dirs] + ["-I" + tmp, "-I" + include]
         subprocess.check_call(cmd, stdout=subprocess.DEVNULL)
-        os.makedirs(so_dir, exist_ok=True)
-        shutil.copy(out, so)
+        put(so_dir, "cuda_utils.so", out)
     if noexec(os.path.realpath(so)):
         raise ImportError(so + ": failed to map segment from shared object")
     return so
@@ -818,6 +858,11 @@ def make_node(
     cache_fstype: str | None = None,
     vllm: str | None = None,
     cxx: bool = False,
+    nvml: bool = True,
+    nvml_rc: int = 0,
+    compute_mode: int = 0,
+    ctx_rc: int = 0,
+    smi_error: str | None = None,
 ) -> NodeEnv:
     """Build a fake node under `root`.
 
@@ -833,6 +878,10 @@ def make_node(
     cache_fstype: the file-system type of the Triton cache's mount (e.g. "nfs4").
     vllm: a vLLM version to install (its package and metadata only: the probe never imports it).
     cxx: put g++ on PATH (inductor's C++ compiler for its CPU/cpp-wrapper path).
+    nvml: a stub libnvidia-ml.so.1 beside libcuda (nvml_rc: what nvmlInit_v2 returns, 999 for
+    'Unknown Error'; compute_mode: each GPU's, 3 Exclusive_Process; ctx_rc: what
+    cuDevicePrimaryCtxRetain returns, 46 when another process holds the GPU).
+    smi_error: the one line nvidia-smi prints instead of the GPUs (exit 255).
     os_release: the text of /etc/os-release (default: Debian 12).
     broken_gpu: the index of a GPU on which every tensor operation fails (an ECC error).
     concurrent_write: a file "another job" writes (once) whenever the stub Triton loads its stub
@@ -885,7 +934,10 @@ def make_node(
     if has_libcuda:
         lib = build_libcuda(libdir, version=libcuda_version, init_rc=init_rc,
                             driver_version=cuda_driver_version, count=gpus, name=gpu_name,
-                            cc=compute_capability, memory_mib=memory_mib)
+                            cc=compute_capability, memory_mib=memory_mib, ctx_rc=ctx_rc)
+        if nvml:
+            build_nvml(libdir, version=libcuda_version, nvml_rc=nvml_rc,
+                       compute_mode=compute_mode)
         (libdir / "libcuda.so.1").symlink_to(lib.name)
         if libcuda_unversioned:
             (libdir / "libcuda.so").symlink_to("libcuda.so.1")
@@ -918,6 +970,9 @@ def make_node(
     if gpu is not False:
         _nvidia_smi(bindir, gpu=gpu, gpus=gpus, name=gpu_name, cc=compute_capability,
                     memory_mib=memory_mib, driver=libcuda_version)
+    if smi_error:
+        _write(bindir / "nvidia-smi", f"#!/bin/sh\necho {shlex.quote(smi_error)}\nexit 255\n",
+               0o755)
     _compiler(bindir, compiler=compiler, linker=linker, python_headers=python_headers,
               libc_headers=libc_headers, empty=empty)
     if cc_env is not None:
@@ -940,15 +995,53 @@ def make_node(
 
 
 def run_probe(node: NodeEnv, *args: str, isolated: bool = False, python: str | None = None,
-              timeout: float = 120) -> tuple[int, dict[str, object], str]:
-    """Run probe.py on the node (source on stdin); (exit code, JSON document, stderr)."""
+              timeout: float = 120, prefix: list[str] | None = None,
+              ) -> tuple[int, dict[str, object], str]:
+    """Run probe.py on the node (source on stdin); (exit code, JSON document, stderr).
+
+    prefix: a command the probe runs under (a private mount namespace, another user...).
+    """
     source = (Path(__file__).resolve().parent.parent / "fleetcheck/probe/probe.py").read_bytes()
-    argv = [python or node.python] + (["-I"] if isolated else []) + ["-", *args]
+    argv = list(prefix or []) + [python or node.python] + (["-I"] if isolated else []) + [
+        "-", *args]
     done = subprocess.run(argv, input=source, env=node.env, capture_output=True,
                           timeout=timeout, cwd=node.root)
     lines = done.stdout.decode().splitlines()
     assert len(lines) == 1, done.stdout.decode()[:2000] + done.stderr.decode()[:2000]
     return done.returncode, json.loads(lines[0]), done.stderr.decode()
+
+
+#: Mounts a small tmpfs at $0 inside a private mount namespace, fills it to the last block
+#: (or leaves $1 KiB free), then runs the command after them: `unshare -m sh -c MOUNT DIR KB`.
+MOUNT_FULL = ('keep=$PATH; PATH=/usr/sbin:/usr/bin:/sbin:/bin; '
+              'mount -t tmpfs -o size=256k tmpfs "$0" && mkdir -p "$0/cache" && '
+              'dd if=/dev/zero of="$0/fill" bs=1k 2>/dev/null; '
+              'if [ "$1" != 0 ]; then rm -f "$0/fill"; avail=$(df -k --output=avail "$0" | '
+              'tail -1); dd if=/dev/zero of="$0/fill" bs=1k count=$((avail - $1)) 2>/dev/null; '
+              'fi; shift; PATH=$keep; export PATH; exec "$@"')
+
+
+def private_tmpfs_prefix(where: Path, free_kib: int = 0) -> list[str] | None:
+    """The prefix that runs a command with a full tmpfs at `where` (None: not possible here).
+
+    Root uses `unshare -m`; another user a user namespace (`unshare -rm`). Nothing is mounted
+    outside the command's own namespace.
+    """
+    import os
+    unshare = shutil.which("unshare")
+    if not unshare:
+        return None
+    base = [unshare, "-m", "--propagation", "private"] if os.geteuid() == 0 else [
+        unshare, "-rm", "--propagation", "private"]
+    where.mkdir(parents=True, exist_ok=True)
+    try:
+        probe = subprocess.run([*base, "/bin/sh", "-c", MOUNT_FULL, str(where), "0", "true"],
+                               capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if probe.returncode != 0:
+        return None
+    return [*base, "/bin/sh", "-c", MOUNT_FULL, str(where), str(free_kib)]
 
 
 LIBAMDHIP64_C = r"""

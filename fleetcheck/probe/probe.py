@@ -119,17 +119,20 @@ def version_tuple(text):
 
 #: Every check id, in causal order (the same as fleetcheck/checks.py; a test compares them).
 CHECK_IDS = (
-    "gpu_present", "dev_nodes_missing", "fabric_manager_not_ready",
+    "gpu_present", "dev_nodes_missing", "cgroup_devices_revoked", "fabric_manager_not_ready",
     "cuda_compat_on_unsupported_gpu", "libcuda_stub_shadowing", "driver_userspace_mismatch",
-    "zero_active_drivers", "driver_too_old", "torch_cuda", "torch_lacks_arch",
+    "zero_active_drivers", "gpu_exclusive_busy", "driver_too_old", "torch_cuda",
+    "torch_lacks_arch",
     "gpu_arch_unsupported", "triton_installed", "triton_2x",
     "cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
     "python_headers_missing", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
     "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "libhip_path_invalid",
     "libamdhip64_not_found", "libamdhip64_other_rocm", "cache_dir_unwritable",
-    "cache_dir_noexec", "cache_on_network_fs", "ptxas_missing", "ptxas_override_unparsed",
+    "cache_dir_noexec", "cache_on_network_fs", "cache_dir_full", "tmp_dir_unusable",
+    "ptxas_missing", "ptxas_override_unparsed",
     "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas", "triton_target",
-    "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator", "fla_fallback_hidden",
+    "triton_own_path", "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator",
+    "fla_fallback_hidden", "workload_env", "inductor_ready",
 )
 
 #: Checks of NVIDIA's stack only (libcuda, ptxas, NVSwitch): an AMD node's document leaves them out.
@@ -138,7 +141,7 @@ CUDA_ONLY = frozenset({
     "driver_too_old", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
     "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "ptxas_missing",
     "ptxas_override_unparsed", "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas",
-    "blackwell_no_allocator",
+    "blackwell_no_allocator", "cgroup_devices_revoked", "gpu_exclusive_busy",
 })
 
 #: Checks of Triton's HIP backend only (libamdhip64): a node without an AMD GPU leaves them out.
@@ -189,6 +192,13 @@ CAUSE_LABELS = {
     "triton_kernel": "Triton kernel does not run",
     "blackwell_no_allocator": "FLA registers no allocator on Blackwell",
     "fla_fallback_hidden": "flash-linear-attention falls back to CPU",
+    "cache_dir_full": "Triton cache full",
+    "cgroup_devices_revoked": "GPU access revoked under the running container",
+    "gpu_exclusive_busy": "GPU in exclusive-process mode, held by another process",
+    "tmp_dir_unusable": "temp dir unusable for Triton's build",
+    "triton_own_path": "get_current_target() fails where the workload builds",
+    "workload_env": "the environment moves the kernels off the GPU",
+    "inductor_ready": "torch.compile fails before Triton",
 }
 
 
@@ -233,6 +243,192 @@ def classify_error(text):
         if re.search(pattern, text or ""):
             return check_id
     return None
+
+
+# --- diagnose -------------------------------------------------------------------------------------
+
+#: What the compiler, assembler, linker and dynamic loader print -> the cause (first match
+#: wins). gcc quotes with ‘’ in UTF-8 locales and with '' under LANG=C, hence the dots.
+TOOL_TEXTS = (
+    (r"cannot find .ld.|\"ld\" doesn't exist|cannot execute .ld.|error trying to exec .ld.",
+     "no_linker"),
+    (r"cannot execute .as.|\"as\" doesn't exist|error trying to exec .as.", "no_linker"),
+    (r"cannot execute .(cc1|cc1plus|collect2).|error trying to exec .cc1.", "no_c_compiler"),
+    (r"Killed signal terminated program|out of memory allocating|virtual memory exhausted"
+     r"|internal compiler error: (Killed|Segmentation fault) signal", "compiler_killed"),
+    (r"unrecognized command[- ]line option|bad value .* for .-m[\w-]+=. switch"
+     r"|unknown argument: |unsupported option", "cc_rejects_flags"),
+    (r"(error|fatal error): (\S+): Permission denied", "include_dir_unreadable"),
+    (r"\bPython\.h.?(: No such file| file not found)", "python_headers_missing"),
+    (r"fatal error: .?[\w./-]+\.h.?(: No such file| file not found)", "libc_headers_missing"),
+    (r"cannot find -lcuda\b", "libcuda_unversioned_missing"),
+    (r"cannot find -l:?libcuda\.so\.1", "libcuda_not_in_ldcache"),
+    (r"No space left on device|Disk quota exceeded|IO failure on output stream"
+     r"|cannot open output file .*: (Permission denied|Read-only file system)"
+     r"|No usable temporary directory found", "tmp_dir_unusable"),
+    (r"failed to map segment from shared object", "cache_dir_noexec"),
+    (r"libcuda\.so\.1: cannot open shared object file", "zero_active_drivers"),
+    (r"undefined symbol: cu[A-Z]\w*", "driver_too_old"),
+    (r"version .GLIBC_[\d.]+. not found", "glibc_too_old"),
+    (r"file too short|invalid ELF header", "cache_entry_corrupt"),
+    (r"Unknown backend device|Backend device '[^']*' is not active", "triton_default_backend"),
+    (r"\b([2-9]|\d\d+) active drivers", "triton_backends_conflict"),
+)
+
+#: How to repair what the diagnosis names where no check of its own gives the fix.
+DIAGNOSIS_FIXES = {
+    "compiler_killed": "the compiler was killed (out of memory): raise the memory limit of the "
+                       "job or container (cgroup memory.max, ulimit -v)",
+    "cc_rejects_flags": "set CC to gcc or clang (this one rejects the flags Triton passes)",
+    "include_dir_unreadable": "make the include dir (and its parents) readable by the workload's "
+                              "user, or use an interpreter installed for that user",
+    "cache_entry_corrupt": "remove the damaged entry from the Triton cache (or the whole cache "
+                           "dir): Triton rebuilds it",
+    "glibc_too_old": "this Triton wheel needs a newer glibc (manylinux_2_27+): a newer OS image",
+    "process_limits": "raise the job's process, open-file or memory limit (pids.max, ulimit)",
+    "disk_full": "free space on the file system the failing write went to",
+    "triton_default_backend": "unset TRITON_DEFAULT_BACKEND, or set it to nvidia",
+    "triton_no_backends": "reinstall Triton with pip (its dist-info's entry_points.txt names the "
+                          "backends), or set TRITON_BACKENDS_IN_TREE=1",
+    "triton_backends_conflict": "remove the extra Triton backend package (pip list | grep -i "
+                                "triton), or set TRITON_DEFAULT_BACKEND=nvidia (Triton >= 3.9)",
+}
+
+#: Short names of the causes only the diagnosis names (catalogue.CAUSE_LABELS has the checks').
+DIAGNOSIS_LABELS = {
+    "compiler_killed": "the C compiler was killed (out of memory)",
+    "cc_rejects_flags": "the C compiler rejects Triton's flags",
+    "include_dir_unreadable": "an include dir is unreadable for the workload's user",
+    "cache_entry_corrupt": "a damaged Triton cache entry",
+    "glibc_too_old": "glibc too old for this Triton",
+    "process_limits": "a process, file or memory limit of the job",
+    "disk_full": "no space left on a file system Triton writes",
+    "triton_default_backend": "TRITON_DEFAULT_BACKEND names no active backend",
+    "triton_backends_conflict": "more than one active Triton backend",
+    "triton_no_backends": "Triton finds no backend (installed without its metadata)",
+}
+
+#: A diagnosis that names a toolchain cause a warm cache hides (see evaluate.MASKABLE).
+TOOLCHAIN_CAUSES = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker",
+                              "libc_headers_missing", "python_headers_missing",
+                              "libcuda_unversioned_missing", "include_dir_unreadable",
+                              "cc_rejects_flags", "compiler_killed"})
+
+
+#: errno names -> (cause in the Triton cache, cause in the temp dir, cause elsewhere).
+ERRNO_CAUSES = {
+    "ENOSPC": ("cache_dir_full", "tmp_dir_unusable", "disk_full"),
+    "EDQUOT": ("cache_dir_full", "tmp_dir_unusable", "disk_full"),
+    "EACCES": ("cache_dir_unwritable", "tmp_dir_unusable", None),
+    "EPERM": ("cache_dir_unwritable", "tmp_dir_unusable", None),
+    "EROFS": ("cache_dir_unwritable", "tmp_dir_unusable", None),
+    "ENOTDIR": ("cache_dir_unwritable", "tmp_dir_unusable", None),
+    "EAGAIN": ("process_limits",) * 3,
+    "EMFILE": ("process_limits",) * 3,
+    "ENFILE": ("process_limits",) * 3,
+    "ENOMEM": ("process_limits",) * 3,
+}
+
+
+def tool_cause(text):
+    """(cause, the line that names it) from a tool's or the loader's text, or (None, '')."""
+    for pattern, cause in TOOL_TEXTS:
+        for line in (text or "").splitlines():
+            if re.search(pattern, line):
+                return cause, line.strip()
+    return None, ""
+
+
+def inside(path, top):
+    """Whether `path` is `top` or below it (both as given and resolved)."""
+    if not path or not top:
+        return False
+    for one, other in ((path, top), (os.path.realpath(path), os.path.realpath(top))):
+        if one == other or one.startswith(other.rstrip("/") + "/"):
+            return True
+    return False
+
+
+def place_of(path, places):
+    """'cache', 'tmp' or None: which of the workload's dirs a path is in."""
+    if any(inside(path, top) for top in places.get("cache") or []):
+        return "cache"
+    if any(inside(path, top) for top in places.get("tmp") or []):
+        return "tmp"
+    return None
+
+
+def text_paths(text):
+    """Absolute paths a message names (quoted or after 'to '/'file ')."""
+    return re.findall(r"(?:'|‘|\bto |\bfile )(/[^'’:\s]+)", text or "")
+
+
+def compiler_cause(run, places):
+    """(cause, line) from one failed compiler run: its stderr, read with its argv."""
+    stderr = run.get("stderr") or ""
+    cause, line = tool_cause(stderr)
+    if cause == "include_dir_unreadable":
+        named = re.search(r": (/\S+): Permission denied", line)
+        if named and place_of(named.group(1), places) == "tmp":
+            cause = "tmp_dir_unusable"
+    elif cause == "tmp_dir_unusable":
+        # The compiler writes only into Triton's temp dir (the -o path and its own temp
+        # files); a path the message names says which one it was.
+        for path in text_paths(line):
+            if place_of(path, places) == "cache":
+                cause = "cache_dir_full"
+    if cause is None and run.get("error"):
+        cause, line = error_cause(run["error"], run.get("errno"), run.get("filename"),
+                                  None, places)
+    return cause, line
+
+
+def error_cause(text, errno_name, filename, where, places):
+    """(cause, line) from an exception: its errno and the dir it failed in, then its text."""
+    if errno_name in ("ENOENT", "ENOEXEC") and filename and filename == places.get("cc"):
+        return "cc_env_invalid", first_text_line(text)
+    if errno_name == "ENOENT" and "No usable temporary directory" in (text or ""):
+        return "tmp_dir_unusable", first_text_line(text)
+    if errno_name in ERRNO_CAUSES:
+        at = place_of(filename, places) if filename else None
+        at = at or where
+        cache, tmp, other = ERRNO_CAUSES[errno_name]
+        cause = cache if at == "cache" else tmp if at == "tmp" else other
+        if cause:
+            return cause, first_text_line(text)
+    cause, line = tool_cause(text)
+    if cause:
+        return cause, line
+    for pattern, check_id in ERROR_PATTERNS:
+        for line in (text or "").splitlines():
+            if re.search(pattern, line):
+                return check_id, line.strip()
+    return None, ""
+
+
+def first_text_line(text):
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def diagnose(failure, places):
+    """(cause or None, the message line that names it) for a failed Triton step.
+
+    failure: {"error": the exception text, "errno": its errno name, "filename": its path,
+    "where": "cache"/"tmp" (the dir a reproduced file operation failed in), "compiler": the
+    compiler runs Triton made, each {"argv", "rc", "stderr", "error", "errno", "filename"}}.
+    places: {"cache": [dirs], "tmp": [dirs], "include": [dirs], "cc": the compiler path}.
+    """
+    for run in reversed(failure.get("compiler") or []):
+        if run.get("rc") not in (0, None) or run.get("error"):
+            cause, line = compiler_cause(run, places)
+            if cause:
+                return cause, line
+            return None, first_text_line(run.get("stderr") or run.get("error"))
+    return error_cause(failure.get("error"), failure.get("errno"), failure.get("filename"),
+                       failure.get("where"), places)
 
 
 # --- spawn ----------------------------------------------------------------------------------------
@@ -425,9 +621,447 @@ FLA_LAYOUTS = (("utils/hardware.py", "fla.utils.hardware"),  # 0.6
 #: user's TRITON_CACHE_DIR as JSON (null when unset). Python >= 3.8, stdlib + what it inspects.
 STACK_SCRIPT = (HELPER_PRELUDE + PY_INCLUDE + "FLA_LAYOUTS = %r\n" % (FLA_LAYOUTS,)
                 + r'''
+import errno as _errno, os as _os, shutil as _shutil, subprocess as _subprocess
+import tempfile as _tempfile
+
+COMPILER_RUNS = []
+
+
+def trace_compiler():
+    """Record each subprocess.check_call (Triton's compiler call: runtime/build.py)."""
+    original = _subprocess.check_call
+
+    def check_call(*popenargs, **kwargs):
+        argv = popenargs[0] if popenargs else kwargs.get("args")
+        if kwargs.get("stderr") is not None:
+            return original(*popenargs, **kwargs)
+        run = {"argv": [str(a) for a in argv] if isinstance(argv, (list, tuple)) else argv,
+               "rc": None, "stderr": ""}
+        COMPILER_RUNS.append(run)
+        kwargs["stderr"] = _subprocess.PIPE
+        try:
+            with _subprocess.Popen(*popenargs, **kwargs) as proc:
+                stderr = proc.communicate()[1] or b""
+                run["rc"] = proc.returncode
+        except OSError as e:
+            run.update(failure_of(e))
+            raise
+        text = stderr.decode("utf-8", "replace")
+        run["stderr"] = text[-4000:]
+        try:
+            sys.stderr.write(text)  # where it went without us
+        except Exception:
+            pass
+        if run["rc"]:
+            raise _subprocess.CalledProcessError(run["rc"], argv)
+        return 0
+    _subprocess.check_call = check_call
+
+
+def failure_of(e):
+    """What a failed step raised: its text, errno name, paths, a compiler's command."""
+    out = {"error": err(e), "type": type(e).__name__}
+    code = getattr(e, "errno", None)
+    if isinstance(code, int):
+        out["errno"] = _errno.errorcode.get(code, str(code))
+    for key in ("filename", "filename2"):
+        if getattr(e, key, None):
+            out[key] = str(getattr(e, key))
+    if isinstance(e, _subprocess.CalledProcessError):
+        out["returncode"] = e.returncode
+        out["cmd"] = [str(a) for a in e.cmd] if isinstance(e.cmd, (list, tuple)) else e.cmd
+    return out
+
+
+def gcc_tempdir(env):
+    """The temp dir gcc and binutils use (libiberty's choose_tmpdir): TMPDIR, TMP, TEMP, then
+    /tmp, /var/tmp, /usr/tmp; the first that is a directory with read, write and search."""
+    for path in [env.get(k) for k in ("TMPDIR", "TMP", "TEMP")] + ["/tmp", "/var/tmp",
+                                                                  "/usr/tmp"]:
+        if path and _os.path.isdir(path) and _os.access(path, _os.R_OK | _os.W_OK | _os.X_OK):
+            return path
+    return "."
+
+
+def python_tempdir(env):
+    """The temp dir tempfile chooses for this environment (it writes a test file in each
+    candidate), or the FileNotFoundError it raises when none works."""
+    saved = {k: _os.environ.get(k) for k in ("TMPDIR", "TEMP", "TMP")}
+    saved_dir = _tempfile.tempdir
+    try:
+        for key in saved:
+            if env.get(key) is None:
+                _os.environ.pop(key, None)
+            else:
+                _os.environ[key] = env[key]
+        _tempfile.tempdir = None
+        return _tempfile.gettempdir(), None
+    except BaseException as e:
+        return None, failure_of(e)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                _os.environ.pop(key, None)
+            else:
+                _os.environ[key] = value
+        _tempfile.tempdir = saved_dir
+
+
+def triton_knobs(triton):
+    """triton.knobs (3.4+) when this Triton has the module, else None."""
+    import types
+    knobs = getattr(triton, "knobs", None)
+    return knobs if isinstance(knobs, types.ModuleType) else None
+
+
+def triton_cache_dir(triton, env):
+    """The cache dir as this Triton resolves it for the workload's environment."""
+    knobs = triton_knobs(triton)
+    if env.get("TRITON_CACHE_DIR"):
+        return env["TRITON_CACHE_DIR"]
+    home = env.get("TRITON_HOME")
+    if home is None and knobs is not None:
+        try:
+            home = knobs.cache.home_dir  # TRITON_HOME, default ~/ (read when knobs loaded)
+        except Exception:
+            home = None
+        home = home if isinstance(home, str) else None
+    return _os.path.join(home or _os.path.expanduser("~/"), ".triton", "cache")
+
+
+def make_dirs(path, made):
+    """os.makedirs(path) as Triton's cache does it, noting each directory it creates."""
+    missing = []
+    probe = path
+    while probe and not _os.path.exists(probe):
+        missing.append(probe)
+        parent = _os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    for one in reversed(missing):
+        _os.mkdir(one)
+        made.append(one)
+
+
+def space_of(path):
+    """statvfs of the nearest existing dir: free bytes and inodes for this user, read-only."""
+    while path and not _os.path.exists(path):
+        path = _os.path.dirname(path)
+    try:
+        st = _os.statvfs(path or "/")
+    except OSError as e:
+        return {"path": path, "error": err(e)}
+    out = {"path": path, "free_bytes": st.f_bavail * st.f_frsize,
+           "free_inodes": st.f_favail if st.f_files else None,
+           "read_only": bool(st.f_flag & getattr(_os, "ST_RDONLY", 1)),
+           "noexec": bool(st.f_flag & getattr(_os, "ST_NOEXEC", 8))}
+    try:
+        info = _os.stat(path)
+        out["owner_uid"] = info.st_uid
+        out["mode"] = oct(info.st_mode & 0o7777)
+    except OSError:
+        pass
+    return out
+
+
+def write_test(directory, size):
+    """Write `size` bytes in `directory` as Triton's cache and build do; None or the errno."""
+    path = _os.path.join(directory, "fleetcheck-write-test")
+    try:
+        with open(path, "wb") as handle:
+            handle.write(b"\0" * size)
+        return None
+    except OSError as e:
+        return failure_of(e)
+    finally:
+        try:
+            _os.unlink(path)
+        except OSError:
+            pass
+
+
+def reset_driver(triton):
+    """Make Triton build its driver again (DriverConfig caches it per process)."""
+    holder = getattr(getattr(triton, "runtime", None), "driver", None)
+    for name in ("_default", "_active"):
+        if hasattr(holder, name):
+            setattr(holder, name, None)
+
+
+class OwnPath:
+    """The workload's real build in throw-away subdirectories of its own dirs."""
+
+    def __init__(self, triton, env, name, size):
+        self.triton, self.env, self.name, self.size = triton, env, name, size
+        self.made = []      # directories created, parents first: removed in reverse
+        self.throwaway = []  # our own subdirectories: removed whole
+        self.report = {"cache_dir": triton_cache_dir(triton, env)}
+        self.saved = {}
+
+    def prepare(self):
+        rep = self.report
+        cache = rep["cache_dir"]
+        rep["cache_space"] = space_of(cache)
+        rep["cache_existed"] = _os.path.isdir(cache)
+        py_tmp, failure = python_tempdir(self.env)
+        rep["python_tmp"], rep["gcc_tmp"] = py_tmp, gcc_tempdir(self.env)
+        rep["tmp_space"] = space_of(rep["gcc_tmp"])
+        if failure:
+            failure["where"] = "tmp"
+            return failure
+        probe_cache = _os.path.join(cache, self.name)
+        rep["probe_cache"] = probe_cache
+        # From here on this process runs as the workload does, whatever fails next: FLA and
+        # the frameworks' detections meet the same dirs (and the same failure) afterwards.
+        self.saved = {"TRITON_CACHE_DIR": _os.environ.get("TRITON_CACHE_DIR"),
+                      "TMPDIR": _os.environ.get("TMPDIR"), "tempdir": _tempfile.tempdir}
+        _os.environ["TRITON_CACHE_DIR"] = probe_cache
+        try:
+            make_dirs(probe_cache, self.made)
+        except OSError as e:
+            failure = failure_of(e)
+            failure["where"] = "cache"
+            failure["step"] = "os.makedirs(%s)" % probe_cache
+            return failure
+        self.throwaway.append(probe_cache)
+        subs = {}
+        for key, where in (("python_tmp", py_tmp), ("gcc_tmp", rep["gcc_tmp"])):
+            if where in subs:
+                continue
+            try:
+                subs[where] = _os.path.join(where, self.name)
+                _os.mkdir(subs[where], 0o700)
+                self.throwaway.append(subs[where])
+            except OSError as e:
+                subs[where] = None
+                rep[key + "_error"] = failure_of(e)
+        emit("own-made", {"made": self.made, "throwaway": self.throwaway})
+        # Run as the workload runs: its cache (in our subdir), its temp dirs (in ours).
+        gcc_sub = subs.get(rep["gcc_tmp"])
+        if gcc_sub:
+            _os.environ["TMPDIR"] = gcc_sub
+        elif self.env.get("TMPDIR") is not None:
+            _os.environ["TMPDIR"] = self.env["TMPDIR"]
+        else:
+            _os.environ.pop("TMPDIR", None)
+        _tempfile.tempdir = subs.get(py_tmp) or py_tmp
+        return None
+
+    def attempt(self, target_of):
+        rep = self.report
+        failure = self.prepare()
+        if failure is None:
+            reset_driver(self.triton)
+            first = len(COMPILER_RUNS)
+            try:
+                rep["target"] = target_of(
+                    self.triton.runtime.driver.active.get_current_target())
+                rep["ok"] = True
+            except BaseException as e:
+                failure = failure_of(e)
+                failure["compiler"] = COMPILER_RUNS[first:]
+        if failure is not None:
+            rep["ok"] = False
+            if failure.get("errno") and not failure.get("filename") and not failure.get(
+                    "where"):
+                failure["where"] = self.locate(failure["errno"])
+            rep["failure"] = failure
+        return rep
+
+    def locate(self, code):
+        """A bare OSError (a write has no path): do the same write in each dir it may be."""
+        for where, directory in (("cache", self.report.get("probe_cache")),
+                                 ("tmp", _tempfile.tempdir),
+                                 ("tmp", _os.environ.get("TMPDIR"))):
+            if directory and _os.path.isdir(directory):
+                found = write_test(directory, self.size)
+                if found and found.get("errno") == code:
+                    self.report["reproduced"] = dict(found, directory=directory)
+                    return where
+        return None
+
+    def restore(self):
+        for key in ("TRITON_CACHE_DIR", "TMPDIR"):
+            if key not in self.saved:
+                continue
+            if self.saved[key] is None:
+                _os.environ.pop(key, None)
+            else:
+                _os.environ[key] = self.saved[key]
+        if "tempdir" in self.saved:
+            _tempfile.tempdir = self.saved["tempdir"]
+
+    def clean(self):
+        self.restore()
+        for path in reversed(self.throwaway):
+            _shutil.rmtree(path, ignore_errors=True)
+        for path in reversed(self.made):
+            try:
+                _os.rmdir(path)  # only if empty: another job may have written there since
+            except OSError:
+                pass
+
+
+def truthy(value):
+    """Triton's getenv_bool: on, true or 1, any case."""
+    return (value or "").strip().lower() in ("1", "true", "on")
+
+
+def knob_report(triton, env):
+    """The environment as this Triton reads it (its knobs where it has them)."""
+    knobs = triton_knobs(triton)
+    out = {"knobs": knobs is not None}
+    try:
+        value = knobs.runtime.interpret if knobs is not None else (
+            env.get("TRITON_INTERPRET", "0") == "1")  # Triton <= 3.3
+        out["interpret"] = value if isinstance(value, bool) else None
+    except Exception as e:
+        out["interpret_error"] = err(e)
+    if knobs is not None:
+        for key, read in (("cache_dir", lambda: knobs.cache.dir),
+                          ("home_dir", lambda: knobs.cache.home_dir),
+                          ("dump_dir", lambda: knobs.cache.dump_dir),
+                          ("override_dir", lambda: knobs.cache.override_dir),
+                          ("dump_ir", lambda: knobs.compilation.dump_ir),
+                          ("override", lambda: knobs.compilation.override),
+                          ("always_compile", lambda: knobs.compilation.always_compile),
+                          ("build_impl", lambda: knobs.build.impl and repr(knobs.build.impl))):
+            try:
+                value = read()
+                out[key] = value if isinstance(value, (str, bool, int)) or value is None else (
+                    repr(value))
+            except Exception as e:
+                out[key + "_error"] = err(e)
+    return out
+
+
+def inductor_report(torch_dir, env, py_tmp, name, deep=False):
+    """torch.compile's way to its first kernel, outside Triton: the user name it looks up,
+    its cache dir (TORCHINDUCTOR_CACHE_DIR, else <tempdir>/torchinductor_<user>) created as
+    inductor does, has_triton() as inductor asks it."""
+    out = {}
+    import getpass
+    try:
+        out["user"] = getpass.getuser()
+    except BaseException as e:
+        out["user_error"] = failure_of(e)
+    cache = env.get("TORCHINDUCTOR_CACHE_DIR")
+    if cache is None and "user" in out:
+        import re as _re
+        cache = _os.path.join(py_tmp or "/tmp", "torchinductor_" + _re.sub(
+            r'[\\/:*?"<>|]', "_", out["user"]))
+    out["cache_dir"] = cache
+    if cache:
+        made = []
+        probe = _os.path.join(cache, name)
+        try:
+            make_dirs(probe, made)
+            found = write_test(probe, 65536)
+            if found:
+                out["cache_error"] = dict(found, where="cache")
+        except OSError as e:
+            out["cache_error"] = dict(failure_of(e), where="cache")
+        finally:
+            for path in reversed(made):
+                _shutil.rmtree(path, ignore_errors=True) if path == probe else None
+                try:
+                    _os.rmdir(path)
+                except OSError:
+                    pass
+        out["cache_space"] = space_of(cache)
+    if deep:
+        # has_triton() imports torch._dynamo (seconds); torch 2.11's torch/_dynamo/package.py
+        # calls inductor's cache_dir() at import, so this also proves that import works.
+        try:
+            from torch.utils._triton import has_triton
+            found = has_triton()
+            out["has_triton"] = found if isinstance(found, bool) else None
+        except BaseException as e:
+            out["has_triton_error"] = err(e)
+    try:
+        from torch._inductor import config as inductor_config
+        out["disable_device_detection"] = getattr(
+            inductor_config, "triton_disable_device_detection", False) is True
+        out["cxx"] = repr(getattr(getattr(inductor_config, "cpp", None), "cxx", None))
+    except BaseException as e:
+        out["config_error"] = err(e)
+    return out
+
+
+#: The frameworks' own copies of FLA's device detection: (framework, file under the package).
+VENDORED_FLA = (
+    ("vllm", "vllm", "third_party/flash_linear_attention/ops/utils.py"),
+    ("vllm", "vllm", "model_executor/layers/fla/ops/utils.py"),
+    ("sglang", "sglang", "kernels/ops/attention/fla/utils.py"),
+    ("sglang", "sglang", "srt/layers/attention/fla/utils.py"),
+    ("unsloth_zoo", "unsloth_zoo", "_vendored/fla/utils/_device.py"),
+)
+
+
+def detection_function(path, names=("get_available_device", "_cpu_device_warning")):
+    """The framework's own detection functions, compiled from its installed source file."""
+    import ast
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), path)
+    body = [node for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name in names]
+    if not any(node.name == names[0] for node in body):
+        return None
+    module = ast.Module(body=body, type_ignores=[])
+    return compile(module, path, "exec")
+
+
+def run_detection(code, triton):
+    """Call the compiled get_available_device() with Triton; (backend, warnings, exception)."""
+    import functools, warnings
+    space = {"triton": triton, "warnings": warnings, "functools": functools,
+             "cache": getattr(functools, "cache", functools.lru_cache(maxsize=None)),
+             "lru_cache": functools.lru_cache, "logger": None, "__name__": "fleetcheck"}
+    exec(code, space)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            return space["get_available_device"](), [str(w.message) for w in caught], None
+        except BaseException as e:
+            return None, [str(w.message) for w in caught], err(e)
+
+
+def backend_report(triton):
+    """Triton's backends as it discovers them (entry points, or TRITON_BACKENDS_IN_TREE=1),
+    and which drivers say they are active (what `N active drivers` counts)."""
+    out = {"in_tree": _os.environ.get("TRITON_BACKENDS_IN_TREE", "") == "1",
+           "default": _os.environ.get("TRITON_DEFAULT_BACKEND")}
+    try:
+        from importlib.metadata import entry_points
+        eps = entry_points()
+        group = (eps.select(group="triton.backends") if hasattr(eps, "select")
+                 else eps.get("triton.backends", []))
+        out["entry_points"] = sorted("%s=%s" % (ep.name, ep.value) for ep in group)
+    except Exception as e:
+        out["entry_points_error"] = err(e)
+    try:
+        import triton.backends as found_backends
+        found = getattr(found_backends, "backends", None)
+        if isinstance(found, dict):
+            out["discovered"] = sorted(found)
+            active = out["active"] = []
+            for name, backend in found.items():
+                try:
+                    if backend.driver.is_active():
+                        active.append(name)
+                except BaseException as e:
+                    out.setdefault("is_active_errors", {})[name] = err(e)
+    except BaseException as e:
+        out["error"] = err(e)
+    return out
+''' + r'''
 import os, re, subprocess, time, warnings
 fresh = sys.argv[1]
 user_cache = json.loads(sys.argv[2])
+own_opts = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+own_env = own_opts.get("env") or {}
+own_name = own_opts.get("name") or ".fleetcheck-probe"
 import importlib.util, sysconfig
 def spec_dir(name):
     try:
@@ -528,6 +1162,11 @@ if meta["vllm_dir"]:
     meta["amdsmi_dir"] = spec_dir("amdsmi")
     dists = distributions("vllm", ("vllm",))
     meta["vllm_version"] = dists[0]["version"] if dists else None
+for name in ("xformers", "liger_kernel", "sglang", "unsloth_zoo", "mamba_ssm", "causal_conv1d"):
+    meta[name + "_dir"] = spec_dir(name)
+meta["vendored_fla"] = [
+    [fw, os.path.join(meta[pkg + "_dir"], rel)] for fw, pkg, rel in VENDORED_FLA
+    if meta.get(pkg + "_dir") and os.path.isfile(os.path.join(meta[pkg + "_dir"], rel))]
 meta["inductor"] = bool(meta["torch_dir"]) and os.path.isdir(
     os.path.join(meta["torch_dir"], "_inductor"))
 if meta["torch_dir"]:
@@ -562,6 +1201,7 @@ emit("meta", meta)
 if len(sys.argv) > 3 and sys.argv[3] == "meta":
     emit("done", {})
     sys.exit(0)
+trace_compiler()
 
 torch = None
 if meta["torch_dir"]:
@@ -582,6 +1222,13 @@ if meta["torch_dir"]:
             data["error"] = err(e)
     data["warnings"] = [str(w.message)[:1000] for w in caught][:10]
     emit("torch", data)
+    if meta["inductor"] and torch is not None:
+        try:
+            emit("inductor", inductor_report(meta["torch_dir"], own_env,
+                                             python_tempdir(own_env)[0], own_name,
+                                             bool(own_opts.get("deep"))))
+        except BaseException as e:
+            emit("inductor", {"error": err(e)})
 else:
     emit("torch", {"installed": False})
 
@@ -636,6 +1283,7 @@ if meta["triton_dir"]:
     except BaseException as e:
         data["ok"] = False
         data["error"] = err(e)
+        data["failure"] = dict(failure_of(e), compiler=list(COMPILER_RUNS))
     data["seconds"] = round(time.time() - t0, 3)
     emit("target", data)
     if not data["ok"] and triton is not None:
@@ -658,6 +1306,21 @@ if meta["triton_dir"]:
             warm["ok"] = None
         os.environ["TRITON_CACHE_DIR"] = fresh
         emit("warm", warm)
+own = None
+if triton is not None:
+    emit("knobs", knob_report(triton, own_env))
+    emit("backends", backend_report(triton))
+    # The workload's own path: its real get_current_target() in throw-away subdirectories of
+    # its own cache and temp dirs (as its Triton and compilers choose them), which FLA and the
+    # frameworks' detections below then use too; removed at the end (the probe removes them
+    # again if this process dies first: the "own-made" stage names them).
+    built = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(fresh)
+             for f in names if f.endswith(".so")]
+    own = OwnPath(triton, own_env, own_name, max(built) if built else 65536)
+    t0 = time.time()
+    report = own.attempt(target_of)
+    report["seconds"] = round(time.time() - t0, 3)
+    emit("own", report)
 
 if meta["fla_dir"]:
     # FLA's device detection has moved between releases; import the module that holds it in
@@ -666,7 +1329,10 @@ if meta["fla_dir"]:
     # block, so sys.exc_info() at that moment is the very exception it threw away.
     data = {"layout": None}
     t0 = time.time()
-    os.environ["TRITON_CACHE_DIR"] = fresh
+    if own is None:
+        os.environ["TRITON_CACHE_DIR"] = fresh
+    else:
+        reset_driver(triton)  # FLA decides as the workload's own process would
     swallowed, shown = [], []
     def show(message, category, filename, lineno, file=None, line=None):
         text = str(message)
@@ -706,6 +1372,24 @@ if meta["fla_dir"]:
     data["swallowed"] = swallowed[0] if swallowed else None
     data["seconds"] = round(time.time() - t0, 3)
     emit("fla", data)
+if own is not None:
+    # The frameworks' own copies of FLA's detection, each run as it is written in the
+    # installed release (its own except clause), with the workload's dirs.
+    found = []
+    for fw, path in meta.get("vendored_fla") or []:
+        item = {"framework": fw, "file": path}
+        try:
+            code = detection_function(path)
+            if code is None:
+                item["error"] = "no get_available_device() in this release"
+            else:
+                reset_driver(triton)
+                item["backend"], item["warnings"], item["raised"] = run_detection(code, triton)
+        except BaseException as e:
+            item["error"] = err(e)
+        found.append(item)
+    emit("vendored", {"detections": found})
+    own.clean()
 emit("done", {})
 ''')
 
@@ -770,6 +1454,45 @@ if rc == 0:
                 pass
         devices.append(info)
     out["devices"] = devices
+# NVML, as nvidia-smi and vLLM's platform detection (pynvml.nvmlInit) reach it: its load, its
+# init (999 "Unknown Error" when the device cgroup revoked access), each GPU's compute mode.
+try:
+    nvml = ctypes.CDLL("libnvidia-ml.so.1")
+except OSError as e:
+    nvml = None
+    out["nvml_error"] = str(e)[:500]
+modes = {}
+if nvml is not None:
+    try:
+        nvml.nvmlErrorString.restype = ctypes.c_char_p
+        nrc = nvml.nvmlInit_v2()
+        out["nvml_init"] = nrc
+        if nrc != 0:
+            out["nvml_init_text"] = (nvml.nvmlErrorString(nrc) or b"").decode("utf-8", "replace")
+        else:
+            for i in range(out.get("count") or 0):
+                handle, mode = ctypes.c_void_p(), ctypes.c_int(-1)
+                if (nvml.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(handle)) == 0
+                        and nvml.nvmlDeviceGetComputeMode(handle, ctypes.byref(mode)) == 0):
+                    modes[i] = mode.value
+            nvml.nvmlShutdown()
+    except Exception as e:
+        out["nvml_error"] = str(e)[:500]
+out["compute_modes"] = {str(k): v for k, v in modes.items()}
+# A GPU in exclusive-process (3) or prohibited (2) mode: can this process have a context?
+# (46 CUDA_ERROR_DEVICE_UNAVAILABLE: another process holds it). Default-mode GPUs are not
+# touched: a context costs time and memory.
+contexts = {}
+for i, mode in modes.items():
+    if mode not in (2, 3):
+        continue
+    d, ctx = ctypes.c_int(0), ctypes.c_void_p()
+    if lib.cuDeviceGet(ctypes.byref(d), i) == 0:
+        crc = lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), d)
+        contexts[str(i)] = {"rc": crc, "name": name(crc)}
+        if crc == 0:
+            lib.cuDevicePrimaryCtxRelease(d)
+out["contexts"] = contexts
 print(json.dumps(out))
 '''
 
@@ -1355,6 +2078,128 @@ def triton_cache_dir(env):
     return os.path.join(home, ".triton", "cache")
 
 
+#: The workload's environment the stack needs to find its own dirs as its libraries do.
+WORKLOAD_ENV_KEYS = ("TMPDIR", "TEMP", "TMP", "TRITON_CACHE_DIR", "TRITON_HOME", "HOME",
+                     "TORCHINDUCTOR_CACHE_DIR")
+
+
+def missing_dirs(path):
+    """The directories on the way to `path` that do not exist yet, deepest first."""
+    missing = []
+    while path and not os.path.exists(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return missing
+
+
+def remove_throwaway(name, cache, env, created):
+    """Remove <dir>/<name> from the cache and every temp dir candidate, then the directories
+    in `created` that are empty (deepest first; a job may have written there since)."""
+    import shutil
+    import tempfile
+    places = [cache, tempfile.gettempdir()] + [env.get(k) for k in ("TMPDIR", "TMP", "TEMP")]
+    for where in [*places, "/tmp", "/var/tmp", "/usr/tmp"]:
+        path = os.path.join(where, name) if where else None
+        if path and os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+    for path in created:
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+
+
+# --- facts_env ------------------------------------------------------------------------------------
+
+def env_on(value):
+    """Triton's getenv_bool and most `== "1"` tests: on, true or 1 (any case)."""
+    return (value or "").strip().lower() in ("1", "true", "on")
+
+
+def env_one(value):
+    """`os.environ.get(NAME, "0") == "1"` (torch, xformers, vLLM, FLA)."""
+    return (value or "").strip() == "1"
+
+
+def env_set(value):
+    return bool((value or "").strip())
+
+
+#: (variable, test, moves|slows, library, what it does; {v} is the value). Where a library is
+#: not installed on the node, its variables are not reported.
+ENV_EFFECTS = (
+    ("TRITON_INTERPRET", env_on, "moves", "triton",
+     "every @triton.jit kernel runs in Triton's interpreter on the CPU (numpy), about 10,000x "
+     "slower, and reports success"),
+    ("VLLM_TARGET_DEVICE", lambda v: (v or "").strip().lower() == "cpu", "moves", "vllm",
+     "vLLM selects its CPU platform: every model runs on the CPU"),
+    ("TORCHINDUCTOR_TRITON_DISABLE_DEVICE_DETECTION", env_one, "moves", "inductor",
+     "inductor's has_triton() is False: torch.compile of CUDA code raises TritonMissing"),
+    ("TORCH_COMPILE_DISABLE", env_one, "slows", "inductor",
+     "torch.compile does nothing: models run eagerly, without inductor's Triton kernels"),
+    ("XFORMERS_FORCE_DISABLE_TRITON", env_one, "slows", "xformers",
+     "xformers' Triton kernels are off (its other kernels run instead)"),
+    ("TRITON_ALWAYS_COMPILE", env_on, "slows", "triton",
+     "every kernel is compiled again in every process (the cache is not used)"),
+    ("TRITON_DEBUG", env_on, "slows", "triton", "kernels carry device-side asserts: slower"),
+    ("TRITON_KERNEL_DUMP", env_on, "slows", "triton",
+     "every kernel's IR is written to TRITON_DUMP_DIR: slower compiles, disk use"),
+    ("TRITON_KERNEL_OVERRIDE", env_on, "slows", "triton",
+     "kernels are replaced by files from TRITON_OVERRIDE_DIR: what runs is not the code"),
+    ("TRITON_OVERRIDE_ARCH", env_set, "slows", "triton",
+     "kernels are compiled for {v}, not for the GPU's own architecture"),
+    ("TRITON_F32_DEFAULT", env_set, "slows", "triton",
+     "fp32 dot products use {v}: results differ from the default precision"),
+    ("TRITON_DEFAULT_FP_FUSION", lambda v: (v or "").strip().lower() in ("0", "false", "off"),
+     "slows", "triton", "no fused multiply-add: slower kernels, other rounding"),
+    ("TRITON_FORCE_DISABLE_FP_FUSION", env_on, "slows", "triton",
+     "no fused multiply-add: slower kernels, other rounding"),
+    ("DISABLE_PTXAS_OPT", env_on, "slows", "triton", "ptxas optimisation is off: slower kernels"),
+    ("PTXAS_OPTIONS", env_set, "slows", "triton", "ptxas runs with extra options {v}"),
+    ("TRITON_ENABLE_ASAN", env_on, "slows", "triton", "kernels run under a sanitizer: slower"),
+    ("TRITON_INSTRUMENTATION_MODE", env_set, "slows", "triton",
+     "kernels are instrumented ({v}): slower"),
+    ("MLIR_ENABLE_DUMP", env_on, "slows", "triton", "every compile dumps its MLIR: slower"),
+    ("LLVM_IR_ENABLE_DUMP", env_on, "slows", "triton", "every compile dumps its LLVM IR: slower"),
+    ("TRITON_ENABLE_LLVM_DEBUG", env_on, "slows", "triton", "LLVM debug output: slower compiles"),
+    ("TRITON_CACHE_MANAGER", env_set, "slows", "triton",
+     "kernels are cached by {v}, not in TRITON_CACHE_DIR"),
+    ("TRITON_REMOTE_CACHE_BACKEND", env_set, "slows", "triton",
+     "kernels are cached remotely ({v})"),
+    ("TRITON_MOCK_PTX_VERSION", env_set, "slows", "triton", "PTX version forced to {v}"),
+    ("CUDA_LAUNCH_BLOCKING", env_one, "slows", "torch",
+     "every CUDA launch waits for the GPU to finish: much slower"),
+    ("PYTORCH_NO_CUDA_MEMORY_CACHING", env_one, "slows", "torch",
+     "every tensor allocation goes to the driver: slower"),
+    ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", env_one, "slows", "inductor",
+     "inductor compiles everything again in every process"),
+    ("TORCH_COMPILE_DEBUG", env_one, "slows", "inductor",
+     "every compile writes debug traces: slower, disk use"),
+    ("FLA_DISABLE_TENSOR_CACHE", env_one, "slows", "fla", "FLA's tensor cache is off: slower"),
+    ("VLLM_DISABLE_COMPILE_CACHE", env_one, "slows", "vllm",
+     "vLLM compiles its graphs again at every start"),
+)
+
+
+def env_findings(env, installed):
+    """[{variable, value, effect: moves|slows, library, text}] for the variables set here.
+
+    installed: the libraries present ({"triton", "torch", "inductor", "vllm", "xformers",
+    "fla"}); a variable of a library the node does not have changes nothing.
+    """
+    found = []
+    for name, test, effect, library, text in ENV_EFFECTS:
+        value = env.get(name)
+        if value is None or library not in installed or not test(value):
+            continue
+        found.append({"variable": name, "value": value, "effect": effect, "library": library,
+                      "text": text.replace("{v}", value)})
+    return found
+
+
 # --- facts_toolchain ------------------------------------------------------------------------------
 
 COMPILE_SOURCE = """\
@@ -1441,6 +2286,13 @@ def hip_version_text(version):
 class Gather(Part):
     """Starts every slow fact first, does the file reads meanwhile, then assembles the facts."""
 
+    def remove_workload_dirs(self):
+        """The throw-away subdirectories of the workload's own dirs, and the cache's parents
+        that did not exist before the probe: removed (the stack removes them itself too)."""
+        name = getattr(self, "own_name", None)
+        if name:
+            remove_throwaway(name, triton_cache_dir(self.env), self.env, self.own_missing)
+
     # Gathering: start every slow thing first, then do the file reads while they run.
     def gather(self):
         # The cheap reads first: without /proc/driver/nvidia/gpus and /dev/nvidia* no GPU can
@@ -1464,8 +2316,14 @@ class Gather(Part):
         os.mkdir(fresh)
         user_cache = json.dumps(self.env.get("TRITON_CACHE_DIR") or None)
         mode = "full" if self.possible_gpu else "meta"
-        self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode],
-                             self.deadline.timeout(), env=env, cwd=self.tmp)
+        # The workload's own dirs get throw-away subdirectories of this one name (see
+        # checks_workload.py); remove_workload_dirs() removes them even if the stack dies.
+        self.own_name = ".fleetcheck-probe-%d-%s" % (os.getpid(), os.urandom(4).hex())
+        self.own_missing = missing_dirs(triton_cache_dir(self.env))
+        own = json.dumps({"name": self.own_name, "deep": self.deep, "env": {
+            key: self.env.get(key) for key in WORKLOAD_ENV_KEYS}})
+        self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode,
+                              own], self.deadline.timeout(), env=env, cwd=self.tmp)
         self.deep_run = self.cuda = self.smi = self.ldconfig = self.compile = None
         self.hip = self.rocminfo = None
         if self.possible_gpu:
@@ -1530,6 +2388,7 @@ class Gather(Part):
         self.ld_result = self.ldconfig.result() if self.ldconfig else None
         self.compile_result = self.compile.result() if self.compile else None
         self.stack_result = self.stack.result()
+        self.remove_workload_dirs()
         self.stages = stage_lines(self.stack_result["stdout"])
         self.deep_result = self.deep_run.result() if self.deep_run else None
         self.deep_stages = stage_lines(self.deep_result["stdout"]) if self.deep_result else {}
@@ -1725,6 +2584,9 @@ class DriverChecks(Part):
         evidence = {"open": results, "container": self.facts.get("container")}
         if not bad:
             return ("pass", "%d device nodes open read-write" % len(results), "", evidence)
+        if self.access_revoked():
+            return ("skip", "the nodes are there but refused (EPERM): see cgroup_devices_revoked",
+                    "", evidence)
         cuda_ok = self.cuda_info.get("init") == 0 and (self.cuda_info.get("count") or 0) >= len(
             minors)
         name, code = sorted(bad.items(), key=lambda item: expected.index(item[0]))[0]
@@ -1769,6 +2631,94 @@ class DriverChecks(Part):
             return ("warn", summary + " (CUDA initialises anyway)", fix, evidence)
         return ("fail", summary, fix, evidence)
 
+    def unknown_error(self, evidence):
+        """cuInit 999 (CUDA_ERROR_UNKNOWN; torch: 'CUDA unknown error') told apart by what the
+        node shows: its causes differ, and so do their repairs (pytorch/pytorch#88639, #49081;
+        NVIDIA/nvidia-container-toolkit#48, #251)."""
+        container = self.facts.get("container") or (
+            "docker" if os.path.exists(host_path("/.dockerenv")) else None)
+        evidence["nvml"] = self.smi_info.get("error") or self.cuda_info.get("nvml_init_text")
+        uvm = open_result(host_path("/dev/nvidia-uvm"))
+        evidence["nvidia_uvm"] = uvm
+        head = "cuInit failed: CUDA_ERROR_UNKNOWN (999)"
+        if uvm != "ok":
+            return ("fail", head + ": /dev/nvidia-uvm %s (CUDA needs the uvm node)" % uvm,
+                    "load nvidia-uvm on the host (nvidia-modprobe -u -c=0) and pass "
+                    "/dev/nvidia-uvm into the container", evidence)
+        if self.nvml_unknown_error():
+            return ("fail", head + " with NVML's 'Unknown Error': the driver is in a bad state "
+                    "or access to it changed under this %s" % (container or "host"),
+                    "recreate the container" if container else
+                    "reload the driver (rmmod nvidia_uvm nvidia; modprobe nvidia nvidia_uvm) or "
+                    "reboot", evidence)
+        if container:
+            return ("fail", head + " in a %s container whose device nodes all open: the host's "
+                    "driver changed (upgraded, or reloaded) after the container started" % (
+                        container), "restart the container after the host's driver is back; "
+                    "if it persists, reload nvidia_uvm on the host", evidence)
+        return ("fail", head + " on the host with every device node usable: nvidia_uvm's state "
+                "(after a suspend/resume) or a CUDA_VISIBLE_DEVICES changed after start",
+                "reload nvidia_uvm (rmmod nvidia_uvm && modprobe nvidia_uvm) or reboot; check "
+                "CUDA_VISIBLE_DEVICES", evidence)
+
+    def nvml_unknown_error(self):
+        """NVML's 'Unknown Error': nvidia-smi's text, or nvmlInit_v2's 999."""
+        smi = self.smi_info.get("error") or ""
+        return ("Unknown Error" in smi or self.cuda_info.get("nvml_init") == 999
+                or "Unknown Error" in (self.cuda_info.get("nvml_init_text") or ""))
+
+    def access_revoked(self):
+        """Device nodes present but open() refused with EPERM, and NVML's 'Unknown Error':
+        the device cgroup no longer lets this container at the GPU."""
+        names = [n for n in self.dev_names if n in ("nvidiactl", "nvidia-uvm")
+                 or re.match(r"^nvidia\d+$", n)]
+        codes = [open_result(host_path("/dev/" + n)) for n in names]
+        return bool(codes) and "EPERM" in codes and self.nvml_unknown_error()
+
+    def check_cgroup_devices_revoked(self):
+        evidence = {"nvidia_smi": self.smi_info.get("error"),
+                    "nvml_init": self.cuda_info.get("nvml_init"),
+                    "container": self.facts.get("container"),
+                    "cuda_init": self.cuda_info.get("init_name") or self.cuda_info.get("init")}
+        if not self.access_revoked():
+            return ("pass", "device access not refused", "", evidence)
+        return ("fail", "the /dev/nvidia* nodes exist but open() is refused (EPERM) and NVML "
+                "says 'Failed to initialize NVML: Unknown Error': the device cgroup no longer "
+                "lets this container at the GPU (after it worked: a systemctl daemon-reload on a "
+                "cgroup-v1/systemd host drops the rules runc set)",
+                "recreate the container (docker rm -f && docker run ...); on the host, NVIDIA's "
+                "fix: nvidia-ctk system create-dev-char-symlinks --create-all (and its udev "
+                "rule), or run containers through CDI", evidence)
+
+    def check_gpu_exclusive_busy(self):
+        info = self.cuda_info
+        modes = info.get("compute_modes") or {}
+        contexts = info.get("contexts") or {}
+        evidence = {"compute_modes": modes, "contexts": contexts}
+        names = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
+        busy = sorted(i for i, c in contexts.items() if c.get("rc") == 46)
+        fix = ("set the compute mode back on the host (nvidia-smi -i N -c DEFAULT, as root), or "
+               "run one process per GPU")
+        if busy:
+            return ("fail", "GPU %s is in %s mode and held by another process: CUDA error 46 "
+                    "(CUDA-capable device(s) is/are busy or unavailable)" % (
+                        ", ".join(busy), names.get(int(modes.get(busy[0], 3)), "exclusive")), fix,
+                    evidence)
+        prohibited = sorted(i for i, m in modes.items() if m == 2)
+        if prohibited:
+            return ("fail", "GPU %s is in compute mode Prohibited: no process may use it" % (
+                ", ".join(prohibited)), fix, evidence)
+        exclusive = sorted(i for i, m in modes.items() if m == 3)
+        if exclusive:
+            return ("warn", "GPU %s is in Exclusive_Process mode: one process at a time (a "
+                    "second one, e.g. a compile worker or another rank, gets error 46)" % (
+                        ", ".join(exclusive)), fix, evidence)
+        if not modes:
+            return ("skip", "compute mode unknown (NVML: %s)" % (
+                info.get("nvml_error") or info.get("nvml_init_text") or "not read"), "",
+                evidence)
+        return ("pass", "compute mode Default", "", evidence)
+
     def check_driver_userspace_mismatch(self):
         kernel = self.facts["driver"]["kernel_module"]
         user = self.facts["driver"]["userspace"]
@@ -1812,6 +2762,8 @@ class DriverChecks(Part):
         if info.get("init") != 0:
             code = info.get("init")
             name = info.get("init_name") or CUDA_ERRORS.get(code, "CUDA error")
+            if code == 999:
+                return self.unknown_error(evidence)
             return ("fail", "cuInit failed: %s (%s)" % (name, code),
                     "fix the driver layer: device nodes, driver version, "
                     "CUDA_VISIBLE_DEVICES; see the checks above", evidence)
@@ -2497,13 +3449,33 @@ class TritonChecks(Part):
                 t.get("backend"), t.get("arch")), "", evidence)
         error = target.get("error") or ""
         evidence["error"] = error
-        evidence["matches"] = classify_error(error + "\n" + self.stack_result["stderr"][-4000:])
+        # The step's own message first (the compiler's stderr, the errno), then Triton's text.
+        places = {"cache": [os.path.join(self.tmp, "cache")], "tmp": [os.path.join(
+            self.tmp, "tmp")], "include": [self.pyinfo.get("include") or ""],
+            "cc": self.compiler.get("path") or self.env.get("CC")}
+        cause, line = diagnose(target.get("failure") or {"error": error}, places)
+        evidence["matches"] = cause or classify_error(
+            error + "\n" + self.stack_result["stderr"][-4000:])
+        evidence["message"] = line or None
+        backends = self.stages.get("backends") or {}
+        evidence["backends"] = backends or None
+        if (evidence["matches"] == "zero_active_drivers" and backends.get("discovered") == []
+                and not backends.get("in_tree")):
+            # Triton 3.4+ finds its backends through entry points: none without its dist-info.
+            evidence["matches"] = "triton_no_backends"
+        runs = [r for r in (target.get("failure") or {}).get("compiler") or []
+                if r.get("rc") or r.get("error")]
+        if runs:
+            evidence["compiler_stderr"] = runs[-1].get("stderr")
         # A cause no catalogue row names: say so, with the error, rather than guess one.
-        fix = "" if evidence["matches"] else (
-            "no known cause matches this error (see its text in the evidence): run the "
+        fix = DIAGNOSIS_FIXES.get(evidence["matches"], "") if evidence["matches"] else (
+            "no known cause matches this error (its message is in the evidence): run the "
             "workload's get_current_target() with the same environment to investigate")
-        return ("fail", "get_current_target() in a fresh cache: " + first_line(error), fix,
-                evidence)
+        # The message that names the cause leads; Triton's wrapper (a long command) follows.
+        summary = "get_current_target() in a fresh cache: " + (
+            "%s (%s)" % (line, (target.get("failure") or {}).get("type") or "error")
+            if line and line not in first_line(error) else first_line(error))
+        return ("fail", summary, fix, evidence)
 
     def check_stale_cache_masks_compiler(self):
         target = self.stages.get("target")
@@ -2614,6 +3586,183 @@ class FlaChecks(Part):
                     "fix the underlying cause", evidence)
         return ("pass", "FLA %s runs on the GPU (device_platform=%s, from fla/%s)" % (
             version, fla.get("device_platform"), fla.get("layout")), "", evidence)
+
+
+# --- checks_workload ------------------------------------------------------------------------------
+
+#: Below this much free space (or these many free inodes) a real job's kernels may not fit:
+#: one kernel writes ~30 KiB in 8 files, the stub ~32 KiB, autotuning a few hundred kernels.
+LOW_SPACE_BYTES = 100 << 20
+LOW_INODES = 2000
+
+def mib(value):
+    return "%.1f MiB" % (value / 1048576.0) if isinstance(value, int) else "?"
+
+
+class WorkloadChecks(Part):
+    """The workload's own cache, temp dir and environment, and torch.compile's own path."""
+
+    def own_stage(self):
+        return self.stages.get("own") or {}
+
+    def places(self):
+        own = self.own_stage()
+        tmp = [d for d in (own.get("python_tmp"), own.get("gcc_tmp"), self.env.get("TMPDIR"))
+               if d]
+        return {"cache": [d for d in (own.get("cache_dir"), own.get("probe_cache")) if d],
+                "tmp": tmp, "include": [self.pyinfo.get("include") or ""],
+                "cc": self.compiler.get("path") or self.env.get("CC")}
+
+    def own_diagnosis(self):
+        """(cause, line) of the own-path failure, or (None, '') when it worked or did not run."""
+        failure = self.own_stage().get("failure")
+        if not failure:
+            return None, ""
+        return diagnose(failure, self.places())
+
+    def check_cache_dir_full(self):
+        own = self.own_stage()
+        space = own.get("cache_space") or {}
+        cache = own.get("cache_dir") or self.facts["triton_cache_dir"]
+        evidence = {"cache_dir": cache, "space": space, "failure": own.get("failure"),
+                    "reproduced": own.get("reproduced")}
+        if not own:
+            return ("skip", "the workload's own path was not tried", "", evidence)
+        fix = ("free space (or raise the quota) on %s, which holds the Triton cache %s, or "
+               "export TRITON_CACHE_DIR=<a dir with space>" % (space.get("path") or cache, cache))
+        cause, line = self.own_diagnosis()
+        if cause == "cache_dir_full":
+            return ("fail", "Triton cache %s is full: the workload's own build fails (%s); %s "
+                    "free" % (cache, line, mib(space.get("free_bytes"))), fix, evidence)
+        free, inodes = space.get("free_bytes"), space.get("free_inodes")
+        if (isinstance(free, int) and free < LOW_SPACE_BYTES) or (
+                isinstance(inodes, int) and inodes < LOW_INODES):
+            return ("warn", "Triton cache %s has %s and %s inodes free: a job's kernels may "
+                    "not fit" % (cache, mib(free), inodes), fix, evidence)
+        return ("pass", "%s free for the Triton cache %s" % (mib(free), cache), "", evidence)
+
+    def check_tmp_dir_unusable(self):
+        own = self.own_stage()
+        space = own.get("tmp_space") or {}
+        evidence = {"TMPDIR": self.env.get("TMPDIR"), "python_tmp": own.get("python_tmp"),
+                    "gcc_tmp": own.get("gcc_tmp"), "space": space,
+                    "failure": own.get("failure")}
+        if not own:
+            return ("skip", "the workload's own path was not tried", "", evidence)
+        where = own.get("gcc_tmp") or own.get("python_tmp") or "the temp dir"
+        fix = ("give the workload a temp dir it can write with free space: export "
+               "TMPDIR=<a writable dir with space> (now %s)" % where)
+        cause, line = self.own_diagnosis()
+        if cause == "tmp_dir_unusable":
+            return ("fail", "the workload's temp dir %s is unusable: its own build fails (%s)" % (
+                where, line), fix, evidence)
+        free = space.get("free_bytes")
+        if isinstance(free, int) and free < LOW_SPACE_BYTES:
+            return ("warn", "temp dir %s has %s free: Triton's builds write there" % (
+                where, mib(free)), fix, evidence)
+        tmpdir = self.env.get("TMPDIR")
+        if tmpdir and own.get("python_tmp") and own["python_tmp"] != tmpdir:
+            return ("warn", "TMPDIR=%s is not usable: Python falls back to %s, gcc uses %s" % (
+                tmpdir, own["python_tmp"], own.get("gcc_tmp")), fix, evidence)
+        return ("pass", "temp dir %s (%s free)" % (where, mib(free)), "", evidence)
+
+    def check_triton_own_path(self):
+        if "own" not in self.stages:
+            if "target" in self.stages:
+                return ("skip", "not tried: " + (self.stages.get("own-skip") or {}).get(
+                    "why", "no Triton target stage"), "", {})
+            return self.stage_missing("the workload's own get_current_target()")
+        own = self.own_stage()
+        evidence = {key: own.get(key) for key in ("cache_dir", "probe_cache", "python_tmp",
+                                                  "gcc_tmp", "failure", "reproduced")}
+        if own.get("ok"):
+            target = own.get("target") or {}
+            return ("pass", "get_current_target() = %s:%s in the workload's own cache %s and "
+                    "temp dir %s" % (target.get("backend"), target.get("arch"),
+                                     own.get("cache_dir"), own.get("gcc_tmp")), "", evidence)
+        failure = own.get("failure") or {}
+        cause, line = self.own_diagnosis()
+        evidence["matches"] = cause
+        evidence["message"] = line or first_line(failure.get("error"))
+        runs = [r for r in failure.get("compiler") or [] if r.get("rc") or r.get("error")]
+        if runs:
+            evidence["compiler_stderr"] = runs[-1].get("stderr")
+            evidence["compiler_argv"] = runs[-1].get("argv")
+        fix = DIAGNOSIS_FIXES.get(cause, "") if cause else (
+            "no known cause matches (the captured message is in the evidence): run the "
+            "workload's get_current_target() with the same environment to investigate")
+        told = first_line(failure.get("error"))
+        return ("fail", "the workload's own get_current_target() fails: %s" % (
+            "%s (%s)" % (line, failure.get("type") or "error") if line and line not in told
+            else told), fix, evidence)
+
+    def installed_libraries(self):
+        meta = self.stages.get("meta", {})
+        found = {"triton"} if meta.get("triton_dir") else set()
+        if meta.get("torch_dir"):
+            found |= {"torch"} | ({"inductor"} if meta.get("inductor") else set())
+        for key in ("vllm", "xformers", "fla"):
+            if meta.get(key + "_dir"):
+                found.add(key)
+        return found
+
+    def env_report(self):
+        findings = env_findings(self.env, self.installed_libraries())
+        knobs = self.stages.get("knobs") or {}
+        if knobs.get("interpret") and not any(f["variable"] == "TRITON_INTERPRET"
+                                              for f in findings):
+            findings.insert(0, {"variable": "TRITON_INTERPRET", "value": self.env.get(
+                "TRITON_INTERPRET"), "effect": "moves", "library": "triton",
+                "text": "Triton's knobs say interpret: every kernel runs on the CPU"})
+        return findings
+
+    def check_workload_env(self):
+        findings = self.env_report()
+        evidence = {"findings": findings, "knobs": self.stages.get("knobs")}
+        moves = [f for f in findings if f["effect"] == "moves" and f["library"] != "inductor"]
+        slows = [f for f in findings if f["effect"] == "slows"]
+        if moves:
+            first = moves[0]
+            return ("fail", "%s=%s: %s" % (first["variable"], first["value"], first["text"]),
+                    "unset %s in the workload's environment" % ", ".join(
+                        f["variable"] for f in moves), evidence)
+        if slows:
+            return ("warn", "; ".join("%s=%s: %s" % (f["variable"], f["value"], f["text"])
+                                      for f in slows[:3]),
+                    "unset %s unless meant" % ", ".join(f["variable"] for f in slows), evidence)
+        return ("pass", "no variable changes where or how the kernels run", "", evidence)
+
+    def check_inductor_ready(self):
+        meta = self.stages.get("meta", {})
+        if not meta.get("inductor"):
+            return ("skip", "torch.compile (inductor) not installed", "", {})
+        data = self.stages.get("inductor")
+        if data is None:
+            return ("skip", "not evaluated (no torch in the workload stack)", "", {})
+        evidence = dict(data)
+        user = data.get("user_error")
+        if user:
+            return ("fail", "torch.compile fails before any kernel: inductor looks up the user "
+                    "name: %s" % user.get("error"),
+                    "run the workload as a user with a passwd entry, or set USER (or LOGNAME) "
+                    "in its environment", evidence)
+        cache_error = data.get("cache_error")
+        if cache_error:
+            return ("fail", "torch.compile fails before any kernel: inductor's cache dir %s: %s"
+                    % (data.get("cache_dir"), cache_error.get("error")),
+                    "export TORCHINDUCTOR_CACHE_DIR=<a writable dir with space>", evidence)
+        moves = [f for f in self.env_report() if f["library"] == "inductor" and
+                 f["effect"] == "moves"]
+        if moves or data.get("disable_device_detection"):
+            name = (moves[0]["variable"] if moves
+                    else "TORCHINDUCTOR_TRITON_DISABLE_DEVICE_DETECTION")
+            return ("fail", "torch.compile of CUDA code raises TritonMissing: %s=1 disables "
+                    "inductor's Triton" % name, "unset %s" % name, evidence)
+        if data.get("has_triton") is False and self.stages.get("target", {}).get("ok"):
+            return ("fail", "torch.compile finds no Triton (has_triton() is False) though "
+                    "Triton works", "see has_triton's evidence", evidence)
+        return ("pass", "inductor's cache dir %s usable, user %s" % (
+            data.get("cache_dir"), data.get("user")), "", evidence)
 
 
 # --- checks_hip -----------------------------------------------------------------------------------
@@ -2923,6 +4072,12 @@ class HipChecks(Part):
 
 # --- frameworks -----------------------------------------------------------------------------------
 
+#: How each framework's own copy of FLA's detection catches Triton's exception.
+CATCHES = {"vllm": "(RuntimeError, AttributeError): silent",
+           "sglang": "BaseException, with FLA's warning",
+           "unsloth_zoo": "Exception, with a warning"}
+
+
 class Frameworks(Part):
     """Each installed framework's outcome, from the checks and the Triton verdict."""
 
@@ -2950,7 +4105,21 @@ class Frameworks(Part):
         else:
             ev = fla.get("evidence") or {}
             version = meta.get("fla_version")
-            if fla.get("status") == "fail" and ev.get("device_platform") == "cpu":
+            ready = by_id.get("inductor_ready") or {}
+            before = ready.get("status") == "fail" and any(
+                (ready.get("evidence") or {}).get(k) for k in ("user_error", "cache_error"))
+            interpreted = any(f["variable"] == "TRITON_INTERPRET" for f in self.env_report())
+            if before:
+                # Its modules use @torch.compile, whose import of torch._dynamo calls inductor's
+                # cache_dir() (torch 2.11: torch/_dynamo/package.py): seen on the H200.
+                outcome = "import-fails"
+                detail = "import fla fails before any kernel (its torch.compile import reaches " \
+                    "inductor's cache dir): %s" % ready["summary"]
+            elif interpreted:
+                outcome = "cpu"
+                detail = "FLA %s picks device %s, but TRITON_INTERPRET runs its kernels in " \
+                    "Triton's interpreter on the CPU" % (version, ev.get("device_platform"))
+            elif fla.get("status") == "fail" and ev.get("device_platform") == "cpu":
                 outcome = "cpu-fallback"
                 detail = "FLA %s falls back to CPU: %s" % (version, first_line(
                     ev.get("swallowed") or ev.get("triton_error") or "cause not seen"))
@@ -2970,7 +4139,16 @@ class Frameworks(Part):
             out["vllm"] = {"installed": False, "outcome": "not-installed",
                            "detail": "vLLM not installed"}
         else:
-            if self.triton_missing:
+            nvml = self.cuda_info.get("nvml_error") or (
+                self.cuda_info.get("nvml_init_text") if self.cuda_info.get("nvml_init") else None)
+            if nvml and not os.path.isfile(host_path("/etc/nv_tegra_release")):
+                # cuda_platform_plugin(): pynvml.nvmlInit() fails, the NVML error is logged at
+                # debug level only, no platform is found.
+                outcome, detail = "import-fails", (
+                    "vLLM finds no CUDA platform: NVML fails (%s), which vLLM logs at debug "
+                    "level only; it raises RuntimeError: Failed to infer device type" % (
+                        first_line(nvml)))
+            elif self.triton_missing:
                 outcome, detail = "no-triton", ("vLLM logs: Triton not installed or not "
                                                 "compatible; certain GPU-related functions will "
                                                 "not be available.")
@@ -3007,6 +4185,11 @@ class Frameworks(Part):
                     "ROCm (torch.cuda)" if self.vendor == "amd" else "CUDA")
             elif caps and min(caps) < (7, 0):
                 outcome, why = "gpu-unsupported", "GPU capability < 7.0: no Triton path"
+            elif (by_id.get("inductor_ready") or {}).get("status") == "fail":
+                outcome, why = "fails-before-triton", by_id["inductor_ready"]["summary"]
+            elif any(f["variable"] == "TRITON_INTERPRET" for f in self.env_report()):
+                outcome, why = "cpu", ("its Triton kernels run in Triton's interpreter on the "
+                                       "CPU (TRITON_INTERPRET)")
             elif verdict == "gpu":
                 outcome, why = "triton", "Triton path usable" + (
                     " (HIP backend)" if self.vendor == "amd" else "")
@@ -3020,7 +4203,78 @@ class Frameworks(Part):
             out["inductor"] = {"installed": True, "version": torch.get("version") or meta.get(
                 "torch_version"), "outcome": outcome, "cxx": cxx,
                 "detail": "torch.compile (inductor): %s; %s" % (why, cxx_text)}
+        self.vendored_outcomes(out, active, verdict, label)
+        self.other_outcomes(out, active, verdict, label)
         return out
+
+    def vendored_outcomes(self, out, active, verdict, label):
+        """The frameworks' own copies of FLA's detection, as their installed code decided."""
+        env_moves = {f["library"] for f in self.env_report() if f["effect"] == "moves"}
+        for item in (self.stages.get("vendored") or {}).get("detections") or []:
+            fw = item.get("framework")
+            catches = CATCHES.get(fw, "?")
+            if item.get("raised"):
+                outcome, detail = "import-fails", (
+                    "its copy of FLA's detection (catches %s) lets %s through: importing its "
+                    "FLA ops fails" % (catches, first_line(item["raised"])))
+            elif item.get("error"):
+                outcome, detail = "unknown", "its copy of FLA's detection: %s" % item["error"]
+            elif item.get("backend") == "cpu":
+                outcome = "cpu-fallback"
+                detail = "its copy of FLA's detection (catches %s) says cpu%s" % (
+                    catches, ": " + first_line(item["warnings"][0]) if item.get("warnings")
+                    else ", and logs nothing")
+            else:
+                outcome, detail = "gpu", "its copy of FLA's detection says %s" % item.get(
+                    "backend")
+            if fw == "vllm" and "vllm" in out:
+                vllm = out["vllm"]
+                vllm["fla_copy"] = {"outcome": outcome, "detail": detail, "file": item["file"]}
+                if outcome != "gpu" and vllm.get("outcome") in ("triton", "fails-at-kernel"):
+                    vllm["outcome"], vllm["detail"] = outcome, "vLLM: " + detail
+                if "vllm" in env_moves:
+                    vllm["outcome"] = "cpu"
+                    vllm["detail"] = "vLLM selects its CPU platform (VLLM_TARGET_DEVICE=cpu)"
+                continue
+            out[fw] = {"installed": True, "outcome": outcome, "detail": detail,
+                       "file": item["file"]}
+
+    def other_outcomes(self, out, active, verdict, label):
+        """xformers, Liger-Kernel and mamba-ssm: each decides from torch and its own flags."""
+        meta = self.stages.get("meta", {})
+        caps = self.capabilities()
+        if meta.get("xformers_dir"):
+            if not active:
+                outcome, why = "no-triton", "torch.cuda.is_available() is False"
+            elif self.env.get("XFORMERS_FORCE_DISABLE_TRITON", "0") == "1":
+                outcome, why = "triton-off", "XFORMERS_FORCE_DISABLE_TRITON=1"
+            elif caps and min(caps) < (8, 0):
+                outcome, why = "triton-off", "capability < 8.0: no Triton kernels"
+            elif self.triton_missing:
+                outcome, why = "triton-off", (
+                    "A matching Triton is not available, some optimizations will not be enabled")
+            elif verdict == "gpu":
+                outcome, why = "triton", "its Triton kernels run on the GPU"
+            else:
+                outcome, why = "fails-at-kernel", "_is_triton_available() is True, the first "\
+                    "Triton kernel fails: %s" % label
+            out["xformers"] = {"installed": True, "outcome": outcome,
+                               "detail": "xformers: " + why}
+        if meta.get("liger_kernel_dir"):
+            # infer_device() asks torch.cuda.is_available() only: no Triton check at all.
+            outcome = "cpu-only" if not active else "gpu" if verdict == "gpu" else (
+                "fails-at-kernel")
+            out["liger_kernel"] = {"installed": True, "outcome": outcome, "detail": (
+                "Liger-Kernel: infer_device() = %s%s" % (
+                    "cuda" if active else "cpu", "" if outcome != "fails-at-kernel" else
+                    "; its first kernel fails: %s" % label))}
+        if meta.get("mamba_ssm_dir") or meta.get("causal_conv1d_dir"):
+            version = (self.facts.get("triton") or {}).get("version") or ""
+            old = version[:3] in ("2.0", "2.1", "2.2", "2.3", "3.0", "3.1", "3.2")
+            outcome = "gpu" if verdict == "gpu" else "import-fails" if old else "fails-at-kernel"
+            out["mamba_ssm"] = {"installed": True, "outcome": outcome, "detail": (
+                "mamba-ssm/causal-conv1d build kernels at import (module-level @triton.jit)%s"
+                % ("" if outcome == "gpu" else ": %s" % label))}
 
 
 # --- evaluate -------------------------------------------------------------------------------------
@@ -3031,13 +4285,18 @@ STACK_DEPENDENT = frozenset({
     "libcuda_unversioned_missing", "ptxas_missing", "ptxas_override_unparsed",
     "triton_too_old_for_gpu", "triton_target", "stale_cache_masks_compiler",
     "blackwell_no_allocator", "fla_fallback_hidden", "driver_too_old",
-    "driver_too_old_for_bundled_ptxas", "libamdhip64_other_rocm",
+    "driver_too_old_for_bundled_ptxas", "libamdhip64_other_rocm", "cache_dir_full",
+    "tmp_dir_unusable", "triton_own_path", "workload_env", "inductor_ready",
 })
 
 #: Checks that only matter when Triton is installed.
 TRITON_DEPENDENT = frozenset(CHECK_IDS[CHECK_IDS.index("triton_2x"):CHECK_IDS.index(
     "blackwell_no_allocator")])
 
+
+#: Checks of one framework's own way (torch.compile): a failure fails the node, not Triton's
+#: verdict (Triton itself runs on the GPU).
+FRAMEWORK_ONLY = frozenset({"inductor_ready"})
 
 #: Toolchain failures a warm cache hides (a cached stub skips cc, headers and the link).
 MASKABLE = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
@@ -3117,7 +4376,7 @@ class Evaluation(Part):
         """The short name of a root cause, in the node's vendor's terms."""
         if self.vendor == "amd" and cause in HIP_CAUSE_LABELS:
             return HIP_CAUSE_LABELS[cause]
-        return CAUSE_LABELS.get(cause, cause)
+        return CAUSE_LABELS.get(cause) or DIAGNOSIS_LABELS.get(cause, cause)
 
     def apply_masking(self, checks):
         """A warm cache that hides a toolchain failure makes those failures warnings."""
@@ -3125,7 +4384,10 @@ class Evaluation(Part):
         if stale["status"] != "warn":
             return
         for check in checks:
-            if check["id"] in MASKABLE and check["status"] == "fail":
+            masked = check["id"] in MASKABLE or (
+                check["id"] == "triton_own_path"
+                and (check["evidence"] or {}).get("matches") in TOOLCHAIN_CAUSES | {None})
+            if masked and check["status"] == "fail":
                 check["status"] = "warn"
                 check["summary"] = clip_head(
                     check["summary"] + " (hidden by the warm Triton cache)", 440)
@@ -3144,10 +4406,10 @@ class Evaluation(Part):
             check = by_id["triton_installed"]
             triton = {"verdict": "not-installed", "backend": None, "cause": "triton_installed",
                       "fix": check["fix"]}
-        elif fails:
-            first = fails[0]
+        elif any(c["id"] not in FRAMEWORK_ONLY for c in fails):
+            first = next(c for c in fails if c["id"] not in FRAMEWORK_ONLY)
             cause = first["id"]
-            if cause in ("triton_target", "triton_kernel"):
+            if cause in ("triton_target", "triton_own_path", "triton_kernel"):
                 cause = (first["evidence"] or {}).get("matches") or cause
             fix = first["fix"] or by_id.get(cause, {}).get("fix") or ""
             triton = {"verdict": "cpu-fallback", "backend": None, "cause": cause,
@@ -3165,7 +4427,8 @@ class Evaluation(Part):
         if fails:
             status = "fail"
             if triton["verdict"] == "cpu-fallback":
-                reason = "Triton cpu-fallback: " + fails[0]["summary"]
+                reason = "Triton cpu-fallback: " + next(
+                    c for c in fails if c["id"] not in FRAMEWORK_ONLY)["summary"]
             else:
                 reason = fails[0]["summary"]
         elif errors or triton["verdict"] == "unknown":
@@ -3194,6 +4457,7 @@ class Probe(
         CacheChecks,
         TritonChecks,
         FlaChecks,
+        WorkloadChecks,
         HipChecks,
         Frameworks,
         Evaluation,
@@ -3264,7 +4528,7 @@ EXIT_CODES = {"ok": 0, "warn": 0, "fail": 1, "error": 3}
 def main(argv):
     started = time.monotonic()
     deep = "--deep" in argv
-    tmp = None
+    tmp = probe = None
     try:
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, on_terminate)
@@ -3288,6 +4552,11 @@ def main(argv):
         # A second TERM while cleaning up must not leave helpers or the temp dir behind.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         kill_live()
+        if probe is not None:
+            try:
+                probe.remove_workload_dirs()
+            except Exception:
+                pass
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
     text = json.dumps(document, sort_keys=False, separators=(",", ":"))

@@ -55,7 +55,8 @@ SHORT_LABELS = {
 FRAMEWORK_SHORT = {
     "gpu": "gpu", "triton": "gpu", "cpu-only": "cpu", "cpu-fallback": "cpu",
     "fails-at-kernel": "kernel", "triton-disabled": "off", "no-triton": "off",
-    "gpu-unsupported": "unsup", "unknown": "?",
+    "gpu-unsupported": "unsup", "unknown": "?", "fails-before-triton": "compile",
+    "import-fails": "import", "cpu": "cpu", "triton-off": "off",
 }
 _STATE_WORDS = {"pass": "ok", "skip": "skip", "warn": "warn", "error": "error", "fail": "fail"}
 

@@ -39,11 +39,16 @@ def _fleet(fleet: Fleet, **packages: Any) -> Path:
 
 
 def _tree(root: Path) -> dict[str, tuple[int, float]]:
-    """Every path under `root` with its size and mtime: what a dry run must leave alone."""
+    """Every path under `root` with its size and mtime: what a dry run must leave alone.
+
+    A directory's own mtime is left out: the probe builds in a throw-away subdirectory of the
+    workload's Triton cache (creating ~/.triton/cache as Triton would) and removes it again.
+    """
     found = {}
     for path in sorted(root.rglob("*")):
         info = path.lstat()
-        found[str(path.relative_to(root))] = (info.st_size, info.st_mtime)
+        found[str(path.relative_to(root))] = (info.st_size, 0.0 if path.is_dir() and not
+                                              path.is_symlink() else info.st_mtime)
     return found
 
 

@@ -16,6 +16,7 @@ PARTS = (
     "base",             # sysroot, text clipping, bounded JSON, versions, the mixins' base
     "catalogue",        # check ids in causal order, cause labels
     "classify",         # Triton error texts -> catalogue rows
+    "diagnose",         # a failed step named from the compiler's, loader's or OS's own message
     "spawn",            # the deadline, subprocesses, stage lines
     "stages",           # the stage scripts (scripts/*.py) as the probe sends them
     "facts_system",     # os-release, CPUs, memory
@@ -24,6 +25,7 @@ PARTS = (
     "facts_libcuda",    # cuInit error names, ldconfig -p, the libcuda stage
     "facts_amd",        # KFD topology, /dev/kfd and /dev/dri, amdgpu, the HIP stage
     "facts_cache",      # Triton's cache dir, mounts, network file systems
+    "facts_env",        # environment variables that move or slow the kernels
     "facts_toolchain",  # workload interpreter, C compiler, test compile
     "gather",           # every fact collected, in one order
     "checks_driver",    # GPU and NVIDIA driver checks
@@ -33,6 +35,7 @@ PARTS = (
     "checks_cache",     # cache directory checks
     "checks_triton",    # Triton, ptxas, get_current_target(), warm cache, --deep kernel
     "checks_fla",       # flash-linear-attention checks
+    "checks_workload",  # the workload's own dirs, its environment, torch.compile's own path
     "checks_hip",       # AMD GPU and Triton HIP backend checks (libamdhip64, gfx arch)
     "frameworks",       # what FLA, vLLM and inductor will do
     "evaluate",         # checks in causal order, masking, the verdict

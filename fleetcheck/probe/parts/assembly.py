@@ -11,6 +11,7 @@ from fleetcheck.probe.parts.checks_libcuda import LoaderChecks
 from fleetcheck.probe.parts.checks_toolchain import ToolchainChecks
 from fleetcheck.probe.parts.checks_torch import TorchChecks
 from fleetcheck.probe.parts.checks_triton import TritonChecks
+from fleetcheck.probe.parts.checks_workload import WorkloadChecks
 from fleetcheck.probe.parts.evaluate import Evaluation
 from fleetcheck.probe.parts.facts_amd import AmdFacts
 from fleetcheck.probe.parts.facts_libcuda import LibcudaFacts
@@ -31,6 +32,7 @@ class Probe(
         CacheChecks,
         TritonChecks,
         FlaChecks,
+        WorkloadChecks,
         HipChecks,
         Frameworks,
         Evaluation,

@@ -4,17 +4,20 @@
 
 #: Every check id, in causal order (the same as fleetcheck/checks.py; a test compares them).
 CHECK_IDS = (
-    "gpu_present", "dev_nodes_missing", "fabric_manager_not_ready",
+    "gpu_present", "dev_nodes_missing", "cgroup_devices_revoked", "fabric_manager_not_ready",
     "cuda_compat_on_unsupported_gpu", "libcuda_stub_shadowing", "driver_userspace_mismatch",
-    "zero_active_drivers", "driver_too_old", "torch_cuda", "torch_lacks_arch",
+    "zero_active_drivers", "gpu_exclusive_busy", "driver_too_old", "torch_cuda",
+    "torch_lacks_arch",
     "gpu_arch_unsupported", "triton_installed", "triton_2x",
     "cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
     "python_headers_missing", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
     "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "libhip_path_invalid",
     "libamdhip64_not_found", "libamdhip64_other_rocm", "cache_dir_unwritable",
-    "cache_dir_noexec", "cache_on_network_fs", "ptxas_missing", "ptxas_override_unparsed",
+    "cache_dir_noexec", "cache_on_network_fs", "cache_dir_full", "tmp_dir_unusable",
+    "ptxas_missing", "ptxas_override_unparsed",
     "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas", "triton_target",
-    "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator", "fla_fallback_hidden",
+    "triton_own_path", "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator",
+    "fla_fallback_hidden", "workload_env", "inductor_ready",
 )
 
 #: Checks of NVIDIA's stack only (libcuda, ptxas, NVSwitch): an AMD node's document leaves them out.
@@ -23,7 +26,7 @@ CUDA_ONLY = frozenset({
     "driver_too_old", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
     "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "ptxas_missing",
     "ptxas_override_unparsed", "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas",
-    "blackwell_no_allocator",
+    "blackwell_no_allocator", "cgroup_devices_revoked", "gpu_exclusive_busy",
 })
 
 #: Checks of Triton's HIP backend only (libamdhip64): a node without an AMD GPU leaves them out.
@@ -74,4 +77,11 @@ CAUSE_LABELS = {
     "triton_kernel": "Triton kernel does not run",
     "blackwell_no_allocator": "FLA registers no allocator on Blackwell",
     "fla_fallback_hidden": "flash-linear-attention falls back to CPU",
+    "cache_dir_full": "Triton cache full",
+    "cgroup_devices_revoked": "GPU access revoked under the running container",
+    "gpu_exclusive_busy": "GPU in exclusive-process mode, held by another process",
+    "tmp_dir_unusable": "temp dir unusable for Triton's build",
+    "triton_own_path": "get_current_target() fails where the workload builds",
+    "workload_env": "the environment moves the kernels off the GPU",
+    "inductor_ready": "torch.compile fails before Triton",
 }

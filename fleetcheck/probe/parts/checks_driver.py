@@ -60,6 +60,9 @@ class DriverChecks(Part):
         evidence = {"open": results, "container": self.facts.get("container")}
         if not bad:
             return ("pass", "%d device nodes open read-write" % len(results), "", evidence)
+        if self.access_revoked():
+            return ("skip", "the nodes are there but refused (EPERM): see cgroup_devices_revoked",
+                    "", evidence)
         cuda_ok = self.cuda_info.get("init") == 0 and (self.cuda_info.get("count") or 0) >= len(
             minors)
         name, code = sorted(bad.items(), key=lambda item: expected.index(item[0]))[0]
@@ -104,6 +107,94 @@ class DriverChecks(Part):
             return ("warn", summary + " (CUDA initialises anyway)", fix, evidence)
         return ("fail", summary, fix, evidence)
 
+    def unknown_error(self, evidence):
+        """cuInit 999 (CUDA_ERROR_UNKNOWN; torch: 'CUDA unknown error') told apart by what the
+        node shows: its causes differ, and so do their repairs (pytorch/pytorch#88639, #49081;
+        NVIDIA/nvidia-container-toolkit#48, #251)."""
+        container = self.facts.get("container") or (
+            "docker" if os.path.exists(host_path("/.dockerenv")) else None)
+        evidence["nvml"] = self.smi_info.get("error") or self.cuda_info.get("nvml_init_text")
+        uvm = open_result(host_path("/dev/nvidia-uvm"))
+        evidence["nvidia_uvm"] = uvm
+        head = "cuInit failed: CUDA_ERROR_UNKNOWN (999)"
+        if uvm != "ok":
+            return ("fail", head + ": /dev/nvidia-uvm %s (CUDA needs the uvm node)" % uvm,
+                    "load nvidia-uvm on the host (nvidia-modprobe -u -c=0) and pass "
+                    "/dev/nvidia-uvm into the container", evidence)
+        if self.nvml_unknown_error():
+            return ("fail", head + " with NVML's 'Unknown Error': the driver is in a bad state "
+                    "or access to it changed under this %s" % (container or "host"),
+                    "recreate the container" if container else
+                    "reload the driver (rmmod nvidia_uvm nvidia; modprobe nvidia nvidia_uvm) or "
+                    "reboot", evidence)
+        if container:
+            return ("fail", head + " in a %s container whose device nodes all open: the host's "
+                    "driver changed (upgraded, or reloaded) after the container started" % (
+                        container), "restart the container after the host's driver is back; "
+                    "if it persists, reload nvidia_uvm on the host", evidence)
+        return ("fail", head + " on the host with every device node usable: nvidia_uvm's state "
+                "(after a suspend/resume) or a CUDA_VISIBLE_DEVICES changed after start",
+                "reload nvidia_uvm (rmmod nvidia_uvm && modprobe nvidia_uvm) or reboot; check "
+                "CUDA_VISIBLE_DEVICES", evidence)
+
+    def nvml_unknown_error(self):
+        """NVML's 'Unknown Error': nvidia-smi's text, or nvmlInit_v2's 999."""
+        smi = self.smi_info.get("error") or ""
+        return ("Unknown Error" in smi or self.cuda_info.get("nvml_init") == 999
+                or "Unknown Error" in (self.cuda_info.get("nvml_init_text") or ""))
+
+    def access_revoked(self):
+        """Device nodes present but open() refused with EPERM, and NVML's 'Unknown Error':
+        the device cgroup no longer lets this container at the GPU."""
+        names = [n for n in self.dev_names if n in ("nvidiactl", "nvidia-uvm")
+                 or re.match(r"^nvidia\d+$", n)]
+        codes = [open_result(host_path("/dev/" + n)) for n in names]
+        return bool(codes) and "EPERM" in codes and self.nvml_unknown_error()
+
+    def check_cgroup_devices_revoked(self):
+        evidence = {"nvidia_smi": self.smi_info.get("error"),
+                    "nvml_init": self.cuda_info.get("nvml_init"),
+                    "container": self.facts.get("container"),
+                    "cuda_init": self.cuda_info.get("init_name") or self.cuda_info.get("init")}
+        if not self.access_revoked():
+            return ("pass", "device access not refused", "", evidence)
+        return ("fail", "the /dev/nvidia* nodes exist but open() is refused (EPERM) and NVML "
+                "says 'Failed to initialize NVML: Unknown Error': the device cgroup no longer "
+                "lets this container at the GPU (after it worked: a systemctl daemon-reload on a "
+                "cgroup-v1/systemd host drops the rules runc set)",
+                "recreate the container (docker rm -f && docker run ...); on the host, NVIDIA's "
+                "fix: nvidia-ctk system create-dev-char-symlinks --create-all (and its udev "
+                "rule), or run containers through CDI", evidence)
+
+    def check_gpu_exclusive_busy(self):
+        info = self.cuda_info
+        modes = info.get("compute_modes") or {}
+        contexts = info.get("contexts") or {}
+        evidence = {"compute_modes": modes, "contexts": contexts}
+        names = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
+        busy = sorted(i for i, c in contexts.items() if c.get("rc") == 46)
+        fix = ("set the compute mode back on the host (nvidia-smi -i N -c DEFAULT, as root), or "
+               "run one process per GPU")
+        if busy:
+            return ("fail", "GPU %s is in %s mode and held by another process: CUDA error 46 "
+                    "(CUDA-capable device(s) is/are busy or unavailable)" % (
+                        ", ".join(busy), names.get(int(modes.get(busy[0], 3)), "exclusive")), fix,
+                    evidence)
+        prohibited = sorted(i for i, m in modes.items() if m == 2)
+        if prohibited:
+            return ("fail", "GPU %s is in compute mode Prohibited: no process may use it" % (
+                ", ".join(prohibited)), fix, evidence)
+        exclusive = sorted(i for i, m in modes.items() if m == 3)
+        if exclusive:
+            return ("warn", "GPU %s is in Exclusive_Process mode: one process at a time (a "
+                    "second one, e.g. a compile worker or another rank, gets error 46)" % (
+                        ", ".join(exclusive)), fix, evidence)
+        if not modes:
+            return ("skip", "compute mode unknown (NVML: %s)" % (
+                info.get("nvml_error") or info.get("nvml_init_text") or "not read"), "",
+                evidence)
+        return ("pass", "compute mode Default", "", evidence)
+
     def check_driver_userspace_mismatch(self):
         kernel = self.facts["driver"]["kernel_module"]
         user = self.facts["driver"]["userspace"]
@@ -147,6 +238,8 @@ class DriverChecks(Part):
         if info.get("init") != 0:
             code = info.get("init")
             name = info.get("init_name") or CUDA_ERRORS.get(code, "CUDA error")
+            if code == 999:
+                return self.unknown_error(evidence)
             return ("fail", "cuInit failed: %s (%s)" % (name, code),
                     "fix the driver layer: device nodes, driver version, "
                     "CUDA_VISIBLE_DEVICES; see the checks above", evidence)

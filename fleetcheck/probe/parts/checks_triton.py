@@ -1,7 +1,10 @@
 """Checks of Triton: install, version, ptxas, get_current_target(), warm cache, --deep kernel."""
 
+import os
+
 from fleetcheck.probe.parts.base import Part, clip, first_line, version_tuple
 from fleetcheck.probe.parts.classify import classify_error
+from fleetcheck.probe.parts.diagnose import DIAGNOSIS_FIXES, diagnose
 
 #: Oldest ptxas (CUDA release) that assembles for a compute capability.
 PTXAS_MIN_FOR_CC = {
@@ -151,13 +154,33 @@ class TritonChecks(Part):
                 t.get("backend"), t.get("arch")), "", evidence)
         error = target.get("error") or ""
         evidence["error"] = error
-        evidence["matches"] = classify_error(error + "\n" + self.stack_result["stderr"][-4000:])
+        # The step's own message first (the compiler's stderr, the errno), then Triton's text.
+        places = {"cache": [os.path.join(self.tmp, "cache")], "tmp": [os.path.join(
+            self.tmp, "tmp")], "include": [self.pyinfo.get("include") or ""],
+            "cc": self.compiler.get("path") or self.env.get("CC")}
+        cause, line = diagnose(target.get("failure") or {"error": error}, places)
+        evidence["matches"] = cause or classify_error(
+            error + "\n" + self.stack_result["stderr"][-4000:])
+        evidence["message"] = line or None
+        backends = self.stages.get("backends") or {}
+        evidence["backends"] = backends or None
+        if (evidence["matches"] == "zero_active_drivers" and backends.get("discovered") == []
+                and not backends.get("in_tree")):
+            # Triton 3.4+ finds its backends through entry points: none without its dist-info.
+            evidence["matches"] = "triton_no_backends"
+        runs = [r for r in (target.get("failure") or {}).get("compiler") or []
+                if r.get("rc") or r.get("error")]
+        if runs:
+            evidence["compiler_stderr"] = runs[-1].get("stderr")
         # A cause no catalogue row names: say so, with the error, rather than guess one.
-        fix = "" if evidence["matches"] else (
-            "no known cause matches this error (see its text in the evidence): run the "
+        fix = DIAGNOSIS_FIXES.get(evidence["matches"], "") if evidence["matches"] else (
+            "no known cause matches this error (its message is in the evidence): run the "
             "workload's get_current_target() with the same environment to investigate")
-        return ("fail", "get_current_target() in a fresh cache: " + first_line(error), fix,
-                evidence)
+        # The message that names the cause leads; Triton's wrapper (a long command) follows.
+        summary = "get_current_target() in a fresh cache: " + (
+            "%s (%s)" % (line, (target.get("failure") or {}).get("type") or "error")
+            if line and line not in first_line(error) else first_line(error))
+        return ("fail", summary, fix, evidence)
 
     def check_stale_cache_masks_compiler(self):
         target = self.stages.get("target")

@@ -10,6 +10,7 @@ from fleetcheck.probe.parts.catalogue import (
     HIP_CAUSE_LABELS,
     HIP_ONLY,
 )
+from fleetcheck.probe.parts.diagnose import DIAGNOSIS_LABELS, TOOLCHAIN_CAUSES
 
 #: Checks that need the workload's Python stack to have answered at all.
 STACK_DEPENDENT = frozenset({
@@ -17,13 +18,18 @@ STACK_DEPENDENT = frozenset({
     "libcuda_unversioned_missing", "ptxas_missing", "ptxas_override_unparsed",
     "triton_too_old_for_gpu", "triton_target", "stale_cache_masks_compiler",
     "blackwell_no_allocator", "fla_fallback_hidden", "driver_too_old",
-    "driver_too_old_for_bundled_ptxas", "libamdhip64_other_rocm",
+    "driver_too_old_for_bundled_ptxas", "libamdhip64_other_rocm", "cache_dir_full",
+    "tmp_dir_unusable", "triton_own_path", "workload_env", "inductor_ready",
 })
 
 #: Checks that only matter when Triton is installed.
 TRITON_DEPENDENT = frozenset(CHECK_IDS[CHECK_IDS.index("triton_2x"):CHECK_IDS.index(
     "blackwell_no_allocator")])
 
+
+#: Checks of one framework's own way (torch.compile): a failure fails the node, not Triton's
+#: verdict (Triton itself runs on the GPU).
+FRAMEWORK_ONLY = frozenset({"inductor_ready"})
 
 #: Toolchain failures a warm cache hides (a cached stub skips cc, headers and the link).
 MASKABLE = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
@@ -103,7 +109,7 @@ class Evaluation(Part):
         """The short name of a root cause, in the node's vendor's terms."""
         if self.vendor == "amd" and cause in HIP_CAUSE_LABELS:
             return HIP_CAUSE_LABELS[cause]
-        return CAUSE_LABELS.get(cause, cause)
+        return CAUSE_LABELS.get(cause) or DIAGNOSIS_LABELS.get(cause, cause)
 
     def apply_masking(self, checks):
         """A warm cache that hides a toolchain failure makes those failures warnings."""
@@ -111,7 +117,10 @@ class Evaluation(Part):
         if stale["status"] != "warn":
             return
         for check in checks:
-            if check["id"] in MASKABLE and check["status"] == "fail":
+            masked = check["id"] in MASKABLE or (
+                check["id"] == "triton_own_path"
+                and (check["evidence"] or {}).get("matches") in TOOLCHAIN_CAUSES | {None})
+            if masked and check["status"] == "fail":
                 check["status"] = "warn"
                 check["summary"] = clip_head(
                     check["summary"] + " (hidden by the warm Triton cache)", 440)
@@ -130,10 +139,10 @@ class Evaluation(Part):
             check = by_id["triton_installed"]
             triton = {"verdict": "not-installed", "backend": None, "cause": "triton_installed",
                       "fix": check["fix"]}
-        elif fails:
-            first = fails[0]
+        elif any(c["id"] not in FRAMEWORK_ONLY for c in fails):
+            first = next(c for c in fails if c["id"] not in FRAMEWORK_ONLY)
             cause = first["id"]
-            if cause in ("triton_target", "triton_kernel"):
+            if cause in ("triton_target", "triton_own_path", "triton_kernel"):
                 cause = (first["evidence"] or {}).get("matches") or cause
             fix = first["fix"] or by_id.get(cause, {}).get("fix") or ""
             triton = {"verdict": "cpu-fallback", "backend": None, "cause": cause,
@@ -151,7 +160,8 @@ class Evaluation(Part):
         if fails:
             status = "fail"
             if triton["verdict"] == "cpu-fallback":
-                reason = "Triton cpu-fallback: " + fails[0]["summary"]
+                reason = "Triton cpu-fallback: " + next(
+                    c for c in fails if c["id"] not in FRAMEWORK_ONLY)["summary"]
             else:
                 reason = fails[0]["summary"]
         elif errors or triton["verdict"] == "unknown":

@@ -59,3 +59,37 @@ def triton_cache_dir(env):
         return env["TRITON_CACHE_DIR"]
     home = env.get("TRITON_HOME") or os.path.expanduser("~/")
     return os.path.join(home, ".triton", "cache")
+
+
+#: The workload's environment the stack needs to find its own dirs as its libraries do.
+WORKLOAD_ENV_KEYS = ("TMPDIR", "TEMP", "TMP", "TRITON_CACHE_DIR", "TRITON_HOME", "HOME",
+                     "TORCHINDUCTOR_CACHE_DIR")
+
+
+def missing_dirs(path):
+    """The directories on the way to `path` that do not exist yet, deepest first."""
+    missing = []
+    while path and not os.path.exists(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return missing
+
+
+def remove_throwaway(name, cache, env, created):
+    """Remove <dir>/<name> from the cache and every temp dir candidate, then the directories
+    in `created` that are empty (deepest first; a job may have written there since)."""
+    import shutil
+    import tempfile
+    places = [cache, tempfile.gettempdir()] + [env.get(k) for k in ("TMPDIR", "TMP", "TEMP")]
+    for where in [*places, "/tmp", "/var/tmp", "/usr/tmp"]:
+        path = os.path.join(where, name) if where else None
+        if path and os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+    for path in created:
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass

@@ -3,7 +3,12 @@
 import os
 import shutil
 
-from fleetcheck.probe.parts.base import Part, first_line
+from fleetcheck.probe.parts.base import Part, first_line, host_path
+
+#: How each framework's own copy of FLA's detection catches Triton's exception.
+CATCHES = {"vllm": "(RuntimeError, AttributeError): silent",
+           "sglang": "BaseException, with FLA's warning",
+           "unsloth_zoo": "Exception, with a warning"}
 
 
 class Frameworks(Part):
@@ -33,7 +38,21 @@ class Frameworks(Part):
         else:
             ev = fla.get("evidence") or {}
             version = meta.get("fla_version")
-            if fla.get("status") == "fail" and ev.get("device_platform") == "cpu":
+            ready = by_id.get("inductor_ready") or {}
+            before = ready.get("status") == "fail" and any(
+                (ready.get("evidence") or {}).get(k) for k in ("user_error", "cache_error"))
+            interpreted = any(f["variable"] == "TRITON_INTERPRET" for f in self.env_report())
+            if before:
+                # Its modules use @torch.compile, whose import of torch._dynamo calls inductor's
+                # cache_dir() (torch 2.11: torch/_dynamo/package.py): seen on the H200.
+                outcome = "import-fails"
+                detail = "import fla fails before any kernel (its torch.compile import reaches " \
+                    "inductor's cache dir): %s" % ready["summary"]
+            elif interpreted:
+                outcome = "cpu"
+                detail = "FLA %s picks device %s, but TRITON_INTERPRET runs its kernels in " \
+                    "Triton's interpreter on the CPU" % (version, ev.get("device_platform"))
+            elif fla.get("status") == "fail" and ev.get("device_platform") == "cpu":
                 outcome = "cpu-fallback"
                 detail = "FLA %s falls back to CPU: %s" % (version, first_line(
                     ev.get("swallowed") or ev.get("triton_error") or "cause not seen"))
@@ -53,7 +72,16 @@ class Frameworks(Part):
             out["vllm"] = {"installed": False, "outcome": "not-installed",
                            "detail": "vLLM not installed"}
         else:
-            if self.triton_missing:
+            nvml = self.cuda_info.get("nvml_error") or (
+                self.cuda_info.get("nvml_init_text") if self.cuda_info.get("nvml_init") else None)
+            if nvml and not os.path.isfile(host_path("/etc/nv_tegra_release")):
+                # cuda_platform_plugin(): pynvml.nvmlInit() fails, the NVML error is logged at
+                # debug level only, no platform is found.
+                outcome, detail = "import-fails", (
+                    "vLLM finds no CUDA platform: NVML fails (%s), which vLLM logs at debug "
+                    "level only; it raises RuntimeError: Failed to infer device type" % (
+                        first_line(nvml)))
+            elif self.triton_missing:
                 outcome, detail = "no-triton", ("vLLM logs: Triton not installed or not "
                                                 "compatible; certain GPU-related functions will "
                                                 "not be available.")
@@ -90,6 +118,11 @@ class Frameworks(Part):
                     "ROCm (torch.cuda)" if self.vendor == "amd" else "CUDA")
             elif caps and min(caps) < (7, 0):
                 outcome, why = "gpu-unsupported", "GPU capability < 7.0: no Triton path"
+            elif (by_id.get("inductor_ready") or {}).get("status") == "fail":
+                outcome, why = "fails-before-triton", by_id["inductor_ready"]["summary"]
+            elif any(f["variable"] == "TRITON_INTERPRET" for f in self.env_report()):
+                outcome, why = "cpu", ("its Triton kernels run in Triton's interpreter on the "
+                                       "CPU (TRITON_INTERPRET)")
             elif verdict == "gpu":
                 outcome, why = "triton", "Triton path usable" + (
                     " (HIP backend)" if self.vendor == "amd" else "")
@@ -103,4 +136,75 @@ class Frameworks(Part):
             out["inductor"] = {"installed": True, "version": torch.get("version") or meta.get(
                 "torch_version"), "outcome": outcome, "cxx": cxx,
                 "detail": "torch.compile (inductor): %s; %s" % (why, cxx_text)}
+        self.vendored_outcomes(out, active, verdict, label)
+        self.other_outcomes(out, active, verdict, label)
         return out
+
+    def vendored_outcomes(self, out, active, verdict, label):
+        """The frameworks' own copies of FLA's detection, as their installed code decided."""
+        env_moves = {f["library"] for f in self.env_report() if f["effect"] == "moves"}
+        for item in (self.stages.get("vendored") or {}).get("detections") or []:
+            fw = item.get("framework")
+            catches = CATCHES.get(fw, "?")
+            if item.get("raised"):
+                outcome, detail = "import-fails", (
+                    "its copy of FLA's detection (catches %s) lets %s through: importing its "
+                    "FLA ops fails" % (catches, first_line(item["raised"])))
+            elif item.get("error"):
+                outcome, detail = "unknown", "its copy of FLA's detection: %s" % item["error"]
+            elif item.get("backend") == "cpu":
+                outcome = "cpu-fallback"
+                detail = "its copy of FLA's detection (catches %s) says cpu%s" % (
+                    catches, ": " + first_line(item["warnings"][0]) if item.get("warnings")
+                    else ", and logs nothing")
+            else:
+                outcome, detail = "gpu", "its copy of FLA's detection says %s" % item.get(
+                    "backend")
+            if fw == "vllm" and "vllm" in out:
+                vllm = out["vllm"]
+                vllm["fla_copy"] = {"outcome": outcome, "detail": detail, "file": item["file"]}
+                if outcome != "gpu" and vllm.get("outcome") in ("triton", "fails-at-kernel"):
+                    vllm["outcome"], vllm["detail"] = outcome, "vLLM: " + detail
+                if "vllm" in env_moves:
+                    vllm["outcome"] = "cpu"
+                    vllm["detail"] = "vLLM selects its CPU platform (VLLM_TARGET_DEVICE=cpu)"
+                continue
+            out[fw] = {"installed": True, "outcome": outcome, "detail": detail,
+                       "file": item["file"]}
+
+    def other_outcomes(self, out, active, verdict, label):
+        """xformers, Liger-Kernel and mamba-ssm: each decides from torch and its own flags."""
+        meta = self.stages.get("meta", {})
+        caps = self.capabilities()
+        if meta.get("xformers_dir"):
+            if not active:
+                outcome, why = "no-triton", "torch.cuda.is_available() is False"
+            elif self.env.get("XFORMERS_FORCE_DISABLE_TRITON", "0") == "1":
+                outcome, why = "triton-off", "XFORMERS_FORCE_DISABLE_TRITON=1"
+            elif caps and min(caps) < (8, 0):
+                outcome, why = "triton-off", "capability < 8.0: no Triton kernels"
+            elif self.triton_missing:
+                outcome, why = "triton-off", (
+                    "A matching Triton is not available, some optimizations will not be enabled")
+            elif verdict == "gpu":
+                outcome, why = "triton", "its Triton kernels run on the GPU"
+            else:
+                outcome, why = "fails-at-kernel", "_is_triton_available() is True, the first "\
+                    "Triton kernel fails: %s" % label
+            out["xformers"] = {"installed": True, "outcome": outcome,
+                               "detail": "xformers: " + why}
+        if meta.get("liger_kernel_dir"):
+            # infer_device() asks torch.cuda.is_available() only: no Triton check at all.
+            outcome = "cpu-only" if not active else "gpu" if verdict == "gpu" else (
+                "fails-at-kernel")
+            out["liger_kernel"] = {"installed": True, "outcome": outcome, "detail": (
+                "Liger-Kernel: infer_device() = %s%s" % (
+                    "cuda" if active else "cpu", "" if outcome != "fails-at-kernel" else
+                    "; its first kernel fails: %s" % label))}
+        if meta.get("mamba_ssm_dir") or meta.get("causal_conv1d_dir"):
+            version = (self.facts.get("triton") or {}).get("version") or ""
+            old = version[:3] in ("2.0", "2.1", "2.2", "2.3", "3.0", "3.1", "3.2")
+            outcome = "gpu" if verdict == "gpu" else "import-fails" if old else "fails-at-kernel"
+            out["mamba_ssm"] = {"installed": True, "outcome": outcome, "detail": (
+                "mamba-ssm/causal-conv1d build kernels at import (module-level @triton.jit)%s"
+                % ("" if outcome == "gpu" else ": %s" % label))}

@@ -10,7 +10,12 @@ import sys
 
 from fleetcheck.probe.parts.base import Part, host_path, read_text, version_tuple
 from fleetcheck.probe.parts.facts_amd import amd_facts, parse_rocminfo
-from fleetcheck.probe.parts.facts_cache import triton_cache_dir
+from fleetcheck.probe.parts.facts_cache import (
+    WORKLOAD_ENV_KEYS,
+    missing_dirs,
+    remove_throwaway,
+    triton_cache_dir,
+)
 from fleetcheck.probe.parts.facts_nvidia import dev_nodes, parse_smi, proc_nvidia
 from fleetcheck.probe.parts.facts_system import cpu_count, memory_bytes, os_release
 from fleetcheck.probe.parts.facts_where import where_it_runs
@@ -27,6 +32,13 @@ def hip_version_text(version):
 
 class Gather(Part):
     """Starts every slow fact first, does the file reads meanwhile, then assembles the facts."""
+
+    def remove_workload_dirs(self):
+        """The throw-away subdirectories of the workload's own dirs, and the cache's parents
+        that did not exist before the probe: removed (the stack removes them itself too)."""
+        name = getattr(self, "own_name", None)
+        if name:
+            remove_throwaway(name, triton_cache_dir(self.env), self.env, self.own_missing)
 
     # Gathering: start every slow thing first, then do the file reads while they run.
     def gather(self):
@@ -51,8 +63,14 @@ class Gather(Part):
         os.mkdir(fresh)
         user_cache = json.dumps(self.env.get("TRITON_CACHE_DIR") or None)
         mode = "full" if self.possible_gpu else "meta"
-        self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode],
-                             self.deadline.timeout(), env=env, cwd=self.tmp)
+        # The workload's own dirs get throw-away subdirectories of this one name (see
+        # checks_workload.py); remove_workload_dirs() removes them even if the stack dies.
+        self.own_name = ".fleetcheck-probe-%d-%s" % (os.getpid(), os.urandom(4).hex())
+        self.own_missing = missing_dirs(triton_cache_dir(self.env))
+        own = json.dumps({"name": self.own_name, "deep": self.deep, "env": {
+            key: self.env.get(key) for key in WORKLOAD_ENV_KEYS}})
+        self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode,
+                              own], self.deadline.timeout(), env=env, cwd=self.tmp)
         self.deep_run = self.cuda = self.smi = self.ldconfig = self.compile = None
         self.hip = self.rocminfo = None
         if self.possible_gpu:
@@ -117,6 +135,7 @@ class Gather(Part):
         self.ld_result = self.ldconfig.result() if self.ldconfig else None
         self.compile_result = self.compile.result() if self.compile else None
         self.stack_result = self.stack.result()
+        self.remove_workload_dirs()
         self.stages = stage_lines(self.stack_result["stdout"])
         self.deep_result = self.deep_run.result() if self.deep_run else None
         self.deep_stages = stage_lines(self.deep_result["stdout"]) if self.deep_result else {}

@@ -65,7 +65,7 @@ EXIT_CODES = {"ok": 0, "warn": 0, "fail": 1, "error": 3}
 def main(argv):
     started = time.monotonic()
     deep = "--deep" in argv
-    tmp = None
+    tmp = probe = None
     try:
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, on_terminate)
@@ -89,6 +89,11 @@ def main(argv):
         # A second TERM while cleaning up must not leave helpers or the temp dir behind.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         kill_live()
+        if probe is not None:
+            try:
+                probe.remove_workload_dirs()
+            except Exception:
+                pass
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
     text = json.dumps(document, sort_keys=False, separators=(",", ":"))

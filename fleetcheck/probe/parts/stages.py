@@ -17,7 +17,7 @@ FLA_LAYOUTS = (("utils/hardware.py", "fla.utils.hardware"),  # 0.6
 #: slow part, so torch facts, Triton's target and FLA share it). argv: fresh cache dir, then the
 #: user's TRITON_CACHE_DIR as JSON (null when unset). Python >= 3.8, stdlib + what it inspects.
 STACK_SCRIPT = (HELPER_PRELUDE + PY_INCLUDE + "FLA_LAYOUTS = %r\n" % (FLA_LAYOUTS,)
-                + stage_script("stack"))
+                + stage_script("workload") + stage_script("stack"))
 
 #: The driver layer through ctypes, run with `-I` in a subprocess: a hanging cuInit is then
 #: bounded by a timeout, and the probe itself never initialises CUDA before forking.

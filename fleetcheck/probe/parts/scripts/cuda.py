@@ -60,4 +60,43 @@ if rc == 0:
                 pass
         devices.append(info)
     out["devices"] = devices
+# NVML, as nvidia-smi and vLLM's platform detection (pynvml.nvmlInit) reach it: its load, its
+# init (999 "Unknown Error" when the device cgroup revoked access), each GPU's compute mode.
+try:
+    nvml = ctypes.CDLL("libnvidia-ml.so.1")
+except OSError as e:
+    nvml = None
+    out["nvml_error"] = str(e)[:500]
+modes = {}
+if nvml is not None:
+    try:
+        nvml.nvmlErrorString.restype = ctypes.c_char_p
+        nrc = nvml.nvmlInit_v2()
+        out["nvml_init"] = nrc
+        if nrc != 0:
+            out["nvml_init_text"] = (nvml.nvmlErrorString(nrc) or b"").decode("utf-8", "replace")
+        else:
+            for i in range(out.get("count") or 0):
+                handle, mode = ctypes.c_void_p(), ctypes.c_int(-1)
+                if (nvml.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(handle)) == 0
+                        and nvml.nvmlDeviceGetComputeMode(handle, ctypes.byref(mode)) == 0):
+                    modes[i] = mode.value
+            nvml.nvmlShutdown()
+    except Exception as e:
+        out["nvml_error"] = str(e)[:500]
+out["compute_modes"] = {str(k): v for k, v in modes.items()}
+# A GPU in exclusive-process (3) or prohibited (2) mode: can this process have a context?
+# (46 CUDA_ERROR_DEVICE_UNAVAILABLE: another process holds it). Default-mode GPUs are not
+# touched: a context costs time and memory.
+contexts = {}
+for i, mode in modes.items():
+    if mode not in (2, 3):
+        continue
+    d, ctx = ctypes.c_int(0), ctypes.c_void_p()
+    if lib.cuDeviceGet(ctypes.byref(d), i) == 0:
+        crc = lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), d)
+        contexts[str(i)] = {"rc": crc, "name": name(crc)}
+        if crc == 0:
+            lib.cuDevicePrimaryCtxRelease(d)
+out["contexts"] = contexts
 print(json.dumps(out))

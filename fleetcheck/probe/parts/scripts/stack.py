@@ -1,7 +1,9 @@
 """The workload's Python stack in ONE process of the workload interpreter (stages.STACK_SCRIPT).
 
-Sent after prelude.py, py_include.py and `FLA_LAYOUTS = ...`. argv: the fresh cache dir, the
-user's TRITON_CACHE_DIR as JSON (null when unset), then "full" or "meta" (package facts only).
+Sent after prelude.py, py_include.py, `FLA_LAYOUTS = ...` and workload.py. argv: the fresh
+cache dir, the user's TRITON_CACHE_DIR as JSON (null when unset), "full" or "meta" (package facts
+only), then as JSON the workload's own environment (TMPDIR, TEMP, TMP, TRITON_CACHE_DIR...) and
+the name of the throw-away subdirectories (`{"env": {...}, "name": ...}`).
 """
 
 import json
@@ -9,12 +11,29 @@ import sys
 
 from fleetcheck.probe.parts.scripts.prelude import emit, err
 from fleetcheck.probe.parts.scripts.py_include import py_include
+from fleetcheck.probe.parts.scripts.workload import (
+    COMPILER_RUNS,
+    VENDORED_FLA,
+    OwnPath,
+    backend_report,
+    detection_function,
+    failure_of,
+    inductor_report,
+    knob_report,
+    python_tempdir,
+    reset_driver,
+    run_detection,
+    trace_compiler,
+)
 from fleetcheck.probe.parts.stages import FLA_LAYOUTS
 
 # ---- sent as is: everything below this line is the script ----
 import os, re, subprocess, time, warnings
 fresh = sys.argv[1]
 user_cache = json.loads(sys.argv[2])
+own_opts = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+own_env = own_opts.get("env") or {}
+own_name = own_opts.get("name") or ".fleetcheck-probe"
 import importlib.util, sysconfig
 def spec_dir(name):
     try:
@@ -115,6 +134,11 @@ if meta["vllm_dir"]:
     meta["amdsmi_dir"] = spec_dir("amdsmi")
     dists = distributions("vllm", ("vllm",))
     meta["vllm_version"] = dists[0]["version"] if dists else None
+for name in ("xformers", "liger_kernel", "sglang", "unsloth_zoo", "mamba_ssm", "causal_conv1d"):
+    meta[name + "_dir"] = spec_dir(name)
+meta["vendored_fla"] = [
+    [fw, os.path.join(meta[pkg + "_dir"], rel)] for fw, pkg, rel in VENDORED_FLA
+    if meta.get(pkg + "_dir") and os.path.isfile(os.path.join(meta[pkg + "_dir"], rel))]
 meta["inductor"] = bool(meta["torch_dir"]) and os.path.isdir(
     os.path.join(meta["torch_dir"], "_inductor"))
 if meta["torch_dir"]:
@@ -149,6 +173,7 @@ emit("meta", meta)
 if len(sys.argv) > 3 and sys.argv[3] == "meta":
     emit("done", {})
     sys.exit(0)
+trace_compiler()
 
 torch = None
 if meta["torch_dir"]:
@@ -169,6 +194,13 @@ if meta["torch_dir"]:
             data["error"] = err(e)
     data["warnings"] = [str(w.message)[:1000] for w in caught][:10]
     emit("torch", data)
+    if meta["inductor"] and torch is not None:
+        try:
+            emit("inductor", inductor_report(meta["torch_dir"], own_env,
+                                             python_tempdir(own_env)[0], own_name,
+                                             bool(own_opts.get("deep"))))
+        except BaseException as e:
+            emit("inductor", {"error": err(e)})
 else:
     emit("torch", {"installed": False})
 
@@ -223,6 +255,7 @@ if meta["triton_dir"]:
     except BaseException as e:
         data["ok"] = False
         data["error"] = err(e)
+        data["failure"] = dict(failure_of(e), compiler=list(COMPILER_RUNS))
     data["seconds"] = round(time.time() - t0, 3)
     emit("target", data)
     if not data["ok"] and triton is not None:
@@ -245,6 +278,21 @@ if meta["triton_dir"]:
             warm["ok"] = None
         os.environ["TRITON_CACHE_DIR"] = fresh
         emit("warm", warm)
+own = None
+if triton is not None:
+    emit("knobs", knob_report(triton, own_env))
+    emit("backends", backend_report(triton))
+    # The workload's own path: its real get_current_target() in throw-away subdirectories of
+    # its own cache and temp dirs (as its Triton and compilers choose them), which FLA and the
+    # frameworks' detections below then use too; removed at the end (the probe removes them
+    # again if this process dies first: the "own-made" stage names them).
+    built = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(fresh)
+             for f in names if f.endswith(".so")]
+    own = OwnPath(triton, own_env, own_name, max(built) if built else 65536)
+    t0 = time.time()
+    report = own.attempt(target_of)
+    report["seconds"] = round(time.time() - t0, 3)
+    emit("own", report)
 
 if meta["fla_dir"]:
     # FLA's device detection has moved between releases; import the module that holds it in
@@ -253,7 +301,10 @@ if meta["fla_dir"]:
     # block, so sys.exc_info() at that moment is the very exception it threw away.
     data = {"layout": None}
     t0 = time.time()
-    os.environ["TRITON_CACHE_DIR"] = fresh
+    if own is None:
+        os.environ["TRITON_CACHE_DIR"] = fresh
+    else:
+        reset_driver(triton)  # FLA decides as the workload's own process would
     swallowed, shown = [], []
     def show(message, category, filename, lineno, file=None, line=None):
         text = str(message)
@@ -293,4 +344,22 @@ if meta["fla_dir"]:
     data["swallowed"] = swallowed[0] if swallowed else None
     data["seconds"] = round(time.time() - t0, 3)
     emit("fla", data)
+if own is not None:
+    # The frameworks' own copies of FLA's detection, each run as it is written in the
+    # installed release (its own except clause), with the workload's dirs.
+    found = []
+    for fw, path in meta.get("vendored_fla") or []:
+        item = {"framework": fw, "file": path}
+        try:
+            code = detection_function(path)
+            if code is None:
+                item["error"] = "no get_available_device() in this release"
+            else:
+                reset_driver(triton)
+                item["backend"], item["warnings"], item["raised"] = run_detection(code, triton)
+        except BaseException as e:
+            item["error"] = err(e)
+        found.append(item)
+    emit("vendored", {"detections": found})
+    own.clean()
 emit("done", {})

@@ -1,0 +1,451 @@
+"""The workload's own path, for the stack script (stages.STACK_SCRIPT): sent before stack.py.
+
+Functions only. `trace_compiler` records every compiler run Triton makes with the compiler's
+own stderr (Triton sends only its stdout away, so the text also still reaches stderr);
+`workload_dirs` says where the workload's Triton and compilers write, as each of them chooses
+(Triton's knobs, Python's tempfile, gcc's libiberty); `own_attempt` runs the workload's real
+get_current_target() in throw-away subdirectories of exactly those dirs; `knob_report` reads
+the environment the way Triton's knobs do; `inductor_report` follows torch.compile's own way
+to its first kernel (its cache dir, the user name it needs); `vendored_detections` runs the
+frameworks' own copies of FLA's device detection from their installed sources.
+"""
+
+import sys
+
+from fleetcheck.probe.parts.scripts.prelude import emit, err
+
+# ---- sent as is: everything below this line is the script ----
+import errno as _errno, os as _os, shutil as _shutil, subprocess as _subprocess
+import tempfile as _tempfile
+
+COMPILER_RUNS = []
+
+
+def trace_compiler():
+    """Record each subprocess.check_call (Triton's compiler call: runtime/build.py)."""
+    original = _subprocess.check_call
+
+    def check_call(*popenargs, **kwargs):
+        argv = popenargs[0] if popenargs else kwargs.get("args")
+        if kwargs.get("stderr") is not None:
+            return original(*popenargs, **kwargs)
+        run = {"argv": [str(a) for a in argv] if isinstance(argv, (list, tuple)) else argv,
+               "rc": None, "stderr": ""}
+        COMPILER_RUNS.append(run)
+        kwargs["stderr"] = _subprocess.PIPE
+        try:
+            with _subprocess.Popen(*popenargs, **kwargs) as proc:
+                stderr = proc.communicate()[1] or b""
+                run["rc"] = proc.returncode
+        except OSError as e:
+            run.update(failure_of(e))
+            raise
+        text = stderr.decode("utf-8", "replace")
+        run["stderr"] = text[-4000:]
+        try:
+            sys.stderr.write(text)  # where it went without us
+        except Exception:
+            pass
+        if run["rc"]:
+            raise _subprocess.CalledProcessError(run["rc"], argv)
+        return 0
+    _subprocess.check_call = check_call
+
+
+def failure_of(e):
+    """What a failed step raised: its text, errno name, paths, a compiler's command."""
+    out = {"error": err(e), "type": type(e).__name__}
+    code = getattr(e, "errno", None)
+    if isinstance(code, int):
+        out["errno"] = _errno.errorcode.get(code, str(code))
+    for key in ("filename", "filename2"):
+        if getattr(e, key, None):
+            out[key] = str(getattr(e, key))
+    if isinstance(e, _subprocess.CalledProcessError):
+        out["returncode"] = e.returncode
+        out["cmd"] = [str(a) for a in e.cmd] if isinstance(e.cmd, (list, tuple)) else e.cmd
+    return out
+
+
+def gcc_tempdir(env):
+    """The temp dir gcc and binutils use (libiberty's choose_tmpdir): TMPDIR, TMP, TEMP, then
+    /tmp, /var/tmp, /usr/tmp; the first that is a directory with read, write and search."""
+    for path in [env.get(k) for k in ("TMPDIR", "TMP", "TEMP")] + ["/tmp", "/var/tmp",
+                                                                  "/usr/tmp"]:
+        if path and _os.path.isdir(path) and _os.access(path, _os.R_OK | _os.W_OK | _os.X_OK):
+            return path
+    return "."
+
+
+def python_tempdir(env):
+    """The temp dir tempfile chooses for this environment (it writes a test file in each
+    candidate), or the FileNotFoundError it raises when none works."""
+    saved = {k: _os.environ.get(k) for k in ("TMPDIR", "TEMP", "TMP")}
+    saved_dir = _tempfile.tempdir
+    try:
+        for key in saved:
+            if env.get(key) is None:
+                _os.environ.pop(key, None)
+            else:
+                _os.environ[key] = env[key]
+        _tempfile.tempdir = None
+        return _tempfile.gettempdir(), None
+    except BaseException as e:
+        return None, failure_of(e)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                _os.environ.pop(key, None)
+            else:
+                _os.environ[key] = value
+        _tempfile.tempdir = saved_dir
+
+
+def triton_knobs(triton):
+    """triton.knobs (3.4+) when this Triton has the module, else None."""
+    import types
+    knobs = getattr(triton, "knobs", None)
+    return knobs if isinstance(knobs, types.ModuleType) else None
+
+
+def triton_cache_dir(triton, env):
+    """The cache dir as this Triton resolves it for the workload's environment."""
+    knobs = triton_knobs(triton)
+    if env.get("TRITON_CACHE_DIR"):
+        return env["TRITON_CACHE_DIR"]
+    home = env.get("TRITON_HOME")
+    if home is None and knobs is not None:
+        try:
+            home = knobs.cache.home_dir  # TRITON_HOME, default ~/ (read when knobs loaded)
+        except Exception:
+            home = None
+        home = home if isinstance(home, str) else None
+    return _os.path.join(home or _os.path.expanduser("~/"), ".triton", "cache")
+
+
+def make_dirs(path, made):
+    """os.makedirs(path) as Triton's cache does it, noting each directory it creates."""
+    missing = []
+    probe = path
+    while probe and not _os.path.exists(probe):
+        missing.append(probe)
+        parent = _os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    for one in reversed(missing):
+        _os.mkdir(one)
+        made.append(one)
+
+
+def space_of(path):
+    """statvfs of the nearest existing dir: free bytes and inodes for this user, read-only."""
+    while path and not _os.path.exists(path):
+        path = _os.path.dirname(path)
+    try:
+        st = _os.statvfs(path or "/")
+    except OSError as e:
+        return {"path": path, "error": err(e)}
+    out = {"path": path, "free_bytes": st.f_bavail * st.f_frsize,
+           "free_inodes": st.f_favail if st.f_files else None,
+           "read_only": bool(st.f_flag & getattr(_os, "ST_RDONLY", 1)),
+           "noexec": bool(st.f_flag & getattr(_os, "ST_NOEXEC", 8))}
+    try:
+        info = _os.stat(path)
+        out["owner_uid"] = info.st_uid
+        out["mode"] = oct(info.st_mode & 0o7777)
+    except OSError:
+        pass
+    return out
+
+
+def write_test(directory, size):
+    """Write `size` bytes in `directory` as Triton's cache and build do; None or the errno."""
+    path = _os.path.join(directory, "fleetcheck-write-test")
+    try:
+        with open(path, "wb") as handle:
+            handle.write(b"\0" * size)
+        return None
+    except OSError as e:
+        return failure_of(e)
+    finally:
+        try:
+            _os.unlink(path)
+        except OSError:
+            pass
+
+
+def reset_driver(triton):
+    """Make Triton build its driver again (DriverConfig caches it per process)."""
+    holder = getattr(getattr(triton, "runtime", None), "driver", None)
+    for name in ("_default", "_active"):
+        if hasattr(holder, name):
+            setattr(holder, name, None)
+
+
+class OwnPath:
+    """The workload's real build in throw-away subdirectories of its own dirs."""
+
+    def __init__(self, triton, env, name, size):
+        self.triton, self.env, self.name, self.size = triton, env, name, size
+        self.made = []      # directories created, parents first: removed in reverse
+        self.throwaway = []  # our own subdirectories: removed whole
+        self.report = {"cache_dir": triton_cache_dir(triton, env)}
+        self.saved = {}
+
+    def prepare(self):
+        rep = self.report
+        cache = rep["cache_dir"]
+        rep["cache_space"] = space_of(cache)
+        rep["cache_existed"] = _os.path.isdir(cache)
+        py_tmp, failure = python_tempdir(self.env)
+        rep["python_tmp"], rep["gcc_tmp"] = py_tmp, gcc_tempdir(self.env)
+        rep["tmp_space"] = space_of(rep["gcc_tmp"])
+        if failure:
+            failure["where"] = "tmp"
+            return failure
+        probe_cache = _os.path.join(cache, self.name)
+        rep["probe_cache"] = probe_cache
+        # From here on this process runs as the workload does, whatever fails next: FLA and
+        # the frameworks' detections meet the same dirs (and the same failure) afterwards.
+        self.saved = {"TRITON_CACHE_DIR": _os.environ.get("TRITON_CACHE_DIR"),
+                      "TMPDIR": _os.environ.get("TMPDIR"), "tempdir": _tempfile.tempdir}
+        _os.environ["TRITON_CACHE_DIR"] = probe_cache
+        try:
+            make_dirs(probe_cache, self.made)
+        except OSError as e:
+            failure = failure_of(e)
+            failure["where"] = "cache"
+            failure["step"] = "os.makedirs(%s)" % probe_cache
+            return failure
+        self.throwaway.append(probe_cache)
+        subs = {}
+        for key, where in (("python_tmp", py_tmp), ("gcc_tmp", rep["gcc_tmp"])):
+            if where in subs:
+                continue
+            try:
+                subs[where] = _os.path.join(where, self.name)
+                _os.mkdir(subs[where], 0o700)
+                self.throwaway.append(subs[where])
+            except OSError as e:
+                subs[where] = None
+                rep[key + "_error"] = failure_of(e)
+        emit("own-made", {"made": self.made, "throwaway": self.throwaway})
+        # Run as the workload runs: its cache (in our subdir), its temp dirs (in ours).
+        gcc_sub = subs.get(rep["gcc_tmp"])
+        if gcc_sub:
+            _os.environ["TMPDIR"] = gcc_sub
+        elif self.env.get("TMPDIR") is not None:
+            _os.environ["TMPDIR"] = self.env["TMPDIR"]
+        else:
+            _os.environ.pop("TMPDIR", None)
+        _tempfile.tempdir = subs.get(py_tmp) or py_tmp
+        return None
+
+    def attempt(self, target_of):
+        rep = self.report
+        failure = self.prepare()
+        if failure is None:
+            reset_driver(self.triton)
+            first = len(COMPILER_RUNS)
+            try:
+                rep["target"] = target_of(
+                    self.triton.runtime.driver.active.get_current_target())
+                rep["ok"] = True
+            except BaseException as e:
+                failure = failure_of(e)
+                failure["compiler"] = COMPILER_RUNS[first:]
+        if failure is not None:
+            rep["ok"] = False
+            if failure.get("errno") and not failure.get("filename") and not failure.get(
+                    "where"):
+                failure["where"] = self.locate(failure["errno"])
+            rep["failure"] = failure
+        return rep
+
+    def locate(self, code):
+        """A bare OSError (a write has no path): do the same write in each dir it may be."""
+        for where, directory in (("cache", self.report.get("probe_cache")),
+                                 ("tmp", _tempfile.tempdir),
+                                 ("tmp", _os.environ.get("TMPDIR"))):
+            if directory and _os.path.isdir(directory):
+                found = write_test(directory, self.size)
+                if found and found.get("errno") == code:
+                    self.report["reproduced"] = dict(found, directory=directory)
+                    return where
+        return None
+
+    def restore(self):
+        for key in ("TRITON_CACHE_DIR", "TMPDIR"):
+            if key not in self.saved:
+                continue
+            if self.saved[key] is None:
+                _os.environ.pop(key, None)
+            else:
+                _os.environ[key] = self.saved[key]
+        if "tempdir" in self.saved:
+            _tempfile.tempdir = self.saved["tempdir"]
+
+    def clean(self):
+        self.restore()
+        for path in reversed(self.throwaway):
+            _shutil.rmtree(path, ignore_errors=True)
+        for path in reversed(self.made):
+            try:
+                _os.rmdir(path)  # only if empty: another job may have written there since
+            except OSError:
+                pass
+
+
+def truthy(value):
+    """Triton's getenv_bool: on, true or 1, any case."""
+    return (value or "").strip().lower() in ("1", "true", "on")
+
+
+def knob_report(triton, env):
+    """The environment as this Triton reads it (its knobs where it has them)."""
+    knobs = triton_knobs(triton)
+    out = {"knobs": knobs is not None}
+    try:
+        value = knobs.runtime.interpret if knobs is not None else (
+            env.get("TRITON_INTERPRET", "0") == "1")  # Triton <= 3.3
+        out["interpret"] = value if isinstance(value, bool) else None
+    except Exception as e:
+        out["interpret_error"] = err(e)
+    if knobs is not None:
+        for key, read in (("cache_dir", lambda: knobs.cache.dir),
+                          ("home_dir", lambda: knobs.cache.home_dir),
+                          ("dump_dir", lambda: knobs.cache.dump_dir),
+                          ("override_dir", lambda: knobs.cache.override_dir),
+                          ("dump_ir", lambda: knobs.compilation.dump_ir),
+                          ("override", lambda: knobs.compilation.override),
+                          ("always_compile", lambda: knobs.compilation.always_compile),
+                          ("build_impl", lambda: knobs.build.impl and repr(knobs.build.impl))):
+            try:
+                value = read()
+                out[key] = value if isinstance(value, (str, bool, int)) or value is None else (
+                    repr(value))
+            except Exception as e:
+                out[key + "_error"] = err(e)
+    return out
+
+
+def inductor_report(torch_dir, env, py_tmp, name, deep=False):
+    """torch.compile's way to its first kernel, outside Triton: the user name it looks up,
+    its cache dir (TORCHINDUCTOR_CACHE_DIR, else <tempdir>/torchinductor_<user>) created as
+    inductor does, has_triton() as inductor asks it."""
+    out = {}
+    import getpass
+    try:
+        out["user"] = getpass.getuser()
+    except BaseException as e:
+        out["user_error"] = failure_of(e)
+    cache = env.get("TORCHINDUCTOR_CACHE_DIR")
+    if cache is None and "user" in out:
+        import re as _re
+        cache = _os.path.join(py_tmp or "/tmp", "torchinductor_" + _re.sub(
+            r'[\\/:*?"<>|]', "_", out["user"]))
+    out["cache_dir"] = cache
+    if cache:
+        made = []
+        probe = _os.path.join(cache, name)
+        try:
+            make_dirs(probe, made)
+            found = write_test(probe, 65536)
+            if found:
+                out["cache_error"] = dict(found, where="cache")
+        except OSError as e:
+            out["cache_error"] = dict(failure_of(e), where="cache")
+        finally:
+            for path in reversed(made):
+                _shutil.rmtree(path, ignore_errors=True) if path == probe else None
+                try:
+                    _os.rmdir(path)
+                except OSError:
+                    pass
+        out["cache_space"] = space_of(cache)
+    if deep:
+        # has_triton() imports torch._dynamo (seconds); torch 2.11's torch/_dynamo/package.py
+        # calls inductor's cache_dir() at import, so this also proves that import works.
+        try:
+            from torch.utils._triton import has_triton
+            found = has_triton()
+            out["has_triton"] = found if isinstance(found, bool) else None
+        except BaseException as e:
+            out["has_triton_error"] = err(e)
+    try:
+        from torch._inductor import config as inductor_config
+        out["disable_device_detection"] = getattr(
+            inductor_config, "triton_disable_device_detection", False) is True
+        out["cxx"] = repr(getattr(getattr(inductor_config, "cpp", None), "cxx", None))
+    except BaseException as e:
+        out["config_error"] = err(e)
+    return out
+
+
+#: The frameworks' own copies of FLA's device detection: (framework, file under the package).
+VENDORED_FLA = (
+    ("vllm", "vllm", "third_party/flash_linear_attention/ops/utils.py"),
+    ("vllm", "vllm", "model_executor/layers/fla/ops/utils.py"),
+    ("sglang", "sglang", "kernels/ops/attention/fla/utils.py"),
+    ("sglang", "sglang", "srt/layers/attention/fla/utils.py"),
+    ("unsloth_zoo", "unsloth_zoo", "_vendored/fla/utils/_device.py"),
+)
+
+
+def detection_function(path, names=("get_available_device", "_cpu_device_warning")):
+    """The framework's own detection functions, compiled from its installed source file."""
+    import ast
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), path)
+    body = [node for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name in names]
+    if not any(node.name == names[0] for node in body):
+        return None
+    module = ast.Module(body=body, type_ignores=[])
+    return compile(module, path, "exec")
+
+
+def run_detection(code, triton):
+    """Call the compiled get_available_device() with Triton; (backend, warnings, exception)."""
+    import functools, warnings
+    space = {"triton": triton, "warnings": warnings, "functools": functools,
+             "cache": getattr(functools, "cache", functools.lru_cache(maxsize=None)),
+             "lru_cache": functools.lru_cache, "logger": None, "__name__": "fleetcheck"}
+    exec(code, space)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            return space["get_available_device"](), [str(w.message) for w in caught], None
+        except BaseException as e:
+            return None, [str(w.message) for w in caught], err(e)
+
+
+def backend_report(triton):
+    """Triton's backends as it discovers them (entry points, or TRITON_BACKENDS_IN_TREE=1),
+    and which drivers say they are active (what `N active drivers` counts)."""
+    out = {"in_tree": _os.environ.get("TRITON_BACKENDS_IN_TREE", "") == "1",
+           "default": _os.environ.get("TRITON_DEFAULT_BACKEND")}
+    try:
+        from importlib.metadata import entry_points
+        eps = entry_points()
+        group = (eps.select(group="triton.backends") if hasattr(eps, "select")
+                 else eps.get("triton.backends", []))
+        out["entry_points"] = sorted("%s=%s" % (ep.name, ep.value) for ep in group)
+    except Exception as e:
+        out["entry_points_error"] = err(e)
+    try:
+        import triton.backends as found_backends
+        found = getattr(found_backends, "backends", None)
+        if isinstance(found, dict):
+            out["discovered"] = sorted(found)
+            active = out["active"] = []
+            for name, backend in found.items():
+                try:
+                    if backend.driver.is_active():
+                        active.append(name)
+                except BaseException as e:
+                    out.setdefault("is_active_errors", {})[name] = err(e)
+    except BaseException as e:
+        out["error"] = err(e)
+    return out

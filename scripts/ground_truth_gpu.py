@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Ground truth as the workload sees it, beside the probe (scripts/validate_diag_gpu.sh).
+
+    python3 scripts/ground_truth_gpu.py triton|fla|compile    # one JSON line
+
+triton: the workload's own get_current_target() and one kernel over 1M elements (the second
+launch timed); fla: `import fla.utils` with its warnings and device_platform; compile: a
+torch.compile'd function on CUDA. A real .py file: @triton.jit reads the source.
+"""
+import json
+import sys
+import time
+import warnings
+
+mode = sys.argv[1]
+out = {"mode": mode}
+def err(e):
+    return (type(e).__name__ + ": " + str(e))[-1500:]
+t0 = time.time()
+if mode == "fla":
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            import fla.utils as u
+            out["device_platform"] = getattr(u, "device_platform", None)
+        except BaseException as e:  # noqa: BLE001 - whatever the workload would meet
+            import traceback
+            out["error"] = err(e)
+            out["where"] = [line.strip() for line in traceback.format_exc().splitlines()
+                            if line.strip().startswith("File ")][-6:]
+    out["warnings"] = sorted({str(w.message)[:200] for w in caught})[:5]
+elif mode == "compile":
+    import torch
+    try:
+        f = torch.compile(lambda a: a * 2 + 1)
+        x = torch.arange(1024, device="cuda", dtype=torch.float32)
+        out["ok"] = bool((f(x) == x * 2 + 1).all())
+    except BaseException as e:  # noqa: BLE001 - whatever the workload would meet
+        out["error"] = err(e)
+else:
+    import torch
+    import triton
+    import triton.language as tl
+
+    try:
+        out["target"] = str(triton.runtime.driver.active.get_current_target())
+    except BaseException as e:  # noqa: BLE001 - whatever the workload would meet
+        out["target_error"] = err(e)
+
+    @triton.jit
+    def add_one(X, Y, N, B: tl.constexpr):
+        o = tl.program_id(0) * B + tl.arange(0, B)
+        m = o < N
+        tl.store(Y + o, tl.load(X + o, mask=m) + 1, mask=m)
+    try:
+        n = 1 << 20
+        x = torch.arange(n, device="cuda", dtype=torch.float32)
+        y = torch.empty_like(x)
+        add_one[(n // 1024,)](x, y, n, B=1024)
+        torch.cuda.synchronize()
+        t1 = time.time()
+        add_one[(n // 1024,)](x, y, n, B=1024)
+        torch.cuda.synchronize()
+        out["second_launch_s"] = round(time.time() - t1, 6)
+        out["kernel_ok"] = bool((y == x + 1).all())
+    except BaseException as e:  # noqa: BLE001 - whatever the workload would meet
+        out["kernel_error"] = err(e)
+out["seconds"] = round(time.time() - t0, 2)
+print(json.dumps(out))

@@ -1,0 +1,92 @@
+"""Triton 3.9's own driver selection (runtime/driver.py of the real wheel, from
+scripts/fetch_test_wheels.py), run on backend sets a node can have: its error texts are what
+the probe's diagnosis must name (none of them is an unnamed triton_target)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleetcheck.probe.parts.diagnose import diagnose
+
+DRIVER_PY = (Path(__file__).resolve().parents[2] / ".test-wheels" / "triton-3.9.0" / "triton" /
+             "runtime" / "driver.py")
+
+
+class Backend:
+    def __init__(self, active: bool) -> None:
+        class Driver:
+            @staticmethod
+            def is_active() -> bool:
+                return active
+
+            def __repr__(self) -> str:
+                return f"<Driver active={active}>"
+        self.driver = Driver
+
+
+def create_driver(backends: dict[str, Backend], default: str | None) -> str:
+    """Run the real _create_driver() on these backends; the text of what it raises."""
+    source = DRIVER_PY.read_text().replace("from ..backends import backends, DriverBase", "")
+    space: dict[str, Any] = {"backends": backends, "DriverBase": object, "__name__": "t"}
+    exec(compile(source, str(DRIVER_PY), "exec"), space)
+    saved = os.environ.pop("TRITON_DEFAULT_BACKEND", None)
+    if default is not None:
+        os.environ["TRITON_DEFAULT_BACKEND"] = default
+    try:
+        space["_create_driver"]()
+        return ""
+    except RuntimeError as exc:
+        return f"RuntimeError: {exc}"
+    finally:
+        os.environ.pop("TRITON_DEFAULT_BACKEND", None)
+        if saved is not None:
+            os.environ["TRITON_DEFAULT_BACKEND"] = saved
+
+
+@pytest.mark.skipif(not DRIVER_PY.is_file(),
+                    reason="needs Triton 3.9's files (scripts/fetch_test_wheels.py)")
+@pytest.mark.parametrize(("backends", "default", "cause", "words"), [
+    # Copied onto PYTHONPATH without its dist-info: no entry points, no backend at all.
+    ({}, None, "zero_active_drivers", "0 active drivers ([])"),
+    ({"nvidia": False, "amd": False}, None, "zero_active_drivers", "0 active drivers"),
+    # An extra package whose backend is always active (a CPU backend, a vendor shim).
+    ({"nvidia": True, "amd": False, "cpu": True}, None, "triton_backends_conflict",
+     "2 active drivers"),
+    ({"nvidia": True}, "cuda", "triton_default_backend",
+     "Unknown backend device 'cuda'. Available backends: ['nvidia']"),
+    ({"nvidia": True, "amd": False}, "amd", "triton_default_backend",
+     "Backend device 'amd' is not active."),
+], ids=["no-metadata", "none-active", "extra-backend", "unknown-default", "inactive-default"])
+def test_tritons_own_selection_errors_are_named(backends: dict[str, bool], default: str | None,
+                                                cause: str, words: str) -> None:
+    text = create_driver({name: Backend(on) for name, on in backends.items()}, default)
+    assert words in text
+    assert diagnose({"error": text}, {})[0] == cause
+
+
+@pytest.mark.skipif(not DRIVER_PY.is_file(),
+                    reason="needs Triton 3.9's files (scripts/fetch_test_wheels.py)")
+def test_the_default_backend_picks_one_of_two_active() -> None:
+    both = {"nvidia": Backend(True), "cpu": Backend(True)}
+    assert create_driver(both, None).startswith("RuntimeError: 2 active drivers")
+    assert create_driver(both, "nvidia") == ""  # Triton 3.9's way out, the fix the probe gives
+
+
+def test_a_triton_without_its_metadata_is_named(tmp_path: Path) -> None:
+    from tests.nodeenv import make_node, run_probe
+
+    # Copied onto PYTHONPATH without its dist-info: Triton 3.9 discovers no backend (no entry
+    # points) and raises the text measured above.
+    node = make_node(tmp_path / "node", triton="3.9.0",
+                     triton_error="0 active drivers ([]). There should only be one.")
+    (node.site / "triton" / "backends").mkdir(parents=True, exist_ok=True)
+    (node.site / "triton" / "backends" / "__init__.py").write_text("backends = {}\n")
+    _, doc, _ = run_probe(node)
+    assert doc["triton"]["cause"] == "triton_no_backends"
+    assert "TRITON_BACKENDS_IN_TREE=1" in doc["triton"]["fix"]
+    target = next(c for c in doc["checks"] if c["id"] == "triton_target")
+    assert target["evidence"]["backends"]["discovered"] == []
