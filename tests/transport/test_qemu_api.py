@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import random
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +18,8 @@ from fleetcheck.probe.results import parse_probe_output
 from fleetcheck.transport.interface import CommandResult, TransportError
 from fleetcheck.transport.qemu_api import (
     API_INPUT_LIMIT,
+    BOOTSTRAP,
+    BOOTSTRAP_XZ,
     ApiAgent,
     QemuApiTransport,
     bootstrap_argv,
@@ -74,7 +79,18 @@ def test_bootstrap_needs_a_script_on_stdin() -> None:
         bootstrap_argv(["python3", "-c", "pass"], b"x" * (API_INPUT_LIMIT + 1))
     argv, packed = bootstrap_argv(["env", "A=1", "python3", "-", "--deep"], b"print(1)")
     assert argv[:4] == ["env", "A=1", "python3", "-c"] and argv[5:] == ["--deep"]
-    assert len(packed) < 100
+    assert argv[4] == BOOTSTRAP and len(packed) < 100
+
+
+def test_a_script_that_zlib_cannot_fit_goes_as_xz_and_still_runs() -> None:
+    # One 40 KB block twice: zlib's 32 KB window cannot reach back to the first copy, xz can,
+    # so only the xz packing fits the limit (as the third round's probe: 77 KB vs 62 KB).
+    block = base64.b64encode(random.Random(7).randbytes(30000)).decode()
+    script = f"import sys\ntext = {block + block!r}\nprint(len(text), sys.argv[1:])\n".encode()
+    argv, packed = bootstrap_argv([sys.executable, "-", "x"], script)
+    assert argv[2] == BOOTSTRAP_XZ and len(packed) <= API_INPUT_LIMIT
+    ran = subprocess.run(argv, input=packed.encode(), capture_output=True, check=True)
+    assert ran.stdout.decode().split() == ["80000", "['x']"]
 
 
 @pytest.mark.parametrize(
