@@ -56,9 +56,11 @@ def test_nodes_outside_the_inventory_or_unparsable_are_usage_errors(
         "fleetcheck: error: --nodes and --limit: give one (--nodes is the job's node set)\n")
 
 
-def test_documents_gate_a_job_without_probing(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.merge.test_merge import doc, write
+def test_documents_gate_a_job_without_probing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.merge.test_merge import doc, set_now, write
+
+    set_now(monkeypatch)
 
     folder = tmp_path / "docs"
     folder.mkdir()

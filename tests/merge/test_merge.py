@@ -23,8 +23,20 @@ from fleetcheck.timestamps import REPORT_FORMAT
 from fleetcheck.verdict import DEFAULT_POLICY
 
 #: The merges here run "now" (the CLI's tests cannot be given another time): documents are
-#: dated relative to it, and the stale ones hours before it.
+#: dated relative to it, and the stale ones hours before it. Set again as each test starts
+#: (`fresh_now`): the module is imported when the suite is collected, minutes before its tests
+#: run, and a document's age is printed to 0.1 h.
 NOW = datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def set_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Date this test's documents from the clock as it reads now."""
+    monkeypatch.setitem(globals(), "NOW", datetime.now(timezone.utc).replace(microsecond=0))
+
+
+@pytest.fixture(autouse=True)
+def fresh_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    set_now(monkeypatch)
 
 
 def when(minutes_ago: float) -> str:
