@@ -135,6 +135,10 @@ def qm_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, s
         return "error", f"qm on {host} refused the probe: its stdin is limited to 1 MiB"
     if no_such_guest(stderr):
         return "error", f"VM {vmid} does not exist on {host}"
+    if "qga command" in stderr and "failed - client closed connection" in stderr:
+        # PVE::QMPClient: the VM's QEMU closed the agent socket mid-command (stopped or killed).
+        return "error", (f"VM {vmid} went away while probed: its QEMU closed the guest agent's "
+                         "connection (VM stopped or killed)")
     if "qga command" in stderr or "Agent error" in stderr:
         detail = last_line(result.stderr)
         if "timeout" in detail and ("execute" in detail or "not found" in detail):

@@ -164,6 +164,8 @@ def test_nodes_that_go_away_while_probed(scenario: Scenario) -> None:
     assert got["pve5/301"] in {
         ("error", "the QEMU guest agent in VM 301 does not answer: start qemu-guest-agent in "
                   "the guest (or the agent is disabled)"),
+        ("error", "VM 301 went away while probed: its QEMU closed the guest agent's connection "
+                  "(VM stopped or killed)"),
         ("skipped", "VM stopped")}
     # Nothing of theirs runs any more (the VM is gone; the runtimes' own views of the rest).
     assert _wait_for(fleet, ["slowmark-lxc", "slowmark-docker"], 0) == [

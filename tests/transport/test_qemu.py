@@ -181,6 +181,10 @@ def test_qm_json_is_read_as_printed() -> None:
                                  b"timeout\n"),
          ("error", "guest agent of VM 300: VM 300 qga command 'guest-exec-status' failed - "
                    "got timeout")),
+        (CommandResult(255, b"", b"VM 300 qga command 'guest-exec-status' failed - client "
+                                 b"closed connection\n"),
+         ("error", "VM 300 went away while probed: its QEMU closed the guest agent's "
+                   "connection (VM stopped or killed)")),
         (CommandResult(1, b"", b"sudo: a password is required\n"),
          ("error", "sudo on pve1 asks for a password (sudo -n): allow the login to run qm "
                    "without a password (NOPASSWD)")),
@@ -188,7 +192,7 @@ def test_qm_json_is_read_as_printed() -> None:
          ("error", "qm not found on pve1")),
         (CommandResult(2, b"", b"Traceback ...\nValueError: x\n"), None),
     ],
-    ids=["windows", "agent-timeout", "sudo", "no-qm", "guest-failure"],
+    ids=["windows", "agent-timeout", "vm-gone", "sudo", "no-qm", "guest-failure"],
 )
 def test_qm_and_agent_texts(result: CommandResult, expected: tuple[str, str] | None) -> None:
     from fleetcheck.transport.qemu import qm_exec_failure
