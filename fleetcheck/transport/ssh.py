@@ -12,16 +12,14 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fleetcheck.budget import CLOSE_WAIT, connect_wait
+from fleetcheck.budget import CLOSE_WAIT, BudgetFor, NodeBudget, connect_wait
 from fleetcheck.failures import JUMP_HOST_KEY, UNREACHABLE
 from fleetcheck.gatekeeper import refusal_reason
 from fleetcheck.inventory.model import HostSpec
 from fleetcheck.transport.interface import (
     OUTPUT_CAP,
     STDERR_CAP,
-    BudgetFor,
     CommandResult,
-    NodeBudget,
     RunCommand,
     Transport,
     TransportError,
