@@ -13,7 +13,7 @@ from fleetcheck.model import NodeResult, TritonVerdict
 from fleetcheck.transport.interface import TransportError
 from fleetcheck.transport.ssh import SshTransport
 from fleetcheck.verdict import blocking_fix, failure_id
-from tests.transport.test_ssh_inprocess import FakeHost, echo_stdin
+from tests.transport.sshserver import FakeHost, echo_stdin
 
 
 def _node(status: str, reason: str, cause: str | None) -> NodeResult:
