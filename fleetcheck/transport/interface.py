@@ -137,10 +137,9 @@ class NestedTransport(Transport):
     be unpacked too) and what its tool's refusals mean (`explain_own`).
     """
 
-    @property
-    @abc.abstractmethod
-    def outer(self) -> Transport:
-        """The transport this node's commands run through."""
+    def __init__(self, outer: Transport) -> None:
+        #: The transport this node's commands run through.
+        self.outer = outer
 
     def wrap(self, argv: list[str]) -> list[str]:
         """The outer transport's argv that runs `argv` in this node."""

@@ -101,14 +101,10 @@ class PodTransport(NestedTransport):
 
     def __init__(self, outer: Transport, spec: KubernetesSpec, place: PodPlace,
                  cluster: str) -> None:
-        self._outer = outer
+        super().__init__(outer)
         self.spec = spec
         self.place = place
         self.cluster = cluster
-
-    @property
-    def outer(self) -> Transport:
-        return self._outer
 
     def wrap(self, argv: list[str]) -> list[str]:
         return exec_argv(self.spec, self.place, argv)

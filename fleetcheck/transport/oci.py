@@ -114,16 +114,12 @@ class OciTransport(NestedTransport):
         self, parent: Transport, runtime: str, container: str, *, user: str | None = None,
         sudo: bool = False, parent_name: str = "its node",
     ) -> None:
-        self.parent = parent
+        super().__init__(parent)
         self.runtime = runtime
         self.container = container
         self.user = user
         self.sudo = sudo
         self.parent_name = parent_name
-
-    @property
-    def outer(self) -> Transport:
-        return self.parent
 
     def wrap(self, argv: list[str]) -> list[str]:
         # `sudo -n` only where the parent is the host's own login (not inside pct/qm).

@@ -79,14 +79,10 @@ class PctTransport(NestedTransport):
     def __init__(
         self, host: Transport, vmid: int, *, sudo: bool = False, host_name: str = "the host"
     ) -> None:
-        self.host = host
+        super().__init__(host)
         self.vmid = vmid
         self.sudo = sudo
         self.host_name = host_name
-
-    @property
-    def outer(self) -> Transport:
-        return self.host
 
     def wrap(self, argv: list[str]) -> list[str]:
         return pct_exec_argv(self.vmid, argv, sudo=self.sudo)

@@ -152,29 +152,33 @@ def qm_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, s
     return ("error", missing) if missing is not None else None
 
 
-class QemuTransport(NestedTransport):
+class VmWording:
+    """What the two ways into a VM (`qm guest exec`, the API's agent/exec) say alike: where
+    the command ran, and qm's and the agent's refusals."""
+
+    vmid: int
+    host_name: str
+
+    @property
+    def where(self) -> str:
+        return f"VM {self.vmid} on {self.host_name}"
+
+    def explain_own(self, result: CommandResult) -> tuple[str, str] | None:
+        return qm_exec_failure(result, self.vmid, self.host_name)
+
+
+class QemuTransport(VmWording, NestedTransport):
     """Runs commands in one VM through `qm guest exec` on its host's transport."""
 
     def __init__(
         self, host: Transport, vmid: int, *, sudo: bool = False, host_name: str = "the host",
         budget: BudgetFor = NodeBudget,
     ) -> None:
-        self.host = host
+        super().__init__(host)
         self.vmid = vmid
         self.sudo = sudo
         self.host_name = host_name
         self.budget = budget
-
-    @property
-    def where(self) -> str:
-        return f"VM {self.vmid} on {self.host_name}"
-
-    @property
-    def outer(self) -> Transport:
-        return self.host
-
-    def explain_own(self, result: CommandResult) -> tuple[str, str] | None:
-        return qm_exec_failure(result, self.vmid, self.host_name)
 
     async def through(
         self, outer_run: RunCommand, argv: list[str], input: bytes | None, timeout: float
