@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import socket
 import time
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetcheck import failures, kinds
+from fleetcheck.budget import STOP_WAIT, node_timeout
 from fleetcheck.inventory import (
     DiscoveryError,
     HostSpec,
@@ -40,7 +42,6 @@ from fleetcheck.text import clip, last_line
 from fleetcheck.timestamps import utc_now
 from fleetcheck.transport.factory import TransportFactory
 from fleetcheck.transport.interface import (
-    DEFAULT_NODE_TIMEOUT,
     OUTPUT_CAP,
     BudgetFor,
     CommandResult,
@@ -192,6 +193,18 @@ async def probe_target(
     return node_from_result(target, transport, result, policy, time.monotonic() - started)
 
 
+def with_node_timeouts(inventory: Inventory, *, deep: bool) -> Inventory:
+    """`inventory` with the budget's default timeout (`budget.node_timeout`: plain or deep)
+    on every host that names none, so that `audit --deep` and `probe --deep` follow one
+    rule; a guest's own timeout still wins over its host's."""
+    default = node_timeout(None, deep=deep)
+    if all(host.timeout_given or host.timeout == default for host in inventory.hosts):
+        return inventory
+    return dataclasses.replace(inventory, hosts=tuple(
+        host if host.timeout_given else dataclasses.replace(host, timeout=default)
+        for host in inventory.hosts))
+
+
 def raise_open_files_limit() -> None:
     """Lift the soft limit on open files to the hard one: one socket per host adds up."""
     try:
@@ -233,10 +246,10 @@ class AuditRun:
         budget: BudgetFor = NodeBudget,
         before_probe: BeforeProbe | None = None,
     ) -> None:
-        self.inventory = inventory
+        self.deep = deep or policy.deep
+        self.inventory = with_node_timeouts(inventory, deep=self.deep)
         self.before_probe = before_probe
         self.limit = list(limit or [])
-        self.deep = deep or policy.deep
         self.policy = policy
         self.observer: AuditObserver = observer or NullObserver()
         self.audit_timeout = audit_timeout if audit_timeout is not None else (
@@ -292,10 +305,10 @@ class AuditRun:
         for task in tasks:
             task.cancel()
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
+            await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), STOP_WAIT)
         closing = [*self._closing, *(transport.close() for transport in self._transports)]
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), 10)
+            await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), STOP_WAIT)
 
     def _finish(self, node: NodeResult) -> None:
         self._done[node.id] = node
@@ -468,14 +481,16 @@ def local_node_result(
     *,
     python: str | None = None,
     deep: bool = False,
-    timeout: float = DEFAULT_NODE_TIMEOUT,
+    timeout: float | None = None,
     env: dict[str, str] | None = None,
     policy: Policy = DEFAULT_POLICY,
     transports: TransportFactory | None = None,
     probe: bytes | None = None,
 ) -> NodeResult:
-    """Probe the machine fleetcheck runs on (`fleetcheck probe`); the node id is its hostname."""
+    """Probe the machine fleetcheck runs on (`fleetcheck probe`); the node id is its hostname.
+    `timeout` None: the budget's default for a plain or a deep probe."""
     name = socket.gethostname()
+    timeout = node_timeout(timeout, deep=deep)
     host = HostSpec(name=name, address=None, transport="local", timeout=timeout)
     target = Target(host=host, vmid=None, name=name, python=python or "python3",
                     env=dict(env or {}), labels=(), timeout=timeout)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from fleetcheck.budget import api_deadline
 from fleetcheck.failures import ACCESS_DENIED, UNREACHABLE
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.listings import parse_guest_rows
@@ -38,9 +39,8 @@ async def discover_guests_via_api(
         raise DiscoveryError(f"{host.name}: no api: section in the inventory", host=host.name)
     secret = read_token_secret(api, host.name)
     node = api.node or host.name
-    # proxmoxer is built on requests and blocks; the timeout given to requests bounds each
-    # socket operation, this one bounds the whole exchange.
-    deadline = 2 * api.timeout + 1
+    # proxmoxer is built on requests and blocks: api_deadline bounds the whole exchange.
+    deadline = api_deadline(api.timeout)
     try:
         nodes, resources = await asyncio.wait_for(
             asyncio.to_thread(_fetch, api, secret, host.name), timeout=deadline
