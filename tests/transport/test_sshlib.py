@@ -52,3 +52,19 @@ def test_importing_the_ssh_transport_runs_no_compiler(tmp_path: Path) -> None:
     # find_library is itself again once the import is done.
     assert ran.read_text().split("\n")[0].split()[0] == "gcc"
     assert "oqs" not in ran.read_text()
+
+
+def test_asyncssh_is_imported_without_its_x509_module() -> None:
+    # cryptography's x509 package is not loaded for asyncssh's sake, and the block is lifted
+    # once the import is done: a later import of the module itself still works.
+    probe = ("import sys\n"
+             "import fleetcheck.transport.ssh\n"
+             "from fleetcheck.transport.sshlib import X509_MODULE, asyncssh\n"
+             "assert 'cryptography.x509' not in sys.modules, 'x509 loaded'\n"
+             "assert X509_MODULE not in sys.modules, 'block left behind'\n"
+             "assert not asyncssh.public_key._x509_available\n"
+             "assert asyncssh.connect and asyncssh.kex.get_kex_algs()\n"
+             "import cryptography.x509\n")
+    done = subprocess.run([sys.executable, "-c", probe], env=dict(os.environ, PYTHONPATH=str(REPO)),
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
