@@ -60,9 +60,8 @@ async def pve_list(host: HostSpec, transport: Transport, tool: str, timeout: flo
     result = await transport.run(pve_list_argv(tool, sudo=host.sudo), timeout=timeout)
     if result.returncode != 0 or result.timed_out:
         # The host's own refusal (its gatekeeper) first.
-        refused = transport.explain_failure(result)
-        reason = refused[1] if refused else pve_list_failure(result, host.name, tool)
-        raise DiscoveryError(reason, host=host.name)
+        refused = transport.explain_failure(result) or pve_list_failure(result, host.name, tool)
+        raise DiscoveryError(refused.reason, host=host.name, cause=refused.cause)
     return result.stdout.decode("utf-8", "replace")
 
 
