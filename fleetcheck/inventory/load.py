@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from fleetcheck.budget import DEFAULT_API_TIMEOUT, DEFAULT_CONCURRENCY, DEFAULT_NODE_TIMEOUT
+from fleetcheck.budget import DEFAULT_API_TIMEOUT, DEFAULT_CONCURRENCY, node_timeout
 from fleetcheck.inventory.errors import InventoryError
 from fleetcheck.inventory.limit import pattern_problem
 from fleetcheck.inventory.model import (
@@ -354,7 +354,7 @@ class _Builder:
             "python": self.optional(raw, path, "python", self.python, "python3"),
             "env": self.optional(raw, path, "env", self.env, {}),
             "labels": self.optional(raw, path, "labels", self.labels, ()),
-            "timeout": self.optional(raw, path, "timeout", self.seconds, DEFAULT_NODE_TIMEOUT),
+            "timeout": self.optional(raw, path, "timeout", self.seconds, None),
             "sudo": self.optional(raw, path, "sudo", self.boolean, False),
             "probe_host": self.optional(raw, path, "probe_host", self.boolean, False),
         }
@@ -436,6 +436,7 @@ class _Builder:
         if "labels" in raw:
             labels = tuple(dict.fromkeys((*labels, *self.labels(raw["labels"], (*path, "labels")))))
         env = {**ctx["env"], **(self.env(raw["env"], (*path, "env")) if "env" in raw else {})}
+        timeout = self.optional(raw, path, "timeout", self.seconds, ctx["timeout"])
         spec = HostSpec(
             name=name,
             address=address,
@@ -450,7 +451,8 @@ class _Builder:
             env=env,
             labels=labels,
             sudo=self.optional(raw, path, "sudo", self.boolean, ctx["sudo"]),
-            timeout=self.optional(raw, path, "timeout", self.seconds, ctx["timeout"]),
+            timeout=node_timeout(timeout, deep=False),
+            timeout_given=timeout is not None,
             # defaults.api may hold only shared settings (user, token...): a host uses the
             # API when it ends up with a url, or when it has an api: section of its own.
             api=self.api(api_items, path, name) if api_raw or "url" in api_items else None,

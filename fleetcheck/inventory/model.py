@@ -152,6 +152,9 @@ class HostSpec:
     labels: tuple[str, ...] = ()
     sudo: bool = False
     timeout: float = DEFAULT_NODE_TIMEOUT
+    #: False when the inventory named no timeout for the host (nor in `defaults`): a deep
+    #: audit then gives its nodes the deep default instead (`budget.node_timeout`).
+    timeout_given: bool = field(default=True, compare=False, repr=False)
     api: ApiOptions | None = None
     #: ALL_CONTAINERS, or the QEMU VMs named (probed through the guest agent).
     vms: str | tuple[ContainerSpec, ...] = ()

@@ -117,6 +117,18 @@ def host_target(host: HostSpec) -> Target:
                   kind="host", oci=host.oci)
 
 
+def inherited(parent: Target | HostSpec, spec: Any, *, env: Mapping[str, str] | None = None,
+              labels: Sequence[str] = (), python: str | None = None) -> dict[str, Any]:
+    """A child node's python, env, labels and timeout: the spec's own over what it inherits
+    (`parent`'s timeout; `python`, `env` and `labels` as given, else `parent`'s)."""
+    return {
+        "python": spec.python or python or parent.python,
+        "env": merge_env(parent.env if env is None else env, spec.env),
+        "labels": merge_labels(parent.labels, spec.labels, labels),
+        "timeout": spec.timeout if spec.timeout is not None else parent.timeout,
+    }
+
+
 def merge_labels(*groups: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(label for group in groups for label in group))
 

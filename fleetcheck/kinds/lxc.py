@@ -23,15 +23,6 @@ def pct_list_argv(host: HostSpec) -> list[str]:
 
 
 class LxcKind(ProxmoxGuestKind):
-    name = "lxc"
-    key = "containers"
-    noun = "container"
-    default_name = "CT{vmid}"
-    tool = "pct"
-
-    def parse_listing(self, text: str) -> list[DiscoveredContainer]:
-        return parse_pct_list(text)
-
     def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
         del budget  # pct exec has no wait of its own: the host transport's bounds it
         assert target.vmid is not None
@@ -46,7 +37,8 @@ class LxcKind(ProxmoxGuestKind):
         return f"name={target.name}" if target.name != target.id else None
 
 
-LXC = LxcKind()
+LXC = LxcKind("lxc", key="containers", noun="container", default_name="CT{vmid}", tool="pct",
+              parse_listing=parse_pct_list)
 
 
 async def pct_list(host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:

@@ -18,13 +18,7 @@ from fleetcheck.inventory.model import (
     SkippedTarget,
     Target,
 )
-from fleetcheck.kinds.base import (
-    Discovery,
-    NodeKind,
-    Nodes,
-    merge_env,
-    merge_labels,
-)
+from fleetcheck.kinds.base import Discovery, NodeKind, Nodes, inherited
 from fleetcheck.text import last_line
 from fleetcheck.transport.oci import OciTransport, oci_exec_failure, oci_list_argv
 
@@ -129,21 +123,11 @@ class OciKind(NodeKind):
             specs = [spec for spec in declared if isinstance(spec, OciContainerSpec)]
         for spec in specs:
             nodes.append(Target(
-                host=parent.host,
-                vmid=parent.vmid,
-                name=spec.name,
+                host=parent.host, vmid=parent.vmid, name=spec.name, container=spec.name,
+                guest_kind=parent.node_kind, user=spec.user, kind=runtime, runtime=runtime,
                 # An image is its own filesystem: the guest's interpreter and environment do
                 # not apply inside it, the host's (and the defaults') do.
-                python=spec.python or parent.host.python,
-                env=merge_env(parent.host.env, spec.env),
-                labels=merge_labels(parent.labels, spec.labels),
-                timeout=spec.timeout if spec.timeout is not None else parent.timeout,
-                container=spec.name,
-                guest_kind=parent.node_kind,
-                user=spec.user,
-                kind=runtime,
-                runtime=runtime,
-            ))
+                **inherited(parent, spec, python=parent.host.python, env=parent.host.env)))
         return nodes
 
     def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
