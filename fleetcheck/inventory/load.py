@@ -49,6 +49,8 @@ from fleetcheck.inventory.schema import (
     TOP_KEYS,
     TRANSPORTS,
     VM_KEYS,
+    host_keys,
+    kind_keys,
     merge_settings,
 )
 from fleetcheck.inventory.sources import SOURCE_KEYS, SourceEntry, read_sources
@@ -116,6 +118,8 @@ def schema_keys() -> tuple[str, ...]:
     for prefix in ("hosts.*.oci", "hosts.*.containers[].oci", "hosts.*.vms[].oci"):
         keys += [f"{prefix}.{k}" for k in OCI_KEYS]
         keys += [f"{prefix}.containers[].{k}" for k in OCI_CONTAINER_KEYS]
+    for key, kind in kind_keys().items():
+        keys += [f"hosts.*.{key}", *(f"hosts.*.{key}{sub}" for sub in kind.schema_keys())]
     return tuple(keys)
 
 
@@ -387,7 +391,7 @@ class _Builder:
         if not NAME_RE.match(name):
             raise self.fail(path, "host name may hold only letters, digits, '_', '.' and '-'"
                                   + (f" (got {name!r})" if name != path[-1] else ""))
-        raw = self.mapping({} if raw is None else raw, path, HOST_KEYS)
+        raw = self.mapping({} if raw is None else raw, path, host_keys())
         # A Kubernetes cluster entry runs kubectl here unless it names a machine to run it on.
         kube = "kubernetes" in raw and "address" not in raw
         transport = self.choice(raw.get("transport", "local" if kube else "ssh"),
@@ -417,13 +421,18 @@ class _Builder:
                     raise self.fail((*path, "vms", index),
                                     f"VMID {guest.vmid} is also listed under containers")
         oci = self.optional(raw, path, "oci", self.oci, None)
-        if not probe_host and not containers and not vms and oci is None and kubernetes is None:
+        # The keys of the kinds added on the registry: each kind reads its own.
+        declarations = {key: kind.read_declaration(self, raw[key], (*path, key))
+                        for key, kind in kind_keys().items() if key in raw}
+        if not probe_host and not containers and not vms and oci is None and kubernetes is None \
+                and not declarations:
             raise self.fail(path, "nothing to probe: set containers, vms, oci or probe_host: true "
                                   "(or defaults.probe_host: true)")
         if transport == "api":
             # The API has no `pct exec` and no shell on the host: only guest agents.
-            for key in ("containers", "probe_host", "oci", "kubernetes"):
-                if raw.get(key) or (key == "kubernetes" and key in raw):
+            shelled = [key for key, kind in kind_keys().items() if kind.needs_shell]
+            for key in ("containers", "probe_host", "oci", "kubernetes", *shelled):
+                if raw.get(key) or (key in ("kubernetes", *shelled) and key in raw):
                     raise self.fail((*path, key), "needs SSH: a transport: api host reaches "
                                     "only its VMs (through the guest agent)")
             if "api" not in raw and "url" not in ctx["api"]:
@@ -457,6 +466,7 @@ class _Builder:
             # API when it ends up with a url, or when it has an api: section of its own.
             api=self.api(api_items, path, name) if api_raw or "url" in api_items else None,
             origin=origin or f"{self.doc.path}:{self.doc.line(path)}",
+            declarations=declarations,
         )
         return spec, enabled
 

@@ -52,6 +52,26 @@ HOST_KEYS = (
     "sudo",
     "timeout",
 )
+
+
+def kind_keys() -> dict[str, Any]:
+    """The host keys of the node kinds that have no key above (`kinds/`: a kind's
+    `inventory_key`, read by the kind itself), each with its kind, in registry order."""
+    from fleetcheck import kinds
+
+    found: dict[str, Any] = {}
+    for kind in kinds.all_kinds():
+        key = kind.inventory_key
+        if key is not None and key not in HOST_KEYS:
+            found.setdefault(key, kind)
+    return found
+
+
+def host_keys() -> tuple[str, ...]:
+    """Every key a host's entry accepts: the ones above, then the node kinds' own."""
+    return (*HOST_KEYS, *kind_keys())
+
+
 CONTAINER_KEYS = ("vmid", "name", "python", "env", "labels", "timeout", "oci")
 VM_KEYS = CONTAINER_KEYS
 OCI_KEYS = ("runtime", "containers")
