@@ -72,11 +72,23 @@ class NodeKind(abc.ABC):
         `schema_keys()` (what `fleetcheck inventory --keys` and the docs list)."""
         return ()
 
-    def read_declaration(self, reader: Any, value: Any, path: tuple[Any, ...]) -> Any:
+    #: An entry declaring its key without an `address` runs its tool on this machine
+    #: (`transport: local`) and probes no host by default (a Kubernetes cluster: kubectl).
+    local_by_default: ClassVar[bool] = False
+
+    @property
+    def reads_declaration(self) -> bool:
+        """Whether the loader hands this kind its `inventory_key` (it has `read_declaration`);
+        `containers:`, `vms:` and `oci:` the loader reads itself."""
+        return type(self).read_declaration is not NodeKind.read_declaration
+
+    def read_declaration(self, reader: Any, value: Any, path: tuple[Any, ...],
+                         transport: str) -> Any:
         """Its `inventory_key`'s value read and checked with the loader's typed readers
-        (`reader.mapping`, `reader.string`, `reader.fail(path, problem)`...); the result is
-        what `declared` finds in `parent.host.declarations[inventory_key]` (or in the
-        HostSpec field of that name, for the kinds that have one)."""
+        (`reader.mapping`, `reader.string`, `reader.local_path`, `reader.shown`,
+        `reader.fail(path, problem)`...); `transport` is the host's ("local": paths are this
+        machine's). The result is what `declared` finds in the HostSpec field of that name,
+        where HostSpec has one, else in `parent.host.declarations[inventory_key]`."""
         raise NotImplementedError(f"{self.name}: no inventory key of its own")
 
     def graph_rows(self, host: HostSpec, known: Sequence[Target]) -> list[str]:

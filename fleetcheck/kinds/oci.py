@@ -13,6 +13,7 @@ from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.listings import parse_oci_ps
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
+    OCI_RUNTIMES,
     ContainerSpec,
     DiscoveredOci,
     HostSpec,
@@ -107,8 +108,9 @@ class InsideIds(IdShape):
     rank = 1
 
     def problem(self, hosts: Sequence[HostSpec], rest: str) -> str | NotMine | None:
-        if ":" not in rest:
-            return NOT_MINE
+        last = rpartition_outside_brackets(rest, "/")[2]
+        if last.partition(":")[0] not in OCI_RUNTIMES:
+            return NOT_MINE  # not a Docker/Podman container: another kind's `KIND:NAME`
         return inside_problem(hosts, rest)
 
     def may_select(self, kind: NodeKind, parent: Target, patterns: Sequence[str],

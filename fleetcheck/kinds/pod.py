@@ -12,13 +12,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.budget import LISTING_TIMEOUT
-from fleetcheck.inventory.model import ALL_CONTAINERS, HostSpec, PodPlace, SkippedTarget, Target
+from fleetcheck.inventory.model import (
+    ALL_CONTAINERS,
+    HostSpec,
+    KubernetesSpec,
+    PodPlace,
+    SkippedTarget,
+    Target,
+)
 from fleetcheck.kinds.base import NOT_MINE, Discovery, IdShape, NodeKind, Nodes, NotMine
+from fleetcheck.text import clip
 from fleetcheck.transport.kubectl import PodTransport, kubectl_failure, pods_argv
 
 if TYPE_CHECKING:
@@ -90,6 +99,21 @@ def kubernetes_scope(host: HostSpec) -> str:
     return ", ".join(parts)
 
 
+#: The keys of a host's `kubernetes:`.
+KUBERNETES_KEYS = ("kubeconfig", "context", "namespaces", "selector", "container")
+#: A Kubernetes name (RFC 1123 label: namespaces, containers).
+K8S_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def _k8s_name(reader: Any, value: Any, path: tuple[Any, ...]) -> str:
+    text = reader.string(value, path)
+    if not K8S_LABEL_RE.match(text):
+        raise reader.fail(path, "must be a Kubernetes name (lower-case letters, digits and "
+                                f"'-', at most 63), got {reader.shown(clip(text, 80))}")
+    assert isinstance(text, str)
+    return text
+
+
 class PodIds(IdShape):
     """`CLUSTER/NAMESPACE/POD[/CONTAINER]`: known only once the pods are listed."""
 
@@ -118,6 +142,49 @@ class PodKind(NodeKind):
     listing_fails_parent = False
     id_shape = POD_IDS
     inventory_key = "kubernetes"
+    local_by_default = True
+
+    def schema_keys(self) -> tuple[str, ...]:
+        return tuple(f".{key}" for key in KUBERNETES_KEYS)
+
+    def read_declaration(self, reader: Any, value: Any, path: tuple[Any, ...],
+                         transport: str) -> KubernetesSpec:
+        """`kubernetes: {kubeconfig, context, namespaces, selector, container}`."""
+        raw = reader.mapping(value, path, KUBERNETES_KEYS)
+        kubeconfig = None
+        if "kubeconfig" in raw:
+            # A file of the machine kubectl runs on: this one's paths resolve as others do.
+            kubeconfig = (reader.local_path(raw["kubeconfig"], (*path, "kubeconfig"))
+                          if transport == "local" else reader.python(raw["kubeconfig"],
+                                                                   (*path, "kubeconfig")))
+        namespaces: str | tuple[str, ...] = ()
+        if "namespaces" in raw:
+            listed = raw["namespaces"]
+            if listed != ALL_CONTAINERS:
+                if not isinstance(listed, list) or not listed:
+                    got = reader.shown(listed)
+                    raise reader.fail((*path, "namespaces"),
+                                      f"must be 'all' or a list of namespaces, got {got}")
+                namespaces = tuple(_k8s_name(reader, item, (*path, "namespaces", index))
+                                   for index, item in enumerate(listed))
+            else:
+                namespaces = ALL_CONTAINERS
+        container = None
+        if "container" in raw:
+            container = raw["container"] if raw["container"] == ALL_CONTAINERS else \
+                _k8s_name(reader, raw["container"], (*path, "container"))
+        selector = None
+        if "selector" in raw:
+            selector = reader.string(raw["selector"], (*path, "selector"))
+            if selector.startswith("-"):
+                raise reader.fail((*path, "selector"), "must not start with '-'")
+        context = None
+        if "context" in raw:
+            context = reader.string(raw["context"], (*path, "context"))
+            if context.startswith("-"):
+                raise reader.fail((*path, "context"), "must not start with '-'")
+        return KubernetesSpec(kubeconfig=kubeconfig, context=context, namespaces=namespaces,
+                              selector=selector, container=container)
 
     def graph_rows(self, host: HostSpec, known: Sequence[Target]) -> list[str]:
         if host.kubernetes is None:
