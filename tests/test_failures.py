@@ -22,7 +22,7 @@ from fleetcheck.transport.pct import PctTransport, pct_exec_failure
 from fleetcheck.transport.qemu import QemuTransport
 from fleetcheck.transport.ssh import SshTransport
 from fleetcheck.verdict import DEFAULT_POLICY, blocking_fix, failure_id
-from tests.transport.test_ssh_inprocess import FakeHost, echo_stdin
+from tests.transport.sshserver import FakeHost, echo_stdin
 
 
 def _node(status: str, reason: str, cause: str | None) -> NodeResult:
