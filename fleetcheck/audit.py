@@ -30,8 +30,6 @@ from fleetcheck.inventory import (
     Target,
     host_may_match,
     matches_limit,
-    may_select_guests,
-    may_select_inside,
 )
 from fleetcheck.inventory.discovery import needs_discovery
 from fleetcheck.model import NodeResult, Report, TritonVerdict
@@ -97,8 +95,9 @@ def _timed_out(target: Target, duration_s: float) -> NodeResult:
 
 def _without_document(
     target: Target, transport: Transport, result: CommandResult, problem: ProbeOutputError
-) -> tuple[str, str]:
-    """(status, reason) for a command that printed no probe document: who refused, or why."""
+) -> tuple[str, str, str | None]:
+    """(status, reason, cause id or None) for a command that printed no probe document: who
+    refused (the refusal's id), or why."""
     where = kinds.kind(target.kind).inside(target)
     code = result.returncode
     if code != 0:
@@ -106,17 +105,18 @@ def _without_document(
         # before the probe ran.
         refused = transport.explain_failure(result)
         if refused is not None:
-            return refused
+            return refused.status, refused.reason, refused.cause
         if code == 127:
-            return "error", f"{target.python} not found {where}"
+            return "error", f"{target.python} not found {where}", failures.INTERPRETER_MISSING
         if code == 126:
-            return "error", f"{target.python} cannot be run {where}"
+            return ("error", f"{target.python} cannot be run {where}",
+                    failures.INTERPRETER_MISSING)
         if not result.stdout.strip():
             detail = last_line(result.stderr) or "no output"
-            return "error", f"probe exited with status {code}: {detail}"
+            return "error", f"probe exited with status {code}: {detail}", None
     head = result.stdout.lstrip()[:60].decode("utf-8", "replace").splitlines()
     begins = f" (output begins {head[0]!r})" if head else ""
-    return "error", f"{problem}{begins}"
+    return "error", f"{problem}{begins}", None
 
 
 def node_from_result(
@@ -141,8 +141,8 @@ def node_from_result(
     try:
         output = parse_probe_output(result.stdout)
     except ProbeOutputError as exc:
-        status, reason = _without_document(target, transport, result, exc)
-        return _node(target, status, reason, **timing)
+        status, reason, cause = _without_document(target, transport, result, exc)
+        return _node(target, status, reason, **timing, **_failed(cause))
     status, reason = evaluate_node(output.checks, output.triton, policy, facts=output.facts)
     # How the node was reached is the transport's to say, never the node's (it could lie).
     facts = {**output.facts, **transport.connection_facts()}
@@ -357,7 +357,7 @@ class AuditRun:
             return
         except (DiscoveryError, InventoryError) as exc:
             reason = f"container discovery failed: {exc}"
-            self._finish_host(_host_node(host, "error", reason))
+            self._finish_host(_host_node(host, "error", reason, getattr(exc, "cause", None)))
             return
         self._pending.pop(host.name, None)
         if host.probe_host:
@@ -384,10 +384,8 @@ class AuditRun:
             return False
         if not self.limit:
             return True
-        if kind.limit_shape == "guests":  # HOST/VMID: a Proxmox host's guests
-            return may_select_guests(parent.host, self.limit, self.inventory.groups)
-        if kind.limit_shape == "inside":  # PARENT/KIND:NAME inside a node
-            return may_select_inside(parent.id, kind.name, self.limit, self.inventory.groups)
+        if kind.id_shape is not None:
+            return kind.id_shape.may_select(kind, parent, self.limit, self.inventory.groups)
         return True  # a kind whose ids the limit cannot foresee: list
 
     async def _nodes_under(

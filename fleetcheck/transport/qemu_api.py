@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fleetcheck.budget import BudgetFor, NodeBudget
-from fleetcheck.failures import UNREACHABLE
+from fleetcheck.failures import ACCESS_DENIED, UNREACHABLE, Refusal
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.model import ApiOptions
 from fleetcheck.inventory.pveapi import api_client, call_api, read_token_secret
@@ -114,7 +114,7 @@ class QemuApiTransport(VmWording, Transport):
         self.host_name = agent.host_name
         self.budget = budget
 
-    def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
+    def explain_failure(self, result: CommandResult) -> Refusal | None:
         return self.explain_own(result)
 
     async def run(
@@ -164,7 +164,7 @@ class QemuApiTransport(VmWording, Transport):
 
     def _refused(self, exc: TransportError) -> CommandResult:
         """The API's own refusals (500 with qemu-server's die text) read like qm's stderr."""
-        if exc.kind == "unreachable" or " 403 " in f" {exc} ":
+        if exc.cause in (UNREACHABLE, ACCESS_DENIED):
             raise exc
         return CommandResult(255, b"", str(exc).encode())
 

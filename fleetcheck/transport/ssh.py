@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fleetcheck.budget import CLOSE_WAIT, BudgetFor, NodeBudget, connect_wait
-from fleetcheck.failures import JUMP_HOST_KEY, UNREACHABLE
+from fleetcheck.failures import GATEKEEPER_REFUSED, JUMP_HOST_KEY, UNREACHABLE, Refusal
 from fleetcheck.gatekeeper import refusal_reason
 from fleetcheck.inventory.model import HostSpec
 from fleetcheck.transport.interface import (
@@ -208,10 +208,10 @@ class SshTransport(Transport):
         #: What the connection negotiated (key exchange, cipher...), once it is open.
         self.negotiated: dict[str, str] = {}
 
-    def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
+    def explain_failure(self, result: CommandResult) -> Refusal | None:
         # A host that restricts the audit key (`fleetcheck host-setup`) refuses with its own line.
         gatekept = refusal_reason(result.stderr.decode("utf-8", "replace"), result.returncode)
-        return ("error", gatekept) if gatekept is not None else None
+        return Refusal("error", gatekept, GATEKEEPER_REFUSED) if gatekept is not None else None
 
     def connection_facts(self) -> dict[str, object]:
         """The effective address, port, user and known_hosts and what was negotiated."""
