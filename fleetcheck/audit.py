@@ -30,8 +30,6 @@ from fleetcheck.inventory import (
     Target,
     host_may_match,
     matches_limit,
-    may_select_guests,
-    may_select_inside,
 )
 from fleetcheck.inventory.discovery import needs_discovery
 from fleetcheck.model import NodeResult, Report, TritonVerdict
@@ -386,10 +384,8 @@ class AuditRun:
             return False
         if not self.limit:
             return True
-        if kind.limit_shape == "guests":  # HOST/VMID: a Proxmox host's guests
-            return may_select_guests(parent.host, self.limit, self.inventory.groups)
-        if kind.limit_shape == "inside":  # PARENT/KIND:NAME inside a node
-            return may_select_inside(parent.id, kind.name, self.limit, self.inventory.groups)
+        if kind.id_shape is not None:
+            return kind.id_shape.may_select(kind, parent, self.limit, self.inventory.groups)
         return True  # a kind whose ids the limit cannot foresee: list
 
     async def _nodes_under(

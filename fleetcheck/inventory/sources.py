@@ -16,7 +16,7 @@ from typing import Any
 
 from fleetcheck.budget import SOURCE_COMMAND_TIMEOUT
 from fleetcheck.inventory.ansible import AnsibleInventory
-from fleetcheck.inventory.schema import API_KEYS, HOST_KEYS, LABEL_RE, merge_settings
+from fleetcheck.inventory.schema import API_KEYS, LABEL_RE, host_keys, merge_settings
 from fleetcheck.text import closest
 
 #: A host variable `fleetcheck_KEY` is the host key KEY (`fleetcheck_containers: all`).
@@ -275,9 +275,9 @@ def read_sources(builder: Any, raw: Any, context: Mapping[str, Any]) -> FoundSou
         item = builder.mapping(item, path, SOURCE_KEYS[kind])
         if not builder.optional(item, path, "enabled", builder.boolean, True):
             continue  # not read at all: no command run, no API asked
-        template = builder.mapping(item.get("host") or {}, (*path, "host"), HOST_KEYS)
+        template = builder.mapping(item.get("host") or {}, (*path, "host"), host_keys())
         if kind == "ansible":
-            found = _read_ansible(builder, item, path, HOST_KEYS)
+            found = _read_ansible(builder, item, path, host_keys())
             label = str(item[kind])
         else:
             found = _read_proxmox(builder, item, path, context, template)

@@ -390,7 +390,7 @@ def test_a_rocky_node_is_fixed_with_dnf(fleet: Fleet, capsys: Any, tmp_path: Pat
 
 def test_an_audit_key_restricted_by_the_gatekeeper_cannot_repair(
         fleet: Fleet, capsys: Any, tmp_path: Path) -> None:
-    from tests.gatekeeper.test_forced_command import install_gatekeeper, keygen
+    from tests.gatekeeper.support import install_gatekeeper, keygen
 
     key = keygen(tmp_path / "audit_ed25519")
     cdir = _fleet(fleet)
