@@ -26,20 +26,13 @@ from fleetcheck.inventory.patterns import (
     rpartition_outside_brackets,
 )
 from fleetcheck.inventory.ranges import matches_name
-from fleetcheck.kinds.base import (
-    NOT_MINE,
-    Discovery,
-    IdShape,
-    NodeKind,
-    Nodes,
-    NotMine,
-    inherited,
-)
+from fleetcheck.kinds.base import NOT_MINE, IdShape, NodeKind, inherited
 from fleetcheck.text import last_line
 from fleetcheck.transport.oci import OciTransport, oci_exec_failure, oci_list_argv
 
 if TYPE_CHECKING:
     from fleetcheck.budget import BudgetFor
+    from fleetcheck.kinds.base import Discovery, Nodes, NotMine
     from fleetcheck.model import Check, NodeResult
     from fleetcheck.transport.interface import Transport
 
