@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import socket
 import time
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetcheck import failures, kinds
+from fleetcheck.budget import STOP_WAIT, node_timeout
 from fleetcheck.inventory import (
     DiscoveryError,
     HostSpec,
@@ -28,8 +30,6 @@ from fleetcheck.inventory import (
     Target,
     host_may_match,
     matches_limit,
-    may_select_guests,
-    may_select_inside,
 )
 from fleetcheck.inventory.discovery import needs_discovery
 from fleetcheck.model import NodeResult, Report, TritonVerdict
@@ -40,7 +40,6 @@ from fleetcheck.text import clip, last_line
 from fleetcheck.timestamps import utc_now
 from fleetcheck.transport.factory import TransportFactory
 from fleetcheck.transport.interface import (
-    DEFAULT_NODE_TIMEOUT,
     OUTPUT_CAP,
     BudgetFor,
     CommandResult,
@@ -96,8 +95,9 @@ def _timed_out(target: Target, duration_s: float) -> NodeResult:
 
 def _without_document(
     target: Target, transport: Transport, result: CommandResult, problem: ProbeOutputError
-) -> tuple[str, str]:
-    """(status, reason) for a command that printed no probe document: who refused, or why."""
+) -> tuple[str, str, str | None]:
+    """(status, reason, cause id or None) for a command that printed no probe document: who
+    refused (the refusal's id), or why."""
     where = kinds.kind(target.kind).inside(target)
     code = result.returncode
     if code != 0:
@@ -105,17 +105,18 @@ def _without_document(
         # before the probe ran.
         refused = transport.explain_failure(result)
         if refused is not None:
-            return refused
+            return refused.status, refused.reason, refused.cause
         if code == 127:
-            return "error", f"{target.python} not found {where}"
+            return "error", f"{target.python} not found {where}", failures.INTERPRETER_MISSING
         if code == 126:
-            return "error", f"{target.python} cannot be run {where}"
+            return ("error", f"{target.python} cannot be run {where}",
+                    failures.INTERPRETER_MISSING)
         if not result.stdout.strip():
             detail = last_line(result.stderr) or "no output"
-            return "error", f"probe exited with status {code}: {detail}"
+            return "error", f"probe exited with status {code}: {detail}", None
     head = result.stdout.lstrip()[:60].decode("utf-8", "replace").splitlines()
     begins = f" (output begins {head[0]!r})" if head else ""
-    return "error", f"{problem}{begins}"
+    return "error", f"{problem}{begins}", None
 
 
 def node_from_result(
@@ -140,8 +141,8 @@ def node_from_result(
     try:
         output = parse_probe_output(result.stdout)
     except ProbeOutputError as exc:
-        status, reason = _without_document(target, transport, result, exc)
-        return _node(target, status, reason, **timing)
+        status, reason, cause = _without_document(target, transport, result, exc)
+        return _node(target, status, reason, **timing, **_failed(cause))
     status, reason = evaluate_node(output.checks, output.triton, policy, facts=output.facts)
     # How the node was reached is the transport's to say, never the node's (it could lie).
     facts = {**output.facts, **transport.connection_facts()}
@@ -190,6 +191,18 @@ async def probe_target(
     return node_from_result(target, transport, result, policy, time.monotonic() - started)
 
 
+def with_node_timeouts(inventory: Inventory, *, deep: bool) -> Inventory:
+    """`inventory` with the budget's default timeout (`budget.node_timeout`: plain or deep)
+    on every host that names none, so that `audit --deep` and `probe --deep` follow one
+    rule; a guest's own timeout still wins over its host's."""
+    default = node_timeout(None, deep=deep)
+    if all(host.timeout_given or host.timeout == default for host in inventory.hosts):
+        return inventory
+    return dataclasses.replace(inventory, hosts=tuple(
+        host if host.timeout_given else dataclasses.replace(host, timeout=default)
+        for host in inventory.hosts))
+
+
 def raise_open_files_limit() -> None:
     """Lift the soft limit on open files to the hard one: one socket per host adds up."""
     try:
@@ -231,10 +244,10 @@ class AuditRun:
         budget: BudgetFor = NodeBudget,
         before_probe: BeforeProbe | None = None,
     ) -> None:
-        self.inventory = inventory
+        self.deep = deep or policy.deep
+        self.inventory = with_node_timeouts(inventory, deep=self.deep)
         self.before_probe = before_probe
         self.limit = list(limit or [])
-        self.deep = deep or policy.deep
         self.policy = policy
         self.observer: AuditObserver = observer or NullObserver()
         self.audit_timeout = audit_timeout if audit_timeout is not None else (
@@ -290,10 +303,10 @@ class AuditRun:
         for task in tasks:
             task.cancel()
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
+            await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), STOP_WAIT)
         closing = [*self._closing, *(transport.close() for transport in self._transports)]
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), 10)
+            await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), STOP_WAIT)
 
     def _finish(self, node: NodeResult) -> None:
         self._done[node.id] = node
@@ -344,7 +357,7 @@ class AuditRun:
             return
         except (DiscoveryError, InventoryError) as exc:
             reason = f"container discovery failed: {exc}"
-            self._finish_host(_host_node(host, "error", reason))
+            self._finish_host(_host_node(host, "error", reason, getattr(exc, "cause", None)))
             return
         self._pending.pop(host.name, None)
         if host.probe_host:
@@ -371,10 +384,8 @@ class AuditRun:
             return False
         if not self.limit:
             return True
-        if kind.limit_shape == "guests":  # HOST/VMID: a Proxmox host's guests
-            return may_select_guests(parent.host, self.limit, self.inventory.groups)
-        if kind.limit_shape == "inside":  # PARENT/KIND:NAME inside a node
-            return may_select_inside(parent.id, kind.name, self.limit, self.inventory.groups)
+        if kind.id_shape is not None:
+            return kind.id_shape.may_select(kind, parent, self.limit, self.inventory.groups)
         return True  # a kind whose ids the limit cannot foresee: list
 
     async def _nodes_under(
@@ -466,14 +477,16 @@ def local_node_result(
     *,
     python: str | None = None,
     deep: bool = False,
-    timeout: float = DEFAULT_NODE_TIMEOUT,
+    timeout: float | None = None,
     env: dict[str, str] | None = None,
     policy: Policy = DEFAULT_POLICY,
     transports: TransportFactory | None = None,
     probe: bytes | None = None,
 ) -> NodeResult:
-    """Probe the machine fleetcheck runs on (`fleetcheck probe`); the node id is its hostname."""
+    """Probe the machine fleetcheck runs on (`fleetcheck probe`); the node id is its hostname.
+    `timeout` None: the budget's default for a plain or a deep probe."""
     name = socket.gethostname()
+    timeout = node_timeout(timeout, deep=deep)
     host = HostSpec(name=name, address=None, transport="local", timeout=timeout)
     target = Target(host=host, vmid=None, name=name, python=python or "python3",
                     env=dict(env or {}), labels=(), timeout=timeout)

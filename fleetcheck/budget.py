@@ -18,9 +18,9 @@ DEFAULT_NODE_TIMEOUT = 60.0
 DEFAULT_DEEP_NODE_TIMEOUT = 180.0
 
 
-
 def node_timeout(given: float | None, *, deep: bool) -> float:
-    """The node timeout asked for, else the default for a plain or a deep probe."""
+    """The node timeout asked for (`--timeout`, the inventory's `timeout`), else the default
+    for a plain or a deep probe: the one rule of `audit --deep`, `probe --deep`, `fix`."""
     if given is not None:
         return given
     return DEFAULT_DEEP_NODE_TIMEOUT if deep else DEFAULT_NODE_TIMEOUT
@@ -92,3 +92,33 @@ LISTING_TIMEOUT = 30.0
 DEFAULT_API_TIMEOUT = 10.0
 #: Nodes probed at once fleet-wide when `defaults.concurrency` is not set.
 DEFAULT_CONCURRENCY = 64
+
+#: How long a TCP connect plus SSH handshake may take when neither the inventory's
+#: `ssh.connect_timeout` nor an ssh_config `ConnectTimeout` says.
+DEFAULT_CONNECT_TIMEOUT = 10.0
+#: Seconds beyond the connect timeout that the client waits for asyncssh's own answer.
+CONNECT_SLACK = 1.0
+
+
+def connect_wait(connect_timeout: float) -> float:
+    """How long one SSH connection (or jump hop) is waited for."""
+    return connect_timeout + CONNECT_SLACK
+
+
+#: How long closing an SSH connection, or the best-effort kill of abandoned commands, may take.
+CLOSE_WAIT = 5.0
+#: How long the scheduler waits for its cancelled tasks, and then for its transports to close.
+STOP_WAIT = 10.0
+#: How long a local command's pipe is read once the command ended (a grandchild may hold it).
+PIPE_DRAIN_WAIT = 1.0
+#: How long a source's own command may take (`ansible-inventory --list`) when the
+#: inventory's `timeout` of the source says nothing.
+SOURCE_COMMAND_TIMEOUT = 60.0
+#: How long each Slurm command (scontrol, sinfo) of `fleetcheck health --slurm` may take.
+SLURM_COMMAND_TIMEOUT = 15.0
+
+
+def api_deadline(api_timeout: float) -> float:
+    """The whole exchange with the Proxmox API: the per-request timeout bounds each socket
+    operation, this bounds the two requests together."""
+    return 2 * api_timeout + 1

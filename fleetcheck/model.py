@@ -20,7 +20,7 @@ VERDICTS = ("gpu", "cpu-fallback", "no-gpu", "not-installed", "unknown")
 #: What each status means, and the exit codes, are fleetcheck.verdict's.
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a report holds dozens per node (docs/scaling.md)
 class Check:
     """One finding of the probe (or of the fleet consistency rules)."""
 

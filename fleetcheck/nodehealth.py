@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fleetcheck.budget import SLURM_COMMAND_TIMEOUT
 from fleetcheck.outbound import OutBound
 
 #: The cache file's schema tag; a file without it is refused, never guessed at.
@@ -47,8 +48,6 @@ NPD_MAX_MESSAGE = 80
 #: 1 NonOK, anything else Unknown); fleetcheck's own exit codes already follow it.
 STATE_EXIT = {"ok": 0, "fail": 1, "unknown": 3}
 
-#: Slurm commands get this long; a health check must never hang on a slow slurmctld.
-SLURM_COMMAND_TIMEOUT_S = 15.0
 
 #: Longest drain reason written (Slurm keeps more, but sinfo's columns do not).
 _REASON_MAX = 200
@@ -156,9 +155,9 @@ class SlurmError(Exception):
 def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(list(argv), capture_output=True, text=True, check=False,
-                              timeout=SLURM_COMMAND_TIMEOUT_S)
+                              timeout=SLURM_COMMAND_TIMEOUT)
     except subprocess.TimeoutExpired:
-        raise SlurmError(f"{argv[0]}: timed out after {SLURM_COMMAND_TIMEOUT_S:g} s") from None
+        raise SlurmError(f"{argv[0]}: timed out after {SLURM_COMMAND_TIMEOUT:g} s") from None
     except OSError as exc:
         raise SlurmError(f"{argv[0]}: {exc.strerror or exc}") from None
 

@@ -225,6 +225,21 @@ _HOST_KEY_FIXES = {
         "ssh-keygen -R HOST",
 }
 
+#: An error node's fix when a tool refused before the probe ran, by the refusal's id.
+_REFUSAL_FIXES = {
+    failures.GATEKEEPER_REFUSED:
+        "the host's audit key runs only what its fleetcheck gatekeeper allows: after an "
+        "upgrade, run `fleetcheck host-setup --key KEY.pub | ssh root@HOST python3 -` again "
+        "to add this probe's hash (`fleetcheck probe --script --sha256`)",
+    failures.AGENT_NOT_CONFIGURED:
+        "enable the VM's guest agent (`qm set VMID --agent 1`) and install qemu-guest-agent "
+        "in the guest",
+    failures.AGENT_NOT_ANSWERING:
+        "start qemu-guest-agent in the guest (systemctl enable --now qemu-guest-agent)",
+    failures.SUDO_PASSWORD:
+        "allow the login to run the tool with `sudo -n` (a NOPASSWD sudoers rule)",
+}
+
 #: How reports written before failures had ids (no `triton.cause`) worded them: read only
 #: for such a node, so that a saved report keeps its fixes.
 _WORDED_FAILURES = (
@@ -256,6 +271,8 @@ def blocking_fix(node: NodeResult) -> str:
         return _UNVERIFIED_FIX[node.status]
     if node.status == "error" and failure == failures.TIMED_OUT:
         return _TIMEOUT_FIX
+    if node.status == "error" and failure in _REFUSAL_FIXES:
+        return _REFUSAL_FIXES[failure]
     # A failing verdict is the root cause the reason names; its fix comes first.
     if node.triton.verdict not in ("gpu", "unknown") and node.triton.fix:
         return node.triton.fix

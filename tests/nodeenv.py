@@ -14,6 +14,7 @@ real. Usable outside pytest::
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import shlex
@@ -21,6 +22,8 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +35,26 @@ STUB_KEY = "fleetcheck-stub-cuda-utils"
 DEFAULT_ARCH = ("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120")
 GPU_MODES = (True, False, "no-dev-nodes", "no-uvm", "mismatch", "no-libcuda", "proc-only")
 
-_LIBCUDA_CACHE: dict[str, Path] = {}
+#: The stub libraries this process compiled, one per configuration (see `_compiled`).
+_STUB_CACHE: list[Path] = []
+
+
+def _compiled(configuration: object, target: Path, build: Callable[[], None]) -> None:
+    """`build()` writes `target`; once per `configuration` in this process, later nodes get a
+    copy of that build (gcc takes ~0.25 s a library, and a run's nodes share few
+    configurations). The cache keeps its own copy: a test that changes its node's library
+    leaves the next node's alone."""
+    if not _STUB_CACHE:
+        folder = Path(tempfile.mkdtemp(prefix="fleetcheck-stub-libs-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _STUB_CACHE.append(folder)
+    key = hashlib.sha256(json.dumps(configuration, sort_keys=True).encode()).hexdigest()
+    cached = _STUB_CACHE[0] / key
+    if cached.exists():
+        shutil.copy2(cached, target)
+    else:
+        build()
+        shutil.copy2(target, cached)
 
 #: Real files of released wheels (scripts/fetch_test_wheels.py): Triton 3.9's backends (their
 #: discovery and each driver's is_active()) and vLLM 0.33.0's platform and Triton detection.
@@ -130,12 +152,16 @@ def build_nvml(where: Path, *, version: str, nvml_rc: int, compute_mode: int,
                count: int = 1) -> Path:
     """A stub libnvidia-ml.so.<version> (soname libnvidia-ml.so.1)."""
     target = where / f"libnvidia-ml.so.{version}"
-    source = _write(where / "nvml_stub.c", NVML_C)
-    subprocess.run([GCC, str(source), "-shared", "-fPIC", "-Wl,-soname,libnvidia-ml.so.1", "-o",
-                    str(target), f"-DNVML_RC={nvml_rc}", f"-DCOMPUTE_MODE={compute_mode}",
-                    f"-DCOUNT={count}"],
-                   check=True)
-    source.unlink()
+
+    def build() -> None:
+        source = _write(where / "nvml_stub.c", NVML_C)
+        subprocess.run([GCC, str(source), "-shared", "-fPIC", "-Wl,-soname,libnvidia-ml.so.1",
+                        "-o", str(target), f"-DNVML_RC={nvml_rc}",
+                        f"-DCOMPUTE_MODE={compute_mode}", f"-DCOUNT={count}"], check=True)
+        source.unlink()
+
+    where.mkdir(parents=True, exist_ok=True)
+    _compiled(["nvml", target.name, nvml_rc, compute_mode, count], target, build)
     (where / "libnvidia-ml.so.1").symlink_to(target.name)
     return target
 
@@ -147,19 +173,17 @@ def build_libcuda(where: Path, *, version: str, init_rc: int, driver_version: in
     defines = {"INIT_RC": init_rc, "DRIVER_VERSION": driver_version, "COUNT": count,
                "NAME": json.dumps(name), "CC_MAJOR": major, "CC_MINOR": minor,
                "MEM_MIB": memory_mib, "CTX_RC": ctx_rc}
-    key = hashlib.sha256(json.dumps([version, defines], sort_keys=True).encode()).hexdigest()
-    cached = _LIBCUDA_CACHE.get(key)
     target = where / f"libcuda.so.{version}"
     where.mkdir(parents=True, exist_ok=True)
-    if cached is None or not cached.exists():
+
+    def build() -> None:
         source = _write(where / "libcuda_stub.c", LIBCUDA_C)
         argv = [GCC, str(source), "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o",
                 str(target)] + [f"-D{k}={v}" for k, v in defines.items()]
         subprocess.run(argv, check=True)
         source.unlink()
-        _LIBCUDA_CACHE[key] = target
-    elif cached != target:
-        shutil.copy2(cached, target)
+
+    _compiled(["libcuda", version, defines], target, build)
     return target
 
 
@@ -1219,10 +1243,8 @@ def build_libamdhip64(where: Path, *, hip_version: str, count_rc: int, count: in
                "GCN_ARCH": json.dumps(gcn_arch)}
     where.mkdir(parents=True, exist_ok=True)
     target = where / f"libamdhip64.so.{major}.{minor}.{patch}"
-    key = hashlib.sha256(json.dumps(["hip", defines, str(hip_include)],
-                                    sort_keys=True).encode()).hexdigest()
-    cached = _LIBCUDA_CACHE.get(key)
-    if cached is None or not cached.exists():
+
+    def build() -> None:
         sources = [_write(where / "libamdhip64_stub.c", LIBAMDHIP64_C)]
         flags = []
         if hip_include is not None:
@@ -1233,9 +1255,8 @@ def build_libamdhip64(where: Path, *, hip_version: str, count_rc: int, count: in
                        + [f"-D{k}={v}" for k, v in defines.items()], check=True)
         for source in sources:
             source.unlink()
-        _LIBCUDA_CACHE[key] = target
-    elif cached != target:
-        shutil.copy2(cached, target)
+
+    _compiled(["hip", target.name, defines, str(hip_include)], target, build)
     (where / f"libamdhip64.so.{major}").symlink_to(target.name)
     (where / "libamdhip64.so").symlink_to(f"libamdhip64.so.{major}")
     return where / "libamdhip64.so"

@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fleetcheck import failures
+from fleetcheck.audit import node_from_result
+from fleetcheck.gatekeeper import script_module
+from fleetcheck.inventory.model import HostSpec, Target
 from fleetcheck.model import NodeResult, TritonVerdict
-from fleetcheck.transport.interface import TransportError
+from fleetcheck.transport import kubectl, oci, pct, qemu, refusals
+from fleetcheck.transport.interface import CommandResult, TransportError
+from fleetcheck.transport.oci import oci_exec_failure
+from fleetcheck.transport.pct import PctTransport, pct_exec_failure
+from fleetcheck.transport.qemu import QemuTransport
 from fleetcheck.transport.ssh import SshTransport
-from fleetcheck.verdict import blocking_fix, failure_id
-from tests.transport.test_ssh_inprocess import FakeHost, echo_stdin
+from fleetcheck.verdict import DEFAULT_POLICY, blocking_fix, failure_id
+from tests.transport.sshserver import FakeHost, echo_stdin
 
 
 def _node(status: str, reason: str, cause: str | None) -> NodeResult:
@@ -60,3 +69,70 @@ def test_an_unknown_host_key_is_refused_with_its_id(tmp_path: Path) -> None:
     error = asyncio.run(main())
     assert (error.kind, error.cause) == ("unreachable", failures.HOST_KEY_UNKNOWN)
     assert "is not in" in str(error)
+
+
+# The refusals of the tools before the probe: an id where the tool's text is read ----------
+
+def _target(vmid: int | None = None, kind: str = "") -> Target:
+    host = HostSpec(name="pve1", address="127.0.0.1")
+    return Target(host=host, vmid=vmid, name="n", python="python3", env={}, labels=(),
+                  timeout=30, kind=kind)
+
+
+def test_a_gatekeeper_refusal_is_an_error_node_with_its_id_and_its_fix() -> None:
+    stderr = b"fleetcheck-gatekeeper: refused: probe sha256 ab12... is not in /etc/f\n"
+    refused = CommandResult(returncode=script_module().EXIT_REFUSED, stdout=b"", stderr=stderr)
+    target = _target(101)
+    container = PctTransport(SshTransport(target.host), 101, host_name="pve1")
+    node = node_from_result(target, container, refused, DEFAULT_POLICY, 0.1)
+    assert (node.status, node.triton.cause) == ("error", failures.GATEKEEPER_REFUSED)
+    assert failure_id(node) == failures.GATEKEEPER_REFUSED
+    assert "fleetcheck host-setup" in blocking_fix(node)
+    # The same exit status without the gatekeeper's line is the probe's own: no id.
+    other = CommandResult(returncode=script_module().EXIT_REFUSED, stdout=b"", stderr=b"boom\n")
+    crashed = node_from_result(target, container, other, DEFAULT_POLICY, 0.1)
+    assert (crashed.reason, crashed.triton.cause) == ("probe exited with status 77: boom", None)
+    assert blocking_fix(crashed).startswith("run `fleetcheck audit` on this node")
+
+
+def test_a_vm_without_its_guest_agent_is_named_by_id_whatever_qm_words() -> None:
+    vm = QemuTransport(SshTransport(_target().host), 300, host_name="pve1")
+    target = _target(300, "qemu")
+    for stderr, cause in (
+        (b"No QEMU guest agent configured\n", failures.AGENT_NOT_CONFIGURED),
+        (b"QEMU guest agent is not running\n", failures.AGENT_NOT_ANSWERING),
+        (b"VM 300 not running\n", failures.NODE_NOT_RUNNING),
+    ):
+        result = CommandResult(returncode=255, stdout=b"", stderr=stderr)
+        refusal = vm.explain_failure(result)
+        assert refusal is not None and refusal.cause == cause
+        node = node_from_result(target, vm, result, DEFAULT_POLICY, 0.1)
+        assert (node.status, node.reason, node.triton.cause) == (*refusal, cause)
+    agentless = _node("error", "any wording at all", failures.AGENT_NOT_CONFIGURED)
+    assert "qm set VMID --agent 1" in blocking_fix(agentless)
+
+
+@pytest.mark.parametrize(("refusal", "pair", "cause"), [
+    (lambda r: pct_exec_failure(r, 101, "pve1"),
+     ("error", "sudo on pve1 asks for a password (sudo -n): allow the login to run pct without "
+      "a password (NOPASSWD)"), failures.SUDO_PASSWORD),
+    (lambda r: oci_exec_failure(r, "docker", "trainer", "pve1"),
+     ("error", "sudo on pve1 asks for a password (sudo -n): allow the login to run docker "
+      "without a password (NOPASSWD)"), failures.SUDO_PASSWORD),
+])
+def test_every_wrapping_tool_gives_the_shared_refusal_one_id(
+    refusal: Any, pair: tuple[str, str], cause: str
+) -> None:
+    result = CommandResult(returncode=1, stdout=b"", stderr=b"sudo: a password is required\n")
+    found = refusal(result)
+    # A pair as before (what it compares and unpacks as), with its id beside.
+    assert found == pair and found.cause == cause
+    status, reason = found
+    assert (status, reason) == pair
+
+
+def test_every_refusal_id_is_owned_by_failures() -> None:
+    for module in (pct, qemu, oci, kubectl, refusals):
+        text = Path(module.__file__ or "").read_text()
+        for name in re.findall(r"failures\.([A-Z_]+)", text):
+            assert getattr(failures, name) in failures.FAILURE_IDS, (module.__name__, name)

@@ -10,6 +10,8 @@ import ast
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import pytest
+
 import fleetcheck
 from fleetcheck import kinds
 
@@ -94,21 +96,26 @@ def test_the_circle_finder_finds_a_circle() -> None:
     assert circles({"a": {"b"}, "b": set()}) == []
 
 
-def test_the_graph_sees_function_level_imports_and_the_registry() -> None:
-    graph = import_graph()
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    """The package's graph, read once for the tests below (they only read it)."""
+    return import_graph()
+
+
+def test_the_graph_sees_function_level_imports_and_the_registry(
+        graph: dict[str, set[str]]) -> None:
     assert "fleetcheck.kinds.lxc" in graph["fleetcheck.kinds"]
     assert "fleetcheck.transport.pct" in graph["fleetcheck.kinds.lxc"]
     # model.py reads the registry inside a function.
     assert "fleetcheck.kinds" in graph["fleetcheck.model"]
 
 
-def test_no_module_imports_itself_through_others() -> None:
-    assert circles(import_graph()) == []
+def test_no_module_imports_itself_through_others(graph: dict[str, set[str]]) -> None:
+    assert circles(graph) == []
 
 
-def test_transport_no_longer_depends_on_discovery() -> None:
+def test_transport_no_longer_depends_on_discovery(graph: dict[str, set[str]]) -> None:
     """Discovery lives with the kinds: transports need at most the inventory's data."""
-    graph = import_graph()
     allowed = {"fleetcheck.inventory.model", "fleetcheck.inventory.errors",
                "fleetcheck.inventory.pveapi"}
     for module, imports in graph.items():

@@ -119,19 +119,22 @@ def where_it_runs(node: NodeResult) -> str:
     return (kinds.find(node_kind(node)) or kinds.kind("host")).where_it_runs(node)
 
 
-#: The containers the probe's facts.where can find a `host` node to be (a node document).
-_CONTAINERS = ("lxc", "docker", "podman", "kubernetes")
+def container_kind(node: NodeResult) -> kinds.NodeKind | None:
+    """The kind of container the node is (LXC, Docker, Podman, a pod): its inventory kind,
+    or for a `host` node (a node document), the one the probe's facts.where names; None for
+    a host or a VM."""
+    own = kinds.find(node_kind(node))
+    if own is not None and own.where_name is not None:
+        return own
+    where = node.facts.get("where")
+    found = where.get("container") if isinstance(where, Mapping) else None
+    return next((k for k in kinds.all_kinds() if found and k.where_name == found), None)
 
 
 def container_of(node: NodeResult) -> str:
-    """lxc, docker, podman, kubernetes or "": the container the node is, from its inventory kind
-    or, for a `host` node, from the probe's facts.where."""
-    kind = node_kind(node)
-    if kind in ("lxc", "docker", "podman", "pod"):
-        return "kubernetes" if kind == "pod" else kind
-    where = node.facts.get("where")
-    found = where.get("container") if isinstance(where, Mapping) else None
-    return found if isinstance(found, str) and found in _CONTAINERS else ""
+    """lxc, docker, podman, kubernetes or "": the container the node is (facts.where's word)."""
+    kind = container_kind(node)
+    return kind.where_name or "" if kind is not None else ""
 
 
 def failing_causes(node: NodeResult) -> list[Check]:
@@ -196,33 +199,21 @@ def _python_headers(
 
 def _manual_for(node: NodeResult, check: Check) -> ManualAction:
     """The printed repair for a cause that belongs to the host or to a person."""
-    vmid = node.vmid
     facts = node.facts
     driver = facts.get("driver") if isinstance(facts.get("driver"), Mapping) else {}
     assert isinstance(driver, Mapping)
     module = driver.get("kernel_module")
     if not isinstance(module, str) or not _VERSION.match(module):
         module = "<the host's driver version>"
-    kind = container_of(node) or node_kind(node)
+    if check.id in GPU_ACCESS_CAUSES:
+        # How the GPUs reach the node is its kind's to say (LXC config, a runtime's options).
+        vendor = "amd" if facts.get("gpu_vendor") == "amd" else "nvidia"
+        inside = kinds.find(node_kind(node)) if vendor == "amd" else container_kind(node)
+        lines = inside.gpu_passthrough(node, check, vendor) if inside is not None else None
+        if lines:
+            return ManualAction(check.id, "host", check.summary, lines)
     if facts.get("gpu_vendor") == "amd":
         return _manual_for_amd(node, check)
-    if check.id in ("dev_nodes_missing", "zero_active_drivers") and kind in (
-            "docker", "podman", "kubernetes"):
-        return ManualAction(check.id, "host", check.summary, gpu_passthrough_steps(node, kind))
-    if check.id in ("dev_nodes_missing", "zero_active_drivers") and kind == "lxc" \
-            and vmid is not None:
-        found = facts.get("gpu_count")
-        count = found if isinstance(found, int) and 0 < found <= 64 else 1
-        lines = [f"# on {node.host}: append to /etc/pve/lxc/{vmid}.conf, then "
-                 f"pct stop {vmid} && pct start {vmid}",
-                 "lxc.cgroup2.devices.allow: c 195:* rwm",
-                 "lxc.cgroup2.devices.allow: c <major of nvidia-uvm in the host's /proc/devices>"
-                 ":* rwm"]
-        lines += [f"lxc.mount.entry: /dev/nvidia{i} dev/nvidia{i} none bind,optional,"
-                  "create=file" for i in range(count)]
-        lines += [f"lxc.mount.entry: /dev/{name} dev/{name} none bind,optional,create=file"
-                  for name in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools")]
-        return ManualAction(check.id, "host", check.summary, tuple(lines))
     if check.id == "driver_userspace_mismatch":
         return ManualAction(check.id, "host", check.summary, (
             f"install the driver's user-space libraries at exactly {module} in the node "
@@ -236,40 +227,8 @@ def _manual_for(node: NodeResult, check: Check) -> ManualAction:
     return ManualAction(check.id, who, check.summary, (check.fix,) if check.fix else ())
 
 
-def gpu_passthrough_steps(node: NodeResult, kind: str) -> tuple[str, ...]:
-    """How the GPUs reach a Docker or Podman container or a pod: its runtime's own options,
-    not the LXC config of a container it may run in."""
-    parent = getattr(node, "parent", None) or node.host
-    name = node.name
-    cdi = "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"
-    if kind == "docker":
-        return (f"# on {parent}: recreate container {name} with the GPUs (a running "
-                "container cannot gain devices)",
-                f"docker run --gpus all ... (NVIDIA Container Toolkit), or with CDI: {cdi}, "
-                "then docker run --device nvidia.com/gpu=all ...",
-                "# an lxc.mount.entry line in the LXC config around dockerd does not reach it")
-    if kind == "podman":
-        return (f"# on {parent}: recreate container {name} with the GPUs through CDI",
-                f"{cdi}", "podman run --device nvidia.com/gpu=all ...")
-    return ("request the GPUs in the pod spec: resources.limits nvidia.com/gpu: N, on a node "
-            "running the NVIDIA device plugin or GPU operator",)
-
-
 def _manual_for_amd(node: NodeResult, check: Check) -> ManualAction:
     """The printed repair on an AMD node: /dev/kfd and /dev/dri, amdgpu and ROCm's userspace."""
-    vmid = node.vmid
-    if check.id in ("dev_nodes_missing", "zero_active_drivers") and node_kind(node) == "lxc":
-        major = check.evidence.get("kfd_major")
-        if not isinstance(major, str) or not major.isdigit():
-            major = "<major of kfd in the host's /proc/devices>"
-        return ManualAction(check.id, "host", check.summary, (
-            f"# on {node.host}: append to /etc/pve/lxc/{vmid}.conf, then "
-            f"pct stop {vmid} && pct start {vmid}",
-            f"lxc.cgroup2.devices.allow: c {major}:* rwm",
-            "lxc.cgroup2.devices.allow: c 226:* rwm",
-            "lxc.mount.entry: /dev/kfd dev/kfd none bind,optional,create=file",
-            "lxc.mount.entry: /dev/dri dev/dri none bind,optional,create=dir",
-            "# the workload user needs the nodes' groups (render, video) or mode 0666"))
     if check.id == "driver_userspace_mismatch":
         amdgpu = check.evidence.get("amdgpu_version")
         hip = check.evidence.get("hip_runtime")
@@ -283,6 +242,8 @@ def _manual_for_amd(node: NodeResult, check: Check) -> ManualAction:
     return ManualAction(check.id, who, check.summary, (check.fix,) if check.fix else ())
 
 
+#: Causes where the node sees no GPU that its host gives it: its kind says how to pass it in.
+GPU_ACCESS_CAUSES = ("dev_nodes_missing", "zero_active_drivers")
 #: Causes a distribution package repairs.
 PACKAGE_CAUSES = ("no_c_compiler", "no_linker", "libc_headers_missing", "python_headers_missing")
 #: Causes repaired by listing the real libcuda directory for the loader: the loader finds

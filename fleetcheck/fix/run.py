@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from fleetcheck import failures
+from fleetcheck import failures, kinds
 from fleetcheck.audit import AuditParts, AuditRun
 from fleetcheck.fix.apply import NodeOutcome, StepRun, run_steps
 from fleetcheck.fix.plan import FixPlan, node_kind
@@ -61,7 +61,9 @@ class FixRun:
             return  # selected by accident of a pattern: probed, never touched
         # A host's own login may not be root: its commands go through `sudo -n` when the
         # inventory says so. Inside a container or VM the transport already runs as root.
-        prefix = sudo_prefix(target.host.sudo) if node_kind(outcome.plan.node) == "host" else []
+        # `sudo -n` only for the host's own login (the root of the tree: no kind above it).
+        root = kinds.depth(node_kind(outcome.plan.node)) == 0
+        prefix = sudo_prefix(target.host.sudo) if root else []
         try:
             async with transport.session() as run:
                 await run_steps(outcome, run, budget=self.parts.budget(target.timeout),

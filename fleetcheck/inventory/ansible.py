@@ -15,6 +15,7 @@ import shutil
 import subprocess
 from typing import Any
 
+from fleetcheck.budget import SOURCE_COMMAND_TIMEOUT
 from fleetcheck.inventory.ansible_model import (
     AnsibleInventory,
     AnsibleSourceError,
@@ -24,13 +25,12 @@ from fleetcheck.text import clip
 
 #: `parser:` of an Ansible source: ansible-inventory when installed, else the built-in reader.
 PARSERS = ("auto", "ansible-inventory", "builtin")
-DEFAULT_TIMEOUT = 60.0
 #: Ansible's own groups: every host is in `all`, and in `ungrouped` when in no other group.
 IMPLICIT_GROUPS = ("all", "ungrouped")
 
 
 def read_ansible_inventory(path: str, parser: str = "auto",
-                           timeout: float = DEFAULT_TIMEOUT) -> AnsibleInventory:
+                           timeout: float = SOURCE_COMMAND_TIMEOUT) -> AnsibleInventory:
     """Read the Ansible inventory at `path`; raise AnsibleSourceError (one line) if it fails."""
     if not os.path.exists(path):
         raise AnsibleSourceError(f"{path}: no such file or directory")

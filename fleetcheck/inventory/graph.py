@@ -6,14 +6,9 @@ import dataclasses
 from typing import Any
 
 from fleetcheck import kinds
-from fleetcheck.inventory.discovery import targets_for_host
 from fleetcheck.inventory.model import (
-    ALL_CONTAINERS,
-    ContainerSpec,
     HostSpec,
     Inventory,
-    OciContainerSpec,
-    OciSpec,
     SshOptions,
     Target,
 )
@@ -21,20 +16,15 @@ from fleetcheck.inventory.model import (
 INVENTORY_SCHEMA = "fleetcheck.inventory/1"
 
 
-def discovery_method(host: HostSpec) -> str | None:
-    """How `containers: all` is listed for `host`: "api", "pct list", or None (listed)."""
-    if host.containers != ALL_CONTAINERS:
-        return None
-    return "api" if host.api is not None else "pct list"
-
-
 def static_targets(host: HostSpec) -> list[Target]:
     """The nodes known without connecting: the host itself, listed guests and containers."""
-    if host.containers == ALL_CONTAINERS:
-        host = dataclasses.replace(host, containers=())
-    if host.vms == ALL_CONTAINERS:
-        host = dataclasses.replace(host, vms=())
-    return [t for t in targets_for_host(host, None, None) if isinstance(t, Target)]
+    root = kinds.host_target(host)
+
+    def unlisted(parent: Target, kind: kinds.NodeKind) -> list[Any] | None:
+        return [] if kind.needs_listing(parent) else None
+
+    nodes = [*([root] if host.probe_host else []), *kinds.expand(root, unlisted)]
+    return [t for t in nodes if isinstance(t, Target)]
 
 
 def render_inventory_graph(inventory: Inventory) -> str:
@@ -54,24 +44,8 @@ def render_inventory_graph(inventory: Inventory) -> str:
         lines.append(_host_line(host) + ("" if enabled else "  [disabled: not audited]"))
         known = static_targets(host)
         rows = [_node_line(t) for t in known]
-        for parent in ([t for t in known if t.oci is not None and t.runtime is None]
-                       + ([] if host.probe_host or host.oci is None else [None])):
-            oci = host.oci if parent is None else parent.oci
-            if oci is not None and oci.containers == ALL_CONTAINERS:
-                where = host.name if parent is None else parent.id
-                rows.append(f"{where}/{oci.runtime}:*  all running: discovered at audit time "
-                            f"via `{oci.runtime} ps`")
-        method = discovery_method(host)
-        if method:
-            via = "the Proxmox API" if method == "api" else "pct list"
-            labels = f"  labels={','.join(host.labels)}" if host.labels else ""
-            rows.append(f"{host.name}/*  all: discovered at audit time via {via}{labels}")
-        if host.vms == ALL_CONTAINERS:
-            via = "the Proxmox API" if host.api is not None else "pvesh or qm list"
-            rows.append(f"{host.name}/*  all VMs: discovered at audit time via {via}")
-        if host.kubernetes is not None:
-            rows.append(f"{host.name}/*  running pods: discovered at audit time via kubectl "
-                        f"get pods ({_kubernetes_scope(host)})  python={host.python}")
+        for kind in kinds.all_kinds():
+            rows += kind.graph_rows(host, known)
         lines += _tree(rows)
     if inventory.groups:
         lines.append("groups")
@@ -142,11 +116,9 @@ def inventory_to_json(inventory: Inventory) -> dict[str, Any]:
 
 
 def _host_json(host: HostSpec, enabled: bool) -> dict[str, Any]:
-    containers: Any = (
-        ALL_CONTAINERS
-        if host.containers == ALL_CONTAINERS
-        else [_container_json(c) for c in host.containers if isinstance(c, ContainerSpec)]
-    )
+    declared: dict[str, Any] = {}
+    for kind in kinds.all_kinds():
+        declared.update(kind.inventory_json(host))
     return {
         "name": host.name,
         "enabled": enabled,
@@ -161,50 +133,9 @@ def _host_json(host: HostSpec, enabled: bool) -> dict[str, Any]:
         "labels": list(host.labels),
         "timeout": host.timeout,
         "api": dataclasses.asdict(host.api) if host.api is not None else None,
-        "containers": containers,
-        "vms": ALL_CONTAINERS if host.vms == ALL_CONTAINERS else [
-            _container_json(c) for c in host.vms if isinstance(c, ContainerSpec)],
-        "oci": _oci_json(host.oci),
-        "kubernetes": (dataclasses.asdict(host.kubernetes)
-                       if host.kubernetes is not None else None),
-        "discovery": discovery_method(host),
+        **declared,
         "nodes": [_target_json(t) for t in static_targets(host)],
     }
-
-
-def _kubernetes_scope(host: HostSpec) -> str:
-    spec = host.kubernetes
-    assert spec is not None
-    namespaces = spec.namespaces
-    parts = ["all namespaces" if namespaces == ALL_CONTAINERS else
-             "namespaces " + ",".join(namespaces) if namespaces else "the context's namespace"]
-    if spec.context:
-        parts.append(f"context {spec.context}")
-    if spec.selector:
-        parts.append(f"selector {spec.selector}")
-    parts.append("every container" if spec.container == ALL_CONTAINERS else
-                 f"container {spec.container or '(the default)'}")
-    return ", ".join(parts)
-
-
-def _container_json(spec: ContainerSpec) -> dict[str, Any]:
-    return {
-        "vmid": spec.vmid,
-        "name": spec.name,
-        "python": spec.python,
-        "env": dict(spec.env),
-        "labels": list(spec.labels),
-        "timeout": spec.timeout,
-        "oci": _oci_json(spec.oci),
-    }
-
-
-def _oci_json(oci: OciSpec | None) -> dict[str, Any] | None:
-    if oci is None:
-        return None
-    containers: Any = ALL_CONTAINERS if oci.containers == ALL_CONTAINERS else [
-        dataclasses.asdict(c) for c in oci.containers if isinstance(c, OciContainerSpec)]
-    return {"runtime": oci.runtime, "containers": containers}
 
 
 def _target_json(target: Target) -> dict[str, Any]:

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 
+from fleetcheck import kinds
 from fleetcheck.inventory.discovery import needs_discovery, targets_for_host
 from fleetcheck.inventory.errors import InventoryError
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
-    ContainerSpec,
     HostSpec,
     Inventory,
-    OciContainerSpec,
+)
+from fleetcheck.inventory.patterns import (
+    hosts_matching,
+    is_vmid_pattern,
+    label_of,
+    may_select_guests,
+    may_select_inside,
+    rpartition_outside_brackets,
+    split_patterns,
 )
 from fleetcheck.inventory.ranges import (
     RangeError,
@@ -23,17 +30,21 @@ from fleetcheck.inventory.ranges import (
 )
 from fleetcheck.text import closest
 
-_VMID_PATTERN = re.compile(r"^[0-9*?\[\]!,/-]+$")
-_LABEL_PREFIXES = ("label:", "@")
+__all__ = [
+    "check_limit",
+    "host_may_match",
+    "hosts_matching",
+    "is_vmid_pattern",
+    "matches_limit",
+    "may_select_guests",
+    "may_select_inside",
+    "pattern_problem",
+    "rpartition_outside_brackets",
+    "split_patterns",
+    "unmatched_limit_error",
+    "unmatched_patterns",
+]
 
-
-def split_patterns(patterns: Sequence[str]) -> list[str]:
-    """["pve1,pve2", "!pve3"] -> ["pve1", "pve2", "!pve3"] (each --limit may hold a list).
-
-    A comma inside a range (`gpu[01-03,07]`) belongs to the range.
-    """
-    return [atom.strip() for pattern in patterns
-            for atom in split_outside_brackets(pattern, ",")]
 
 
 def matches_limit(
@@ -71,7 +82,7 @@ def _matches(
     host, _, vmid = node_id.partition("/")
     if atom in ("all", "*"):
         return True
-    label = _label_of(atom)
+    label = label_of(atom)
     if label is not None:
         return any(matches_name(value, label) for value in labels)
     host_glob, slash, vmid_glob = partition_outside_brackets(atom, "/")
@@ -118,80 +129,6 @@ def host_may_match(
     return True
 
 
-def _plain_atoms(patterns: Sequence[str]) -> list[str]:
-    atoms = [atom for atom in split_patterns(patterns) if atom]
-    return [atom for atom in atoms if atom[0] not in "!&"] or ["all"]
-
-
-def _selects_anything(atom: str, groups: Mapping[str, Sequence[str]]) -> bool:
-    """`all`, a label or a group: a pattern that may select any node, before discovery."""
-    return atom in ("all", "*") or _label_of(atom) is not None or atom in groups
-
-
-def may_select_guests(
-    host: HostSpec, patterns: Sequence[str], groups: Mapping[str, Sequence[str]] | None = None
-) -> bool:
-    """Whether the limit may select a guest of `host` (or what runs in one) that only its
-    guest listing (pvesh, `pct list`, `qm list`, the API) can bring: `--limit pve1/docker:web`
-    or `--limit pve1/103/docker:web` with 103 listed in the inventory needs none.
-
-    Only the plain patterns can ask for a node (`!` and `&` only take some away).
-    """
-    if not patterns:
-        return True
-    groups = groups or {}
-    listed = {guest.vmid for guest in (*host.containers, *host.vms)
-              if isinstance(guest, ContainerSpec)}
-    for atom in _plain_atoms(patterns):
-        if _selects_anything(atom, groups):
-            return True
-        host_glob, slash, rest = partition_outside_brackets(atom, "/")
-        if not matches_name(host.name, host_glob):
-            continue
-        if not slash:
-            return True  # the host and everything on it
-        first = partition_outside_brackets(rest, "/")[0]
-        if first.startswith(("docker:", "podman:")):
-            continue  # a container of the host's own runtime, not a guest
-        if first.isdigit() and int(first) in listed:
-            continue  # known without listing (VMIDs are unique across containers and VMs)
-        return True
-    return False
-
-
-def may_select_inside(
-    parent_id: str, runtime: str, patterns: Sequence[str],
-    groups: Mapping[str, Sequence[str]] | None = None,
-) -> bool:
-    """Whether the limit may select a `runtime` container inside the node `parent_id` (HOST or
-    HOST/VMID), whose names only that node's `RUNTIME ps` brings."""
-    if not patterns:
-        return True
-    groups = groups or {}
-    host, _, inner = parent_id.partition("/")
-    known = inner.split("/") if inner else []
-    for atom in _plain_atoms(patterns):
-        if _selects_anything(atom, groups):
-            return True
-        host_glob, slash, rest = partition_outside_brackets(atom, "/")
-        if not matches_name(host, host_glob):
-            continue
-        if not slash:
-            return True
-        segments = split_outside_brackets(rest, "/")
-        # The parent itself or a node around it: a pattern selects what runs inside.
-        if len(segments) <= len(known) and all(
-                matches_name(value, glob) for value, glob in zip(known, segments, strict=False)):
-            return True
-        # A node inside it: the parent's segments, then one for the runtime's container.
-        if len(segments) == len(known) + 1 and all(
-                matches_name(value, glob) for value, glob in zip(known, segments, strict=False)):
-            last = segments[-1]
-            if last.startswith(f"{runtime}:") or any(c in last for c in "*?["):
-                return True
-    return False
-
-
 def _may_select(host: HostSpec, atom: str, groups: Mapping[str, Sequence[str]]) -> bool:
     """Whether `atom` may select some node of `host`, its containers not yet known."""
     return _host_atom(host, atom, groups, every=False)
@@ -210,7 +147,7 @@ def _host_atom(
     host, or (`every`) does it select all of them?"""
     if atom in ("all", "*"):
         return True
-    label = _label_of(atom)
+    label = label_of(atom)
     if label is not None:
         # Containers carry their host's labels as well as their own, and Proxmox tags when
         # the API lists them: the tags may select some, never surely all.
@@ -251,13 +188,6 @@ def unmatched_limit_error(
         return (f"--limit {', '.join(patterns)}: selects no node of {', '.join(missing)} "
                 "(after discovery and the ! and & patterns)")
     return f"--limit {', '.join(missing)}: matched no node after discovery"
-
-
-def _label_of(atom: str) -> str | None:
-    for prefix in _LABEL_PREFIXES:
-        if atom.startswith(prefix):
-            return atom[len(prefix) :]
-    return None
 
 
 def check_limit(inventory: Inventory, patterns: Sequence[str]) -> list[str]:
@@ -318,7 +248,7 @@ def pattern_problem(
         return "empty pattern"
     if atom in ("all", "*"):
         return None
-    label = _label_of(atom)
+    label = label_of(atom)
     if label is not None:
         return _label_problem(inventory, label)
     if partition_outside_brackets(atom, "/")[1]:
@@ -338,9 +268,9 @@ def pattern_problem(
         if len(problems) < len(groups[atom]):
             return None
         return f"group {atom!r} selects nothing ({problems[0]})"
-    if _hosts_matching(inventory.hosts, atom):
+    if hosts_matching(inventory.hosts, atom):
         return None
-    disabled = _hosts_matching(inventory.disabled_hosts, atom)
+    disabled = hosts_matching(inventory.disabled_hosts, atom)
     if disabled:
         names = ", ".join(h.name for h in disabled)
         return f"matches only hosts disabled in the inventory (enabled: false): {names}"
@@ -348,17 +278,6 @@ def pattern_problem(
     close = closest(atom, candidates)
     hint = f" (did you mean {close!r}?)" if close else ""
     return f"no host or group matches{hint}"
-
-
-def _rpartition_outside_brackets(text: str, separator: str) -> tuple[str, str, str]:
-    parts = split_outside_brackets(text, separator)
-    if len(parts) == 1:
-        return "", "", text
-    return separator.join(parts[:-1]), separator, parts[-1]
-
-
-def _hosts_matching(hosts: Iterable[HostSpec], glob: str) -> list[HostSpec]:
-    return [h for h in hosts if matches_name(h.name, glob)]
 
 
 def _label_problem(inventory: Inventory, label: str) -> str | None:
@@ -380,55 +299,24 @@ def _label_problem(inventory: Inventory, label: str) -> str | None:
 
 
 def _container_problem(inventory: Inventory, atom: str) -> str | None:
-    host_glob, _, vmid_glob = partition_outside_brackets(atom, "/")
-    if ":" in vmid_glob:
-        return _oci_problem(inventory, host_glob, vmid_glob)
-    if vmid_glob and any(h.kubernetes is not None
-                         for h in _hosts_matching(inventory.hosts, host_glob)):
-        return None  # CLUSTER/NAMESPACE/POD: known once the pods are listed
-    if not vmid_glob or not _VMID_PATTERN.match(vmid_glob):
-        return ("expected HOST/VMID with a numeric VMID or a glob such as pve1/1*, "
-                "PARENT/RUNTIME:NAME, or CLUSTER/NAMESPACE/POD")
-    hosts = _hosts_matching(inventory.hosts, host_glob)
-    if not hosts:
-        return pattern_problem(inventory, host_glob, {})
-    listed: list[str] = []
-    for host in hosts:
-        if ALL_CONTAINERS in (host.containers, host.vms):
-            return None  # known after `pct list` / the API
-        for container in (*host.containers, *host.vms):
-            if isinstance(container, str):
-                continue
-            if matches_name(str(container.vmid), vmid_glob):
-                return None
-            listed.append(f"{host.name}/{container.vmid}")
-    return f"no such container in the inventory (containers: {', '.join(listed) or 'none'})"
-
-
-def _oci_problem(inventory: Inventory, host_glob: str, rest: str) -> str | None:
-    """Why `HOST/[VMID/]RUNTIME:NAME` (globs allowed) can match no Docker/Podman container."""
-    guest_glob, slash, oci_glob = _rpartition_outside_brackets(rest, "/")
-    hosts = _hosts_matching(inventory.hosts, host_glob)
-    if not hosts:
-        return pattern_problem(inventory, host_glob, {})
-    known: list[str] = []
-    for host in hosts:
-        parents = [(host.name, host.oci)] + [
-            (f"{host.name}/{guest.vmid}", guest.oci)
-            for guest in (*host.containers, *host.vms) if isinstance(guest, ContainerSpec)]
-        for parent, oci in parents:
-            if oci is None:
-                continue
-            if slash and not matches_name(parent.partition("/")[2], guest_glob):
-                continue
-            if not slash and parent != host.name:
-                continue
-            if oci.containers == ALL_CONTAINERS:
-                return None  # known after `docker ps`
-            for spec in oci.containers:
-                name = f"{oci.runtime}:{spec.name}" if isinstance(spec, OciContainerSpec) else ""
-                if matches_name(name, oci_glob):
-                    return None
-                known.append(f"{parent}/{name}")
-    return ("no such Docker/Podman container in the inventory (listed: "
-            f"{', '.join(known) or 'none'})")
+    """`HOST/REST` against every family of node ids the kinds have (`IdShape`): None when
+    one of them may name a node by it, else the first that recognised its shape says why,
+    else the shapes there are."""
+    host_glob, _, rest = partition_outside_brackets(atom, "/")
+    hosts = hosts_matching(inventory.hosts, host_glob)
+    problems: list[str] = []
+    for shape in kinds.id_shapes():
+        answer = shape.problem(hosts, rest)
+        if isinstance(answer, kinds.NotMine):
+            continue
+        if not hosts:
+            return pattern_problem(inventory, host_glob, {})
+        if answer is None:
+            return None
+        problems.append(answer)
+    if problems:
+        return problems[0]
+    words = [shape.words for shape in sorted(kinds.id_shapes(), key=lambda s: s.rank)]
+    if len(words) > 2:
+        words = [", ".join(words[:-1]) + ",", words[-1]]
+    return "expected " + " or ".join(words)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from fleetcheck.budget import DEFAULT_API_TIMEOUT, DEFAULT_CONCURRENCY, DEFAULT_NODE_TIMEOUT
+from fleetcheck.budget import DEFAULT_API_TIMEOUT, DEFAULT_CONCURRENCY, node_timeout
 from fleetcheck.inventory.errors import InventoryError
 from fleetcheck.inventory.limit import pattern_problem
 from fleetcheck.inventory.model import (
@@ -20,7 +21,6 @@ from fleetcheck.inventory.model import (
     ContainerSpec,
     HostSpec,
     Inventory,
-    KubernetesSpec,
     OciContainerSpec,
     OciSpec,
     SshOptions,
@@ -35,8 +35,6 @@ from fleetcheck.inventory.schema import (
     HOST_KEYS,
     HOSTNAME_RE,
     JUMP_USER_RE,
-    K8S_LABEL_RE,
-    KUBERNETES_KEYS,
     LABEL_RE,
     NAME_RE,
     OCI_CONTAINER_KEYS,
@@ -49,6 +47,8 @@ from fleetcheck.inventory.schema import (
     TOP_KEYS,
     TRANSPORTS,
     VM_KEYS,
+    host_keys,
+    kind_keys,
     merge_settings,
 )
 from fleetcheck.inventory.sources import SOURCE_KEYS, SourceEntry, read_sources
@@ -61,6 +61,9 @@ from fleetcheck.inventory.yamlsrc import (
     read_source,
 )
 from fleetcheck.text import clip, closest
+
+#: HostSpec's fields: a kind's key with one of them is read into it (`kubernetes:`).
+_HOST_FIELDS = frozenset(f.name for f in dataclasses.fields(HostSpec))
 
 
 def _is_ip(text: str) -> bool:
@@ -112,10 +115,12 @@ def schema_keys() -> tuple[str, ...]:
         keys += [f"{prefix}.api.{k}" for k in API_KEYS]
     keys += [f"hosts.*.containers[].{k}" for k in CONTAINER_KEYS]
     keys += [f"hosts.*.vms[].{k}" for k in VM_KEYS]
-    keys += [f"hosts.*.kubernetes.{k}" for k in KUBERNETES_KEYS]
     for prefix in ("hosts.*.oci", "hosts.*.containers[].oci", "hosts.*.vms[].oci"):
         keys += [f"{prefix}.{k}" for k in OCI_KEYS]
         keys += [f"{prefix}.containers[].{k}" for k in OCI_CONTAINER_KEYS]
+    for key, kind in kind_keys().items():
+        keys += [*([] if key in HOST_KEYS else [f"hosts.*.{key}"]),
+                 *(f"hosts.*.{key}{sub}" for sub in kind.schema_keys())]
     return tuple(keys)
 
 
@@ -169,6 +174,10 @@ class _Builder:
         return convert(raw[key], (*path, key)) if key in raw else default
 
     # -- shapes ---------------------------------------------------------------------------
+
+    def shown(self, value: Any) -> str:
+        """A value as the user wrote it, for a kind's "got ..." (`_show`)."""
+        return _show(value)
 
     def mapping(self, value: Any, path: KeyPath, allowed: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(value, dict):
@@ -354,7 +363,7 @@ class _Builder:
             "python": self.optional(raw, path, "python", self.python, "python3"),
             "env": self.optional(raw, path, "env", self.env, {}),
             "labels": self.optional(raw, path, "labels", self.labels, ()),
-            "timeout": self.optional(raw, path, "timeout", self.seconds, DEFAULT_NODE_TIMEOUT),
+            "timeout": self.optional(raw, path, "timeout", self.seconds, None),
             "sudo": self.optional(raw, path, "sudo", self.boolean, False),
             "probe_host": self.optional(raw, path, "probe_host", self.boolean, False),
         }
@@ -387,11 +396,13 @@ class _Builder:
         if not NAME_RE.match(name):
             raise self.fail(path, "host name may hold only letters, digits, '_', '.' and '-'"
                                   + (f" (got {name!r})" if name != path[-1] else ""))
-        raw = self.mapping({} if raw is None else raw, path, HOST_KEYS)
-        # A Kubernetes cluster entry runs kubectl here unless it names a machine to run it on.
-        kube = "kubernetes" in raw and "address" not in raw
-        transport = self.choice(raw.get("transport", "local" if kube else "ssh"),
-                                (*path, "transport"), TRANSPORTS)
+        raw = self.mapping({} if raw is None else raw, path, host_keys())
+        # An entry of a kind that runs its tool here (a Kubernetes cluster: kubectl) is local
+        # unless it names a machine to run it on.
+        readers = {key: kind for key, kind in kind_keys().items() if key in raw}
+        here = any(kind.local_by_default for kind in readers.values())
+        transport = self.choice(raw.get("transport", "local" if here and "address" not in raw
+                                        else "ssh"), (*path, "transport"), TRANSPORTS)
         enabled = self.boolean(raw.get("enabled", True), (*path, "enabled"))
         if address is not None:
             address = self.address(address, (*path, "address"))
@@ -401,12 +412,15 @@ class _Builder:
             # As ssh and Ansible do: the name is the address (DNS, or an ssh_config Host).
             address = self.checked(name, path, address_problem)
         # This machine is always its own node; an api host has no shell to probe.
-        default_probe = "kubernetes" not in raw and (
+        default_probe = not here and (
             transport == "local" or (ctx["probe_host"] and transport == "ssh"))
         probe_host = self.boolean(raw.get("probe_host", default_probe), (*path, "probe_host"))
-        kubernetes = None
-        if "kubernetes" in raw:
-            kubernetes = self.kubernetes(raw["kubernetes"], (*path, "kubernetes"), transport)
+        # The keys of the kinds that read their own declaration (`kinds/`): into HostSpec's
+        # field of that name where it has one, else into `declarations`.
+        declared = {key: kind.read_declaration(self, raw[key], (*path, key), transport)
+                    for key, kind in readers.items()}
+        fields = {key: value for key, value in declared.items() if key in _HOST_FIELDS}
+        declarations = {key: value for key, value in declared.items() if key not in fields}
         containers = self.containers(raw.get("containers"), (*path, "containers"))
         vms = self.containers(raw.get("vms"), (*path, "vms"))
         if isinstance(containers, tuple) and isinstance(vms, tuple):
@@ -417,13 +431,14 @@ class _Builder:
                     raise self.fail((*path, "vms", index),
                                     f"VMID {guest.vmid} is also listed under containers")
         oci = self.optional(raw, path, "oci", self.oci, None)
-        if not probe_host and not containers and not vms and oci is None and kubernetes is None:
+        if not probe_host and not containers and not vms and oci is None and not declared:
             raise self.fail(path, "nothing to probe: set containers, vms, oci or probe_host: true "
                                   "(or defaults.probe_host: true)")
         if transport == "api":
             # The API has no `pct exec` and no shell on the host: only guest agents.
-            for key in ("containers", "probe_host", "oci", "kubernetes"):
-                if raw.get(key) or (key == "kubernetes" and key in raw):
+            shelled = [key for key, kind in readers.items() if kind.needs_shell]
+            for key in ("containers", "probe_host", "oci", *shelled):
+                if raw.get(key) or key in shelled:
                     raise self.fail((*path, key), "needs SSH: a transport: api host reaches "
                                     "only its VMs (through the guest agent)")
             if "api" not in raw and "url" not in ctx["api"]:
@@ -436,6 +451,7 @@ class _Builder:
         if "labels" in raw:
             labels = tuple(dict.fromkeys((*labels, *self.labels(raw["labels"], (*path, "labels")))))
         env = {**ctx["env"], **(self.env(raw["env"], (*path, "env")) if "env" in raw else {})}
+        timeout = self.optional(raw, path, "timeout", self.seconds, ctx["timeout"])
         spec = HostSpec(
             name=name,
             address=address,
@@ -445,62 +461,20 @@ class _Builder:
             containers=containers,
             vms=vms,
             oci=oci,
-            kubernetes=kubernetes,
+            **fields,
             python=self.optional(raw, path, "python", self.python, ctx["python"]),
             env=env,
             labels=labels,
             sudo=self.optional(raw, path, "sudo", self.boolean, ctx["sudo"]),
-            timeout=self.optional(raw, path, "timeout", self.seconds, ctx["timeout"]),
+            timeout=node_timeout(timeout, deep=False),
+            timeout_given=timeout is not None,
             # defaults.api may hold only shared settings (user, token...): a host uses the
             # API when it ends up with a url, or when it has an api: section of its own.
             api=self.api(api_items, path, name) if api_raw or "url" in api_items else None,
             origin=origin or f"{self.doc.path}:{self.doc.line(path)}",
+            declarations=declarations,
         )
         return spec, enabled
-
-    def kubernetes(self, value: Any, path: KeyPath, transport: str) -> KubernetesSpec:
-        """`kubernetes: {kubeconfig, context, namespaces, selector, container}`."""
-        raw = self.mapping(value, path, KUBERNETES_KEYS)
-        kubeconfig = None
-        if "kubeconfig" in raw:
-            # A file of the machine kubectl runs on: this one's paths resolve as others do.
-            kubeconfig = (self.local_path(raw["kubeconfig"], (*path, "kubeconfig"))
-                          if transport == "local" else self.python(raw["kubeconfig"],
-                                                                   (*path, "kubeconfig")))
-        namespaces: str | tuple[str, ...] = ()
-        if "namespaces" in raw:
-            listed = raw["namespaces"]
-            if listed != ALL_CONTAINERS:
-                if not isinstance(listed, list) or not listed:
-                    raise self.fail((*path, "namespaces"),
-                                    f"must be 'all' or a list of namespaces, got {_show(listed)}")
-                namespaces = tuple(self.k8s_name(item, (*path, "namespaces", index))
-                                   for index, item in enumerate(listed))
-            else:
-                namespaces = ALL_CONTAINERS
-        container = None
-        if "container" in raw:
-            container = raw["container"] if raw["container"] == ALL_CONTAINERS else \
-                self.k8s_name(raw["container"], (*path, "container"))
-        selector = None
-        if "selector" in raw:
-            selector = self.string(raw["selector"], (*path, "selector"))
-            if selector.startswith("-"):
-                raise self.fail((*path, "selector"), "must not start with '-'")
-        context = None
-        if "context" in raw:
-            context = self.string(raw["context"], (*path, "context"))
-            if context.startswith("-"):
-                raise self.fail((*path, "context"), "must not start with '-'")
-        return KubernetesSpec(kubeconfig=kubeconfig, context=context, namespaces=namespaces,
-                              selector=selector, container=container)
-
-    def k8s_name(self, value: Any, path: KeyPath) -> str:
-        text = self.string(value, path)
-        if not K8S_LABEL_RE.match(text):
-            raise self.fail(path, "must be a Kubernetes name (lower-case letters, digits and "
-                                  f"'-', at most 63), got {_show(clip(text, 80))}")
-        return text
 
     def containers(self, raw: Any, path: KeyPath) -> str | tuple[ContainerSpec, ...]:
         if raw is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from fleetcheck.budget import DEFAULT_API_TIMEOUT, DEFAULT_CONCURRENCY, DEFAULT_NODE_TIMEOUT
 
@@ -152,6 +153,9 @@ class HostSpec:
     labels: tuple[str, ...] = ()
     sudo: bool = False
     timeout: float = DEFAULT_NODE_TIMEOUT
+    #: False when the inventory named no timeout for the host (nor in `defaults`): a deep
+    #: audit then gives its nodes the deep default instead (`budget.node_timeout`).
+    timeout_given: bool = field(default=True, compare=False, repr=False)
     api: ApiOptions | None = None
     #: ALL_CONTAINERS, or the QEMU VMs named (probed through the guest agent).
     vms: str | tuple[ContainerSpec, ...] = ()
@@ -161,6 +165,9 @@ class HostSpec:
     kubernetes: KubernetesSpec | None = None
     #: Where the host was declared, for messages: "inventory.yaml:12".
     origin: str = ""
+    #: What the host declares under the keys of node kinds that have no field above (a
+    #: kind's `inventory_key`, read by the kind: `fleetcheck/kinds/`), by key.
+    declarations: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from fleetcheck.failures import UNREACHABLE
+from fleetcheck.budget import api_deadline
+from fleetcheck.failures import ACCESS_DENIED, UNREACHABLE
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.listings import parse_guest_rows
 from fleetcheck.inventory.model import ApiOptions, DiscoveredContainer, HostSpec
@@ -38,9 +39,8 @@ async def discover_guests_via_api(
         raise DiscoveryError(f"{host.name}: no api: section in the inventory", host=host.name)
     secret = read_token_secret(api, host.name)
     node = api.node or host.name
-    # proxmoxer is built on requests and blocks; the timeout given to requests bounds each
-    # socket operation, this one bounds the whole exchange.
-    deadline = 2 * api.timeout + 1
+    # proxmoxer is built on requests and blocks: api_deadline bounds the whole exchange.
+    deadline = api_deadline(api.timeout)
     try:
         nodes, resources = await asyncio.wait_for(
             asyncio.to_thread(_fetch, api, secret, host.name), timeout=deadline
@@ -206,11 +206,14 @@ def call_api(
 
     # The API refused the token or could not be reached at all; any other answer is an error.
     unreached = True
+    cause: str | None = None
     try:
         return request()
     except ResourceException as exc:
         message = _resource_message(exc, api, forbidden)
-        unreached = getattr(exc, "status_code", None) == 401
+        status = getattr(exc, "status_code", None)
+        unreached = status == 401
+        cause = ACCESS_DENIED if status == 403 else None
     except requests.exceptions.SSLError as exc:
         reason = _VERIFY_FAILED.search(str(exc))
         detail = reason.group(1).strip() if reason else "TLS handshake failed"
@@ -234,7 +237,7 @@ def call_api(
     # Defence in depth: no message built above holds the secret, but a library text might.
     if len(secret) >= 8:
         text = text.replace(secret, "***")
-    raise DiscoveryError(text, host=host, cause=UNREACHABLE if unreached else None)
+    raise DiscoveryError(text, host=host, cause=UNREACHABLE if unreached else cause)
 
 
 def _resource_message(exc: Any, api: ApiOptions, forbidden: str) -> str:

@@ -20,8 +20,8 @@ import re
 from collections.abc import Callable, Iterable
 from fnmatch import translate
 
-from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetException
-from ClusterShell.RangeSet import RangeSet, RangeSetException
+# ClusterShell is imported by the functions that parse a range, when one is used: otherwise
+# every audit and gate would pay its import (about a tenth of the inventory package's).
 
 #: The most names one range may stand for: a typo such as `gpu[1-1000000]` is refused, not
 #: turned into a million hosts.
@@ -48,6 +48,9 @@ def expand_nodes(text: str) -> list[str]:
     The whole ClusterShell node-set syntax is read (`,` union; `!`, `&`, `^` between sets);
     group names (`@rack1`) are not resolved.
     """
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetException
+    from ClusterShell.RangeSet import RangeSetException
+
     try:
         nodes = NodeSet(text, resolver=RESOLVER_NOGROUP)
         if len(nodes) > MAX_NAMES:
@@ -59,6 +62,9 @@ def expand_nodes(text: str) -> list[str]:
 
 def fold_nodes(names: Iterable[str]) -> str:
     """The names folded into one node set: [gpu01, gpu02, gpu03, gpu07] -> 'gpu[01-03,07]'."""
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetException
+    from ClusterShell.RangeSet import RangeSetException
+
     try:
         return str(NodeSet.fromlist(list(names), resolver=RESOLVER_NOGROUP))
     except (NodeSetException, RangeSetException) as exc:
@@ -100,6 +106,8 @@ def expand_pattern(pattern: str) -> list[str]:
         body = match.group(1)
         if not _RANGE_BODY.match(body):
             continue
+        from ClusterShell.RangeSet import RangeSet, RangeSetException
+
         try:
             values = list(RangeSet(body))
         except RangeSetException as exc:

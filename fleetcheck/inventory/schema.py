@@ -52,12 +52,29 @@ HOST_KEYS = (
     "sudo",
     "timeout",
 )
+
+
+def kind_keys() -> dict[str, Any]:
+    """The host keys the node kinds read themselves (`kinds/`: a kind's `inventory_key` and
+    `read_declaration`), each with its kind, in registry order."""
+    from fleetcheck import kinds
+
+    found: dict[str, Any] = {}
+    for kind in kinds.all_kinds():
+        key = kind.inventory_key
+        if key is not None and kind.reads_declaration:
+            found.setdefault(key, kind)
+    return found
+
+
+def host_keys() -> tuple[str, ...]:
+    """Every key a host's entry accepts: the ones above, then the node kinds' own."""
+    return (*HOST_KEYS, *(key for key in kind_keys() if key not in HOST_KEYS))
+
+
 CONTAINER_KEYS = ("vmid", "name", "python", "env", "labels", "timeout", "oci")
 VM_KEYS = CONTAINER_KEYS
 OCI_KEYS = ("runtime", "containers")
-KUBERNETES_KEYS = ("kubeconfig", "context", "namespaces", "selector", "container")
-#: A Kubernetes name (RFC 1123 label: namespaces, containers) and a pod name (subdomain).
-K8S_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 OCI_CONTAINER_KEYS = ("name", "python", "env", "user", "labels", "timeout")
 TRANSPORTS = ("ssh", "local", "api")
 #: A Docker/Podman container name (moby's `[a-zA-Z0-9][a-zA-Z0-9_.-]+`) or an id prefix.

@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleetcheck.budget import SOURCE_COMMAND_TIMEOUT
 from fleetcheck.inventory.ansible import AnsibleInventory
-from fleetcheck.inventory.schema import API_KEYS, HOST_KEYS, LABEL_RE, merge_settings
+from fleetcheck.inventory.schema import API_KEYS, LABEL_RE, host_keys, merge_settings
 from fleetcheck.text import closest
 
 #: A host variable `fleetcheck_KEY` is the host key KEY (`fleetcheck_containers: all`).
@@ -274,9 +275,9 @@ def read_sources(builder: Any, raw: Any, context: Mapping[str, Any]) -> FoundSou
         item = builder.mapping(item, path, SOURCE_KEYS[kind])
         if not builder.optional(item, path, "enabled", builder.boolean, True):
             continue  # not read at all: no command run, no API asked
-        template = builder.mapping(item.get("host") or {}, (*path, "host"), HOST_KEYS)
+        template = builder.mapping(item.get("host") or {}, (*path, "host"), host_keys())
         if kind == "ansible":
-            found = _read_ansible(builder, item, path, HOST_KEYS)
+            found = _read_ansible(builder, item, path, host_keys())
             label = str(item[kind])
         else:
             found = _read_proxmox(builder, item, path, context, template)
@@ -308,7 +309,6 @@ def _merged(template: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[st
 def _read_ansible(builder: Any, item: Mapping[str, Any], path: tuple[str | int, ...],
                   host_keys: tuple[str, ...]) -> SourceHosts:
     from fleetcheck.inventory.ansible import (
-        DEFAULT_TIMEOUT,
         PARSERS,
         AnsibleSourceError,
         read_ansible_inventory,
@@ -317,7 +317,8 @@ def _read_ansible(builder: Any, item: Mapping[str, Any], path: tuple[str | int, 
     location = builder.local_path(item["ansible"], (*path, "ansible"))
     parser = builder.optional(item, path, "parser",
                               lambda v, p: builder.choice(v, p, PARSERS), "auto")
-    timeout = builder.optional(item, path, "timeout", builder.seconds, DEFAULT_TIMEOUT)
+    timeout = builder.optional(item, path, "timeout", builder.seconds,
+                               SOURCE_COMMAND_TIMEOUT)
     only: tuple[str, ...] = ()
     if "groups" in item:
         value = item["groups"]

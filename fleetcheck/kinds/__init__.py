@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleetcheck.budget import BudgetFor, NodeBudget
 from fleetcheck.inventory.model import HostSpec, SkippedTarget, Target
-from fleetcheck.kinds.base import Discovery, NodeKind, host_target
+from fleetcheck.kinds.base import NOT_MINE, Discovery, IdShape, NodeKind, NotMine, host_target
 
 if TYPE_CHECKING:
     from fleetcheck.transport.interface import Transport
@@ -79,6 +79,15 @@ def open_transport(target: Target, host_transport: Transport,
     return transport
 
 
+def id_shapes() -> tuple[IdShape, ...]:
+    """The families of node ids `--limit` knows, once each, in registry order."""
+    shapes: dict[int, IdShape] = {}
+    for each in all_kinds():
+        if each.id_shape is not None:
+            shapes.setdefault(id(each.id_shape), each.id_shape)
+    return tuple(shapes.values())
+
+
 def depth(name: str) -> int:
     """How deep a node of kind `name` sits below its host (an unknown kind as a guest)."""
     found = find(name)
@@ -123,9 +132,12 @@ def needs_listing(host: HostSpec) -> bool:
 __all__ = [
     "KINDS",
     "NODE_KINDS",
+    "NOT_MINE",
     "Discovery",
+    "IdShape",
     "Listings",
     "NodeKind",
+    "NotMine",
     "all_kinds",
     "chain",
     "children_kinds",
@@ -133,6 +145,7 @@ __all__ = [
     "expand",
     "find",
     "host_target",
+    "id_shapes",
     "kind",
     "needs_listing",
     "open_transport",

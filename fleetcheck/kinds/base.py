@@ -9,6 +9,7 @@ of them names a kind.
 from __future__ import annotations
 
 import abc
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -16,7 +17,7 @@ from fleetcheck.budget import BudgetFor
 from fleetcheck.inventory.model import HostSpec, SkippedTarget, Target
 
 if TYPE_CHECKING:
-    from fleetcheck.model import NodeResult
+    from fleetcheck.model import Check, NodeResult
     from fleetcheck.transport.interface import Transport
 
 #: What a kind's `expand` returns: nodes to probe, and nodes known but not probed.
@@ -51,12 +52,56 @@ class NodeKind(abc.ABC):
     #: Proxmox host whose guests cannot be listed); False when the listing's failure is one
     #: node of its own beside the parent (`PARENT/RUNTIME:*`).
     listing_fails_parent: ClassVar[bool] = False
-    #: How `--limit` tells whether it may select a node only this kind's listing brings (else
-    #: the listing is not run): "guests" (`HOST/VMID` under a host), "inside" (`PARENT/KIND:NAME`
-    #: inside a node), or None: it cannot tell from the ids, and the listing runs.
-    limit_shape: ClassVar[str | None] = None
+    #: Its node ids in `--limit` (`kinds/base.py`'s `IdShape`): whether a pattern can name one
+    #: of its nodes before they are listed, and whether the limit may select one only its
+    #: listing brings (else the listing is not run). None: it cannot tell from the ids, and
+    #: the listing always runs.
+    id_shape: ClassVar[IdShape | None] = None
 
     # -- inventory ------------------------------------------------------------------------
+
+    #: The key of a host's inventory entry that declares these nodes (None: declared by
+    #: another kind's key, as Docker and Podman share `oci:`, or by `hosts:` itself).
+    inventory_key: str | None = None
+    #: Whether reaching its nodes needs a shell on the host: a `transport: api` host (only
+    #: the API's guest agent) refuses its key.
+    needs_shell: ClassVar[bool] = True
+
+    def schema_keys(self) -> tuple[str, ...]:
+        """The key paths below `hosts.*.KEY` it accepts ("[].vmid", ".context"), for
+        `schema_keys()` (what `fleetcheck inventory --keys` and the docs list)."""
+        return ()
+
+    #: An entry declaring its key without an `address` runs its tool on this machine
+    #: (`transport: local`) and probes no host by default (a Kubernetes cluster: kubectl).
+    local_by_default: ClassVar[bool] = False
+
+    @property
+    def reads_declaration(self) -> bool:
+        """Whether the loader hands this kind its `inventory_key` (it has `read_declaration`);
+        `containers:`, `vms:` and `oci:` the loader reads itself."""
+        return type(self).read_declaration is not NodeKind.read_declaration
+
+    def read_declaration(self, reader: Any, value: Any, path: tuple[Any, ...],
+                         transport: str) -> Any:
+        """Its `inventory_key`'s value read and checked with the loader's typed readers
+        (`reader.mapping`, `reader.string`, `reader.local_path`, `reader.shown`,
+        `reader.fail(path, problem)`...); `transport` is the host's ("local": paths are this
+        machine's). The result is what `declared` finds in the HostSpec field of that name,
+        where HostSpec has one, else in `parent.host.declarations[inventory_key]`."""
+        raise NotImplementedError(f"{self.name}: no inventory key of its own")
+
+    def graph_rows(self, host: HostSpec, known: Sequence[Target]) -> list[str]:
+        """What `fleetcheck inventory` says of this kind's nodes under `host` that only a
+        listing brings ("pve1/*  all VMs: discovered at audit time via ..."); `known` are
+        the host's nodes known without connecting."""
+        del host, known
+        return []
+
+    def inventory_json(self, host: HostSpec) -> dict[str, Any]:
+        """Its declaration in `fleetcheck inventory --json`'s host object (its key: value)."""
+        key = self.inventory_key
+        return {} if key is None else {key: jsonable(declaration(host, key))}
 
     @abc.abstractmethod
     def declared(self, parent: Target) -> str | Sequence[Any] | None:
@@ -104,10 +149,77 @@ class NodeKind(abc.ABC):
     def where_it_runs(self, node: NodeResult) -> str:
         """Where and as whom `fleetcheck fix` runs a node's steps (its transport, in words)."""
 
+    #: The word the probe's facts.where uses for a node of this kind ("lxc", "docker",
+    #: "kubernetes"), when the probe can tell it is inside one; None for a host or a VM.
+    where_name: ClassVar[str | None] = None
+
+    def gpu_passthrough(self, node: NodeResult, check: Check, vendor: str
+                        ) -> tuple[str, ...] | None:
+        """The lines that give a node of this kind the host's GPUs (`vendor`: "nvidia",
+        "amd"; `check`: the failing cause, whose evidence they may quote), for `fleetcheck
+        fix` to print when the node sees none; None where that is not this kind's to say (a
+        host, a VM, or a vendor it has no lines for)."""
+        del node, check, vendor
+        return None
+
     def describe(self, target: Target) -> str | None:
         """What `fleetcheck inventory` says of the node beside its id, or None."""
         del target
         return None
+
+
+class IdShape(abc.ABC):
+    """How one family of node ids reads in `--limit` (`HOST/VMID`, `PARENT/RUNTIME:NAME`,
+    `CLUSTER/NAMESPACE/POD`): the kinds of one family share one shape object."""
+
+    #: How the shape is written in "expected ..." when a pattern has none of the shapes.
+    words: ClassVar[str]
+    #: Where `words` comes in that line (smallest first).
+    rank: ClassVar[int] = 0
+
+    @abc.abstractmethod
+    def problem(self, hosts: Sequence[HostSpec], rest: str) -> str | NotMine | None:
+        """Why `HOST/REST` can name none of this shape's nodes on `hosts` (the inventory's
+        hosts the pattern's HOST matches; none: `--limit` says that); None when it may name
+        one; NOT_MINE when `rest` is not written in this shape."""
+
+    @abc.abstractmethod
+    def may_select(self, kind: NodeKind, parent: Target, patterns: Sequence[str],
+                   groups: Mapping[str, Sequence[str]]) -> bool:
+        """Whether the limit may select a node of `kind` under `parent` that only its listing
+        brings."""
+
+
+class NotMine:
+    """`IdShape.problem`'s answer for a pattern written in another shape."""
+
+    def __repr__(self) -> str:
+        return "NOT_MINE"
+
+
+NOT_MINE = NotMine()
+
+
+def declaration(host: HostSpec, key: str) -> Any:
+    """What `host`'s entry declares under `key`: the HostSpec field of that name (the kinds
+    fleetcheck ships), else the loader's `declarations` (a kind added since), else None."""
+    if key in _HOST_FIELDS:
+        return getattr(host, key)
+    return host.declarations.get(key)
+
+
+_HOST_FIELDS = frozenset(f.name for f in dataclasses.fields(HostSpec))
+
+
+def jsonable(value: Any) -> Any:
+    """A declaration (dataclasses, tuples, mappings) as JSON-ready data."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list | tuple):
+        return [jsonable(item) for item in value]
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    return value
 
 
 def host_target(host: HostSpec) -> Target:
@@ -115,6 +227,18 @@ def host_target(host: HostSpec) -> Target:
     return Target(host=host, vmid=None, name=host.name, python=host.python,
                   env=dict(host.env), labels=host.labels, timeout=host.timeout,
                   kind="host", oci=host.oci)
+
+
+def inherited(parent: Target | HostSpec, spec: Any, *, env: Mapping[str, str] | None = None,
+              labels: Sequence[str] = (), python: str | None = None) -> dict[str, Any]:
+    """A child node's python, env, labels and timeout: the spec's own over what it inherits
+    (`parent`'s timeout; `python`, `env` and `labels` as given, else `parent`'s)."""
+    return {
+        "python": spec.python or python or parent.python,
+        "env": merge_env(parent.env if env is None else env, spec.env),
+        "labels": merge_labels(parent.labels, spec.labels, labels),
+        "timeout": spec.timeout if spec.timeout is not None else parent.timeout,
+    }
 
 
 def merge_labels(*groups: Sequence[str]) -> tuple[str, ...]:

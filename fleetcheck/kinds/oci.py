@@ -5,7 +5,7 @@ the parent."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.budget import LISTING_TIMEOUT
@@ -13,24 +13,27 @@ from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.listings import parse_oci_ps
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
+    OCI_RUNTIMES,
+    ContainerSpec,
     DiscoveredOci,
+    HostSpec,
     OciContainerSpec,
     SkippedTarget,
     Target,
 )
-from fleetcheck.kinds.base import (
-    Discovery,
-    NodeKind,
-    Nodes,
-    merge_env,
-    merge_labels,
+from fleetcheck.inventory.patterns import (
+    may_select_inside,
+    rpartition_outside_brackets,
 )
+from fleetcheck.inventory.ranges import matches_name
+from fleetcheck.kinds.base import NOT_MINE, IdShape, NodeKind, inherited
 from fleetcheck.text import last_line
 from fleetcheck.transport.oci import OciTransport, oci_exec_failure, oci_list_argv
 
 if TYPE_CHECKING:
     from fleetcheck.budget import BudgetFor
-    from fleetcheck.model import NodeResult
+    from fleetcheck.kinds.base import Discovery, Nodes, NotMine
+    from fleetcheck.model import Check, NodeResult
     from fleetcheck.transport.interface import Transport
 
 
@@ -65,17 +68,74 @@ async def oci_list(
     raise OciListingError(f"`{runtime} ps` on {where}: {detail}", status)
 
 
+def inside_problem(hosts: Sequence[HostSpec], rest: str) -> str | None:
+    """Why `HOST/[VMID/]RUNTIME:NAME` (globs allowed) can match no Docker/Podman container."""
+    guest_glob, slash, oci_glob = rpartition_outside_brackets(rest, "/")
+    known: list[str] = []
+    for host in hosts:
+        parents = [(host.name, host.oci)] + [
+            (f"{host.name}/{guest.vmid}", guest.oci)
+            for guest in (*host.containers, *host.vms) if isinstance(guest, ContainerSpec)]
+        for parent, oci in parents:
+            if oci is None:
+                continue
+            if slash and not matches_name(parent.partition("/")[2], guest_glob):
+                continue
+            if not slash and parent != host.name:
+                continue
+            if oci.containers == ALL_CONTAINERS:
+                return None  # known after `docker ps`
+            for spec in oci.containers:
+                name = f"{oci.runtime}:{spec.name}" if isinstance(spec, OciContainerSpec) else ""
+                if matches_name(name, oci_glob):
+                    return None
+                known.append(f"{parent}/{name}")
+    return ("no such Docker/Podman container in the inventory (listed: "
+            f"{', '.join(known) or 'none'})")
+
+
+class InsideIds(IdShape):
+    """`PARENT/RUNTIME:NAME`: a node inside a host or a guest, named by its kind and name."""
+
+    words = "PARENT/RUNTIME:NAME"
+    rank = 1
+
+    def problem(self, hosts: Sequence[HostSpec], rest: str) -> str | NotMine | None:
+        last = rpartition_outside_brackets(rest, "/")[2]
+        if last.partition(":")[0] not in OCI_RUNTIMES:
+            return NOT_MINE  # not a Docker/Podman container: another kind's `KIND:NAME`
+        return inside_problem(hosts, rest)
+
+    def may_select(self, kind: NodeKind, parent: Target, patterns: Sequence[str],
+                   groups: Mapping[str, Sequence[str]]) -> bool:
+        return may_select_inside(parent.id, kind.name, patterns, groups)
+
+
+INSIDE_IDS = InsideIds()
+
+
 class OciKind(NodeKind):
     """The containers of one runtime (`docker` or `podman`) inside a host or a guest."""
 
     runs_in = ("host", "lxc", "qemu")
     depth = 2
     listing_fails_parent = False
-    limit_shape = "inside"
+    id_shape = INSIDE_IDS
+    inventory_key = "oci"
 
     def __init__(self, runtime: str) -> None:
         self.runtime = runtime
         self.name = runtime
+
+    def graph_rows(self, host: HostSpec, known: Sequence[Target]) -> list[str]:
+        """`PARENT/RUNTIME:*` for each known node whose `oci:` lists all its containers."""
+        parents = [(t.id, t.oci) for t in known if t.oci is not None and t.runtime is None]
+        if not host.probe_host and host.oci is not None:
+            parents.append((host.name, host.oci))
+        return [f"{where}/{self.runtime}:*  all running: discovered at audit time via "
+                f"`{self.runtime} ps`" for where, oci in parents
+                if oci is not None and oci.runtime == self.runtime
+                and oci.containers == ALL_CONTAINERS]
 
     def declared(self, parent: Target) -> str | Sequence[Any] | None:
         oci = parent.oci
@@ -129,21 +189,11 @@ class OciKind(NodeKind):
             specs = [spec for spec in declared if isinstance(spec, OciContainerSpec)]
         for spec in specs:
             nodes.append(Target(
-                host=parent.host,
-                vmid=parent.vmid,
-                name=spec.name,
+                host=parent.host, vmid=parent.vmid, name=spec.name, container=spec.name,
+                guest_kind=parent.node_kind, user=spec.user, kind=runtime, runtime=runtime,
                 # An image is its own filesystem: the guest's interpreter and environment do
                 # not apply inside it, the host's (and the defaults') do.
-                python=spec.python or parent.host.python,
-                env=merge_env(parent.host.env, spec.env),
-                labels=merge_labels(parent.labels, spec.labels),
-                timeout=spec.timeout if spec.timeout is not None else parent.timeout,
-                container=spec.name,
-                guest_kind=parent.node_kind,
-                user=spec.user,
-                kind=runtime,
-                runtime=runtime,
-            ))
+                **inherited(parent, spec, python=parent.host.python, env=parent.host.env)))
         return nodes
 
     def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
@@ -153,6 +203,29 @@ class OciKind(NodeKind):
         return OciTransport(outer, target.runtime, target.container, user=target.user,
                             sudo=target.host.sudo and target.vmid is None,
                             parent_name=target.parent or target.host.name)
+
+    @property
+    def where_name(self) -> str:  # type: ignore[override]
+        return self.runtime
+
+    def gpu_passthrough(self, node: NodeResult, check: Check, vendor: str
+                        ) -> tuple[str, ...] | None:
+        """The runtime's own options (a running container cannot gain devices), not the LXC
+        config of a container it may run in."""
+        if vendor == "amd":
+            return None
+        parent = getattr(node, "parent", None) or node.host
+        name = node.name
+        cdi = "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"
+        if self.runtime == "docker":
+            return (f"# on {parent}: recreate container {name} with the GPUs (a running "
+                    "container cannot gain devices)",
+                    f"docker run --gpus all ... (NVIDIA Container Toolkit), or with CDI: {cdi}, "
+                    "then docker run --device nvidia.com/gpu=all ...",
+                    "# an lxc.mount.entry line in the LXC config around dockerd does not reach "
+                    "it")
+        return (f"# on {parent}: recreate container {name} with the GPUs through CDI",
+                f"{cdi}", f"{self.runtime} run --device nvidia.com/gpu=all ...")
 
     def inside(self, target: Target) -> str:
         return "in container"

@@ -12,18 +12,27 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.budget import LISTING_TIMEOUT
-from fleetcheck.inventory.model import ALL_CONTAINERS, PodPlace, SkippedTarget, Target
-from fleetcheck.kinds.base import Discovery, NodeKind, Nodes
+from fleetcheck.inventory.model import (
+    ALL_CONTAINERS,
+    HostSpec,
+    KubernetesSpec,
+    PodPlace,
+    SkippedTarget,
+    Target,
+)
+from fleetcheck.kinds.base import NOT_MINE, Discovery, IdShape, NodeKind, Nodes, NotMine
+from fleetcheck.text import clip
 from fleetcheck.transport.kubectl import PodTransport, kubectl_failure, pods_argv
 
 if TYPE_CHECKING:
     from fleetcheck.budget import BudgetFor
-    from fleetcheck.model import NodeResult
+    from fleetcheck.model import Check, NodeResult
     from fleetcheck.transport.interface import Transport
 
 #: kubectl's annotation naming the container `kubectl exec` picks without `-c`.
@@ -74,14 +83,117 @@ def parse_pods(text: str, namespace: str) -> list[DiscoveredPod]:
     return pods
 
 
+def kubernetes_scope(host: HostSpec) -> str:
+    """The pods `fleetcheck inventory` says a host lists: namespaces, context, selector."""
+    spec = host.kubernetes
+    assert spec is not None
+    namespaces = spec.namespaces
+    parts = ["all namespaces" if namespaces == ALL_CONTAINERS else
+             "namespaces " + ",".join(namespaces) if namespaces else "the context's namespace"]
+    if spec.context:
+        parts.append(f"context {spec.context}")
+    if spec.selector:
+        parts.append(f"selector {spec.selector}")
+    parts.append("every container" if spec.container == ALL_CONTAINERS else
+                 f"container {spec.container or '(the default)'}")
+    return ", ".join(parts)
+
+
+#: The keys of a host's `kubernetes:`.
+KUBERNETES_KEYS = ("kubeconfig", "context", "namespaces", "selector", "container")
+#: A Kubernetes name (RFC 1123 label: namespaces, containers).
+K8S_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def _k8s_name(reader: Any, value: Any, path: tuple[Any, ...]) -> str:
+    text = reader.string(value, path)
+    if not K8S_LABEL_RE.match(text):
+        raise reader.fail(path, "must be a Kubernetes name (lower-case letters, digits and "
+                                f"'-', at most 63), got {reader.shown(clip(text, 80))}")
+    assert isinstance(text, str)
+    return text
+
+
+class PodIds(IdShape):
+    """`CLUSTER/NAMESPACE/POD[/CONTAINER]`: known only once the pods are listed."""
+
+    words = "CLUSTER/NAMESPACE/POD"
+    rank = 2
+
+    def problem(self, hosts: Sequence[HostSpec], rest: str) -> str | NotMine | None:
+        if not rest or ":" in rest or not any(
+                host.kubernetes is not None for host in hosts):
+            return NOT_MINE
+        return None
+
+    def may_select(self, kind: NodeKind, parent: Target, patterns: Sequence[str],
+                   groups: Mapping[str, Sequence[str]]) -> bool:
+        del kind, parent, patterns, groups
+        return True  # a pod's name is known only from the listing: it always runs
+
+
+POD_IDS = PodIds()
+
+
 class PodKind(NodeKind):
     name = "pod"
     runs_in = ("host",)
     depth = 1
     listing_fails_parent = False
+    id_shape = POD_IDS
+    inventory_key = "kubernetes"
+    local_by_default = True
+
+    def schema_keys(self) -> tuple[str, ...]:
+        return tuple(f".{key}" for key in KUBERNETES_KEYS)
+
+    def read_declaration(self, reader: Any, value: Any, path: tuple[Any, ...],
+                         transport: str) -> KubernetesSpec:
+        """`kubernetes: {kubeconfig, context, namespaces, selector, container}`."""
+        raw = reader.mapping(value, path, KUBERNETES_KEYS)
+        kubeconfig = None
+        if "kubeconfig" in raw:
+            # A file of the machine kubectl runs on: this one's paths resolve as others do.
+            kubeconfig = (reader.local_path(raw["kubeconfig"], (*path, "kubeconfig"))
+                          if transport == "local" else reader.python(raw["kubeconfig"],
+                                                                   (*path, "kubeconfig")))
+        namespaces: str | tuple[str, ...] = ()
+        if "namespaces" in raw:
+            listed = raw["namespaces"]
+            if listed != ALL_CONTAINERS:
+                if not isinstance(listed, list) or not listed:
+                    got = reader.shown(listed)
+                    raise reader.fail((*path, "namespaces"),
+                                      f"must be 'all' or a list of namespaces, got {got}")
+                namespaces = tuple(_k8s_name(reader, item, (*path, "namespaces", index))
+                                   for index, item in enumerate(listed))
+            else:
+                namespaces = ALL_CONTAINERS
+        container = None
+        if "container" in raw:
+            container = raw["container"] if raw["container"] == ALL_CONTAINERS else \
+                _k8s_name(reader, raw["container"], (*path, "container"))
+        selector = None
+        if "selector" in raw:
+            selector = reader.string(raw["selector"], (*path, "selector"))
+            if selector.startswith("-"):
+                raise reader.fail((*path, "selector"), "must not start with '-'")
+        context = None
+        if "context" in raw:
+            context = reader.string(raw["context"], (*path, "context"))
+            if context.startswith("-"):
+                raise reader.fail((*path, "context"), "must not start with '-'")
+        return KubernetesSpec(kubeconfig=kubeconfig, context=context, namespaces=namespaces,
+                              selector=selector, container=container)
+
+    def graph_rows(self, host: HostSpec, known: Sequence[Target]) -> list[str]:
+        if host.kubernetes is None:
+            return []
+        return [f"{host.name}/*  running pods: discovered at audit time via kubectl get pods "
+                f"({kubernetes_scope(host)})  python={host.python}"]
 
     def declared(self, parent: Target) -> str | Sequence[Any] | None:
-        if parent.kind != "host" or parent.host.kubernetes is None:
+        if parent.host.kubernetes is None:
             return None
         return ALL_CONTAINERS  # pods are always found by listing them
 
@@ -154,6 +266,15 @@ class PodKind(NodeKind):
         del budget  # `kubectl exec` has no wait of its own: the transport it runs on bounds it
         assert target.pod is not None and target.host.kubernetes is not None
         return PodTransport(outer, target.host.kubernetes, target.pod, target.host.name)
+
+    where_name = "kubernetes"
+
+    def gpu_passthrough(self, node: NodeResult, check: Check, vendor: str
+                        ) -> tuple[str, ...] | None:
+        if vendor == "amd":
+            return None
+        return ("request the GPUs in the pod spec: resources.limits nvidia.com/gpu: N, on a "
+                "node running the NVIDIA device plugin or GPU operator",)
 
     def inside(self, target: Target) -> str:
         container = target.pod.container if target.pod is not None else None

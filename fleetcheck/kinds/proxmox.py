@@ -10,9 +10,8 @@ failures its transport module words.
 
 from __future__ import annotations
 
-import abc
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from fleetcheck.budget import LISTING_TIMEOUT
 from fleetcheck.inventory.errors import DiscoveryError, InventoryError
@@ -25,12 +24,20 @@ from fleetcheck.inventory.model import (
     SkippedTarget,
     Target,
 )
+from fleetcheck.inventory.patterns import (
+    is_vmid_pattern,
+    may_select_guests,
+)
 from fleetcheck.inventory.pveapi import discover_guests_via_api
+from fleetcheck.inventory.ranges import matches_name
 from fleetcheck.kinds.base import (
+    NOT_MINE,
     Discovery,
+    IdShape,
     NodeKind,
     Nodes,
-    merge_env,
+    NotMine,
+    inherited,
     merge_labels,
 )
 from fleetcheck.transport.pct import pve_list_argv, pve_list_failure, sudo_prefix
@@ -67,10 +74,43 @@ async def pve_list(host: HostSpec, transport: Transport, tool: str, timeout: flo
     result = await transport.run(pve_list_argv(tool, sudo=host.sudo), timeout=timeout)
     if result.returncode != 0 or result.timed_out:
         # The host's own refusal (its gatekeeper) first.
-        refused = transport.explain_failure(result)
-        reason = refused[1] if refused else pve_list_failure(result, host.name, tool)
-        raise DiscoveryError(reason, host=host.name)
+        refused = transport.explain_failure(result) or pve_list_failure(result, host.name, tool)
+        raise DiscoveryError(refused.reason, host=host.name, cause=refused.cause)
     return result.stdout.decode("utf-8", "replace")
+
+
+def vmid_problem(hosts: Sequence[HostSpec], vmid_glob: str) -> str | None:
+    """Why `HOST/VMID` (globs allowed) can name no Proxmox guest of the inventory."""
+    listed: list[str] = []
+    for host in hosts:
+        if ALL_CONTAINERS in (host.containers, host.vms):
+            return None  # known after `pct list` / the API
+        for container in (*host.containers, *host.vms):
+            if isinstance(container, str):
+                continue
+            if matches_name(str(container.vmid), vmid_glob):
+                return None
+            listed.append(f"{host.name}/{container.vmid}")
+    return f"no such container in the inventory (containers: {', '.join(listed) or 'none'})"
+
+
+class GuestIds(IdShape):
+    """`HOST/VMID`: the Proxmox guests (LXC containers and VMs share the VMIDs)."""
+
+    words = "HOST/VMID with a numeric VMID or a glob such as pve1/1*"
+    rank = 0
+
+    def problem(self, hosts: Sequence[HostSpec], rest: str) -> str | NotMine | None:
+        if not is_vmid_pattern(rest):
+            return NOT_MINE
+        return vmid_problem(hosts, rest)
+
+    def may_select(self, kind: NodeKind, parent: Target, patterns: Sequence[str],
+                   groups: Mapping[str, Sequence[str]]) -> bool:
+        return may_select_guests(parent.host, patterns, groups)
+
+
+GUEST_IDS = GuestIds()
 
 
 class ProxmoxGuestKind(NodeKind):
@@ -79,23 +119,37 @@ class ProxmoxGuestKind(NodeKind):
     runs_in = ("host",)
     depth = 1
     listing_fails_parent = True
-    limit_shape = "guests"
-    #: The host's inventory key that declares these guests.
-    key: ClassVar[str]
-    #: How a skipped one is called: "container stopped", "VM stopped".
-    noun: ClassVar[str]
-    #: PVE's own name for a guest without one (pve-container, QemuServer vmstatus).
-    default_name: ClassVar[str]
+    id_shape = GUEST_IDS
+
+    def __init__(self, name: str, *, key: str, noun: str, default_name: str, tool: str,
+                 parse_listing: Callable[[str], list[DiscoveredContainer]]) -> None:
+        self.name = name
+        #: The host's inventory key that declares these guests.
+        self.key = key
+        self.inventory_key = key
+        #: How a skipped one is called: "container stopped", "VM stopped".
+        self.noun = noun
+        #: PVE's own name for a guest without one (pve-container, QemuServer vmstatus).
+        self.default_name = default_name
+        #: The kind's own tool, whose `TOOL list` answers when pvesh cannot (pct, qm).
+        self.tool = tool
+        #: The guests in what `TOOL list` printed (its parser in `inventory/listings.py`).
+        self.parse_listing = parse_listing
 
     def declared(self, parent: Target) -> str | Sequence[Any] | None:
         specs: str | tuple[ContainerSpec, ...] = getattr(parent.host, self.key)
         return specs or None
 
-    #: The kind's own tool, whose `TOOL list` answers when pvesh cannot (pct, qm).
-    tool: ClassVar[str]
-    @abc.abstractmethod
-    def parse_listing(self, text: str) -> list[DiscoveredContainer]:
-        """The guests in what `TOOL list` printed (its parser in `inventory/listings.py`)."""
+    def graph_rows(self, host: HostSpec, known: Sequence[Target]) -> list[str]:
+        if getattr(host, self.key) != ALL_CONTAINERS:
+            return []
+        return [f"{host.name}/*  {self.listed_words(host)}"]
+
+    def listed_words(self, host: HostSpec) -> str:
+        """How `fleetcheck inventory` words `KEY: all` ("all VMs: discovered at audit time
+        via pvesh or qm list")."""
+        via = "the Proxmox API" if host.api is not None else f"pvesh or {self.tool} list"
+        return f"all {self.noun}s: discovered at audit time via {via}"
 
     async def tool_list(self, host: HostSpec, transport: Transport) -> list[DiscoveredContainer]:
         """The guests `TOOL list` shows on `host`; DiscoveryError saying why when it fails."""
@@ -172,19 +226,9 @@ class ProxmoxGuestKind(NodeKind):
     def _guest(self, host: HostSpec, spec: ContainerSpec, found: DiscoveredContainer | None
                ) -> Target:
         """Python, env, labels and timeout inherit defaults -> host -> guest."""
-        labels = merge_labels(host.labels, spec.labels, found.tags if found else ())
         name = spec.name or (found.name if found else None) or f"{host.name}/{spec.vmid}"
-        return Target(
-            host=host,
-            vmid=spec.vmid,
-            name=name,
-            python=spec.python or host.python,
-            env=merge_env(host.env, spec.env),
-            labels=labels,
-            timeout=spec.timeout if spec.timeout is not None else host.timeout,
-            kind=self.name,
-            oci=spec.oci,
-        )
+        return Target(host=host, vmid=spec.vmid, name=name, kind=self.name, oci=spec.oci,
+                      **inherited(host, spec, labels=found.tags if found else ()))
 
     def inside(self, target: Target) -> str:
         return f"in {self.noun}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fleetcheck.inventory.listings import parse_qm_list
-from fleetcheck.inventory.model import DiscoveredContainer, Target
+from fleetcheck.inventory.model import Target
 from fleetcheck.kinds.proxmox import ProxmoxGuestKind
 from fleetcheck.transport.qemu import QemuTransport
 from fleetcheck.transport.qemu_api import ApiHostTransport, QemuApiTransport
@@ -20,15 +20,6 @@ if TYPE_CHECKING:
 
 
 class QemuKind(ProxmoxGuestKind):
-    name = "qemu"
-    key = "vms"
-    noun = "VM"
-    default_name = "VM {vmid}"
-    tool = "qm"
-
-    def parse_listing(self, text: str) -> list[DiscoveredContainer]:
-        return parse_qm_list(text)
-
     def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
         assert target.vmid is not None
         if isinstance(outer, ApiHostTransport):
@@ -45,4 +36,5 @@ class QemuKind(ProxmoxGuestKind):
         return "(VM, guest agent)"
 
 
-QEMU = QemuKind()
+QEMU = QemuKind("qemu", key="vms", noun="VM", default_name="VM {vmid}", tool="qm",
+                parse_listing=parse_qm_list)

@@ -53,6 +53,24 @@ def _safe_text(text: str, limit: int = MAX_TEXT) -> str:
     return clip(_LONE_SURROGATE.sub("\ufffd", text), limit)
 
 
+#: One string object for each short key or value that many nodes' replies repeat: every reply
+#: has the same keys and mostly the same values (versions, paths, statuses), and json.loads
+#: makes new ones for each node. Sharing them is most of what a node's facts would otherwise
+#: hold in memory (docs/scaling.md). Bounded, so that replies of unique strings cannot grow it.
+_SHARED: dict[str, str] = {}
+_SHARED_MAX = 16_384
+_SHARED_LEN = 256
+
+
+def _shared(text: str) -> str:
+    found = _SHARED.get(text)
+    if found is not None:
+        return found
+    if len(text) <= _SHARED_LEN and len(_SHARED) < _SHARED_MAX:
+        _SHARED[text] = text
+    return text
+
+
 def _bounded(value: Any, depth: int = 0) -> Any:
     """A copy with strings clipped, containers cut, depth limited, non-finite floats dropped."""
     if depth > MAX_DEPTH:
@@ -61,10 +79,11 @@ def _bounded(value: Any, depth: int = 0) -> Any:
     # node's reply), then fall back to isinstance for anything else.
     kind = type(value)
     if kind is str:
-        return value if len(value) <= MAX_TEXT and value.isascii() else _safe_text(value)
+        return _shared(value) if len(value) <= MAX_TEXT and value.isascii() \
+            else _safe_text(value)
     if kind is dict:
         deeper = depth + 1
-        return {(key if type(key) is str and len(key) <= 200 and key.isascii()
+        return {(_shared(key) if type(key) is str and len(key) <= 200 and key.isascii()
                  else _safe_text(str(key), 200)): _bounded(item, deeper)
                 for key, item in itertools.islice(value.items(), MAX_ITEMS)}
     if kind is list:
@@ -113,11 +132,12 @@ def _check(item: Any, index: int) -> Check:
         if (type(ident) is str and type(summary) is str and status in CHECK_STATUSES
                 and (fix is None or type(fix) is str) and type(evidence) is dict):
             return Check(
-                id=ident if len(ident) <= 100 and ident.isascii() else _safe_text(ident, 100),
-                status=status,
-                summary=summary if len(summary) <= MAX_TEXT and summary.isascii()
+                id=_shared(ident) if len(ident) <= 100 and ident.isascii()
+                else _safe_text(ident, 100),
+                status=_shared(status),
+                summary=_shared(summary) if len(summary) <= MAX_TEXT and summary.isascii()
                 else _safe_text(summary),
-                fix="" if fix is None else _safe_text(fix),
+                fix="" if fix is None else _shared(_safe_text(fix)),
                 evidence=_bounded(evidence),
             )
     return _check_carefully(item, index)

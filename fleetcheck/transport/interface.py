@@ -21,6 +21,7 @@ from fleetcheck.budget import (  # the time budget's names, re-exported for tran
     node_timeout,
 )
 from fleetcheck.errors import FleetcheckError
+from fleetcheck.failures import Refusal
 
 __all__ = [
     "DEFAULT_DEEP_NODE_TIMEOUT",
@@ -109,7 +110,7 @@ class Transport(abc.ABC):
         """
         yield self.run
 
-    def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
+    def explain_failure(self, result: CommandResult) -> Refusal | None:
         """(status, reason) when this transport's own tool, not the command, refused to run.
 
         Read only for a command that printed no probe document and exited non-zero. Each
@@ -137,10 +138,9 @@ class NestedTransport(Transport):
     be unpacked too) and what its tool's refusals mean (`explain_own`).
     """
 
-    @property
-    @abc.abstractmethod
-    def outer(self) -> Transport:
-        """The transport this node's commands run through."""
+    def __init__(self, outer: Transport) -> None:
+        #: The transport this node's commands run through.
+        self.outer = outer
 
     def wrap(self, argv: list[str]) -> list[str]:
         """The outer transport's argv that runs `argv` in this node."""
@@ -152,12 +152,12 @@ class NestedTransport(Transport):
         """Run `argv` in this node with the outer transport's `outer_run`."""
         return await outer_run(self.wrap(argv), input=input, timeout=timeout)
 
-    def explain_own(self, result: CommandResult) -> tuple[str, str] | None:
+    def explain_own(self, result: CommandResult) -> Refusal | None:
         """(status, reason) when this transport's own tool refused to run."""
         del result
         return None
 
-    def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
+    def explain_failure(self, result: CommandResult) -> Refusal | None:
         # What stands before this tool (the host's gatekeeper, pct, qm...) refuses first.
         return self.outer.explain_failure(result) or self.explain_own(result)
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from fleetcheck import failures
+from fleetcheck.failures import Refusal
 from fleetcheck.inventory.model import KubernetesSpec, PodPlace
 from fleetcheck.text import clip
 from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
@@ -50,7 +52,7 @@ def exec_argv(spec: KubernetesSpec, place: PodPlace, argv: list[str]) -> list[st
             "--", *argv]
 
 
-def kubectl_failure(result: CommandResult, where: str) -> tuple[str, str] | None:
+def kubectl_failure(result: CommandResult, where: str) -> Refusal | None:
     """(status, reason) when kubectl itself, the API server or RBAC refused; None otherwise.
 
     `where` names the pod or namespace ("pod training/trainer-0"). The reason quotes
@@ -67,32 +69,37 @@ def kubectl_failure(result: CommandResult, where: str) -> tuple[str, str] | None
     quoted = clip(said, 240)
     if result.returncode == 127 and ("kubectl: not found" in text or "kubectl\"" in text
                                      or "kubectl: No such file" in text):
-        return "error", "kubectl not found on the machine that reaches the cluster"
+        return Refusal("error", "kubectl not found on the machine that reaches the cluster",
+                       failures.TOOL_NOT_FOUND)
     if said.startswith("error: stat ") and "no such file or directory" in said:
-        return "error", f"kubeconfig missing (kubectl: {quoted})"
+        return Refusal("error", f"kubeconfig missing (kubectl: {quoted})", failures.CREDENTIALS)
     if said.startswith("Error in configuration"):
-        return "error", f"kubeconfig unusable (kubectl: {quoted})"
+        return Refusal("error", f"kubeconfig unusable (kubectl: {quoted})", failures.CREDENTIALS)
     if said.startswith(("The connection to the server", "Unable to connect to the server")):
-        return "unreachable", f"Kubernetes API unreachable (kubectl: {quoted})"
+        return Refusal("unreachable", f"Kubernetes API unreachable (kubectl: {quoted})",
+                       failures.UNREACHABLE)
     forbidden = _FORBIDDEN.search(text)
     if "(Forbidden)" in text and forbidden:
         user, verb, resource, namespace = forbidden.groups()
         scope = f" in namespace {namespace}" if namespace else ""
-        return "error", (f"forbidden by RBAC: {user} may not {verb} {resource}{scope}; "
-                         f"{RBAC_HINT} (kubectl: {quoted})")
+        return Refusal("error", f"forbidden by RBAC: {user} may not {verb} {resource}{scope}; "
+                       f"{RBAC_HINT} (kubectl: {quoted})", failures.ACCESS_DENIED)
     if "(Unauthorized)" in text or "must be logged in" in text:
-        return "error", f"the cluster refused the credentials (kubectl: {quoted})"
+        return Refusal("error", f"the cluster refused the credentials (kubectl: {quoted})",
+                       failures.CREDENTIALS)
     if "(NotFound)" in text:
-        return "error", f"{where} not found (kubectl: {quoted})"
+        return Refusal("error", f"{where} not found (kubectl: {quoted})", failures.NO_SUCH_NODE)
     phase = _PHASE.search(text)
     if "cannot exec into a container in a completed pod" in text and phase:
-        return "skipped", f"pod {phase.group(1)}"
+        return Refusal("skipped", f"pod {phase.group(1)}", failures.NODE_NOT_RUNNING)
     container = _CONTAINER_NOT_FOUND.search(text)
     if container:
-        return "error", f"container {container.group(1)} not found in {where} (kubectl: {quoted})"
+        return Refusal("error", f"container {container.group(1)} not found in {where} (kubectl: "
+                       f"{quoted})", failures.NO_SUCH_NODE)
     missing = _EXEC_NOT_FOUND.search(text)
     if missing:
-        return "error", f"{missing.group(1)} not found in {where} (no such file in the image)"
+        return Refusal("error", f"{missing.group(1)} not found in {where} (no such file in the "
+                       f"image)", failures.INTERPRETER_MISSING)
     return None
 
 
@@ -101,19 +108,15 @@ class PodTransport(NestedTransport):
 
     def __init__(self, outer: Transport, spec: KubernetesSpec, place: PodPlace,
                  cluster: str) -> None:
-        self._outer = outer
+        super().__init__(outer)
         self.spec = spec
         self.place = place
         self.cluster = cluster
 
-    @property
-    def outer(self) -> Transport:
-        return self._outer
-
     def wrap(self, argv: list[str]) -> list[str]:
         return exec_argv(self.spec, self.place, argv)
 
-    def explain_own(self, result: CommandResult) -> tuple[str, str] | None:
+    def explain_own(self, result: CommandResult) -> Refusal | None:
         return kubectl_failure(result, f"pod {self.place.namespace}/{self.place.pod}")
 
     def connection_facts(self) -> dict[str, object]:

@@ -7,6 +7,7 @@ import contextlib
 import os
 import signal
 
+from fleetcheck.budget import PIPE_DRAIN_WAIT
 from fleetcheck.transport.interface import (
     OUTPUT_CAP,
     STDERR_CAP,
@@ -100,8 +101,9 @@ class LocalTransport(Transport):
 
 
 async def _drain(task: asyncio.Future[tuple[bytes, bool]]) -> tuple[bytes, bool]:
-    """A reader's result; a pipe held open by an escaped grandchild is given up after 1 s."""
+    """A reader's result; a pipe held open by an escaped grandchild is given up after
+    `PIPE_DRAIN_WAIT`."""
     try:
-        return await asyncio.wait_for(task, 1.0)
+        return await asyncio.wait_for(task, PIPE_DRAIN_WAIT)
     except asyncio.TimeoutError:
         return b"", False

@@ -12,6 +12,8 @@ the image needs no `env` binary.
 
 from __future__ import annotations
 
+from fleetcheck import failures
+from fleetcheck.failures import Refusal
 from fleetcheck.text import last_line
 from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
 from fleetcheck.transport.refusals import sudo_wants_password
@@ -43,7 +45,7 @@ def oci_exec_argv(runtime: str, container: str, argv: list[str], *, user: str | 
 
 def oci_exec_failure(
     result: CommandResult, runtime: str, container: str, parent: str
-) -> tuple[str, str] | None:
+) -> Refusal | None:
     """(status, reason) when the runtime, not the probe, refused (its texts and exit codes)."""
     stderr = result.stderr.decode("utf-8", "replace")
     stdout = result.stdout.decode("utf-8", "replace")
@@ -52,25 +54,27 @@ def oci_exec_failure(
     lowered = stderr.lower()
     asked = sudo_wants_password(stderr, parent, runtime)
     if asked is not None:
-        return "error", asked
+        return asked
     if "is not running" in lowered or "can only create exec sessions on running" in lowered \
             or "when their container is running" in lowered:
-        return "skipped", "container not running"
+        return Refusal("skipped", "container not running", failures.NODE_NOT_RUNNING)
     if "is paused" in lowered:
-        return "skipped", "container paused"
+        return Refusal("skipped", "container paused", failures.NODE_NOT_RUNNING)
     if "is restarting" in lowered:
-        return "error", f"{where} is restarting"
+        return Refusal("error", f"{where} is restarting", failures.NODE_BUSY)
     if "no such container" in lowered:
-        return "error", f"no {runtime} container {container!r} on {parent}"
+        return Refusal("error", f"no {runtime} container {container!r} on {parent}",
+                       failures.NO_SUCH_NODE)
     if "permission denied while trying to connect" in lowered:
-        return "error", (f"{runtime} on {parent}: permission denied on its socket (add the "
-                         f"login to the {runtime} group, or sudo: true)")
+        return Refusal("error", f"{runtime} on {parent}: permission denied on its socket (add "
+                       f"the login to the {runtime} group, or sudo: true)", failures.ACCESS_DENIED)
     if "cannot connect to the docker daemon" in lowered or "failed to connect to the docker" \
             in lowered:
-        return "error", f"{runtime} daemon on {parent} is not running"
+        return Refusal("error", f"{runtime} daemon on {parent} is not running",
+                       failures.SERVICE_DOWN)
     if code == 127 and (f"env: '{runtime}'" in stderr or f"{runtime}: not found" in stderr
                         or f"\"{runtime}\"" in stderr or f"“{runtime}”" in stderr):
-        return "error", f"{runtime} not found on {parent}"
+        return Refusal("error", f"{runtime} not found on {parent}", failures.TOOL_NOT_FOUND)
     # The runtime could not start the command: docker writes the OCI error to the exec's
     # stdout (moby's exec router), podman to stderr. The codes overlap (docker 20.10 exits
     # 126 for a command not found, 127 from 23.0 on; podman 127), so the text decides.
@@ -78,9 +82,11 @@ def oci_exec_failure(
                 if "OCI runtime" in line or "executable file not found" in line), "")
     if code in (126, 127) and oci:
         problem = "not found" if "not found" in oci else "cannot be run"
-        return "error", f"{_command_of(oci) or 'the probe interpreter'} {problem} in {where}"
+        return Refusal("error", f"{_command_of(oci) or 'the probe interpreter'} {problem} in "
+                       f"{where}", failures.INTERPRETER_MISSING)
     if code == 125 or (code == 1 and DAEMON_ERROR in stderr):
-        return "error", f"{runtime} exec refused: {last_line(result.stderr) or 'no message'}"
+        said = last_line(result.stderr) or "no message"
+        return Refusal("error", f"{runtime} exec refused: {said}", failures.TOOL_REFUSED)
     return None
 
 
@@ -114,23 +120,19 @@ class OciTransport(NestedTransport):
         self, parent: Transport, runtime: str, container: str, *, user: str | None = None,
         sudo: bool = False, parent_name: str = "its node",
     ) -> None:
-        self.parent = parent
+        super().__init__(parent)
         self.runtime = runtime
         self.container = container
         self.user = user
         self.sudo = sudo
         self.parent_name = parent_name
 
-    @property
-    def outer(self) -> Transport:
-        return self.parent
-
     def wrap(self, argv: list[str]) -> list[str]:
         # `sudo -n` only where the parent is the host's own login (not inside pct/qm).
         prefix = ["sudo", "-n"] if self.sudo else []
         return [*prefix, *oci_exec_argv(self.runtime, self.container, argv, user=self.user)]
 
-    def explain_own(self, result: CommandResult) -> tuple[str, str] | None:
+    def explain_own(self, result: CommandResult) -> Refusal | None:
         # Read after the parent's tool: `pct exec` or `qm guest exec` may have refused before
         # the runtime ran at all (container or VM stopped, no agent...).
         return oci_exec_failure(result, self.runtime, self.container, self.parent_name)

@@ -6,6 +6,8 @@ for probing a container and for `pct list` discovery alike.
 
 from __future__ import annotations
 
+from fleetcheck import failures
+from fleetcheck.failures import Refusal
 from fleetcheck.text import last_line
 from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
 from fleetcheck.transport.refusals import no_such_guest, sudo_wants_password, tool_not_found
@@ -16,41 +18,44 @@ NOT_RUNNING = "not running!"
 NEEDS_ROOT = "please run as root"
 
 
-def pve_refusal(stderr: str, host: str, tool: str = "pct") -> str | None:
+def pve_refusal(stderr: str, host: str, tool: str = "pct") -> Refusal | None:
     """Why sudo or a Proxmox CLI tool (pct, qm) refused to run anything on `host`: sudo's
     prompt, the tool's root check (pve-common's, shared by both)."""
     asked = sudo_wants_password(stderr, host, tool)
     if asked is not None:
         return asked
     if NEEDS_ROOT in stderr:
-        return f"{tool} on {host} needs root: log in as root or set sudo: true"
+        return Refusal("error", f"{tool} on {host} needs root: log in as root or set sudo: true",
+                       failures.NEEDS_ROOT)
     return None
 
 
-def pct_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, str] | None:
+def pct_exec_failure(result: CommandResult, vmid: int, host: str) -> Refusal | None:
     """(status, reason) when pct or sudo, not the probe, refused to run (their stderr texts)."""
     stderr = result.stderr.decode("utf-8", "replace")
     refused = pve_refusal(stderr, host)
     if refused is not None:
-        return "error", refused
+        return refused
     if NOT_RUNNING in stderr and f"'{vmid}'" in stderr:
-        return "skipped", "container stopped"
+        return Refusal("skipped", "container stopped", failures.NODE_NOT_RUNNING)
     if no_such_guest(stderr):
-        return "error", f"container {vmid} does not exist on {host}"
-    missing = tool_not_found(result, stderr, host, ("sudo", "pct"))
-    return ("error", missing) if missing is not None else None
+        return Refusal("error", f"container {vmid} does not exist on {host}",
+                       failures.NO_SUCH_NODE)
+    return tool_not_found(result, stderr, host, ("sudo", "pct"))
 
 
-def pve_list_failure(result: CommandResult, host: str, tool: str) -> str:
+def pve_list_failure(result: CommandResult, host: str, tool: str) -> Refusal:
     """Why `TOOL list` (pct, qm) on `host` gave no guest list."""
     refused = pve_refusal(result.stderr.decode("utf-8", "replace"), host, tool)
     if refused is not None:
         return refused
     if result.returncode == 127:
-        return f"{tool} not found on {host}: is it a Proxmox VE host?"
+        return Refusal("error", f"{tool} not found on {host}: is it a Proxmox VE host?",
+                       failures.TOOL_NOT_FOUND)
     if result.timed_out:
-        return f"`{tool} list` on {host} timed out"
-    return f"`{tool} list` on {host} failed ({result.returncode}): {last_line(result.stderr)}"
+        return Refusal("error", f"`{tool} list` on {host} timed out", failures.TIMED_OUT)
+    return Refusal("error", f"`{tool} list` on {host} failed ({result.returncode}): "
+                   f"{last_line(result.stderr)}", failures.TOOL_REFUSED)
 
 
 def sudo_prefix(sudo: bool) -> list[str]:
@@ -79,17 +84,13 @@ class PctTransport(NestedTransport):
     def __init__(
         self, host: Transport, vmid: int, *, sudo: bool = False, host_name: str = "the host"
     ) -> None:
-        self.host = host
+        super().__init__(host)
         self.vmid = vmid
         self.sudo = sudo
         self.host_name = host_name
 
-    @property
-    def outer(self) -> Transport:
-        return self.host
-
     def wrap(self, argv: list[str]) -> list[str]:
         return pct_exec_argv(self.vmid, argv, sudo=self.sudo)
 
-    def explain_own(self, result: CommandResult) -> tuple[str, str] | None:
+    def explain_own(self, result: CommandResult) -> Refusal | None:
         return pct_exec_failure(result, self.vmid, self.host_name)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from fleetcheck import failures
+from fleetcheck.failures import Refusal
 from fleetcheck.text import last_line
 from fleetcheck.transport.interface import (
     BudgetFor,
@@ -117,64 +119,72 @@ def parse_qm_reply(result: CommandResult, where: str) -> CommandResult:
     return result_from_status(reply, where)
 
 
-def qm_exec_failure(result: CommandResult, vmid: int, host: str) -> tuple[str, str] | None:
+def qm_exec_failure(result: CommandResult, vmid: int, host: str) -> Refusal | None:
     """(status, reason) when qm, the agent or sudo refused to run the guest command."""
     stderr = result.stderr.decode("utf-8", "replace")
     asked = sudo_wants_password(stderr, host, "qm")
     if asked is not None:
-        return "error", asked
+        return asked
     if NO_AGENT_CONFIGURED in stderr:
-        return "error", (f"VM {vmid} has no QEMU guest agent configured: set it with "
-                         f"`qm set {vmid} --agent 1` and install qemu-guest-agent in the guest")
+        return Refusal("error", f"VM {vmid} has no QEMU guest agent configured: set it with "
+                       f"`qm set {vmid} --agent 1` and install qemu-guest-agent in the guest",
+                       failures.AGENT_NOT_CONFIGURED)
     if f"VM {vmid} is not running" in stderr or f"VM {vmid} not running" in stderr:
-        return "skipped", "VM stopped"
+        return Refusal("skipped", "VM stopped", failures.NODE_NOT_RUNNING)
     if AGENT_NOT_RUNNING in stderr:
-        return "error", (f"the QEMU guest agent in VM {vmid} does not answer: start "
-                         "qemu-guest-agent in the guest (or the agent is disabled)")
+        return Refusal("error", f"the QEMU guest agent in VM {vmid} does not answer: start "
+                       "qemu-guest-agent in the guest (or the agent is disabled)",
+                       failures.AGENT_NOT_ANSWERING)
     if STDIN_TOO_LARGE in stderr:
-        return "error", f"qm on {host} refused the probe: its stdin is limited to 1 MiB"
+        return Refusal("error", f"qm on {host} refused the probe: its stdin is limited to "
+                       "1 MiB", failures.INPUT_REFUSED)
     if no_such_guest(stderr):
-        return "error", f"VM {vmid} does not exist on {host}"
+        return Refusal("error", f"VM {vmid} does not exist on {host}", failures.NO_SUCH_NODE)
     if "qga command" in stderr and "failed - client closed connection" in stderr:
         # PVE::QMPClient: the VM's QEMU closed the agent socket mid-command (stopped or killed).
-        return "error", (f"VM {vmid} went away while probed: its QEMU closed the guest agent's "
-                         "connection (VM stopped or killed)")
+        return Refusal("error", f"VM {vmid} went away while probed: its QEMU closed the guest "
+                       "agent's connection (VM stopped or killed)", failures.AGENT_FAILED)
     if "qga command" in stderr or "Agent error" in stderr:
         detail = last_line(result.stderr)
         if "timeout" in detail and ("execute" in detail or "not found" in detail):
-            return "error", (f"VM {vmid} has no `timeout` command (coreutils): fleetcheck "
-                             f"probes Linux guests; agent said: {detail}")
-        return "error", f"guest agent of VM {vmid}: {detail}"
+            return Refusal("error", f"VM {vmid} has no `timeout` command (coreutils): "
+                           f"fleetcheck probes Linux guests; agent said: {detail}",
+                           failures.NOT_LINUX)
+        return Refusal("error", f"guest agent of VM {vmid}: {detail}", failures.AGENT_FAILED)
     if "TIMEOUT /?" in stderr or "TIMEOUT /?" in result.stdout.decode("utf-8", "replace"):
         # Windows' own timeout.exe answered the `timeout -k` wrapper.
-        return "skipped", "Windows guest: fleetcheck probes Linux guests"
-    missing = tool_not_found(result, stderr, host, ("sudo", "qm"))
-    return ("error", missing) if missing is not None else None
+        return Refusal("skipped", "Windows guest: fleetcheck probes Linux guests",
+                       failures.NOT_LINUX)
+    return tool_not_found(result, stderr, host, ("sudo", "qm"))
 
 
-class QemuTransport(NestedTransport):
+class VmWording:
+    """What the two ways into a VM (`qm guest exec`, the API's agent/exec) say alike: where
+    the command ran, and qm's and the agent's refusals."""
+
+    vmid: int
+    host_name: str
+
+    @property
+    def where(self) -> str:
+        return f"VM {self.vmid} on {self.host_name}"
+
+    def explain_own(self, result: CommandResult) -> Refusal | None:
+        return qm_exec_failure(result, self.vmid, self.host_name)
+
+
+class QemuTransport(VmWording, NestedTransport):
     """Runs commands in one VM through `qm guest exec` on its host's transport."""
 
     def __init__(
         self, host: Transport, vmid: int, *, sudo: bool = False, host_name: str = "the host",
         budget: BudgetFor = NodeBudget,
     ) -> None:
-        self.host = host
+        super().__init__(host)
         self.vmid = vmid
         self.sudo = sudo
         self.host_name = host_name
         self.budget = budget
-
-    @property
-    def where(self) -> str:
-        return f"VM {self.vmid} on {self.host_name}"
-
-    @property
-    def outer(self) -> Transport:
-        return self.host
-
-    def explain_own(self, result: CommandResult) -> tuple[str, str] | None:
-        return qm_exec_failure(result, self.vmid, self.host_name)
 
     async def through(
         self, outer_run: RunCommand, argv: list[str], input: bytes | None, timeout: float

@@ -21,19 +21,18 @@ import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fleetcheck.failures import UNREACHABLE
+from fleetcheck.budget import BudgetFor, NodeBudget
+from fleetcheck.failures import ACCESS_DENIED, UNREACHABLE, Refusal
 from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.model import ApiOptions
 from fleetcheck.inventory.pveapi import api_client, call_api, read_token_secret
 from fleetcheck.transport.interface import (
-    BudgetFor,
     CommandResult,
-    NodeBudget,
     RunCommand,
     Transport,
     TransportError,
 )
-from fleetcheck.transport.qemu import guest_command, qm_exec_failure, result_from_status
+from fleetcheck.transport.qemu import VmWording, guest_command, result_from_status
 
 #: qemu-server API2/Qemu/Agent.pm: `input-data` has `maxLength => 64 * 1024`.
 API_INPUT_LIMIT = 64 * 1024
@@ -106,20 +105,17 @@ class ApiAgent:
             raise TransportError(str(exc), kind=kind, cause=exc.cause) from None
 
 
-class QemuApiTransport(Transport):
+class QemuApiTransport(VmWording, Transport):
     """Runs commands in one VM through the Proxmox API's guest-agent endpoints."""
 
     def __init__(self, agent: ApiAgent, vmid: int, *, budget: BudgetFor = NodeBudget) -> None:
         self.agent = agent
         self.vmid = vmid
+        self.host_name = agent.host_name
         self.budget = budget
 
-    @property
-    def where(self) -> str:
-        return f"VM {self.vmid} on {self.agent.host_name}"
-
-    def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
-        return qm_exec_failure(result, self.vmid, self.agent.host_name)
+    def explain_failure(self, result: CommandResult) -> Refusal | None:
+        return self.explain_own(result)
 
     async def run(
         self, argv: list[str], *, input: bytes | None = None, timeout: float
@@ -168,7 +164,7 @@ class QemuApiTransport(Transport):
 
     def _refused(self, exc: TransportError) -> CommandResult:
         """The API's own refusals (500 with qemu-server's die text) read like qm's stderr."""
-        if exc.kind == "unreachable" or " 403 " in f" {exc} ":
+        if exc.cause in (UNREACHABLE, ACCESS_DENIED):
             raise exc
         return CommandResult(255, b"", str(exc).encode())
 

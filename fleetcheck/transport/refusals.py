@@ -8,28 +8,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from fleetcheck import failures
+from fleetcheck.failures import Refusal
 from fleetcheck.transport.interface import CommandResult
 
 #: sudo's answer under `-n` when the login needs a password (sudo's plugins/sudoers).
 SUDO_PROMPT_REFUSED = "sudo: a password is required"
 
 
-def sudo_wants_password(stderr: str, where: str, tool: str) -> str | None:
+def sudo_wants_password(stderr: str, where: str, tool: str) -> Refusal | None:
     """Why `sudo -n TOOL` did not run on `where`: it asked for a password; else None."""
     if SUDO_PROMPT_REFUSED in stderr:
-        return (f"sudo on {where} asks for a password (sudo -n): allow the login to run "
-                f"{tool} without a password (NOPASSWD)")
+        return Refusal("error", f"sudo on {where} asks for a password (sudo -n): allow the "
+                       f"login to run {tool} without a password (NOPASSWD)",
+                       failures.SUDO_PASSWORD)
     return None
 
 
 def tool_not_found(result: CommandResult, stderr: str, where: str,
-                   tools: Iterable[str]) -> str | None:
+                   tools: Iterable[str]) -> Refusal | None:
     """Which of `tools` `env` could not find on `where` (exit 127, `env: 'TOOL'`), or None."""
     if result.returncode != 127:
         return None
     for tool in tools:
         if f"env: '{tool}'" in stderr:
-            return f"{tool} not found on {where}"
+            return Refusal("error", f"{tool} not found on {where}", failures.TOOL_NOT_FOUND)
     return None
 
 

@@ -12,15 +12,14 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fleetcheck.failures import JUMP_HOST_KEY, UNREACHABLE
+from fleetcheck.budget import CLOSE_WAIT, BudgetFor, NodeBudget, connect_wait
+from fleetcheck.failures import GATEKEEPER_REFUSED, JUMP_HOST_KEY, UNREACHABLE, Refusal
 from fleetcheck.gatekeeper import refusal_reason
 from fleetcheck.inventory.model import HostSpec
 from fleetcheck.transport.interface import (
     OUTPUT_CAP,
     STDERR_CAP,
-    BudgetFor,
     CommandResult,
-    NodeBudget,
     RunCommand,
     Transport,
     TransportError,
@@ -209,10 +208,10 @@ class SshTransport(Transport):
         #: What the connection negotiated (key exchange, cipher...), once it is open.
         self.negotiated: dict[str, str] = {}
 
-    def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
+    def explain_failure(self, result: CommandResult) -> Refusal | None:
         # A host that restricts the audit key (`fleetcheck host-setup`) refuses with its own line.
         gatekept = refusal_reason(result.stderr.decode("utf-8", "replace"), result.returncode)
-        return ("error", gatekept) if gatekept is not None else None
+        return Refusal("error", gatekept, GATEKEEPER_REFUSED) if gatekept is not None else None
 
     def connection_facts(self) -> dict[str, object]:
         """The effective address, port, user and known_hosts and what was negotiated."""
@@ -325,7 +324,7 @@ class SshTransport(Transport):
                     conn = await asyncio.wait_for(
                         asyncssh.connect(settings.address, client_factory=watch.itself,
                                          **kwargs),
-                        settings.connect_timeout + 1.0,
+                        connect_wait(settings.connect_timeout),
                     )
                 break
             except (ConnectionResetError, asyncssh.ConnectionLost) as exc:
@@ -361,7 +360,7 @@ class SshTransport(Transport):
                     kwargs["tunnel"] = conn
                 conn = await asyncio.wait_for(
                     asyncssh.connect(settings.address, client_factory=watch.itself, **kwargs),
-                    settings.connect_timeout + 1.0)
+                    connect_wait(settings.connect_timeout))
                 keys.record(conn.get_server_host_key())
                 self._hops.append(conn)
             except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError,
@@ -521,10 +520,11 @@ class SshTransport(Transport):
         command = shlex.join(["pkill", "-TERM", "-f", "--", pattern])
         try:
             chan, session = await asyncio.wait_for(
-                conn.create_session(lambda: _CappedSession(4096), command, encoding=None), 5)
+                conn.create_session(lambda: _CappedSession(4096), command, encoding=None),
+                CLOSE_WAIT)
             chan.write_eof()
             assert isinstance(session, _CappedSession)
-            await asyncio.wait_for(asyncio.shield(session.done), 5)
+            await asyncio.wait_for(asyncio.shield(session.done), CLOSE_WAIT)
         except (OSError, asyncssh.Error, asyncio.TimeoutError):
             pass  # best effort: the remote `timeout` still ends them
         self.abandoned = 0
@@ -541,6 +541,6 @@ class SshTransport(Transport):
                 continue
             each.close()
             try:
-                await asyncio.wait_for(each.wait_closed(), 5)
+                await asyncio.wait_for(each.wait_closed(), CLOSE_WAIT)
             except (asyncio.TimeoutError, OSError, asyncssh.Error):
                 pass

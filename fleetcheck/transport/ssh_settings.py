@@ -13,15 +13,13 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from fleetcheck.budget import DEFAULT_CONNECT_TIMEOUT
 from fleetcheck.inventory.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import TransportError
 from fleetcheck.transport.ssh_config import Resolved, SshConfig, algorithm_list
 from fleetcheck.transport.ssh_hostkeys import KnownHostsFiles
 from fleetcheck.transport.sshlib import asyncssh
 
-#: How long a TCP connect plus SSH handshake may take when neither the inventory's
-#: `ssh.connect_timeout` nor an ssh_config `ConnectTimeout` says.
-DEFAULT_CONNECT_TIMEOUT = 10.0
 #: Host-key policy when neither `ssh.host_key_policy` nor `StrictHostKeyChecking` says.
 DEFAULT_HOST_KEY_POLICY = "strict"
 #: StrictHostKeyChecking -> fleetcheck's policy. `no` trusts unknown keys as accept-new does

@@ -12,6 +12,12 @@ a liboqs installed by a package (or put in the cache by ldconfig) is still found
 the dynamic loader would find it; one found only on gcc's own search path is not. Every other
 caller of `find_library` is unaffected: it is restored as soon as the import returns.
 
+asyncssh's X.509 certificate support is left out the same way (`without_x509`): it imports
+cryptography's whole x509 package (a fifth of asyncssh's import time) and then needs pyOpenSSL,
+which fleetcheck does not depend on; OpenSSH has no X.509 certificates, and fleetcheck offers
+none and accepts none (host keys are checked against known_hosts, client keys are plain keys
+or OpenSSH certificates). asyncssh itself treats the module's absence as "no X.509 support".
+
 Every module of fleetcheck imports asyncssh from here (`from fleetcheck.transport.sshlib
 import asyncssh`), so whichever comes first takes this path.
 """
@@ -39,7 +45,25 @@ def ld_cache_only() -> Iterator[None]:
         ctypes.util.find_library = original
 
 
-with ld_cache_only():
+#: asyncssh's X.509 module (`asyncssh.crypto.x509`, imported under a `try`).
+X509_MODULE = "asyncssh.crypto.x509"
+
+
+@contextlib.contextmanager
+def without_x509() -> Iterator[None]:
+    """asyncssh imported without its X.509 module (see above); nothing else is affected: the
+    block is lifted as soon as the import returns."""
+    blocked = X509_MODULE not in sys.modules
+    if blocked:
+        sys.modules[X509_MODULE] = None  # type: ignore[assignment]  # import system: absent
+    try:
+        yield
+    finally:
+        if blocked and sys.modules.get(X509_MODULE, ...) is None:
+            del sys.modules[X509_MODULE]
+
+
+with ld_cache_only(), without_x509():
     import asyncssh
     import asyncssh.config
     import asyncssh.encryption

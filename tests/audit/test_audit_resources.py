@@ -12,13 +12,30 @@ from fleetcheck.inventory import load_inventory
 from fleetcheck.model import NodeResult
 from fleetcheck.observer import NullObserver
 
+#: A container's "python3" that runs until the fast host's sshd logs the end of its session,
+#: then prints a line that is not the probe's document; bounded by the node's timeout.
+WAIT_FOR_DISCONNECT = """\
+import pathlib, time
+log = pathlib.Path({log!r})
+while "Disconnected from user" not in log.read_text():
+    time.sleep(0.05)
+print("the fast host was let go")
+"""
+
 
 def test_a_finished_host_is_disconnected_while_others_still_run(fleet) -> None:
     fleet.add_host("fast", containers="listed")
     fleet.add_container("fast", 101)
     fleet.add_host("slow", containers="listed")
-    fleet.add_container("slow", 201, "hang")
-    inventory = load_inventory(str(fleet.write_inventory(timeout=8)))
+    slow = fleet.add_container("slow", 201, "hang")
+    # The slow node runs until the fast host is disconnected (a real condition, not a time):
+    # an audit that kept every connection to its end would leave it running to its timeout,
+    # and the fast host's log read then would still show no disconnection.
+    (slow / "bin" / "python3").unlink()
+    (slow / "bin" / "python3").write_text(
+        f"#!{sys.executable}\n" + WAIT_FOR_DISCONNECT.format(log=str(fleet.hosts["fast"].log)))
+    (slow / "bin" / "python3").chmod(0o755)
+    inventory = load_inventory(str(fleet.write_inventory(timeout=120)))
     fast_log_when_slow_ended: list[str] = []
 
     class Watch(NullObserver):

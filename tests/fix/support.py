@@ -1,4 +1,4 @@
-"""Probed fake nodes for the fix tests: the real probe run on tests/nodeenv.py nodes."""
+"""Probed fake nodes: the real probe run on tests/nodeenv.py nodes, judged as the audit does."""
 
 from __future__ import annotations
 

@@ -7,10 +7,15 @@ lock and no network, and logs every call, so a dry run can be checked to have ru
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +23,9 @@ import pytest
 
 from fleetcheck.cli import main
 from fleetcheck.history import run_files
+from fleetcheck.model import NodeResult
+from fleetcheck.observer import NullObserver
+from fleetcheck.render import progress
 from fleetcheck.reportio import load_report
 from tests.fleet import Fleet
 
@@ -60,6 +68,54 @@ def _apt_calls(cdir: Path) -> list[list[str]]:
 def _record(path: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(path.read_text())
     return data
+
+
+def _ctrl_c() -> None:
+    """What a terminal's Ctrl-C does: SIGINT to this process (handled in its main thread)."""
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+@contextlib.contextmanager
+def ctrl_c_when(condition: Callable[[], bool], bound_s: float = 120) -> Iterator[None]:
+    """Press Ctrl-C once `condition` holds (polled beside the command, at most `bound_s`:
+    past it nothing is pressed, and the test fails on an apply that was not interrupted)."""
+    done = threading.Event()
+    # Held while pressing: once the command has returned, nothing is pressed any more.
+    pressing = threading.Lock()
+
+    def watch() -> None:
+        deadline = time.monotonic() + bound_s
+        while time.monotonic() < deadline:
+            with pressing:
+                if done.is_set():
+                    return
+                if condition():
+                    _ctrl_c()
+                    return
+            done.wait(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        with pressing:
+            done.set()
+        watcher.join()
+
+
+class CtrlCWhenFinished(NullObserver):
+    """An audit observer that presses Ctrl-C once every node in `nodes` has finished."""
+
+    def __init__(self, nodes: set[str]) -> None:
+        self.waiting = set(nodes)
+        self.pressed = False
+
+    def node_finished(self, node: NodeResult) -> None:
+        self.waiting.discard(node.id)
+        if not self.waiting and not self.pressed:
+            self.pressed = True
+            _ctrl_c()
 
 
 def test_dry_run_prints_the_plan_and_changes_nothing(fleet: Fleet, capsys: Any,
@@ -170,8 +226,10 @@ def test_an_interrupted_apply_still_writes_a_complete_record(fleet: Fleet, capsy
                                                              tmp_path: Path) -> None:
     cdir = _fleet(fleet, delay=60)
     record = tmp_path / "fix.json"
-    code = main(["fix", str(fleet.inventory), "--limit", "pve1/101", "--apply", "--yes",
-                 "--no-progress", "--timeout", "20", "-o", str(record)])
+    # Ctrl-C once apt-get install is running (it then waits 60 s before installing anything).
+    with ctrl_c_when(lambda: INSTALL[4:] in _apt_calls(cdir)):
+        code = main(["fix", str(fleet.inventory), "--limit", "pve1/101", "--apply", "--yes",
+                     "--no-progress", "-o", str(record)])
     out = capsys.readouterr().out
     assert code == 3  # interrupted: nothing verified
     data = _record(record)
@@ -184,6 +242,26 @@ def test_an_interrupted_apply_still_writes_a_complete_record(fleet: Fleet, capsy
     assert "interrupted" in out
     assert not (cdir / "node" / "bin" / "gcc").exists()
     assert [p for p in os.listdir(tmp_path) if p.startswith(".fix.json")] == []
+
+
+def test_the_deadline_ends_an_apply_and_its_record_is_complete(fleet: Fleet, capsys: Any,
+                                                               tmp_path: Path) -> None:
+    # From saved results (no first probe to race the deadline): apt-get install waits 60 s,
+    # so a 3 s --timeout ends the apply in a command, whichever one a busy machine reached.
+    cdir = _fleet(fleet, delay=60)
+    results, record = tmp_path / "audit.json", tmp_path / "fix.json"
+    assert main(["audit", str(fleet.inventory), "--limit", "pve1/101", "-o", str(results),
+                 "--no-progress"]) == 1
+    code = main(["fix", str(results), "--apply", "--yes", "--no-progress", "--timeout", "3",
+                 "-o", str(record)])
+    capsys.readouterr()
+    assert code == 3  # interrupted: nothing verified
+    data = _record(record)
+    node = data["nodes"][0]
+    assert (data["interrupted"], node["outcome"], node["after"]) == (True, "interrupted", None)
+    assert all(run["ok"] for run in node["ran"][:-1])
+    assert node["ran"] == [] or node["ran"][-1]["error"] == "interrupted while running"
+    assert not (cdir / "node" / "bin" / "gcc").exists()
 
 
 def test_two_kinds_of_fix_on_one_host_share_one_connection_per_phase(
@@ -232,14 +310,20 @@ def test_interactive_no_changes_nothing(fleet: Fleet, capsys: Any,
     assert _apt_calls(cdir) == []
 
 
-def test_nothing_is_applied_after_an_interrupted_first_probe(fleet: Fleet, capsys: Any) -> None:
+def test_nothing_is_applied_after_an_interrupted_first_probe(
+        fleet: Fleet, capsys: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     cdir = _fleet(fleet)
     fleet.add_container("pve1", 102, "hang")
     fleet.write_inventory(timeout=60)
-    code = main(["fix", str(fleet.inventory), "--apply", "--yes", *ALL_AT_ONCE,
-                 "--timeout", "8"])
+    # Ctrl-C once 100 and 101 are probed, while 102 hangs: the first probe's picture is partial.
+    # The progress bar's place (an observer, as on a terminal) tells when they are done.
+    ctrl_c = CtrlCWhenFinished({"pve1/100", "pve1/101"})
+    monkeypatch.setattr(progress, "progress_observer",
+                        lambda *args, **kwargs: contextlib.nullcontext(ctrl_c))
+    code = main(["fix", str(fleet.inventory), "--apply", "--yes", *ALL_AT_ONCE])
     captured = capsys.readouterr()
-    assert code == 1  # pve1/101 was seen failing before the deadline
+    assert ctrl_c.pressed
+    assert code == 1  # pve1/101 was seen failing before the interruption
     assert "the first probe was interrupted: nothing is applied" in captured.err
     assert "apt-get install" in captured.out  # the plan is still shown
     assert _apt_calls(cdir) == []
@@ -306,7 +390,7 @@ def test_a_rocky_node_is_fixed_with_dnf(fleet: Fleet, capsys: Any, tmp_path: Pat
 
 def test_an_audit_key_restricted_by_the_gatekeeper_cannot_repair(
         fleet: Fleet, capsys: Any, tmp_path: Path) -> None:
-    from tests.gatekeeper.test_forced_command import install_gatekeeper, keygen
+    from tests.gatekeeper.support import install_gatekeeper, keygen
 
     key = keygen(tmp_path / "audit_ed25519")
     cdir = _fleet(fleet)

@@ -16,7 +16,6 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -25,53 +24,18 @@ from typing import Any
 import asyncssh
 import pytest
 
-from fleetcheck.audit import run_audit
 from fleetcheck.gatekeeper import probe_sha256, script_module
-from fleetcheck.inventory import load_inventory
 from fleetcheck.model import Report
 from fleetcheck.probe import probe_source
 from tests.audit.support import rows
 from tests.fleet import Fleet, FleetHost, free_port
+from tests.gatekeeper.support import audit_with, install_gatekeeper, keygen, log_lines
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(240)]
 
 GK = script_module()
 PROBE = probe_source().encode()
 REFUSED_LINE = b"fleetcheck-gatekeeper: refused: "
-
-
-def keygen(path: Path) -> Path:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "fleetcheck-audit",
-                    "-f", str(path)], check=True, stdin=subprocess.DEVNULL)
-    return path
-
-
-def install_gatekeeper(host: FleetHost, public_key: Path) -> Path:
-    """`fleetcheck host-setup ... | python3 -` for `host`; returns its gatekeeper log."""
-    gk = host.dir / "gatekeeper"
-    setup = subprocess.run(
-        [sys.executable, "-m", "fleetcheck", "host-setup", "--key", str(public_key),
-         "--python", sys.executable, "--script-path", str(gk / "gatekeeper.py"),
-         "--hash-file", str(gk / "probe.sha256"),
-         "--authorized-keys", str(host.dir / "sshd" / "authorized_keys"),
-         "--log", str(gk / "gatekeeper.log")],
-        check=True, capture_output=True)
-    installed = subprocess.run([sys.executable, "-"], input=setup.stdout, check=True,
-                               capture_output=True)
-    assert b"fleetcheck gatekeeper installed" in installed.stdout
-    return gk / "gatekeeper.log"
-
-
-def audit_with(fleet: Fleet, path: Path, key: Path | None, **defaults: Any) -> Report:
-    ssh = {"identity_file": str(key)} if key else {}
-    fleet.write_inventory(path, timeout=30, ssh=ssh, **defaults)
-    return asyncio.run(run_audit(load_inventory(str(path))))
-
-
-def log_lines(log: Path, level: str) -> list[str]:
-    if not log.exists():
-        return []
-    return [line for line in log.read_text().splitlines() if f"]: {level} from " in line]
 
 
 def test_the_audit_passes_through_the_restricted_key(fleet: Fleet, tmp_path: Path) -> None:

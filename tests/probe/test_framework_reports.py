@@ -6,13 +6,12 @@ import json
 from pathlib import Path
 
 from fleetcheck.gate import gate_json, gate_lines
-from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
-from fleetcheck.probe.results import parse_probe_output
+from fleetcheck.model import Report, TritonVerdict
 from fleetcheck.render.html import render_html
 from fleetcheck.render.json import render_json
 from fleetcheck.render.terminal import render_terminal
 from fleetcheck.verdict import framework_outcomes, frameworks_badge
-from tests.nodeenv import make_node, run_probe
+from tests.fix.support import probed
 
 BADGE = "FLA cpu-fallback, vLLM cpu-fallback, inductor fails-at-kernel"
 #: vLLM's own HAS_TRITON passes (one active driver); its vendored FLA detection falls back.
@@ -21,16 +20,11 @@ VLLM_LINE = ("vLLM: its copy of FLA's detection (catches (RuntimeError, Attribut
 
 
 def _report(tmp_path: Path) -> Report:
-    node = make_node(tmp_path / "node", compiler=False, fla="0.6.0", vllm="0.33.0")
-    _, doc, _ = run_probe(node)
-    probe = parse_probe_output(json.dumps(doc).encode())
-    result = NodeResult(
-        id="gpu01", host="gpu01", vmid=None, name="gpu01", status=probe.status,
-        reason=probe.reason, triton=probe.triton, facts=probe.facts,
-        checks=tuple(Check(c.id, c.status, c.summary, c.fix, c.evidence) for c in probe.checks))
-    assert isinstance(result.triton, TritonVerdict)
+    # Judged as the audit judges a node: the scheduler's own node_from_result.
+    node = probed(tmp_path / "node", "gpu01", compiler=False, fla="0.6.0", vllm="0.33.0")
+    assert isinstance(node.triton, TritonVerdict)
     return Report(started_at="2026-12-01T14:00:00Z", finished_at="2026-12-01T14:00:05Z",
-                  nodes=(result,))
+                  nodes=(node,))
 
 
 def test_framework_outcomes_in_every_report(tmp_path: Path) -> None:

@@ -98,7 +98,12 @@ def test_the_probe_leaves_nothing_in_the_workloads_dirs(tmp_path: Path) -> None:
     # The cache dir it had to create, as Triton would, is gone again; the temp dir is empty.
     assert not (node.home / ".triton").exists()
     assert list(tmpdir.iterdir()) == []
-    assert leftovers(Path("/tmp"), tmpdir) == []
+    assert leftovers(tmpdir) == []
+    # /tmp is shared with every probe running on this machine: only this probe's own
+    # throw-away name (the last part of its probe_cache) counts there.
+    name = Path(own["evidence"]["probe_cache"]).name
+    assert name.startswith(".fleetcheck-probe-")
+    assert [path for path in leftovers(Path("/tmp")) if Path(path).name == name] == []
 
 
 def test_an_unusable_tmpdir_python_and_gcc_disagree_on_is_named(tmp_path: Path) -> None:

@@ -29,8 +29,10 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,11 +116,16 @@ class RealFleet:
         self.docker_dir = self.root / "docker"
         self.image_root = make_rootfs(self.root / "image")
         self._initramfs: Path | None = None
+        #: Set to stop a fleet being made in another thread (conftest's early start).
+        self.cancel = threading.Event()
+        #: What ran in the scenario's probed nodes before its audit (conftest.build).
+        self.before: dict[str, set[str]] = {}
 
     # -- the namespace ---------------------------------------------------------------------
 
     def start(self) -> None:
-        """The namespace and dockerd; Unavailable when this machine cannot have them."""
+        """The namespace; Unavailable when this machine cannot have it. VMs can boot in it
+        from here on (`boot_vm`), before dockerd starts (`start_dockerd`)."""
         why = missing_tool()
         if why:
             raise Unavailable(why)
@@ -150,7 +157,6 @@ class RealFleet:
         if not ready.exists():
             raise Unavailable(f"no private mount namespace here: {log.read_text()[-300:]}")
         self.vm_run.mkdir(exist_ok=True)
-        self._start_dockerd()
         _keygen(self.client_key)
         self.known_hosts.write_text("")
 
@@ -179,17 +185,20 @@ class RealFleet:
         self.children[key] = proc
         return proc
 
-    @staticmethod
-    def _wait(done: Any, seconds: float, what: str, failed: Any = None) -> None:
+    def _wait(self, done: Any, seconds: float, what: str, failed: Any = None) -> None:
+        """Until `done()` (a real condition, polled every 0.1 s), `failed()`, `seconds` or
+        `cancel` (set from another thread: the test run ends while the fleet is made)."""
         deadline = time.monotonic() + seconds
         while not done():
             if (failed is not None and failed()) or time.monotonic() > deadline:
                 return
-            time.sleep(0.1)
+            if self.cancel.wait(0.1):
+                raise Unavailable(f"cancelled while waiting for {what}")
 
     # -- Docker ----------------------------------------------------------------------------
 
-    def _start_dockerd(self) -> None:
+    def start_dockerd(self) -> None:
+        """dockerd in the namespace, and the fleet's image imported into it."""
         self.docker_dir.mkdir(exist_ok=True)
         self.spawn("dockerd", self._dockerd_argv(), self.docker_dir / "dockerd.log")
         self.wait_docker()
@@ -221,8 +230,11 @@ class RealFleet:
 
     def docker_run(self, name: str, state: str = "running") -> None:
         """A Docker container: running, exited (`docker stop`) or paused."""
+        # Its PID 1, sleep, ignores SIGTERM: dockerd stopping (restart_dockerd) kills it after
+        # 1 s instead of its default 10.
         self.run(["docker", "run", "-d", "--name", name, "--network", "none",
-                  "-v", "/usr:/usr:ro", DOCKER_IMAGE, "/usr/bin/sleep", "infinity"])
+                  "--stop-timeout", "1", "-v", "/usr:/usr:ro", DOCKER_IMAGE,
+                  "/usr/bin/sleep", "infinity"])
         if state == "exited":
             self.run(["docker", "stop", "-t", "0", name])
         elif state == "paused":
@@ -299,12 +311,14 @@ class RealFleet:
         return proc
 
     def wait_agent(self, vmid: int, seconds: float = 240) -> None:
-        """Until the guest's qemu-ga answers a guest-sync-delimited (bounded)."""
-        probe = [self.python, str(_HERE / "qga_ping.py"), f"/var/run/qemu-server/{vmid}.qga"]
+        """Until the guest's qemu-ga answers a guest-sync-delimited (bounded). Asked from here,
+        through the holder's view of the namespace (/proc/HOLDER/root): no process per try."""
+        assert self.holder is not None
+        socket_path = f"/proc/{self.holder.pid}/root/run/qemu-server/{vmid}.qga"
         proc = self.vms[vmid]
-        self._wait(lambda: self.run(probe, check=False, timeout=30).returncode == 0,
-                   seconds, f"VM {vmid}'s agent", lambda: proc.poll() is not None)
-        if self.run(probe, check=False, timeout=30).returncode != 0:
+        self._wait(lambda: guest.agent_answers(socket_path), seconds, f"VM {vmid}'s agent",
+                   lambda: proc.poll() is not None)
+        if not guest.agent_answers(socket_path):
             console = (self.root / f"vm{vmid}.console")
             text = console.read_text(errors="replace") if console.exists() else ""
             raise RuntimeError(f"VM {vmid}'s guest agent did not answer: {text[-800:]}")
@@ -423,8 +437,8 @@ class RealFleet:
                     self.run(["lxc-attach", "-n", str(vmid), "--clear-env", "--", "podman",
                               "rm", "-f", "-a", "-t", "0"], check=False)
             self.run(["podman", "rm", "-f", "-a", "-t", "0"], check=False)
-            for vmid in self.lxc_ids:
-                self.lxc_stop(vmid)
+            with ThreadPoolExecutor(max_workers=4) as pool:
+                list(pool.map(self.lxc_stop, self.lxc_ids))
         finally:
             for proc in list(self.children.values()):
                 self._end(proc)
@@ -464,22 +478,31 @@ def processes(fleet: RealFleet, *, lxc: Sequence[int] = (), docker: Sequence[str
     """What runs in each node ("PID ARGS" lines), as the runtimes' own tools show it:
     `lxc-attach -- ps`, `docker top`, `podman top`, `qm guest exec VMID -- ps` (through
     `host`'s qm). The ps itself is left out; compare two of these with `new_processes`."""
-    found: dict[str, list[str]] = {}
+    asks: dict[str, list[str]] = {}
     for vmid in lxc:
-        found[f"lxc {vmid}"] = fleet.ps(["lxc-attach", "-n", str(vmid), "--clear-env", "--",
-                                         "ps", "-eo", "pid,args"])[1:]
+        asks[f"lxc {vmid}"] = ["lxc-attach", "-n", str(vmid), "--clear-env", "--", "ps", "-eo",
+                               "pid,args"]
     for name in docker:
-        found[f"docker {name}"] = fleet.ps(["docker", "top", name, "-eo", "pid,args"])[1:]
+        asks[f"docker {name}"] = ["docker", "top", name, "-eo", "pid,args"]
     for name in podman:
-        found[f"podman {name}"] = fleet.ps(["podman", "top", name, "pid", "args"])[1:]
+        asks[f"podman {name}"] = ["podman", "top", name, "pid", "args"]
     if vm is not None and host is not None:
-        reply = fleet.run([str(host.dir / "bin" / "qm"), "guest", "exec", str(vm), "--",
-                           "ps", "-eo", "pid,args"], check=False)
+        asks[f"vm {vm}"] = [str(host.dir / "bin" / "qm"), "guest", "exec", str(vm), "--", "ps",
+                            "-eo", "pid,args"]
+
+    def ask(node: str) -> list[str]:
+        if not node.startswith("vm "):
+            return fleet.ps(asks[node])[1:]
+        reply = fleet.run(asks[node], check=False)
         try:
             out = json.loads(reply.stdout).get("out-data", "")
         except json.JSONDecodeError:
             out = reply.stdout + reply.stderr
-        found[f"vm {vm}"] = out.splitlines()[1:]
+        return str(out).splitlines()[1:]
+
+    # A few at a time: each is a runtime's own tool starting (podman's takes longest).
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        found = dict(zip(asks, pool.map(ask, asks), strict=True))
     # Zombies are not running: a container whose init is `sleep` never reaps the
     # double-forked helpers of podman's exec sessions (conmon), whoever ran them. Kernel
     # threads ([kworker/0:0]: the guest's own) come and go by themselves.

@@ -43,7 +43,7 @@ def parse_args(argv):
         else:
             raise ValueError("unknown argument %r" % item)
     if deadline is None:
-        deadline = 180.0 if deep else 50.0
+        deadline = 175.0 if deep else 55.0
     return deep, deadline, python
 
 

@@ -11,7 +11,7 @@ import pytest
 from fleetcheck.playbook import PlaybookError, builtin_playbooks, load_playbook
 from fleetcheck.verdict import DEFAULT_POLICY
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def write(tmp_path: Path, text: str, name: str = "pb.yaml") -> str:

@@ -14,9 +14,9 @@ import pytest
 from fleetcheck.probe.parts.diagnose import diagnose
 from tests.probe.toolchain_texts import LIVE, produce
 
-FIXTURE = Path(__file__).with_name("fixtures") / "toolchain_texts.json"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "toolchain_texts.json"
 ROWS: list[dict[str, Any]] = json.loads(FIXTURE.read_text())["rows"]
-TRITON = Path(__file__).resolve().parents[2] / ".test-wheels" / "triton-3.9.0" / "triton"
+TRITON = Path(__file__).resolve().parents[3] / ".test-wheels" / "triton-3.9.0" / "triton"
 
 #: The workload's dirs as the stage reports them; the bench holds the build's temp dirs.
 PLACES = {"cache": ["/home/job/.triton/cache"], "tmp": ["<bench>"],

@@ -1,0 +1,92 @@
+"""The YAML source loader: libyaml's composer (when PyYAML has it) and the pure-Python one give
+the same document, and every refusal is worded by the pure-Python loader."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from fleetcheck.inventory import yamlsrc
+from fleetcheck.inventory.errors import InventoryError
+
+needs_libyaml = pytest.mark.skipif(yamlsrc._FastLoader is None,
+                                   reason="PyYAML built without libyaml")
+
+INVENTORY = """\
+defaults: &defaults
+  timeout: 120
+  ssh: {user: root, port: 2222}
+hosts:
+  pve1:
+    <<: *defaults
+    address: 10.0.0.1
+    containers:
+      - vmid: 101
+      - {vmid: 102, name: "two"}
+  "101":
+    address: gpu-101
+    probe_host: yes
+  gpu[01-04]:
+    address: ~
+    tags: [a, 'b', 3.5, true]
+"""
+
+REFUSED = [
+    "hosts:\n  a: [1, 2\n",                       # unclosed flow sequence
+    "hosts:\n  a: 1\n   b: 2\n",                  # bad indentation
+    "hosts: \x07\n",                              # a control character
+    "hosts:\n  a: *nowhere\n",                    # an undefined alias
+    "hosts:\n  a: 1\n  a: 2\n",                   # a duplicate key (fleetcheck's own check)
+    "hosts:\n  a: !!python/object:os.system x\n",  # a tag that builds objects
+    "[" * 1200 + "]" * 1200,                      # deeper than libyaml's nesting limit
+]
+
+
+def _load(text: str, fast: bool, monkeypatch: pytest.MonkeyPatch) -> object:
+    with monkeypatch.context() as patch:
+        if not fast:
+            patch.setattr(yamlsrc, "_FastLoader", None)
+        try:
+            document = yamlsrc.load_yaml(text, "inv.yaml")
+        except InventoryError as exc:
+            return ("refused", str(exc))
+        return (document.data, document.lines)
+
+
+@needs_libyaml
+def test_both_composers_give_the_same_data_and_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = _load(INVENTORY, True, monkeypatch)
+    slow = _load(INVENTORY, False, monkeypatch)
+    assert fast == slow
+    document = yamlsrc.load_yaml(INVENTORY, "inv.yaml")
+    assert document.data["hosts"]["pve1"]["ssh"] == {"user": "root", "port": 2222}
+    assert document.lines[("hosts", "gpu[01-04]", "tags")] == 16
+
+
+@needs_libyaml
+@pytest.mark.parametrize("text", REFUSED)
+def test_refusals_are_worded_as_the_pure_python_loader_words_them(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = _load(text, True, monkeypatch)
+    assert fast == _load(text, False, monkeypatch)
+    assert fast[0] == "refused"  # type: ignore[index]
+
+
+@needs_libyaml
+def test_the_fast_path_is_the_one_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    used: list[str] = []
+    original = yamlsrc._compose
+
+    def compose(loader_class: type, *args: object) -> object:
+        used.append(loader_class.__name__)
+        return original(loader_class, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(yamlsrc, "_compose", compose)
+    yamlsrc.load_yaml(INVENTORY, "inv.yaml")
+    assert used == ["_CLineLoader"]
+    used.clear()
+    with pytest.raises(InventoryError):
+        yamlsrc.load_yaml(REFUSED[0], "inv.yaml")
+    assert used == ["_CLineLoader", "_LineLoader"]
+    assert issubclass(yamlsrc._LineLoader, yaml.SafeLoader)
