@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from fleetcheck.errors import FleetcheckError
 from fleetcheck.model import Report
 from fleetcheck.render.sanitize import sanitise
 from fleetcheck.verdict import (
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 GATE_SCHEMA = "fleetcheck.gate/1"
 
 
-class JobNodesError(Exception):
+class JobNodesError(FleetcheckError):
     """A job's node list that cannot be gated as given (does not parse, names unknown hosts)."""
 
 

@@ -7,7 +7,7 @@ import io
 import json
 import os
 import tarfile
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,23 +15,13 @@ import pytest
 
 from fleetcheck.cli import main
 from fleetcheck.merge import merge_inputs
-from fleetcheck.model import Check, NodeResult, TritonVerdict
-from fleetcheck.nodedoc import NODE_SCHEMA, node_document, node_origin
+from fleetcheck.nodedoc import NODE_SCHEMA, node_origin
 from fleetcheck.nodehealth import cache_document
 from fleetcheck.reportio import dumps_report, load_report
 from fleetcheck.timestamps import REPORT_FORMAT
 from fleetcheck.verdict import DEFAULT_POLICY
-
-#: The merges here run "now" (the CLI's tests cannot be given another time): documents are
-#: dated relative to it, and the stale ones hours before it. Set again as each test starts
-#: (`fresh_now`): the module is imported when the suite is collected, minutes before its tests
-#: run, and a document's age is printed to 0.1 h.
-NOW = datetime.now(timezone.utc).replace(microsecond=0)
-
-
-def set_now(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Date this test's documents from the clock as it reads now."""
-    monkeypatch.setitem(globals(), "NOW", datetime.now(timezone.utc).replace(microsecond=0))
+from tests import nodedocs
+from tests.nodedocs import doc, set_now, when, write
 
 
 @pytest.fixture(autouse=True)
@@ -39,35 +29,9 @@ def fresh_now(monkeypatch: pytest.MonkeyPatch) -> None:
     set_now(monkeypatch)
 
 
-def when(minutes_ago: float) -> str:
-    return (NOW - timedelta(minutes=minutes_ago)).strftime(REPORT_FORMAT)
-
-
-def node(node_id: str, *, status: str = "ok", torch: str = "2.11.0+cu130",
-         verdict: str = "gpu") -> NodeResult:
-    facts = {"hostname": node_id, "torch": {"version": torch, "cuda": "13.0"},
-             "driver": {"kernel_module": "580.95.05"}, "gpus": [{"name": "NVIDIA H200"}],
-             "gpu_count": 1}
-    cause = "no_c_compiler" if status == "fail" else None
-    return NodeResult(id=node_id, host=node_id, vmid=None, name=node_id, status=status,
-                      reason="Triton gpu (cuda)" if status == "ok" else "no C compiler",
-                      triton=TritonVerdict(verdict=verdict, cause=cause),
-                      checks=(Check("gpu_present", "pass", "1 GPU"),), facts=facts)
-
-
-def write(path: Path, document: Any) -> Path:
-    path.write_text(json.dumps(document, indent=2), encoding="utf-8")
-    return path
-
-
-def doc(node_id: str, minutes_ago: float = 1, origin: dict[str, str] | None = None,
-        **kwargs: Any) -> dict[str, Any]:
-    return node_document(node(node_id, **kwargs), when(minutes_ago),
-                         origin if origin is not None else {"hostname": node_id})
-
-
 def merge(tmp_path: Path, *inputs: str, **kwargs: Any) -> Any:
-    return merge_inputs(list(inputs), policy=DEFAULT_POLICY, now=kwargs.pop("now", NOW),
+    return merge_inputs(list(inputs), policy=DEFAULT_POLICY,
+                        now=kwargs.pop("now", nodedocs.NOW),
                         max_age_s=kwargs.pop("max_age_s", 1800), **kwargs)
 
 
@@ -103,7 +67,8 @@ def test_folder_file_gzip_tarball_and_stdin(tmp_path: Path) -> None:
         info.size = len(data)
         archive.addfile(info, io.BytesIO(data))
     stdin = io.BytesIO((json.dumps(doc("gpu03")) + "\n" + json.dumps(doc("gpu04"))).encode())
-    outcome = merge_inputs([str(folder), str(tarball), "-"], policy=DEFAULT_POLICY, now=NOW,
+    outcome = merge_inputs([str(folder), str(tarball), "-"], policy=DEFAULT_POLICY,
+                           now=nodedocs.NOW,
                            max_age_s=1800, stdin=stdin)  # type: ignore[arg-type]
     assert [n.id for n in outcome.report.nodes] == ["gpu01", "gpu02", "gpu03", "gpu04", "gpu10"]
     assert outcome.problems == ()
@@ -155,13 +120,13 @@ def test_the_file_time_dates_an_older_fleetchecks_document(tmp_path: Path) -> No
     legacy = {key: value for key, value in doc("gpu01").items()
               if key not in ("schema", "probed_at", "fleetcheck", "origin")}
     path = write(tmp_path / "legacy.json", legacy)
-    written = (NOW - timedelta(minutes=3)).timestamp()
+    written = (nodedocs.NOW - timedelta(minutes=3)).timestamp()
     os.utime(path, (written, written))
     outcome = merge(tmp_path, str(path))
     assert [(n.id, n.status) for n in outcome.report.nodes] == [("gpu01", "ok")]
     assert outcome.notes == (f"{path}: written by an older fleetcheck (no schema tag)",)
     assert outcome.exit_code == 0
-    old = (NOW - timedelta(hours=2)).timestamp()
+    old = (nodedocs.NOW - timedelta(hours=2)).timestamp()
     os.utime(path, (old, old))
     assert [n.status for n in merge(tmp_path, str(path)).report.nodes] == ["error"]
 
@@ -210,7 +175,7 @@ def test_id_templates_name_nodes_from_the_origin(tmp_path: Path, capsys) -> None
 
 
 def test_caches_and_site_reports_merge_too(tmp_path: Path) -> None:
-    written = (NOW - timedelta(minutes=5)).timestamp()
+    written = (nodedocs.NOW - timedelta(minutes=5)).timestamp()
     cache = tmp_path / "node.json"
     cache.write_text(cache_document(doc("gpu01"), 0, now=written))
     site = merge(tmp_path, str(write(tmp_path / "b.json", doc("gpu02")))).report
@@ -259,7 +224,7 @@ def test_nodes_are_judged_under_the_merges_playbook(tmp_path: Path) -> None:
     playbook.write_text("min_gpus: 8\n")
     from fleetcheck.playbook import load_playbook
 
-    outcome = merge_inputs([str(path)], policy=load_playbook(str(playbook)), now=NOW,
+    outcome = merge_inputs([str(path)], policy=load_playbook(str(playbook)), now=nodedocs.NOW,
                            max_age_s=1800)
     assert [(n.status, n.reason) for n in outcome.report.nodes] == [
         ("fail", "1 GPU(s), playbook eight requires 8")]

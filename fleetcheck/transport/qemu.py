@@ -41,6 +41,9 @@ NO_AGENT_CONFIGURED = "No QEMU guest agent configured"
 AGENT_NOT_RUNNING = "QEMU guest agent is not running"
 STDIN_TOO_LARGE = "'input-data' (STDIN) is limited to 1 MiB"
 QM_TIMEOUT_REACHED = "timeout reached, returning pid"
+#: PVE::QMPClient's die for a failed agent exchange: `VM N qmp command 'guest-exec' failed -
+#: ...` up to PVE 8 (it named every peer qmp), `VM N qga command '...'` since its peers have types.
+QMP_CLIENT_KINDS = ("qga", "qmp")
 
 
 def guest_command(argv: list[str], budget: NodeBudget) -> list[str]:
@@ -140,11 +143,12 @@ def qm_exec_failure(result: CommandResult, vmid: int, host: str) -> Refusal | No
                        "1 MiB", failures.INPUT_REFUSED)
     if no_such_guest(stderr):
         return Refusal("error", f"VM {vmid} does not exist on {host}", failures.NO_SUCH_NODE)
-    if "qga command" in stderr and "failed - client closed connection" in stderr:
+    agent_failed = any(f"{kind} command '" in stderr for kind in QMP_CLIENT_KINDS)
+    if agent_failed and "failed - client closed connection" in stderr:
         # PVE::QMPClient: the VM's QEMU closed the agent socket mid-command (stopped or killed).
         return Refusal("error", f"VM {vmid} went away while probed: its QEMU closed the guest "
                        "agent's connection (VM stopped or killed)", failures.AGENT_FAILED)
-    if "qga command" in stderr or "Agent error" in stderr:
+    if agent_failed or "Agent error" in stderr:
         detail = last_line(result.stderr)
         if "timeout" in detail and ("execute" in detail or "not found" in detail):
             return Refusal("error", f"VM {vmid} has no `timeout` command (coreutils): "

@@ -14,7 +14,9 @@ from fleetcheck.model import Report
 from tests.audit.support import GPU_OK, audit, audit_until_deadline, rows
 from tests.fleet import Fleet
 
-pytestmark = [pytest.mark.sshd, pytest.mark.timeout(120)]
+#: A watchdog for a hang, not a time limit: thirty full probes are ~30 s of CPU, and a 2-core
+#: machine shared at a load of 10 gives this test a fifth of it.
+pytestmark = [pytest.mark.sshd, pytest.mark.timeout(300)]
 
 
 def test_every_kind_of_node_ends_as_data(fleet: Fleet) -> None:
@@ -184,7 +186,7 @@ def test_audit_deadline_returns_every_node_and_stops_the_probes(fleet: Fleet) ->
     assert rows(report)[0] == ("pve1/101", *GPU_OK)
     assert rows(report)[3] == ("pve2/101", *GPU_OK)
     # The hung probes were stopped on the host when the audit ended, not 60 s later.
-    assert fleet.wait_no_leftovers(5) == []
+    assert fleet.wait_no_leftovers(20) == []
 
 
 def test_cancelled_audit_returns_the_partial_report(fleet: Fleet) -> None:
@@ -207,7 +209,7 @@ def test_cancelled_audit_returns_the_partial_report(fleet: Fleet) -> None:
     assert report.interrupted is True
     assert rows(report) == [("pve1/101", "error", "interrupted before the probe finished")]
     assert rows(run.partial_report()) == rows(report)
-    assert fleet.wait_no_leftovers(5) == []
+    assert fleet.wait_no_leftovers(20) == []
 
 
 def test_limit_selects_nodes(fleet: Fleet) -> None:

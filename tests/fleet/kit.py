@@ -510,8 +510,11 @@ class Fleet:
                 host.process.wait(5)
 
     def close(self) -> list[str]:
-        """Stop every sshd, kill what the probes left behind; return those leftovers."""
-        self.leftovers = self.wait_no_leftovers(3)
+        """Stop every sshd, kill what the probes left behind; return those leftovers.
+
+        A process still ending (killed, not yet reaped) gets up to 10 s: the wait ends as
+        soon as none is left, so only a real leftover costs the time."""
+        self.leftovers = self.wait_no_leftovers(10)
         for line in self.leftovers:
             try:
                 os.kill(int(line.split()[0]), signal.SIGKILL)

@@ -18,6 +18,8 @@ NODE = os.path.basename(HOST_DIR)
 CONTAINERS = os.path.join(HOST_DIR, "containers")
 # What pct's run_cli_handler forces before exec (the host side of `pct exec`).
 PCT_PATH = "/sbin:/bin:/usr/sbin:/usr/bin"
+# What lxc-attach --clear-env sets in the container (lxc's attach.c).
+LXC_ATTACH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def die(message):
@@ -82,7 +84,9 @@ def cmd_exec(args):
         die(f"container '{vmid}' not running!")
     if not rest:
         die("missing command")
-    env = {"container": "lxc"}
+    # lxc-attach --clear-env: its own PATH and container=lxc (LXC 5.0, checked against the real
+    # one in tests/runtimes/test_standins_pinned.py); the container's env below comes on top.
+    env = {"container": "lxc", "PATH": LXC_ATTACH_PATH}
     if keep_env:
         env.update(os.environ)
         env["PATH"] = PCT_PATH

@@ -9,7 +9,10 @@ not answer. `guest exec` follows qemu-server's src/PVE/CLI/qm.pm and Agent.pm:
   `'input-data' (STDIN) is limited to 1 MiB, aborting`; then the config is loaded;
 - the guest process runs with the VM's environment only (no login: HOME unset unless the VM
   sets it), its stdout and stderr captured up to 16 MiB each (QGA's GUEST_EXEC_MAX_OUTPUT,
-  cut silently but for `out-truncated`/`err-truncated`);
+  cut silently but for `out-truncated`/`err-truncated`, 0 or 1 beside each data key);
+- a command the agent cannot start is qm's `Agent error: Guest agent command failed, error
+  was 'Failed to execute child process “CMD” (...)'` (QMPClient returns the agent's error,
+  Agent.pm's check_agent_error dies with it);
 - qm polls once a second up to `--timeout` (default 30); on expiry it warns `timeout reached,
   returning pid` and prints `{"pid": N}`, leaving the guest process running (no kill);
 - output is JSON::XS pretty (3-space indent, `"key" : value`, sorted keys), with out-data and
@@ -135,7 +138,9 @@ def cmd_guest_exec(args):
                                 stderr=outputs[1], env=env, cwd=config.get("cwd") or "/",
                                 start_new_session=True)
     except OSError as exc:
-        die(f"VM {vmid} qga command 'guest-exec' failed - Guest agent command failed, error was "
+        # QMPClient hands the agent's error back as {error => ...}; Agent.pm's
+        # check_agent_error dies with its desc (as qemu-ga 7.2 words a failed spawn).
+        die(f"Agent error: Guest agent command failed, error was "
             f"'Failed to execute child process \u201c{command[0]}\u201d "
             f"({os.strerror(exc.errno or 2)})'")
     try:
@@ -161,9 +166,9 @@ def cmd_guest_exec(args):
         handle.seek(0)
         captured = handle.read(OUTPUT_CAP + 1)
         if captured:
+            # qemu-ga sets X-truncated beside every X-data it sends (0 or 1).
             result[f"{key}-data"] = captured[:OUTPUT_CAP].decode("latin-1")
-            if len(captured) > OUTPUT_CAP:
-                result[f"{key}-truncated"] = 1
+            result[f"{key}-truncated"] = int(len(captured) > OUTPUT_CAP)
     sys.stdout.buffer.write(perl_pretty(result).encode("utf-8"))
     return 0
 

@@ -58,7 +58,7 @@ def test_nodes_outside_the_inventory_or_unparsable_are_usage_errors(
 
 def test_documents_gate_a_job_without_probing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.test_merge import doc, set_now, write
+    from tests.nodedocs import doc, set_now, write
 
     set_now(monkeypatch)
 

@@ -27,8 +27,10 @@ from tests.reliability.support import (
 )
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(150)]
-#: The remote `timeout -k` grace (fleetcheck.transport.interface.NodeBudget.kill_after) plus slack.
-KILL_GRACE = 5 + 5
+#: The remote `timeout -k` grace (fleetcheck.transport.interface.NodeBudget.kill_after) plus
+#: slack for a busy machine; the waits it bounds end as soon as nothing is left, and the hung
+#: probes sleep 600 s, far beyond any of them.
+KILL_GRACE = 5 + 15
 
 
 def audit(fleet: Fleet, tmp_path: Path, *, deadline: float, extra: tuple[str, ...] = (),
@@ -91,7 +93,7 @@ def test_host_killed_mid_audit(fleet: Fleet, tmp_path: Path, figures: Any) -> No
         assert nodes["pve2/201"]["status"] == "error"
         assert "status 3" in nodes["pve2/201"]["reason"]
         assert run.returncode == 3
-        no_leftovers(fleet, figures, 5)
+        no_leftovers(fleet, figures, 20)
 
 
 def test_connection_dropped_mid_probe(fleet: Fleet, tmp_path: Path, figures: Any) -> None:
@@ -137,7 +139,7 @@ def test_container_stopped_mid_probe(fleet: Fleet, tmp_path: Path, figures: Any)
         assert "None" not in stopped["reason"], stopped
         assert re.search(r"137|KILL|signal|killed|stopped|not running", stopped["reason"]), stopped
         assert nodes["pve1/102"]["status"] == "error"
-        no_leftovers(fleet, figures, 5)
+        no_leftovers(fleet, figures, 20)
 
 
 def test_probe_that_never_ends(fleet: Fleet, tmp_path: Path, figures: Any) -> None:
@@ -215,7 +217,7 @@ def test_two_hundred_containers_on_one_host(fleet: Fleet, tmp_path: Path, figure
                 assert node["status"] == status and reason in node["reason"], node
             else:
                 assert node["status"] not in ("error", "unreachable"), node
-        no_leftovers(fleet, figures, 5)
+        no_leftovers(fleet, figures, 20)
 
 
 def test_probe_printing_100_megabytes(fleet: Fleet, tmp_path: Path, figures: Any) -> None:
@@ -240,7 +242,7 @@ def test_probe_printing_100_megabytes(fleet: Fleet, tmp_path: Path, figures: Any
                         f"{run.max_rss_kib // 1024} MiB")
         assert run.max_rss_kib < 200 * 1024, f"peak RSS {run.max_rss_kib} KiB"
         assert (tmp_path / "report.json").stat().st_size < 1 << 20
-        no_leftovers(fleet, figures, 10)
+        no_leftovers(fleet, figures, 20)
 
 
 HOSTILE_OUTPUTS: dict[str, bytes] = {
@@ -317,7 +319,7 @@ def test_disk_full_when_the_audit_writes_its_report(
         assert run.returncode == 2
         lines = run.err.strip().splitlines()
         assert len(lines) == 1 and "No space left on device" in lines[0], run.err
-        no_leftovers(fleet, figures, 5)
+        no_leftovers(fleet, figures, 20)
 
 
 def test_interrupted_audit_leaves_nothing_running(fleet: Fleet, tmp_path: Path,

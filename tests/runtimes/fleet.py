@@ -427,18 +427,28 @@ class RealFleet:
         """Containers removed with the runtimes' own tools, then every process by its PID."""
         if self.holder is None:
             return
-        try:
+
+        def docker() -> None:
             if "dockerd" in self.children and self.children["dockerd"].poll() is None:
                 ids = self.run(["docker", "ps", "-aq"], check=False).stdout.split()
                 if ids:
                     self.run(["docker", "rm", "-f", *ids], check=False)
-            for vmid in self.lxc_ids:
-                if self.lxc_podman(vmid):
-                    self.run(["lxc-attach", "-n", str(vmid), "--clear-env", "--", "podman",
-                              "rm", "-f", "-a", "-t", "0"], check=False)
-            self.run(["podman", "rm", "-f", "-a", "-t", "0"], check=False)
+
+        def lxc(vmid: int) -> None:
+            if self.lxc_podman(vmid):
+                self.run(["lxc-attach", "-n", str(vmid), "--clear-env", "--", "podman", "rm",
+                          "-f", "-a", "-t", "0"], check=False)
+            self.lxc_stop(vmid)
+
+        try:
+            # Each runtime's own tool removes its containers, the runtimes side by side.
             with ThreadPoolExecutor(max_workers=4) as pool:
-                list(pool.map(self.lxc_stop, self.lxc_ids))
+                jobs = [pool.submit(docker),
+                        pool.submit(self.run, ["podman", "rm", "-f", "-a", "-t", "0"],
+                                    check=False)]
+                jobs += [pool.submit(lxc, vmid) for vmid in self.lxc_ids]
+                for job in jobs:
+                    job.result()
         finally:
             for proc in list(self.children.values()):
                 self._end(proc)
