@@ -362,16 +362,19 @@ def _add_host_setup(sub: Any) -> None:
 
 
 def cmd_host_setup(args: argparse.Namespace) -> int:
+    from fleetcheck import kinds
     from fleetcheck.gatekeeper import HostSetup, read_public_key, script_source
 
+    # The node kinds that bring commands of their own add them to the host's grammar.
+    grammar = kinds.gatekeeper_grammar()
     setup = HostSetup(public_key=read_public_key(args.key), python=args.python,
                       script_path=args.script_path, hash_path=args.hash_file,
                       authorized_keys=args.authorized_keys, log_path=args.log,
-                      from_patterns=args.from_patterns)
+                      from_patterns=args.from_patterns, grammar=grammar)
     if args.print_line:
         _emit(setup.key_line() + "\n", None)
     elif args.print_script:
-        _emit(script_source(), None)
+        _emit(script_source(grammar), None)
     else:
         _emit(setup.installer(), None)
     return EXIT_PASS
