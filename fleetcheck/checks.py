@@ -52,6 +52,8 @@ CHECKS: tuple[CheckInfo, ...] = (
               catalogue=False, amd_title="gfx arch supported by Triton's AMD backend"),
     CheckInfo("triton_installed", "Triton installed (one distribution)", "triton", False),
     CheckInfo("triton_2x", "Triton 3.x", "triton"),
+    CheckInfo("triton_backends", "Triton selects one backend (entry points, active drivers)",
+              "triton"),
     CheckInfo("cc_env_invalid", "$CC points at a compiler", "compiler"),
     CheckInfo("no_c_compiler", "C compiler (CC, gcc or clang)", "compiler"),
     CheckInfo("no_linker", "linker (ld)", "compiler"),

@@ -14,7 +14,6 @@ from fleetcheck.verdict import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
 
 if TYPE_CHECKING:  # the CLI imports stages lazily, so that `--help` and `probe --script` stay fast
     from fleetcheck.inventory.model import Inventory
-    from fleetcheck.model import Report
     from fleetcheck.verdict import Policy
 
 
@@ -71,8 +70,23 @@ def _add_output(parser: argparse.ArgumentParser, default_format: str = "table") 
 
 def _add_max_out(parser: argparse.ArgumentParser, what: str) -> None:
     """--max-out: the remediation bound (fleetcheck/outbound.py), for health and fix."""
+    from fleetcheck.outbound import DEFAULT_OUT_BOUND
+
+    default = DEFAULT_OUT_BOUND.replace("%", "%%")  # argparse formats help with %
     parser.add_argument("--max-out", metavar="SHARE|N", default=None,
-                        help=what + " (default: 10%%, at least 1 node)")
+                        help=what + f" (default: {default}, at least 1 node)")
+
+
+def _add_history(parser: argparse.ArgumentParser, what: str) -> None:
+    """--history, --keep, --on-change (checked together by `_keeping`)."""
+    from fleetcheck.history import DEFAULT_KEEP
+
+    parser.add_argument("--history", metavar="DIR", help=what)
+    parser.add_argument("--keep", type=positive_count, default=None, metavar="N",
+                        help=f"with --history: runs to keep (default: {DEFAULT_KEEP})")
+    parser.add_argument("--on-change", metavar="CMD",
+                        help="with --history: run CMD (no shell) with the changes on stdin "
+                        "when something changed")
 
 
 def _add_selection(parser: argparse.ArgumentParser) -> None:
@@ -86,6 +100,9 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from fleetcheck.budget import DEFAULT_DEEP_NODE_TIMEOUT, DEFAULT_NODE_TIMEOUT
+    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S as MAX_AGE
+
     parser = argparse.ArgumentParser(
         prog="fleetcheck",
         description="Audit GPU nodes (Proxmox VE hosts, their LXC containers and QEMU VMs, and "
@@ -115,13 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="what counts as failing (default: the built-in default playbook)")
     audit.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
                        help="deadline for the whole audit (default: the inventory's, or none)")
-    audit.add_argument("--history", metavar="DIR",
-                       help="keep this run in DIR and report what changed since the last one")
-    audit.add_argument("--keep", type=positive_count, default=None, metavar="N",
-                       help="with --history: runs to keep (default: 90)")
-    audit.add_argument("--on-change", metavar="CMD",
-                       help="with --history: run CMD (no shell) with the changes on stdin "
-                       "when something changed")
+    _add_history(audit, "keep this run in DIR and report what changed since the last one")
     audit.add_argument("--no-progress", action="store_true",
                        help="no progress bar (it is only drawn on a terminal anyway)")
 
@@ -144,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
                       "tarballs, as for `merge`), probing nothing; a node without a document, "
                       "or with one older than --max-age, is unverified")
     gate.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
-                      help="with --documents: oldest document that counts (default: 1800)")
+                      help="with --documents: oldest document that counts (default: "
+                      f"{MAX_AGE:g})")
     gate.add_argument("--playbook", "-p", metavar="FILE|NAME", default="pre-training",
                       help="requirements (default: the built-in pre-training playbook)")
     gate.add_argument("--json", action="store_true", help="print a JSON verdict on stdout")
@@ -178,7 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--deep", action="store_true",
                        help="also JIT-compile and launch a Triton kernel on every GPU")
     probe.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
-                       help="deadline for the whole probe (default: 60; 180 with --deep)")
+                       help=f"deadline for the whole probe (default: {DEFAULT_NODE_TIMEOUT:g}; "
+                       f"{DEFAULT_DEEP_NODE_TIMEOUT:g} with --deep)")
     probe.add_argument("--playbook", "-p", metavar="FILE|NAME",
                        help="what counts as failing (default: the built-in default playbook)")
     probe.add_argument("--script", action="store_true", help="print the probe's source and exit")
@@ -199,7 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="read the verdict `fleetcheck probe --cache FILE` saved, instead of "
                         "probing now")
     health.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
-                        help="a cached verdict older than this is not verified (default: 1800)")
+                        help="a cached verdict older than this is not verified (default: "
+                        f"{MAX_AGE:g})")
     health.add_argument("--npd", action="store_true",
                         help="node-problem-detector custom plugin: at most 80 characters on stdout")
     health.add_argument("--slurm", action="store_true",
@@ -217,7 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--playbook", "-p", metavar="FILE|NAME",
                         help="without --cache: what counts as failing")
     health.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
-                        help="without --cache: deadline for the probe (default: 60)")
+                        help="without --cache: deadline for the probe (default: "
+                        f"{DEFAULT_NODE_TIMEOUT:g})")
 
     inventory = sub.add_parser(
         "inventory", help="show the resolved targets without connecting",
@@ -291,16 +306,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "{namespace} {file}")
     merge.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
                        help="a document probed longer ago leaves its node unverified (default: "
-                       "1800)")
+                       f"{MAX_AGE:g})")
     merge.add_argument("--playbook", "-p", metavar="FILE|NAME",
                        help="fleet checks and requirements (default: the built-in default)")
-    merge.add_argument("--history", metavar="DIR",
-                       help="keep this merge in DIR and report what changed since the last run")
-    merge.add_argument("--keep", type=positive_count, default=None, metavar="N",
-                       help="with --history: runs to keep (default: 90)")
-    merge.add_argument("--on-change", metavar="CMD",
-                       help="with --history: run CMD (no shell) with the changes on stdin "
-                       "when something changed")
+    _add_history(merge, "keep this merge in DIR and report what changed since the last run")
 
     diff = sub.add_parser(
         "diff", help="what changed between two saved audits",
@@ -353,16 +362,19 @@ def _add_host_setup(sub: Any) -> None:
 
 
 def cmd_host_setup(args: argparse.Namespace) -> int:
+    from fleetcheck import kinds
     from fleetcheck.gatekeeper import HostSetup, read_public_key, script_source
 
+    # The node kinds that bring commands of their own add them to the host's grammar.
+    grammar = kinds.gatekeeper_grammar()
     setup = HostSetup(public_key=read_public_key(args.key), python=args.python,
                       script_path=args.script_path, hash_path=args.hash_file,
                       authorized_keys=args.authorized_keys, log_path=args.log,
-                      from_patterns=args.from_patterns)
+                      from_patterns=args.from_patterns, grammar=grammar)
     if args.print_line:
         _emit(setup.key_line() + "\n", None)
     elif args.print_script:
-        _emit(script_source(), None)
+        _emit(script_source(grammar), None)
     else:
         _emit(setup.installer(), None)
     return EXIT_PASS
@@ -496,30 +508,16 @@ def _with_progress(enabled: bool, call: Any, request: Any) -> Any:
 def cmd_audit(args: argparse.Namespace) -> int:
     from fleetcheck import commands
 
-    fmt = _output_format(args)
-    if args.on_change and not args.history:
-        raise UsageError("--on-change needs --history DIR (changes are found against the last run)")
-    if args.keep is not None and not args.history:
-        raise UsageError("--keep needs --history DIR (it is how many runs the history keeps)")
-    _check_output(args.output)
-    if args.history:
-        _check_history(args.history)
+    keeping = _keeping(args)
     inventory = _load_inventory(args.inventory) if args.inventory else _default_inventory()
     policy = _load_policy(args.playbook)
     request = _audit_request(args, inventory, policy, args.limit, deep=args.deep,
-                             history=args.history, on_change=args.on_change, keep=args.keep)
-    outcome = _with_progress(not args.no_progress, commands.audit, request)
-    _say(outcome.notices)
-    _emit(outcome.render(fmt, **_file_options(args.output)), args.output)
-    _say(outcome.record())
-    if outcome.limit_error:
-        _say([f"error: {outcome.limit_error}"])
-    return int(outcome.exit_code)
+                             history=keeping.history, on_change=keeping.on_change,
+                             keep=keeping.keep)
+    return _finish_run(_with_progress(not args.no_progress, commands.audit, request), args)
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    import json
-
     from fleetcheck import commands
 
     if args.documents is not None:
@@ -532,15 +530,31 @@ def cmd_gate(args: argparse.Namespace) -> int:
     policy = _load_policy(args.playbook)
     limit = args.limit
     if args.nodes is not None:
-        from fleetcheck.gate import JobNodesError, job_limit
+        from fleetcheck.gate import job_limit
 
         if args.limit:
             raise UsageError("--nodes and --limit: give one (--nodes is the job's node set)")
-        try:
-            limit = [job_limit(args.nodes, inventory)]
-        except JobNodesError as exc:
-            raise UsageError(str(exc)) from None
-    outcome = commands.gate(_audit_request(args, inventory, policy, limit))
+        limit = [job_limit(args.nodes, inventory)]
+    return _finish_gate(commands.gate(_audit_request(args, inventory, policy, limit)), args)
+
+
+def _gate_documents(args: argparse.Namespace) -> int:
+    """`gate --documents PATH --nodes HOSTLIST`: the gate over gathered node documents."""
+    from fleetcheck import commands
+
+    if args.inventory is not None or args.limit:
+        raise UsageError("--documents replaces the inventory and --limit: give --nodes only")
+    if args.nodes is None:
+        raise UsageError("--documents needs --nodes HOSTLIST (the job's nodes)")
+    policy = _load_policy(args.playbook)
+    return _finish_gate(commands.gate_documents(commands.GateDocumentsRequest(
+        args.documents, args.nodes, policy, max_age_s=args.max_age)), args)
+
+
+def _finish_gate(outcome: Any, args: argparse.Namespace) -> int:
+    """A gate's outcome: notices, one line per blocking node, the JSON verdict, the code."""
+    import json
+
     _say(outcome.notices)
     for line in outcome.lines:
         print(line, file=sys.stderr)
@@ -549,38 +563,6 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if outcome.limit_error:
         _say([f"error: {outcome.limit_error}"])
     return int(outcome.exit_code)
-
-
-def _gate_documents(args: argparse.Namespace) -> int:
-    """`gate --documents PATH --nodes HOSTLIST`: the gate over gathered node documents."""
-    import json
-
-    from fleetcheck.gate import (
-        JobNodesError,
-        documents_gate_report,
-        gate_exit_code,
-        gate_json,
-        gate_lines,
-    )
-    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S
-
-    if args.inventory is not None or args.limit:
-        raise UsageError("--documents replaces the inventory and --limit: give --nodes only")
-    if args.nodes is None:
-        raise UsageError("--documents needs --nodes HOSTLIST (the job's nodes)")
-    policy = _load_policy(args.playbook)
-    try:
-        report, notes = documents_gate_report(args.documents, args.nodes, policy,
-                                              args.max_age or DEFAULT_MAX_AGE_S)
-    except JobNodesError as exc:
-        raise UsageError(str(exc)) from None
-    for line in notes:
-        print(line, file=sys.stderr)
-    for line in gate_lines(report):
-        print(line, file=sys.stderr)
-    if args.json:
-        _emit(json.dumps(gate_json(report), indent=2) + "\n", None)
-    return int(gate_exit_code(report))
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -641,31 +623,19 @@ def _out_bound(text: str | None) -> Any:
 
 
 def cmd_health(args: argparse.Namespace) -> int:
-    from fleetcheck import nodehealth
+    from fleetcheck import commands
 
     bound = _out_bound(args.max_out) if args.slurm else None
-    if args.cache:
-        max_age = args.max_age if args.max_age is not None else nodehealth.DEFAULT_MAX_AGE_S
-        health = nodehealth.read_cache(args.cache, max_age)
-    else:
-        from fleetcheck import commands
-        from fleetcheck.reportio import node_to_dict
-
-        policy = _load_policy(args.playbook)
-        probed = commands.probe(commands.ProbeRequest(python=args.python, timeout=args.timeout,
-                                                      policy=policy))
-        health = nodehealth.health_of_node(node_to_dict(probed.node), probed.exit_code)
-    line = nodehealth.npd_message(health) if args.npd else f"{health.state}: {health.message}"
-    if args.slurm:
-        try:
-            done = nodehealth.apply_to_slurm(health, args.node or nodehealth.slurm_node_name(),
-                                             drain_unknown=args.drain_unverified, bound=bound)
-        except nodehealth.SlurmError as exc:
-            print(f"fleetcheck: health: {exc}", file=sys.stderr)
-        else:
-            print(f"fleetcheck: health: {done}", file=sys.stderr)
-    _emit(line + "\n", None)
-    return health.exit_code
+    probe = commands.ProbeRequest()
+    if not args.cache:
+        probe = commands.ProbeRequest(python=args.python, timeout=args.timeout,
+                                      policy=_load_policy(args.playbook))
+    outcome = commands.health(commands.HealthRequest(
+        cache=args.cache, max_age_s=args.max_age, probe=probe, npd=args.npd, slurm=args.slurm,
+        node=args.node, drain_unverified=args.drain_unverified, bound=bound))
+    _say(outcome.notices)
+    _emit(outcome.line + "\n", None)
+    return outcome.exit_code
 
 
 def cmd_inventory(args: argparse.Namespace) -> int:
@@ -698,57 +668,38 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
-def cmd_merge(args: argparse.Namespace) -> int:
-    from fleetcheck.merge import merge_inputs, problem_lines
-    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S
-    from fleetcheck.render import render
+def _keeping(args: argparse.Namespace) -> Any:
+    """--history, --keep, --on-change: checked before anything is read or probed."""
+    from fleetcheck.commands import Keeping
 
-    if args.keep is not None and not args.history:
-        raise UsageError("--keep needs --history DIR (it is how many runs the history keeps)")
     if args.on_change and not args.history:
         raise UsageError("--on-change needs --history DIR (changes are found against the last run)")
+    if args.keep is not None and not args.history:
+        raise UsageError("--keep needs --history DIR (it is how many runs the history keeps)")
     _check_output(args.output)
     if args.history:
         _check_history(args.history)
+    return Keeping(args.history, args.on_change, args.keep)
+
+
+def _finish_run(outcome: Any, args: argparse.Namespace) -> int:
+    """An audit's or a merge's outcome: notices, the report, the history kept, the code."""
+    _say(outcome.notices)
+    _emit(outcome.render(_output_format(args), **_file_options(args.output)), args.output)
+    _say(outcome.record())
+    if outcome.limit_error:
+        _say([f"error: {outcome.limit_error}"])
+    return int(outcome.exit_code)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from fleetcheck import commands
+
+    keeping = _keeping(args)
     policy = _load_policy(args.playbook)
-    outcome = merge_inputs(args.inputs, policy=policy, id_template=args.id_template,
-                           max_age_s=args.max_age or DEFAULT_MAX_AGE_S)
-    for line in problem_lines(outcome):
-        print(line, file=sys.stderr)
-    report = outcome.report
-    history: Any = ()
-    failing_since: Any = {}
-    changes: list[str] = []
-    hook_input = None
-    if args.history:
-        from fleetcheck import history as hist
-        from fleetcheck.rundiff import diff_reports
-
-        previous = hist.previous_run(args.history, None)
-        if previous is not None:
-            diff = diff_reports(previous, report)
-            changes = diff.lines()
-            if diff.changed and args.on_change:
-                hook_input = "\n".join(changes) + "\n"
-        history = hist.history_summaries(args.history)
-        failing_since = hist.failing_since(args.history, report)
-    _emit(render(report, _output_format(args), history=history, failing_since=failing_since,
-                 changes=changes, **_file_options(args.output)), args.output)
-    if args.history:
-        from fleetcheck.history import HistoryError, save_run
-
-        try:
-            save_run(args.history, report, keep=args.keep or 90)
-        except HistoryError as exc:
-            print(f"fleetcheck: warning: {exc}", file=sys.stderr)
-            hook_input = None
-    if hook_input is not None:
-        from fleetcheck.hook import run_on_change
-
-        problem = run_on_change(args.on_change, hook_input)
-        if problem:
-            print(f"fleetcheck: --on-change: {problem}", file=sys.stderr)
-    return outcome.exit_code
+    return _finish_run(commands.merge(commands.MergeRequest(
+        args.inputs, policy, id_template=args.id_template, max_age_s=args.max_age,
+        keeping=keeping)), args)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -765,11 +716,6 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_FAIL if diff.changed else EXIT_PASS
 
 
-def _is_results(path: str) -> bool:
-    """A saved audit (by its name: .json or .gz), else an inventory."""
-    return path.lower().endswith((".json", ".gz"))
-
-
 def _confirm(question: str) -> bool:
     """Ask on the terminal; anything but y/yes is no."""
     try:
@@ -779,40 +725,18 @@ def _confirm(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def _fix_before(args: argparse.Namespace, policy: Policy) -> tuple[Inventory | None, Report]:
-    """The state to plan from: a saved audit (and, to apply, the inventory it names), or a
-    probe of the inventory now."""
-    if _is_results(args.source):
-        from fleetcheck.fix.run import selected_nodes
-        from fleetcheck.reportio import load_report
-
-        before = selected_nodes(load_report(args.source), args.limit)
-        if not args.apply:
-            return None, before
-        if not before.inventory or before.inventory.startswith("<"):
-            raise UsageError(f"{args.source}: names no inventory file to reach its nodes "
-                             "through; run `fleetcheck fix INVENTORY --apply`")
-        return _load_inventory(before.inventory), before
-    from fleetcheck import commands
-
-    inventory = _load_inventory(args.source)
-    outcome = _with_progress(not args.no_progress, commands.fix_before,
-                             _audit_request(args, inventory, policy, args.limit))
-    _say(outcome.notices)
-    if outcome.limit_error:
-        raise UsageError(outcome.limit_error)
-    return inventory, outcome.report
-
-
 def cmd_fix(args: argparse.Namespace) -> int:
-    from fleetcheck.fix import plan_report
-    from fleetcheck.fix.render import record_dict, render_outcomes, render_plan
-    from fleetcheck.fix.run import merged_report
-    from fleetcheck.timestamps import utc_now
-    from fleetcheck.verdict import exit_code_for
+    import dataclasses
+    import json
 
-    if args.history and not args.apply:
-        raise UsageError("--history needs --apply (a dry run probes nothing new)")
+    from fleetcheck import commands
+    from fleetcheck.fix.render import render_outcomes, render_plan
+    from fleetcheck.render.progress import progress_observer
+
+    request = commands.FixRequest(
+        args.source, limit=tuple(args.limit), apply=args.apply, timeout=args.timeout,
+        history=args.history, parts=args.parts, load_inventory=_load_inventory)
+    request.check()
     if args.apply and not args.yes and not sys.stdin.isatty():
         raise UsageError("--apply without a terminal to confirm on needs --yes "
                          "(nothing was changed)")
@@ -820,82 +744,29 @@ def cmd_fix(args: argparse.Namespace) -> int:
     if args.history:
         _check_history(args.history)
     bound = _out_bound(args.max_out)
-    refused = False
-    policy = _load_policy(args.playbook)
-    started = utc_now()
-    inventory, before = _fix_before(args, policy)
-    plan = plan_report(before, source=args.source)
-    runnable = plan.runnable
-    if args.apply and before.interrupted:
-        # A partial picture is no ground for changing nodes: plan it, apply nothing.
-        print("fleetcheck: the first probe was interrupted: nothing is applied",
-              file=sys.stderr)
-    applying = bool(args.apply and runnable and not before.interrupted)
-    if applying:
-        allowed = bound.allowed(len(before.nodes))
-        if len(runnable) > allowed:
-            # One bad image fails every node at once; repairing them all at once is how a
-            # wrong fix takes the whole fleet down.
-            print(f"fleetcheck: fix: not repairing {len(runnable)} of {len(before.nodes)} "
-                  f"nodes at once (--max-out {bound.describe(len(before.nodes))}); nothing "
-                  "was changed: narrow the selection with --limit, or raise --max-out",
-                  file=sys.stderr)
-            applying = False
-            refused = True
-    _emit(render_plan(plan, apply=applying), None)
+    request = dataclasses.replace(request, bound=bound, policy=_load_policy(args.playbook))
+    planned = _with_progress(not args.no_progress, commands.fix_plan, request)
+    _say(planned.notices)
+    _emit(render_plan(planned.plan, apply=planned.applying), None)
 
-    def write_record(outcomes: list[Any], applied: bool, interrupted: bool) -> None:
-        if args.output is None:
-            return
-        import json
+    def write_record(record: dict[str, Any]) -> None:
+        if args.output is not None:
+            _emit(json.dumps(record, indent=2, ensure_ascii=False) + "\n", args.output)
 
-        data = record_dict(plan, outcomes, started_at=started, finished_at=utc_now(),
-                           applied=applied, interrupted=interrupted, inventory=before.inventory)
-        _emit(json.dumps(data, indent=2, ensure_ascii=False) + "\n", args.output)
-
-    if not applying:
-        if args.apply and not before.interrupted and not refused:
-            print("fleetcheck: nothing to apply: no failing node has a step fleetcheck runs",
-                  file=sys.stderr)
-        write_record([], applied=False, interrupted=False)
-        return int(exit_code_for(before))
-    commands = sum(len(item.steps) for item in runnable)
-    if not args.yes and not _confirm(f"Run these {commands} command(s) as root on "
-                                     f"{len(runnable)} node(s)? [y/N] "):
+    if not planned.applying:
+        write_record(planned.record())
+        return planned.exit_code
+    if not args.yes and not _confirm(f"Run these {planned.command_count} command(s) as root "
+                                     f"on {len(planned.runnable)} node(s)? [y/N] "):
         print("fleetcheck: nothing was changed", file=sys.stderr)
-        write_record([], applied=False, interrupted=False)
-        return int(exit_code_for(before))
-    assert inventory is not None
-    import asyncio
-
-    from fleetcheck.fix.run import FixRun
-    from fleetcheck.render.progress import progress_observer
-
-    interrupted = False
+        write_record(planned.record())
+        return planned.exit_code
+    planned.request = dataclasses.replace(request, observer=None)
     with progress_observer(sys.stderr, enabled=not args.no_progress) as observer:
-        run = FixRun(inventory, plan, policy=policy, deep=policy.deep, observer=observer,
-                     audit_timeout=args.timeout, parts=args.parts)
-        try:
-            asyncio.run(run.run())
-        except KeyboardInterrupt:
-            print("fleetcheck: interrupted: recording what ran", file=sys.stderr)
-            interrupted = True
-        finally:
-            # Whatever happened, the record says every command that ran, where, and how.
-            after = run.after_report()
-            interrupted = interrupted or after.interrupted
-            outcomes = run.outcomes()
-            write_record(outcomes, applied=True, interrupted=interrupted)
-    _emit("\n" + render_outcomes(outcomes), None)
-    state = merged_report(before, after, interrupted=interrupted)
-    if args.history and not state.interrupted:
-        from fleetcheck.history import HistoryError, save_run
-
-        try:
-            save_run(args.history, state)
-        except HistoryError as exc:
-            print(f"fleetcheck: warning: {exc}", file=sys.stderr)
-    return int(exit_code_for(state))
+        outcome = commands.fix_apply(planned, observer=observer, on_record=write_record)
+    _emit("\n" + render_outcomes(outcome.outcomes), None)
+    _say(outcome.notices)
+    return outcome.exit_code
 
 
 def _load_inventory(path: str) -> Inventory:

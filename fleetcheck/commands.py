@@ -16,17 +16,14 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fleetcheck.errors import FleetcheckError
 from fleetcheck.model import NodeResult, Report, RunSummary
-from fleetcheck.verdict import DEFAULT_POLICY, EXIT_USAGE, Policy, exit_code_for
+from fleetcheck.verdict import DEFAULT_POLICY, EXIT_PASS, EXIT_USAGE, Policy, exit_code_for
 
 if TYPE_CHECKING:
     from fleetcheck.audit import AuditParts
     from fleetcheck.inventory.model import Inventory
     from fleetcheck.observer import AuditObserver
-
-#: How many runs a history keeps when `--keep` is not given.
-DEFAULT_KEEP = 90
-
 
 @dataclass(frozen=True)
 class AuditRequest:
@@ -48,13 +45,26 @@ class AuditRequest:
     observer: AuditObserver | None = None
 
 
+class CommandError(FleetcheckError):
+    """What was asked of a command cannot be done as asked (nothing was changed); exit 2."""
+
+
+@dataclass(frozen=True)
+class Keeping:
+    """Where a run is kept and who hears what changed: `--history`, `--keep`, `--on-change`."""
+
+    history: str | None = None
+    on_change: str | None = None
+    keep: int | None = None
+
+
 @dataclass
 class AuditOutcome:
-    """Everything an audit found and what follows from it."""
+    """Everything an audit (or a merge) found and what follows from it."""
 
-    request: AuditRequest
     #: The report, its fleet checks included.
     report: Report
+    keeping: Keeping = Keeping()
     #: Patterns of `--limit` that selected nothing once discovery ran (exit code 2).
     limit_error: str | None = None
     #: What changed since the history's last run, one line each.
@@ -66,10 +76,16 @@ class AuditOutcome:
     #: Whether `record` keeps the run in the history (not an interrupted or mistaken run).
     keep_run: bool = False
     hook_input: str | None = None
+    #: The least exit code the outcome has whatever its nodes say (a merge with an input it
+    #: could not read: unverified).
+    least_exit: int = EXIT_PASS
 
     @property
     def exit_code(self) -> int:
-        return EXIT_USAGE if self.limit_error else int(exit_code_for(self.report))
+        if self.limit_error:
+            return EXIT_USAGE
+        code = int(exit_code_for(self.report))
+        return self.least_exit if code == EXIT_PASS else code
 
     def render(self, fmt: str, **options: Any) -> str:
         from fleetcheck.render import render
@@ -82,23 +98,31 @@ class AuditOutcome:
         is written: the hook may read it); the warnings, one line each."""
         warnings: list[str] = []
         hook_input = self.hook_input
-        if self.keep_run and self.request.history:
-            from fleetcheck.history import HistoryError, save_run
-
-            try:
-                save_run(self.request.history, self.report,
-                         keep=self.request.keep or DEFAULT_KEEP)
-            except HistoryError as exc:
-                # The report is written; a history that cannot take the run is a warning.
-                warnings.append(f"warning: {exc}")
+        keeping = self.keeping
+        if self.keep_run and keeping.history:
+            warning = _save(keeping.history, self.report, keeping.keep)
+            if warning:
+                warnings.append(warning)
                 hook_input = None
-        if hook_input is not None and self.request.on_change:
+        if hook_input is not None and keeping.on_change:
             from fleetcheck.hook import run_on_change
 
-            problem = run_on_change(self.request.on_change, hook_input)
+            problem = run_on_change(keeping.on_change, hook_input)
             if problem:
                 warnings.append(f"--on-change: {problem}")
         return warnings
+
+
+def _save(history: str, report: Report, keep: int | None) -> str | None:
+    """Keep `report` in the history; a warning when the history cannot take it (the report
+    is written already: that is no reason to fail the command)."""
+    from fleetcheck.history import DEFAULT_KEEP, HistoryError, save_run
+
+    try:
+        save_run(history, report, keep=keep or DEFAULT_KEEP)
+    except HistoryError as exc:
+        return f"warning: {exc}"
+    return None
 
 
 async def _audit_into(audit: Awaitable[Report], into: list[Report]) -> None:
@@ -156,26 +180,35 @@ def audit(request: AuditRequest) -> AuditOutcome:
     """Audit the inventory and read the history: the whole outcome of `fleetcheck audit`."""
     notices: list[str] = []
     report = with_fleet_checks(_collect(request, notices), request.policy)
-    outcome = AuditOutcome(request, report, notices=notices,
+    outcome = AuditOutcome(report, Keeping(request.history, request.on_change, request.keep),
+                           notices=notices,
                            limit_error=_unmatched_limit(request.inventory, request.limit,
                                                         report))
-    if not request.history:
+    return _with_history(outcome)
+
+
+def _with_history(outcome: AuditOutcome) -> AuditOutcome:
+    """`outcome` with what its history says: what changed since the last run, the trend, the
+    failing-since dates, and whether the run is kept (not an interrupted or mistaken one)."""
+    history = outcome.keeping.history
+    if not history:
         return outcome
     from fleetcheck import history as hist
     from fleetcheck.rundiff import diff_reports
 
+    report = outcome.report
     outcome.keep_run = not report.interrupted and not outcome.limit_error
-    previous = hist.previous_run(request.history, None)
+    previous = hist.previous_run(history, None)
     if previous is not None and not outcome.limit_error:
         diff = diff_reports(previous, report)
         outcome.changes = diff.lines()
-        if diff.changed and request.on_change and outcome.keep_run:
+        if diff.changed and outcome.keeping.on_change and outcome.keep_run:
             outcome.hook_input = "\n".join(outcome.changes) + "\n"
     if report.interrupted:
         # A partial run would read as failures now and recoveries tomorrow.
-        notices.append("the audit was interrupted: this run is not kept in the history")
-    outcome.history = hist.history_summaries(request.history)
-    outcome.failing_since = hist.failing_since(request.history, report)
+        outcome.notices.append("the audit was interrupted: this run is not kept in the history")
+    outcome.history = hist.history_summaries(history)
+    outcome.failing_since = hist.failing_since(history, report)
     return outcome
 
 
@@ -257,3 +290,304 @@ def probe(request: ProbeRequest) -> ProbeOutcome:
     report = Report(started_at=started, finished_at=finished, nodes=(node,), inventory=None,
                     playbook=request.policy.name)
     return ProbeOutcome(node, report, node_document(node, finished))
+
+
+@dataclass(frozen=True)
+class GateDocumentsRequest:
+    """`fleetcheck gate --documents PATH --nodes HOSTLIST`: the job's nodes judged from the
+    node documents they wrote, probing nothing."""
+
+    documents: Sequence[str]
+    nodes: str
+    policy: Policy = DEFAULT_POLICY
+    #: The oldest document that counts (None: `nodehealth.DEFAULT_MAX_AGE_S`).
+    max_age_s: float | None = None
+
+
+def gate_documents(request: GateDocumentsRequest) -> GateOutcome:
+    """The gate over gathered node documents; the merge's lines for them are its notices."""
+    from fleetcheck.gate import documents_gate_report
+    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S
+
+    report, notes = documents_gate_report(list(request.documents), request.nodes,
+                                          request.policy,
+                                          request.max_age_s or DEFAULT_MAX_AGE_S)
+    return GateOutcome(report, None, notes)
+
+
+@dataclass(frozen=True)
+class MergeRequest:
+    """`fleetcheck merge`: node documents (files, folders, tarballs, `-`) into one report."""
+
+    inputs: Sequence[str]
+    policy: Policy = DEFAULT_POLICY
+    id_template: str = "auto"
+    #: A document probed longer ago leaves its node unverified (None: the nodes' default).
+    max_age_s: float | None = None
+    keeping: Keeping = Keeping()
+
+
+def merge(request: MergeRequest) -> AuditOutcome:
+    """The merged report with its fleet checks and what its history says, as `audit` gives;
+    the documents not merged as given are its notices, and an unread input makes it exit 3
+    at least."""
+    from fleetcheck.merge import merge_inputs, problem_lines
+    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S
+    from fleetcheck.verdict import EXIT_UNVERIFIED
+
+    merged = merge_inputs(request.inputs, policy=request.policy,
+                          id_template=request.id_template,
+                          max_age_s=request.max_age_s or DEFAULT_MAX_AGE_S)
+    unread = any(problem.kind == "unread" for problem in merged.problems)
+    outcome = AuditOutcome(merged.report, request.keeping, notices=problem_lines(merged),
+                           least_exit=EXIT_UNVERIFIED if unread else EXIT_PASS)
+    return _with_history(outcome)
+
+
+@dataclass(frozen=True)
+class HealthRequest:
+    """`fleetcheck health`: this node's health from the cache or a probe now, and, with
+    `slurm`, the node drained or resumed to match."""
+
+    #: The verdict `probe --cache FILE` saved; None: probe now.
+    cache: str | None = None
+    #: A cached verdict older than this is not verified (None: `DEFAULT_MAX_AGE_S`).
+    max_age_s: float | None = None
+    probe: ProbeRequest = ProbeRequest()
+    #: node-problem-detector's message (80 characters) instead of `STATE: MESSAGE`.
+    npd: bool = False
+    slurm: bool = False
+    #: The Slurm node (None: $SLURMD_NODENAME, else the short host name).
+    node: str | None = None
+    drain_unverified: bool = False
+    #: `--max-out` (an `outbound.OutBound`); None: no bound.
+    bound: Any = None
+
+
+@dataclass(frozen=True)
+class HealthOutcome:
+    health: Any
+    #: The one line for stdout.
+    line: str
+    #: What was done in Slurm (or why not), for stderr.
+    notices: Sequence[str] = ()
+
+    @property
+    def exit_code(self) -> int:
+        return int(self.health.exit_code)
+
+
+def health(request: HealthRequest) -> HealthOutcome:
+    """This node's health (ok, fail, unknown), its line, and what Slurm was told."""
+    from fleetcheck import nodehealth
+
+    if request.cache:
+        verdict = nodehealth.read_cache(request.cache,
+                                        request.max_age_s or nodehealth.DEFAULT_MAX_AGE_S)
+    else:
+        from fleetcheck.reportio import node_to_dict
+
+        probed = probe(request.probe)
+        verdict = nodehealth.health_of_node(node_to_dict(probed.node), probed.exit_code)
+    line = (nodehealth.npd_message(verdict) if request.npd
+            else f"{verdict.state}: {verdict.message}")
+    notices: list[str] = []
+    if request.slurm:
+        try:
+            done = nodehealth.apply_to_slurm(
+                verdict, request.node or nodehealth.slurm_node_name(),
+                drain_unknown=request.drain_unverified, bound=request.bound)
+        except nodehealth.SlurmError as exc:
+            done = str(exc)
+        notices.append(f"health: {done}")
+    return HealthOutcome(verdict, line, notices)
+
+
+@dataclass(frozen=True)
+class FixRequest:
+    """`fleetcheck fix`: plan the repair of the failing nodes of `source` (an inventory,
+    probed now, or a saved audit) and, with `apply`, run it and probe again."""
+
+    source: str
+    policy: Policy = DEFAULT_POLICY
+    limit: Sequence[str] = ()
+    apply: bool = False
+    #: `--max-out` (an `outbound.OutBound`); None: the default bound.
+    bound: Any = None
+    #: The deadline of each phase (the first probe; the repair and the probe after it).
+    timeout: float | None = None
+    #: With `apply`: keep the after-state in this history like any audit.
+    history: str | None = None
+    parts: AuditParts | None = None
+    observer: AuditObserver | None = None
+    #: Reads an inventory (its warnings are the caller's to show); None: `load_inventory`,
+    #: its warnings among the outcome's notices.
+    load_inventory: Any = None
+
+    def check(self) -> None:
+        """CommandError for options that do not go together (before anything is read)."""
+        if self.history and not self.apply:
+            raise CommandError("--history needs --apply (a dry run probes nothing new)")
+
+
+@dataclass
+class FixPlanned:
+    """The state fix plans from, the plan, and whether it is applied."""
+
+    request: FixRequest
+    inventory: Inventory | None
+    before: Report
+    plan: Any
+    #: Whether `fix_apply` runs the plan (asked to, something to run, within the bound).
+    applying: bool
+    started_at: str
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def runnable(self) -> Sequence[Any]:
+        return list(self.plan.runnable)
+
+    @property
+    def command_count(self) -> int:
+        return sum(len(item.steps) for item in self.runnable)
+
+    @property
+    def exit_code(self) -> int:
+        """The audit's exit code for the state planned from (nothing applied)."""
+        return int(exit_code_for(self.before))
+
+    def record(self, outcomes: Sequence[Any] = (), *, applied: bool = False,
+               interrupted: bool = False) -> dict[str, Any]:
+        """The `fleetcheck.fix/1` record of the plan and of what ran where."""
+        from fleetcheck.fix.render import record_dict
+        from fleetcheck.timestamps import utc_now
+
+        return record_dict(self.plan, list(outcomes), started_at=self.started_at,
+                           finished_at=utc_now(), applied=applied, interrupted=interrupted,
+                           inventory=self.before.inventory)
+
+
+def _inventory_loader(request: FixRequest, notices: list[str]) -> Any:
+    if request.load_inventory is not None:
+        return request.load_inventory
+    from fleetcheck.inventory import load_inventory
+
+    def load(path: str) -> Inventory:
+        inventory = load_inventory(path)
+        notices.extend(f"warning: {warning}" for warning in inventory.warnings)
+        return inventory
+
+    return load
+
+
+def _fix_state(request: FixRequest, notices: list[str]) -> tuple[Inventory | None, Report]:
+    """The state to plan from: a saved audit (and, to apply, the inventory it names), or a
+    probe of the inventory now, fleet checks included."""
+    load = _inventory_loader(request, notices)
+    if request.source.lower().endswith((".json", ".gz")):
+        from fleetcheck.fix.run import selected_nodes
+        from fleetcheck.reportio import load_report
+
+        before = selected_nodes(load_report(request.source), list(request.limit))
+        if not request.apply:
+            return None, before
+        if not before.inventory or before.inventory.startswith("<"):
+            raise CommandError(f"{request.source}: names no inventory file to reach its nodes "
+                               "through; run `fleetcheck fix INVENTORY --apply`")
+        return load(before.inventory), before
+    inventory = load(request.source)
+    outcome = fix_before(AuditRequest(inventory, request.policy, limit=tuple(request.limit),
+                                      timeout=request.timeout, parts=request.parts,
+                                      observer=request.observer))
+    notices.extend(outcome.notices)
+    if outcome.limit_error:
+        raise CommandError(outcome.limit_error)
+    return inventory, outcome.report
+
+
+def fix_plan(request: FixRequest) -> FixPlanned:
+    """The first half of `fleetcheck fix`: the state, its plan, and whether it may be applied
+    (never when the first probe was interrupted, nor beyond `--max-out`)."""
+    from fleetcheck.fix import plan_report
+    from fleetcheck.outbound import DEFAULT_OUT_BOUND, parse_out_bound
+    from fleetcheck.timestamps import utc_now
+
+    request.check()
+    bound = request.bound if request.bound is not None else parse_out_bound(DEFAULT_OUT_BOUND)
+    started = utc_now()
+    notices: list[str] = []
+    inventory, before = _fix_state(request, notices)
+    plan = plan_report(before, source=request.source)
+    runnable = plan.runnable
+    if request.apply and before.interrupted:
+        # A partial picture is no ground for changing nodes: plan it, apply nothing.
+        notices.append("the first probe was interrupted: nothing is applied")
+    applying = bool(request.apply and runnable and not before.interrupted)
+    if applying:
+        allowed = bound.allowed(len(before.nodes))
+        if len(runnable) > allowed:
+            # One bad image fails every node at once; repairing them all at once is how a
+            # wrong fix takes the whole fleet down.
+            notices.append(f"fix: not repairing {len(runnable)} of {len(before.nodes)} "
+                           f"nodes at once (--max-out {bound.describe(len(before.nodes))}); "
+                           "nothing was changed: narrow the selection with --limit, or raise "
+                           "--max-out")
+            applying = False
+    elif request.apply and not before.interrupted:
+        notices.append("nothing to apply: no failing node has a step fleetcheck runs")
+    return FixPlanned(request, inventory, before, plan, applying, started, notices)
+
+
+@dataclass
+class FixOutcome:
+    """What `fix --apply` ran, the state after it, and the exit code for that state."""
+
+    planned: FixPlanned
+    #: Each node's `fix.apply.NodeOutcome`: the steps run, before and after.
+    outcomes: list[Any]
+    #: The before-report with the nodes probed again replaced by their after-state.
+    state: Report
+    interrupted: bool
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return int(exit_code_for(self.state))
+
+    def record(self) -> dict[str, Any]:
+        return self.planned.record(self.outcomes, applied=True, interrupted=self.interrupted)
+
+
+def fix_apply(planned: FixPlanned, *, observer: AuditObserver | None = None,
+              on_record: Any = None) -> FixOutcome:
+    """The second half of `fleetcheck fix --apply`: run the plan on the nodes, probe them
+    again, keep the after-state in the history. `on_record(dict)` gets the record however
+    the run ends (a Ctrl-C, an error), so it says every command that ran, where, and how."""
+    from fleetcheck.fix.run import FixRun, merged_report
+
+    if not planned.applying or planned.inventory is None:
+        raise CommandError("nothing to apply")
+    request = planned.request
+    notices: list[str] = []
+    interrupted = False
+    run = FixRun(planned.inventory, planned.plan, policy=request.policy,
+                 deep=request.policy.deep, observer=observer or request.observer,
+                 audit_timeout=request.timeout, parts=request.parts)
+    try:
+        asyncio.run(run.run())
+    except KeyboardInterrupt:
+        notices.append("interrupted: recording what ran")
+        interrupted = True
+    finally:
+        after = run.after_report()
+        interrupted = interrupted or after.interrupted
+        outcome = FixOutcome(planned, run.outcomes(),
+                             merged_report(planned.before, after, interrupted=interrupted),
+                             interrupted, notices)
+        if on_record is not None:
+            on_record(outcome.record())
+    if request.history and not outcome.state.interrupted:
+        warning = _save(request.history, outcome.state, None)
+        if warning:
+            notices.append(warning)
+    return outcome

@@ -430,11 +430,12 @@ def merge_inputs(inputs: Sequence[str], *, policy: Policy, id_template: str = AU
 
 
 def problem_lines(outcome: MergeOutcome, nodes: Iterable[str] | None = None) -> list[str]:
-    """stderr's lines: every problem, then the notes, one line each; with `nodes`, only the
+    """stderr's lines (less the `fleetcheck: ` every line of the CLI begins with): every
+    problem, then the notes, one line each; with `nodes`, only the
     problems about those nodes, or about inputs no node could be read from."""
     wanted = None if nodes is None else set(nodes)
-    lines = [f"fleetcheck: merge: {p.kind}: {p.message}" for p in outcome.problems
+    lines = [f"merge: {p.kind}: {p.message}" for p in outcome.problems
              if wanted is None or not p.node or p.node in wanted]
-    lines += [f"fleetcheck: merge: note: {note}" for note in outcome.notes]
+    lines += [f"merge: note: {note}" for note in outcome.notes]
     return lines
 

@@ -6,15 +6,24 @@ One release per distinct layout of flash-linear-attention's device detection (wh
 own detection the probe runs (unsloth-zoo's vendored FLA, Liger-Kernel, xformers' Python
 package); and the newest Triton, of which only the Python files, `driver.c`, its headers and the
 dist-info are kept (`.test-wheels/triton-3.9.0/`): the probe's backend-discovery tests import
-them, and the toolchain tests compile `driver.c` as Triton does. The tests unpack the wheels
-over the suite's stub torch/triton; they never download anything themselves. Exit 1 with one
-line per wheel that could not be fetched.
+them, and the toolchain tests compile `driver.c` as Triton does. vLLM's wheel is too large
+(336 MB): the files its `HAS_TRITON` and platform detection import are read out of the wheel on
+PyPI with HTTP range requests (the zip's directory, then each member), each checked against the
+wheel's RECORD, whose own sha256 is pinned here (`.test-wheels/vllm-0.33.0/`). The tests unpack
+the wheels over the suite's stub torch/triton; they never download anything themselves. Exit 1
+with one line per wheel that could not be fetched.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
+import json
 import subprocess
 import sys
+import urllib.parse
+import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -34,6 +43,7 @@ WHEELS: tuple[tuple[str, str, str], ...] = (
     ("fla-core", "0.6.0", "fla/utils/hardware.py; decorators does `from fla import __version__`"),
     ("unsloth-zoo", "2026.10.9", "its vendored FLA: unsloth_zoo/_vendored/fla/utils/_device.py"),
     ("liger-kernel", "0.8.5", "liger_kernel/utils.py infer_device(): torch.cuda only"),
+    ("einops", "0.8.2", "FLA's kernels import it: a node with FLA and without it cannot import"),
 )
 
 #: (distribution, version, wheel name glob, what is kept): binary wheels, of which the tests
@@ -42,6 +52,135 @@ EXTRACTED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("triton", "3.9.0", (".py", ".c", ".h", "entry_points.txt", "METADATA", "RECORD")),
     ("xformers", "0.0.35", ("xformers/__init__.py", "xformers/_cpp_lib.py", "METADATA")),
 )
+
+
+#: (distribution, version, wheel file, sha256 of its RECORD, members kept): wheels too large to
+#: download, of which a few Python files are read with range requests.
+RANGED: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
+    ("vllm", "0.33.0", "vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl",
+     "a860951d44545b1b68c2d1484b9a03bbde52f6eae34850a6c22741c60ac386c4", (
+         # vllm/triton_utils/importing.py (HAS_TRITON) and what importing it imports at module
+         # level: vllm/__init__ (env_override), its logger, envs, and vllm.platforms, whose
+         # current_platform runs the platform plugins (cuda, rocm, cpu) and imports the class.
+         "vllm/__init__.py", "vllm/_version.py", "vllm/version.py", "vllm/env_override.py",
+         "vllm/envs.py", "vllm/logger.py", "vllm/logging_utils/__init__.py",
+         "vllm/logging_utils/formatter.py", "vllm/logging_utils/lazy.py",
+         "vllm/logging_utils/log_time.py", "vllm/logging_utils/torch_tensor.py",
+         "vllm/logging_utils/uvicorn_logging.py", "vllm/platforms/__init__.py",
+         "vllm/platforms/interface.py", "vllm/platforms/cuda.py", "vllm/platforms/rocm.py",
+         "vllm/platforms/cpu.py", "vllm/plugins/__init__.py", "vllm/third_party/__init__.py",
+         "vllm/third_party/pynvml.py", "vllm/triton_utils/__init__.py",
+         "vllm/triton_utils/importing.py", "vllm/triton_utils/force_first_config.py",
+         "vllm/triton_utils/tensor_descriptor.py", "vllm/utils/__init__.py",
+         "vllm/utils/cpu_resource_utils.py", "vllm/utils/import_utils.py",
+         "vllm/utils/math_utils.py", "vllm/utils/mem_constants.py",
+         "vllm/utils/platform_utils.py", "vllm/utils/torch_version.py", "vllm/v1/__init__.py",
+         "vllm/v1/attention/__init__.py", "vllm/v1/attention/backends/__init__.py",
+         "vllm/v1/attention/backends/registry.py",
+         "vllm/v1/attention/backends/mla/__init__.py",
+         "vllm/v1/attention/backends/mla/prefill/__init__.py",
+         "vllm/v1/attention/backends/mla/prefill/base.py",
+         "vllm/v1/attention/backends/mla/prefill/registry.py",
+         "vllm/v1/attention/backends/mla/prefill/selector.py",
+         "vllm/third_party/flash_linear_attention/ops/utils.py",
+         "vllm-0.33.0.dist-info/METADATA", "vllm-0.33.0.dist-info/entry_points.txt")),
+)
+
+
+class RangedWheel(io.RawIOBase):
+    """A wheel on the index read by HTTP range requests, in blocks (zipfile seeks and reads)."""
+
+    BLOCK = 1 << 18
+
+    def __init__(self, url: str, size: int) -> None:
+        super().__init__()
+        if not url.startswith("https://"):
+            raise ValueError(f"not an https URL: {url}")
+        self.url, self.size, self.pos = url, size, 0
+        self.blocks: dict[int, bytes] = {}
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self.pos, 2: self.size}[whence]
+        self.pos = base + offset
+        return self.pos
+
+    def block(self, index: int) -> bytes:
+        if index not in self.blocks:
+            first = index * self.BLOCK
+            last = min(first + self.BLOCK, self.size) - 1
+            request = urllib.request.Request(  # noqa: S310 (https only: __init__)
+                self.url, headers={"Range": f"bytes={first}-{last}"})
+            with urllib.request.urlopen(request, timeout=120) as answer:  # noqa: S310
+                if answer.status != 206:
+                    raise OSError(f"the index answered {answer.status} to a range request")
+                self.blocks[index] = answer.read()
+        return self.blocks[index]
+
+    def read(self, size: int | None = -1) -> bytes:
+        left = self.size - self.pos if size is None or size < 0 else min(
+            size, self.size - self.pos)
+        out = bytearray()
+        while left > 0:
+            index, offset = divmod(self.pos, self.BLOCK)
+            chunk = self.block(index)[offset:offset + left]
+            if not chunk:
+                break
+            out += chunk
+            self.pos += len(chunk)
+            left -= len(chunk)
+        return bytes(out)
+
+
+def index_url(dist: str, version: str, filename: str) -> tuple[str, int]:
+    """The wheel's URL and size from PyPI's JSON API (the index's own mirror answers alike)."""
+    api = f"https://pypi.org/pypi/{dist}/json"
+    with urllib.request.urlopen(api, timeout=120) as answer:
+        project = json.load(answer)
+    for item in (project.get("releases") or {}).get(version) or []:
+        if item.get("filename") == filename:
+            return urllib.parse.urljoin(api, item["url"]), int(item["size"])
+    raise OSError(f"{filename} is not in {api}")
+
+
+def ranged(dist: str, version: str, filename: str, record_sha: str,
+           members: tuple[str, ...]) -> str | None:
+    """Members of a large wheel, each checked against the wheel's RECORD (pinned by hash)."""
+    target = CACHE / f"{dist}-{version}"
+    if (target / ".complete").is_file():
+        return None
+    try:
+        with zipfile.ZipFile(RangedWheel(*index_url(dist, version, filename))) as archive:
+            record_name = f"{dist}-{version}.dist-info/RECORD"
+            record = archive.read(record_name)
+            if hashlib.sha256(record).hexdigest() != record_sha:
+                return f"{record_name} does not have the pinned sha256 {record_sha}"
+            digests = {}
+            for line in record.decode().splitlines():
+                name, _, rest = line.partition(",")
+                digests[name] = rest.partition(",")[0]
+            for name in members:
+                data = archive.read(name)
+                want = digests.get(name, "")
+                got = "sha256=" + base64.urlsafe_b64encode(
+                    hashlib.sha256(data).digest()).rstrip(b"=").decode()
+                if want and got != want:
+                    return f"{name} does not match the wheel's RECORD"
+                path = target / name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+    except (OSError, KeyError, zipfile.BadZipFile, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    (target / ".complete").write_text(filename + "\n")
+    return None
 
 
 def wheel_name(dist: str, version: str) -> str:
@@ -94,6 +233,10 @@ def main() -> int:
             failed.append(f"{dist}=={version}: {problem or 'not downloaded'}")
     for dist, version, keep in EXTRACTED:
         problem = extract(dist, version, keep)
+        if problem:
+            failed.append(f"{dist}=={version}: {problem}")
+    for dist, version, filename, record_sha, members in RANGED:
+        problem = ranged(dist, version, filename, record_sha, members)
         if problem:
             failed.append(f"{dist}=={version}: {problem}")
     for line in failed:

@@ -56,6 +56,26 @@ def _compiled(configuration: object, target: Path, build: Callable[[], None]) ->
         build()
         shutil.copy2(target, cached)
 
+#: Real files of released wheels (scripts/fetch_test_wheels.py): Triton 3.9's backends (their
+#: discovery and each driver's is_active()) and vLLM 0.33.0's platform and Triton detection.
+TEST_WHEELS = Path(__file__).resolve().parents[1] / ".test-wheels"
+TRITON_BACKENDS = TEST_WHEELS / "triton-3.9.0" / "triton" / "backends"
+VLLM_FILES = TEST_WHEELS / "vllm-0.33.0"
+
+#: An extra backend package's driver (a CPU backend, a vendor shim): active whatever the GPU.
+EXTRA_BACKEND = {
+    "compiler.py": "from triton.backends.compiler import BaseBackend\n"
+                   "class ExtraBackend(BaseBackend):\n"
+                   "    supports_target = staticmethod(lambda target: False)\n"
+                   "    hash = parse_options = add_stages = load_dialects = get_module_map = "
+                   "lambda *a: None\n",
+    "driver.py": "from triton.backends.driver import DriverBase\n"
+                 "class ExtraDriver(DriverBase):\n"
+                 "    is_active = staticmethod(lambda: True)\n"
+                 "    map_python_to_cpp_type = get_current_target = get_active_torch_device = "
+                 "get_benchmarker = lambda *a: None\n",
+}
+
 
 @dataclass(frozen=True)
 class NodeEnv:
@@ -118,6 +138,8 @@ int cuGetErrorName(int rc, const char **s) {
 NVML_C = r"""
 static const char *texts[] = {"Success", "Unknown Error"};
 int nvmlInit_v2(void) { return NVML_RC; }
+int nvmlInitWithFlags(unsigned int flags) { (void)flags; return NVML_RC; }
+int nvmlDeviceGetCount_v2(unsigned int *n) { *n = COUNT; return 0; }
 int nvmlShutdown(void) { return 0; }
 const char *nvmlErrorString(int rc) { return rc == 999 ? texts[1] : texts[0]; }
 int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **h) {
@@ -126,7 +148,8 @@ int nvmlDeviceGetComputeMode(void *h, int *mode) { (void)h; *mode = COMPUTE_MODE
 """
 
 
-def build_nvml(where: Path, *, version: str, nvml_rc: int, compute_mode: int) -> Path:
+def build_nvml(where: Path, *, version: str, nvml_rc: int, compute_mode: int,
+               count: int = 1) -> Path:
     """A stub libnvidia-ml.so.<version> (soname libnvidia-ml.so.1)."""
     target = where / f"libnvidia-ml.so.{version}"
 
@@ -134,11 +157,11 @@ def build_nvml(where: Path, *, version: str, nvml_rc: int, compute_mode: int) ->
         source = _write(where / "nvml_stub.c", NVML_C)
         subprocess.run([GCC, str(source), "-shared", "-fPIC", "-Wl,-soname,libnvidia-ml.so.1",
                         "-o", str(target), f"-DNVML_RC={nvml_rc}",
-                        f"-DCOMPUTE_MODE={compute_mode}"], check=True)
+                        f"-DCOMPUTE_MODE={compute_mode}", f"-DCOUNT={count}"], check=True)
         source.unlink()
 
     where.mkdir(parents=True, exist_ok=True)
-    _compiled(["nvml", target.name, nvml_rc, compute_mode], target, build)
+    _compiled(["nvml", target.name, nvml_rc, compute_mode, count], target, build)
     (where / "libnvidia-ml.so.1").symlink_to(target.name)
     return target
 
@@ -322,6 +345,8 @@ def synchronize(index=None):
 @contextlib.contextmanager
 def device(index):
     yield
+import _fleetcheck_stub_api
+__getattr__ = _fleetcheck_stub_api.module_getattr(__name__)
 '''
 
 TRITON_DRIVER = r'''
@@ -784,6 +809,15 @@ IS_NVIDIA_BLACKWELL = False
 '''
 
 
+def _real_create_driver() -> str:
+    """The text of `_create_driver()` in Triton 3.9's runtime/driver.py, as released."""
+    import ast
+    source = (TRITON_BACKENDS.parent / "runtime" / "driver.py").read_text()
+    found = next(node for node in ast.parse(source).body
+                 if isinstance(node, ast.FunctionDef) and node.name == "_create_driver")
+    return (ast.get_source_segment(source, found) or "") + "\n"
+
+
 def _dist(site: Path, name: str, version: str, package: str) -> None:
     info = site / f"{name.replace('-', '_')}-{version}.dist-info"
     _write(info / "METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n")
@@ -793,7 +827,8 @@ def _dist(site: Path, name: str, version: str, package: str) -> None:
 def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_arch: tuple[str, ...],
               torch_config: dict[str, object], triton: str | None, triton_error: str | None,
               ptxas: str | None, ptxas_blackwell: str | None, extra_triton_dist: str | None,
-              fla: str | None, concurrent_write: Path | None, vllm: str | None = None) -> None:
+              fla: str | None, concurrent_write: Path | None, vllm: str | None = None,
+              extra_backend: str | None = None, triton_backends: bool = True) -> None:
     _write(site / "_fleetcheck_stub_api.py", STUB_API)
     if torch:
         cuda_line = f"cuda: Optional[str] = {torch_cuda!r}" if torch_cuda else \
@@ -807,7 +842,10 @@ def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_ar
         _write(site / "torch/cuda.py", TORCH_CUDA.replace("CONFIG_JSON", repr(config)))
         _dist(site, "torch", torch.split("+")[0], "torch")
         # torch >= 2.0 ships inductor (torch.compile's backend) as torch/_inductor.
-        _write(site / "torch/_inductor/__init__.py", "")
+        _write(site / "torch/_inductor/__init__.py", "from . import config\n")
+        # Its config module holds a `_config` dict (vLLM's env_override adds entries to it).
+        _write(site / "torch/_inductor/config.py", "import _fleetcheck_stub_api\n_config = {}\n"
+               "__getattr__ = _fleetcheck_stub_api.module_getattr(__name__)\n")
     if triton:
         parts = [int(p) for p in triton.split(".")[:3]]
         config = {"version": parts, "version_text": triton, "error": triton_error,
@@ -827,12 +865,40 @@ def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_ar
         if ptxas_blackwell:
             _write(bindir / "ptxas-blackwell", PTXAS.format(v=ptxas_blackwell), 0o755)
         _dist(site, "triton", triton, "triton")
+        if triton_backends and TRITON_BACKENDS.is_dir() and parts[0] >= 3:
+            # Triton 3.4+ finds its backends through the entry points (3.0-3.3: its folders).
+            shutil.copytree(TRITON_BACKENDS, site / "triton/backends", dirs_exist_ok=True)
+            # The stub's driver stays its own; Triton 3.9's _create_driver() (the selection the
+            # probe runs from the installed runtime/driver.py) is appended as released.
+            stub = site / "triton/runtime/driver.py"
+            head, _, rest = stub.read_text().partition("\n")  # the docstring's line first
+            stub.write_text(head + "\nfrom __future__ import annotations\n" + rest + "\n\n"
+                            + _real_create_driver())
+            _write(site / f"triton-{triton}.dist-info/entry_points.txt",
+                   "[triton.backends]\namd = triton.backends.amd\n"
+                   "nvidia = triton.backends.nvidia\n")
+        if extra_backend:
+            for name, text in EXTRA_BACKEND.items():
+                _write(site / f"triton/backends/{extra_backend}/{name}", text)
+            _write(site / f"triton/backends/{extra_backend}/__init__.py", "")
+            info = site / f"triton_{extra_backend}_backend-1.0.dist-info"
+            _write(info / "METADATA", "Metadata-Version: 2.1\nName: "
+                   f"triton-{extra_backend}-backend\nVersion: 1.0\n\n")
+            _write(info / "RECORD", f"triton/backends/{extra_backend}/__init__.py,,\n")
+            _write(info / "entry_points.txt",
+                   f"[triton.backends]\n{extra_backend} = triton.backends.{extra_backend}\n")
         if extra_triton_dist:
             name, version = extra_triton_dist.split()
             _dist(site, name, version, "triton")
     if vllm:
-        _write(site / "vllm/__init__.py", f"__version__ = {vllm!r}\n")
-        _dist(site, "vllm", vllm, "vllm")
+        # vLLM 0.33.0's real files; the compiled extension its CUDA platform imports is the one
+        # stand-in (an empty module, as the loaded .so is to Python).
+        if vllm != "0.33.0" or not VLLM_FILES.is_dir():
+            raise ValueError(f"vllm={vllm!r}: only 0.33.0's files are fetched "
+                             "(scripts/fetch_test_wheels.py)")
+        shutil.copytree(VLLM_FILES, site, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".complete"))
+        _write(site / "vllm/_C_stable_libtorch.py", "")
     if fla:
         _write(site / "fla/__init__.py", f"__version__ = {fla!r}\nimport fla.utils\n")
         _write(site / "fla/utils.py", FLA_UTILS)
@@ -888,6 +954,8 @@ def make_node(
     compute_mode: int = 0,
     ctx_rc: int = 0,
     smi_error: str | None = None,
+    extra_backend: str | None = None,
+    triton_backends: bool = True,
 ) -> NodeEnv:
     """Build a fake node under `root`.
 
@@ -901,7 +969,10 @@ def make_node(
     ldcache_libcuda: the only libcuda.so.1 path `ldconfig -p` lists (a stale one).
     nvswitches: NVSwitch devices under /proc/driver/nvidia-nvswitch/devices (HGX boards).
     cache_fstype: the file-system type of the Triton cache's mount (e.g. "nfs4").
-    vllm: a vLLM version to install (its package and metadata only: the probe never imports it).
+    vllm: "0.33.0" installs vLLM 0.33.0's real detection files (the probe imports them).
+    extra_backend: a backend package of another distribution whose driver is always active.
+    triton_backends: Triton 3.9's real backends/ (discovery, drivers) in the stub Triton (they
+    need Python >= 3.10).
     cxx: put g++ on PATH (inductor's C++ compiler for its CPU/cpp-wrapper path).
     nvml: a stub libnvidia-ml.so.1 beside libcuda (nvml_rc: what nvmlInit_v2 returns, 999 for
     'Unknown Error'; compute_mode: each GPU's, 3 Exclusive_Process; ctx_rc: what
@@ -962,7 +1033,7 @@ def make_node(
                             cc=compute_capability, memory_mib=memory_mib, ctx_rc=ctx_rc)
         if nvml:
             build_nvml(libdir, version=libcuda_version, nvml_rc=nvml_rc,
-                       compute_mode=compute_mode)
+                       compute_mode=compute_mode, count=gpus)
         (libdir / "libcuda.so.1").symlink_to(lib.name)
         if libcuda_unversioned:
             (libdir / "libcuda.so").symlink_to("libcuda.so.1")
@@ -1010,7 +1081,8 @@ def make_node(
     _packages(site, torch=torch, torch_cuda=torch_cuda, torch_arch=torch_arch,
               torch_config=torch_config, triton=triton, triton_error=triton_error, ptxas=ptxas,
               ptxas_blackwell=ptxas_blackwell, extra_triton_dist=extra_triton_dist, fla=fla,
-              concurrent_write=concurrent_write, vllm=vllm)
+              concurrent_write=concurrent_write, vllm=vllm, extra_backend=extra_backend,
+              triton_backends=triton_backends)
     if warm_cache:
         _write(home / ".triton/cache" / STUB_KEY / "cuda_utils.so", "stub from an earlier run\n")
         _write(home / ".triton/cache" / "launcher-fleetcheck_add_one" / "cuda_utils.so", "stub\n")

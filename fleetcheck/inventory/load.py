@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from fleetcheck.budget import DEFAULT_API_TIMEOUT, DEFAULT_CONCURRENCY, node_timeout
+from fleetcheck.budget import node_timeout
 from fleetcheck.inventory.errors import InventoryError
 from fleetcheck.inventory.limit import pattern_problem
 from fleetcheck.inventory.model import (
@@ -60,7 +60,7 @@ from fleetcheck.inventory.yamlsrc import (
     load_yaml,
     read_source,
 )
-from fleetcheck.text import clip, closest
+from fleetcheck.text import clip, did_you_mean
 
 #: HostSpec's fields: a kind's key with one of them is read into it (`kubernetes:`).
 _HOST_FIELDS = frozenset(f.name for f in dataclasses.fields(HostSpec))
@@ -190,9 +190,8 @@ class _Builder:
                     f"secrets are not allowed in the inventory; {SECRET_HINT[str(section)]}",
                 )
             if key not in allowed:
-                close = closest(key, allowed)
-                hint = f"did you mean {close!r}?" if close else "valid: " + ", ".join(allowed)
-                raise self.fail((*path, key), f"unknown key ({hint})")
+                hint = did_you_mean(key, allowed) or " (valid: " + ", ".join(allowed) + ")"
+                raise self.fail((*path, key), f"unknown key{hint}")
         return value
 
     def string(self, value: Any, path: KeyPath) -> str:
@@ -323,9 +322,11 @@ class _Builder:
         order = [*(entry.host.name for entry in found.hosts), *own]
         enabled = [built[name][0] for name in order if built[name][1]]
         disabled = [built[name][0] for name in order if not built[name][1]]
-        concurrency = DEFAULT_CONCURRENCY
+        # What the file leaves out takes the model's default (budget.py's value), not a copy.
+        given: dict[str, Any] = {}
         if "concurrency" in defaults:
-            concurrency = self.integer(defaults["concurrency"], ("defaults", "concurrency"), 1)
+            given["concurrency"] = self.integer(defaults["concurrency"],
+                                                ("defaults", "concurrency"), 1)
         audit_timeout = None
         if defaults.get("audit_timeout") is not None:
             audit_timeout = self.seconds(defaults["audit_timeout"], ("defaults", "audit_timeout"))
@@ -333,8 +334,8 @@ class _Builder:
             path=self.doc.path,
             hosts=tuple(enabled),
             audit_timeout=audit_timeout,
-            concurrency=concurrency,
             disabled_hosts=tuple(disabled),
+            **given,
         )
         groups = self.groups(top.get("groups"), inventory)
         host_names = {h.name for h in (*inventory.hosts, *inventory.disabled_hosts)}
@@ -342,15 +343,7 @@ class _Builder:
             # A source's group is one more group, unless the file names it already.
             if name not in groups and name not in host_names and NAME_RE.match(name):
                 groups[name] = members
-        return Inventory(
-            path=inventory.path,
-            hosts=inventory.hosts,
-            audit_timeout=audit_timeout,
-            concurrency=concurrency,
-            groups=groups,
-            disabled_hosts=inventory.disabled_hosts,
-            warnings=found.warnings,
-        )
+        return dataclasses.replace(inventory, groups=groups, warnings=found.warnings)
 
     def defaults(self, raw: dict[str, Any]) -> dict[str, Any]:
         """The values every host starts from (before its own keys)."""
@@ -633,7 +626,8 @@ class _Builder:
         node = name
         if "node" in items:
             node = self.string(*items["node"])
-        timeout = self.seconds(*items["timeout"]) if "timeout" in items else DEFAULT_API_TIMEOUT
+        given: dict[str, Any] = (
+            {"timeout": self.seconds(*items["timeout"])} if "timeout" in items else {})
         return ApiOptions(
             url=url,
             user=user,
@@ -642,7 +636,7 @@ class _Builder:
             token_file=token_file,
             verify_tls=verify,
             node=node,
-            timeout=timeout,
+            **given,
         )
 
     def groups(self, raw: Any, inventory: Inventory) -> dict[str, tuple[str, ...]]:

@@ -124,6 +124,7 @@ CHECK_IDS = (
     "zero_active_drivers", "gpu_exclusive_busy", "driver_too_old", "torch_cuda",
     "torch_lacks_arch",
     "gpu_arch_unsupported", "triton_installed", "triton_2x",
+    "triton_backends",
     "cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
     "python_headers_missing", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
     "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "libhip_path_invalid",
@@ -171,6 +172,7 @@ CAUSE_LABELS = {
     "torch_lacks_arch": "PyTorch not built for this GPU",
     "triton_installed": "Triton installation",
     "triton_2x": "Triton 2.x",
+    "triton_backends": "Triton's backend selection fails",
     "cc_env_invalid": "invalid $CC",
     "no_c_compiler": "no C compiler",
     "no_linker": "no linker",
@@ -306,6 +308,8 @@ DIAGNOSIS_LABELS = {
     "triton_default_backend": "TRITON_DEFAULT_BACKEND names no active backend",
     "triton_backends_conflict": "more than one active Triton backend",
     "triton_no_backends": "Triton finds no backend (installed without its metadata)",
+    # Named by fla_fallback_hidden (its evidence's `matches`): FLA's own import raises.
+    "fla_import_fails": "flash-linear-attention cannot be imported",
 }
 
 #: A diagnosis that names a toolchain cause a warm cache hides (see evaluate.MASKABLE).
@@ -1029,7 +1033,9 @@ def run_detection(code, triton):
 
 def backend_report(triton):
     """Triton's backends as it discovers them (entry points, or TRITON_BACKENDS_IN_TREE=1),
-    and which drivers say they are active (what `N active drivers` counts)."""
+    which drivers say they are active (what `N active drivers` counts), and which one the
+    installed Triton's own `_create_driver()` (runtime/driver.py) picks: its source is run on
+    the discovered backends, with each driver's real is_active() and no driver built."""
     out = {"in_tree": _os.environ.get("TRITON_BACKENDS_IN_TREE", "") == "1",
            "default": _os.environ.get("TRITON_DEFAULT_BACKEND")}
     try:
@@ -1038,6 +1044,9 @@ def backend_report(triton):
         group = (eps.select(group="triton.backends") if hasattr(eps, "select")
                  else eps.get("triton.backends", []))
         out["entry_points"] = sorted("%s=%s" % (ep.name, ep.value) for ep in group)
+        dists = [(ep.name, getattr(ep, "dist", None)) for ep in group]
+        out["providers"] = {name: "%s %s" % (dist.name, dist.version)
+                            for name, dist in dists if dist is not None}
     except Exception as e:
         out["entry_points_error"] = err(e)
     try:
@@ -1052,9 +1061,174 @@ def backend_report(triton):
                         active.append(name)
                 except BaseException as e:
                     out.setdefault("is_active_errors", {})[name] = err(e)
+            out["selection"] = selection(found)
     except BaseException as e:
         out["error"] = err(e)
     return out
+
+
+def selection(found):
+    """What the installed Triton's `_create_driver()` does with these backends: the name it
+    picks, or the text it raises."""
+    import triton.runtime as runtime
+    path = _os.path.join(_os.path.dirname(runtime.__file__), "driver.py")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+        code = detection_function(path, ("_create_driver",))
+    except (OSError, SyntaxError, ValueError) as e:
+        return {"file": path, "unavailable": err(e)}
+    if code is None:
+        return {"file": path, "unavailable": "no _create_driver() in this Triton"}
+    out = {"file": path, "reads_default": "TRITON_DEFAULT_BACKEND" in source}
+
+    class Named(type):
+        def __repr__(cls):
+            return repr(cls.real)
+
+    class Chosen(Exception):
+        pass
+
+    def stand_in(name, backend):
+        def built(self):
+            raise Chosen(name)  # _create_driver() builds the driver it picked: stop there
+        driver = Named("Picked", (object,), {"real": backend.driver, "__init__": built,
+                                             "is_active": staticmethod(backend.driver.is_active)})
+        return type("Backend", (object,), {"driver": driver, "compiler": None})
+    space: dict = {"os": _os, "backends": {name: stand_in(name, backend)
+                                     for name, backend in found.items()},
+             "DriverBase": object, "__name__": "fleetcheck"}
+    exec(code, space)
+    try:
+        space["_create_driver"]()
+        out["selected"] = None
+    except Chosen as picked:
+        out["selected"] = str(picked)
+    except BaseException as e:
+        out["error"] = err(e)
+    return out
+
+
+def vllm_report():
+    """vLLM's own decision, by importing its real modules as the workload does: `import
+    vllm.logger` (vllm/__init__, env_override), `vllm.platforms.current_platform` (its platform
+    plugins, then the platform class) and `vllm.triton_utils.importing.HAS_TRITON`. vLLM logs
+    its reasons (most at debug level, on stdout): its handlers are swapped for one that keeps
+    the records while it decides, and put back afterwards."""
+    import logging
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            try:
+                records.append([record.levelname, record.name, record.getMessage()[:600]])
+            except Exception:
+                pass
+    out = {}
+    try:
+        import vllm.logger  # noqa: F401  (vllm/__init__ and its logging configuration)
+    except BaseException as e:
+        out["import_error"] = failure_of(e)
+        return out
+    log = logging.getLogger("vllm")
+    saved = (list(log.handlers), log.level)
+    log.handlers = [Keep(logging.DEBUG)]
+    log.setLevel(logging.DEBUG)
+    try:
+        import vllm.platforms as platforms
+        found = platforms.current_platform
+        out["platform"] = type(found).__name__
+        out["platform_module"] = type(found).__module__
+        out["device_type"] = str(getattr(found, "device_type", "") or "")
+    except BaseException as e:
+        out["platform_error"] = failure_of(e)
+    if "platform_error" not in out:
+        try:
+            from vllm.triton_utils.importing import HAS_TRITON
+            out["has_triton"] = bool(HAS_TRITON)
+        except BaseException as e:
+            out["triton_error"] = failure_of(e)
+    log.handlers, level = saved
+    log.setLevel(level)
+    out["log"] = records[-40:]
+    return out
+
+
+#: What FLA's kernels import (fla/ops, fla/modules): the requirements of its distributions the
+#: probe judges (transformers and datasets serve its models and benchmarks only).
+FLA_KERNEL_NEEDS = ("einops", "torch", "triton", "fla-core")
+
+
+def release_key(text):
+    """(2, 7, 0) from '2.7.0+cu130', '2.7.0rc1', '2.7'; () when it starts with no number."""
+    import re as _re
+    found = _re.match(r"\s*v?(\d+(?:\.\d+)*)", text or "")
+    return tuple(int(p) for p in found.group(1).split(".")) if found else ()
+
+
+def satisfies(version, spec):
+    """PEP 440's comparison operators on release numbers (local and pre-release parts ignored)."""
+    have = release_key(version)
+    for clause in [c.strip() for c in spec.split(",") if c.strip()]:
+        for op in ("~=", "==", "!=", ">=", "<=", ">", "<"):
+            if clause.startswith(op):
+                want = release_key(clause[len(op):].rstrip(".*"))
+                size = max(len(have), len(want))
+                a, b = have + (0,) * (size - len(have)), want + (0,) * (size - len(want))
+                if op == "~=":
+                    ok = a >= b and a[:len(want) - 1] == want[:len(want) - 1]
+                elif op == "==" and clause.endswith(".*"):
+                    ok = have[:len(want)] == want
+                else:
+                    ok = {"==": a == b, "!=": a != b, ">=": a >= b, "<=": a <= b, ">": a > b,
+                          "<": a < b}[op]
+                if not ok:
+                    return False
+                break
+    return True
+
+
+def fla_requirements():
+    """Each installed FLA distribution's requirements that its kernels import (unconditional,
+    or of its "cuda" extra) against what is installed: the unmet ones."""
+    import re as _re
+    try:
+        from importlib import metadata
+    except ImportError:
+        return None
+    unmet = []
+    for dist_name in ("fla-core", "flash-linear-attention"):
+        try:
+            dist = metadata.distribution(dist_name)
+        except Exception:
+            continue
+        for line in dist.requires or []:
+            body, _, marker = line.partition(";")
+            marker = marker.strip().replace("'", '"')
+            if marker and marker not in ('extra == "cuda"',):
+                continue
+            found = _re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*\(?([^)]*)\)?",
+                              body)
+            if not found:
+                continue
+            name, spec = found.group(1), found.group(3).strip()
+            if name.lower().replace("_", "-") not in FLA_KERNEL_NEEDS:
+                continue
+            item = {"dist": "%s %s" % (dist_name, dist.version), "requires": body.strip()}
+            try:
+                installed = metadata.version(name)
+            except Exception:
+                installed = None
+            if installed is None:
+                item["problem"] = "not installed"
+            elif spec and not satisfies(installed, spec):
+                item["problem"] = "%s %s installed" % (name, installed)
+            else:
+                continue
+            if not any(u["dist"] == item["dist"] and u["requires"].split("[")[0] ==
+                       item["requires"].split("[")[0] for u in unmet):
+                unmet.append(item)
+    return unmet
 ''' + r'''
 import os, re, subprocess, time, warnings
 fresh = sys.argv[1]
@@ -1370,6 +1544,10 @@ if meta["fla_dir"]:
                 data["layout"] = "unknown"
     data["warnings"] = shown[:5]
     data["swallowed"] = swallowed[0] if swallowed else None
+    try:
+        data["unmet"] = fla_requirements()
+    except Exception as e:
+        data["unmet_error"] = err(e)
     data["seconds"] = round(time.time() - t0, 3)
     emit("fla", data)
 if own is not None:
@@ -1390,6 +1568,15 @@ if own is not None:
         found.append(item)
     emit("vendored", {"detections": found})
     own.clean()
+if meta["vllm_dir"]:
+    # Last: it imports vLLM as the workload does (seconds), after every other stage reported.
+    t0 = time.time()
+    try:
+        data = vllm_report()
+    except BaseException as e:
+        data = {"import_error": failure_of(e)}
+    data["seconds"] = round(time.time() - t0, 3)
+    emit("vllm", data)
 emit("done", {})
 ''')
 
@@ -3341,6 +3528,59 @@ class TritonChecks(Part):
                 evidence["version"]), "upgrade to Triton >= 3.3 (with torch >= 2.7)", evidence)
         return ("pass", "Triton %s" % evidence["version"], "", evidence)
 
+    def check_triton_backends(self):
+        """Which backend the installed Triton picks: its own discovery (entry points or
+        TRITON_BACKENDS_IN_TREE), each driver's is_active() and its own _create_driver()."""
+        found = self.stages.get("backends")
+        if found is None:
+            return ("skip", "Triton's backends were not read (the stack stopped before)", "", {})
+        evidence = dict(found)
+        if found.get("error"):
+            evidence["matches"] = None
+            return ("fail", "import triton.backends fails: %s" % first_line(found["error"]),
+                    "reinstall Triton: pip install --force-reinstall triton==%s" % (
+                        (self.facts.get("triton") or {}).get("version") or "<version>"),
+                    evidence)
+        if "discovered" not in found:
+            return ("skip", "this Triton has no triton.backends (Triton < 3.0)", "", evidence)
+        if found["discovered"] == [] and not found.get("in_tree"):
+            evidence["matches"] = "triton_no_backends"
+            return ("fail", "Triton discovers no backend: no `triton.backends` entry points "
+                    "(installed without its dist-info)", DIAGNOSIS_FIXES["triton_no_backends"],
+                    evidence)
+        chosen = found.get("selection") or {}
+        providers = found.get("providers") or {}
+        names = ", ".join("%s (%s)" % (n, providers[n]) if n in providers else n
+                          for n in found.get("active") or [])
+        if chosen.get("error"):
+            cause, line = diagnose({"error": chosen["error"]}, {})
+            evidence["matches"] = cause
+            if cause == "zero_active_drivers":
+                return ("skip", "no active Triton backend: the driver checks above say why",
+                        "", evidence)
+            if cause == "triton_backends_conflict":
+                extra = [n for n in found.get("active") or [] if n not in ("nvidia", "amd")]
+                own = [n for n in found.get("active") or [] if n in ("nvidia", "amd")]
+                fix = "pip uninstall the package of the extra backend%s" % (
+                    " (%s)" % ", ".join(providers.get(n, n) for n in extra) if extra else "")
+                if chosen.get("reads_default") and own:
+                    fix += ", or set TRITON_DEFAULT_BACKEND=%s in the workload's environment" % (
+                        own[0])
+                return ("fail", "%d active Triton backends: %s; Triton's own selection raises "
+                        "%s" % (len(found.get("active") or []), names, first_line(
+                            chosen["error"])), fix, evidence)
+            fix = DIAGNOSIS_FIXES.get(cause or "", "") or (
+                "the selection's message is in the evidence")
+            return ("fail", "Triton's own backend selection raises %s" % (
+                line or first_line(chosen["error"])), fix, evidence)
+        if chosen.get("selected"):
+            default = found.get("default")
+            return ("pass", "Triton selects backend %s%s (active: %s)" % (
+                chosen["selected"], " (TRITON_DEFAULT_BACKEND)" if default else "", names),
+                "", evidence)
+        return ("skip", "Triton's selection not run: %s" % (
+            chosen.get("unavailable") or "no result"), "", evidence)
+
     def ptxas_tools(self):
         return self.stages.get("meta", {}).get("ptxas") or {}
 
@@ -3567,6 +3807,27 @@ class FlaChecks(Part):
                     "error": fla.get("error"), "seconds": fla.get("seconds"),
                     "triton_error": target.get("error")}
         version = meta.get("fla_version") or "?"
+        evidence["unmet"] = fla.get("unmet")
+        if fla.get("error") and fla.get("layout") != "unknown":
+            # FLA's own module raised at import: the workload's `import fla...` raises the same.
+            evidence["matches"] = "fla_import_fails"
+            missing = re.search(r"No module named '([^']+)'", fla["error"])
+            return ("fail", "FLA %s: import %s fails: %s" % (
+                version, fla.get("module"), first_line(fla["error"])),
+                "pip install %s for %s" % (missing.group(1).split(".")[0], self.workload_python)
+                if missing and not missing.group(1).startswith("fla") else
+                "install the torch and Triton this FLA supports, or the FLA release made for "
+                "them (pip install -U flash-linear-attention)", evidence)
+        if fla.get("unmet"):
+            # What its kernels import at import time: `import fla.ops` (and every layer) fails.
+            evidence["matches"] = "fla_import_fails"
+            first = fla["unmet"][0]
+            return ("fail", "FLA %s cannot import its kernels: %s requires %s (%s)" % (
+                version, first["dist"], first["requires"], first["problem"]) + (
+                    "; %d more unmet" % (len(fla["unmet"]) - 1) if len(fla["unmet"]) > 1
+                    else ""),
+                "pip install %s for %s" % (" ".join("'%s'" % u["requires"].replace(
+                    "[cuda]", "") for u in fla["unmet"]), self.workload_python), evidence)
         if fla.get("error"):
             if fla.get("layout") == "unknown":
                 # A release newer than this probe: say so, never guess its verdict.
@@ -4109,7 +4370,9 @@ class Frameworks(Part):
             before = ready.get("status") == "fail" and any(
                 (ready.get("evidence") or {}).get(k) for k in ("user_error", "cache_error"))
             interpreted = any(f["variable"] == "TRITON_INTERPRET" for f in self.env_report())
-            if before:
+            if (fla.get("evidence") or {}).get("matches") == "fla_import_fails":
+                outcome, detail = "import-fails", fla["summary"]
+            elif before:
                 # Its modules use @torch.compile, whose import of torch._dynamo calls inductor's
                 # cache_dir() (torch 2.11: torch/_dynamo/package.py): seen on the H200.
                 outcome = "import-fails"
@@ -4139,37 +4402,11 @@ class Frameworks(Part):
             out["vllm"] = {"installed": False, "outcome": "not-installed",
                            "detail": "vLLM not installed"}
         else:
-            nvml = self.cuda_info.get("nvml_error") or (
-                self.cuda_info.get("nvml_init_text") if self.cuda_info.get("nvml_init") else None)
-            if nvml and not os.path.isfile(host_path("/etc/nv_tegra_release")):
-                # cuda_platform_plugin(): pynvml.nvmlInit() fails, the NVML error is logged at
-                # debug level only, no platform is found.
-                outcome, detail = "import-fails", (
-                    "vLLM finds no CUDA platform: NVML fails (%s), which vLLM logs at debug "
-                    "level only; it raises RuntimeError: Failed to infer device type" % (
-                        first_line(nvml)))
-            elif self.triton_missing:
-                outcome, detail = "no-triton", ("vLLM logs: Triton not installed or not "
-                                                "compatible; certain GPU-related functions will "
-                                                "not be available.")
-            elif self.vendor == "amd" and not meta.get("amdsmi_dir"):
-                outcome, detail = "cpu-fallback", (
-                    "vLLM finds no ROCm platform: its rocm_platform_plugin() needs amdsmi, which "
-                    "%s cannot import (pip install amdsmi from the ROCm release), so it falls "
-                    "back to the CPU platform" % self.workload_python)
-            elif not active:
-                outcome, detail = "triton-disabled", (
-                    "vLLM logs: Triton is installed but 0 active driver(s) found (expected 1). "
-                    "Disabling Triton to prevent runtime errors.")
-            elif verdict == "gpu":
-                outcome, detail = "triton", "vLLM uses Triton on the GPU" + (
-                    " (ROCm platform)" if self.vendor == "amd" else "")
-            else:
-                outcome, detail = "fails-at-kernel", (
-                    "vLLM enables Triton (its driver is active), the first kernel fails: %s" % (
-                        label or "Triton verdict %s" % verdict))
+            outcome, detail = self.vllm_outcome(verdict, label)
+            real = self.stages.get("vllm") or {}
             out["vllm"] = {"installed": True, "version": meta.get("vllm_version"),
-                           "outcome": outcome, "detail": detail}
+                           "outcome": outcome, "detail": detail,
+                           "platform": real.get("platform"), "has_triton": real.get("has_triton")}
         if not meta.get("inductor"):
             out["inductor"] = {"installed": False, "outcome": "not-installed",
                                "detail": "torch.compile (inductor) not installed"}
@@ -4207,9 +4444,51 @@ class Frameworks(Part):
         self.other_outcomes(out, active, verdict, label)
         return out
 
+    def vllm_outcome(self, verdict, label):
+        """(outcome, detail) from vLLM's own platform detection and HAS_TRITON, run on the node
+        (the "vllm" stage: scripts/workload.py vllm_report), with the Triton verdict."""
+        real = self.stages.get("vllm")
+        if real is None:
+            return "unknown", "vLLM's own detection did not report (the stack stopped first)"
+        log = real.get("log") or []
+
+        def said(logger, *words):
+            for _, name, message in log:
+                if name.startswith(logger) and all(w in message for w in words):
+                    return message
+            return None
+        for key, what in (("import_error", "import vllm fails"),
+                          ("platform_error", "vLLM's platform detection raises"),
+                          ("triton_error", "importing vllm.triton_utils fails")):
+            if real.get(key):
+                return "import-fails", "%s: %s" % (what, first_line(real[key].get("error")))
+        platform = real.get("platform")
+        if platform == "UnspecifiedPlatform":
+            kind = "ROCm" if self.vendor == "amd" else "CUDA"
+            why = said("vllm.platforms", kind + " platform is not available because") or said(
+                "vllm.platforms", "No platform detected")
+            nvml = self.cuda_info.get("nvml_error") or (
+                self.cuda_info.get("nvml_init_text") if self.cuda_info.get("nvml_init") else None)
+            return "import-fails", (
+                "vLLM finds no platform (UnspecifiedPlatform): %s%s; its engine raises "
+                "RuntimeError: Failed to infer device type" % (
+                    why or "no plugin activated", " (NVML, as the probe loads it: %s)" % (
+                        first_line(nvml)) if nvml and kind == "CUDA" else ""))
+        if platform and "Cpu" in platform:
+            why = said("vllm.platforms", "Confirmed CPU platform") or platform
+            return "cpu", "vLLM selects its CPU platform: %s" % why
+        if real.get("has_triton") is False:
+            why = said("vllm.triton_utils", "Disabling Triton") or said(
+                "vllm.triton_utils", "Triton not installed")
+            return ("no-triton" if self.triton_missing else "triton-disabled",
+                    "vLLM (%s) sets HAS_TRITON = False: %s" % (platform, why or "no reason logged"))
+        if verdict == "gpu":
+            return "triton", "vLLM (%s) uses Triton on the GPU (HAS_TRITON)" % platform
+        return "fails-at-kernel", "vLLM (%s) enables Triton (HAS_TRITON), the first kernel " \
+            "fails: %s" % (platform, label or "Triton verdict %s" % verdict)
+
     def vendored_outcomes(self, out, active, verdict, label):
         """The frameworks' own copies of FLA's detection, as their installed code decided."""
-        env_moves = {f["library"] for f in self.env_report() if f["effect"] == "moves"}
         for item in (self.stages.get("vendored") or {}).get("detections") or []:
             fw = item.get("framework")
             catches = CATCHES.get(fw, "?")
@@ -4232,9 +4511,6 @@ class Frameworks(Part):
                 vllm["fla_copy"] = {"outcome": outcome, "detail": detail, "file": item["file"]}
                 if outcome != "gpu" and vllm.get("outcome") in ("triton", "fails-at-kernel"):
                     vllm["outcome"], vllm["detail"] = outcome, "vLLM: " + detail
-                if "vllm" in env_moves:
-                    vllm["outcome"] = "cpu"
-                    vllm["detail"] = "vLLM selects its CPU platform (VLLM_TARGET_DEVICE=cpu)"
                 continue
             out[fw] = {"installed": True, "outcome": outcome, "detail": detail,
                        "file": item["file"]}
@@ -4281,7 +4557,7 @@ class Frameworks(Part):
 
 #: Checks that need the workload's Python stack to have answered at all.
 STACK_DEPENDENT = frozenset({
-    "torch_cuda", "torch_lacks_arch", "triton_installed", "triton_2x",
+    "torch_cuda", "torch_lacks_arch", "triton_installed", "triton_2x", "triton_backends",
     "libcuda_unversioned_missing", "ptxas_missing", "ptxas_override_unparsed",
     "triton_too_old_for_gpu", "triton_target", "stale_cache_masks_compiler",
     "blackwell_no_allocator", "fla_fallback_hidden", "driver_too_old",
@@ -4409,7 +4685,8 @@ class Evaluation(Part):
         elif any(c["id"] not in FRAMEWORK_ONLY for c in fails):
             first = next(c for c in fails if c["id"] not in FRAMEWORK_ONLY)
             cause = first["id"]
-            if cause in ("triton_target", "triton_own_path", "triton_kernel"):
+            if cause in ("triton_target", "triton_own_path", "triton_kernel", "triton_backends",
+                         "fla_fallback_hidden"):
                 cause = (first["evidence"] or {}).get("matches") or cause
             fix = first["fix"] or by_id.get(cause, {}).get("fix") or ""
             triton = {"verdict": "cpu-fallback", "backend": None, "cause": cause,

@@ -132,25 +132,30 @@ def test_other_rocm_names_both_versions_and_torch_s_library(tmp_path: Path) -> N
 
 
 def test_frameworks_on_rocm(tmp_path: Path) -> None:
-    _, doc, _ = probe(tmp_path, fla="0.6.0", vllm="0.11.0")
+    _, doc, _ = probe(tmp_path, fla="0.6.0", vllm="0.33.0")
     frameworks = doc["facts"]["frameworks"]
     assert frameworks["fla"]["outcome"] == "gpu"
     assert frameworks["fla"]["detail"] == "FLA 0.6.0 runs on the GPU (device_platform=hip)"
     # No amdsmi for the workload: vLLM's rocm_platform_plugin() finds no ROCm platform.
-    assert frameworks["vllm"]["outcome"] == "cpu-fallback"
-    assert "needs amdsmi" in frameworks["vllm"]["detail"]
+    assert frameworks["vllm"]["outcome"] == "import-fails"
+    assert "ROCm platform is not available because: No module named 'amdsmi'" in (
+        frameworks["vllm"]["detail"])
     assert frameworks["inductor"]["outcome"] == "triton"
     assert "(HIP backend)" in frameworks["inductor"]["detail"]
 
 
 def test_vllm_with_amdsmi_uses_the_rocm_platform(tmp_path: Path) -> None:
-    node = make_amd_node(tmp_path / "node", vllm="0.11.0")
+    node = make_amd_node(tmp_path / "node", vllm="0.33.0")
     (node.site / "amdsmi").mkdir()
-    (node.site / "amdsmi" / "__init__.py").write_text("")
+    # amdsmi's API as vLLM's rocm_platform_plugin() calls it (one processor handle per GPU).
+    (node.site / "amdsmi" / "__init__.py").write_text(
+        "def amdsmi_init():\n    pass\n\ndef amdsmi_shut_down():\n    pass\n\n"
+        "def amdsmi_get_processor_handles():\n    return [object()]\n")
     _, doc, _ = run_probe(node)
-    assert doc["facts"]["frameworks"]["vllm"] == {
-        "installed": True, "version": "0.11.0", "outcome": "triton",
-        "detail": "vLLM uses Triton on the GPU (ROCm platform)"}
+    vllm = doc["facts"]["frameworks"]["vllm"]
+    assert (vllm["outcome"], vllm["platform"], vllm["has_triton"]) == (
+        "triton", "RocmPlatform", True)
+    assert vllm["detail"] == "vLLM (RocmPlatform) uses Triton on the GPU (HAS_TRITON)"
 
 
 def test_an_nvidia_node_has_no_amd_facts_or_checks(tmp_path: Path) -> None:

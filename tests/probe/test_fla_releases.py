@@ -33,9 +33,10 @@ RELEASES = [
 ]
 
 
-def install(site: Path, names: list[str]) -> None:
-    """Install wheels as pip does for pure-Python ones: unpack, .dist-info included."""
-    for name in names:
+def install(site: Path, names: list[str], einops: bool = True) -> None:
+    """Install wheels as pip does for pure-Python ones: unpack, .dist-info included; with
+    einops, which every release's kernels import (a requirement of each)."""
+    for name in names + (["einops-0.8.2"] if einops else []):
         wheel = WHEELS / f"{name}-py3-none-any.whl"
         if not wheel.is_file():
             pytest.skip(f"{wheel.name} not fetched: run scripts/fetch_test_wheels.py")
@@ -106,3 +107,38 @@ def test_fla_layout_unknown_to_the_probe_is_reported_not_crashed(tmp_path: Path)
     assert check["summary"].startswith("FLA 9.0.0: layout unknown to this probe")
     assert doc["triton"]["verdict"] == "gpu"
     assert doc["facts"]["frameworks"]["fla"]["outcome"] == "unknown"
+
+
+def test_fla_without_einops_cannot_import_its_kernels(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node")
+    install(node.site, ["flash_linear_attention-0.6.0", "fla_core-0.6.0"], einops=False)
+    code, doc, _ = run_probe(node)
+    check = fla_check(doc)
+    assert (code, check["status"], doc["triton"]["cause"]) == (1, "fail", "fla_import_fails")
+    assert check["summary"] == ("FLA 0.6.0 cannot import its kernels: fla-core 0.6.0 requires "
+                                "einops (not installed)")
+    assert check["fix"].startswith("pip install 'einops' for ")
+    assert doc["facts"]["frameworks"]["fla"]["outcome"] == "import-fails"
+    assert doc["triton"]["verdict"] != "gpu"
+
+
+def test_a_half_upgraded_fla_names_the_pin_it_breaks(tmp_path: Path) -> None:
+    # pip install -U flash-linear-attention --no-deps: the kernels stay at fla-core 0.5.2.
+    node = make_node(tmp_path / "node")
+    install(node.site, ["fla_core-0.5.2", "flash_linear_attention-0.6.0"])
+    _, doc, _ = run_probe(node)
+    check = fla_check(doc)
+    assert check["status"] == "fail"
+    assert "flash-linear-attention 0.6.0 requires fla-core==0.6.0 (fla-core 0.5.2 installed)" in (
+        check["summary"])
+    assert doc["facts"]["frameworks"]["fla"]["outcome"] == "import-fails"
+
+
+def test_fla_on_a_torch_older_than_it_supports(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node", torch="2.5.1+cu124", torch_cuda="12.4")
+    install(node.site, ["flash_linear_attention-0.6.0", "fla_core-0.6.0"])
+    _, doc, _ = run_probe(node)
+    check = fla_check(doc)
+    assert check["summary"] == ("FLA 0.6.0 cannot import its kernels: fla-core 0.6.0 requires "
+                                "torch>=2.7.0 (torch 2.5.1 installed)")
+    assert doc["triton"]["cause"] == "fla_import_fails"

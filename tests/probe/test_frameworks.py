@@ -15,8 +15,9 @@ import pytest
 
 from tests.nodeenv import make_node, run_probe
 
-VLLM_DISABLED = ("vLLM logs: Triton is installed but 0 active driver(s) found (expected 1). "
-                 "Disabling Triton to prevent runtime errors.")
+VLLM_DISABLED = ("vLLM (NvmlCudaPlatform) sets HAS_TRITON = False: Triton is installed but 0 "
+                 "active driver(s) found (expected 1). Disabling Triton to prevent runtime "
+                 "errors.")
 NO_CXX = ("no C++ compiler for its CPU/cpp-wrapper path (InvalidCxxCompiler: No working C++ "
           "compiler found in torch._inductor.config.cpp.cxx: (None, 'g++'))")
 
@@ -24,7 +25,7 @@ NO_CXX = ("no C++ compiler for its CPU/cpp-wrapper path (InvalidCxxCompiler: No 
 CASES: list[tuple[str, dict[str, Any], dict[str, str]]] = [
     ("healthy", {}, {"fla": "gpu", "vllm": "triton", "inductor": "triton"}),
     ("no_c_compiler", {"compiler": False},
-     {"fla": "cpu-fallback", "vllm": "fails-at-kernel", "inductor": "fails-at-kernel"}),
+     {"fla": "cpu-fallback", "vllm": "cpu-fallback", "inductor": "fails-at-kernel"}),
     ("fabric_manager_not_ready", {"init_rc": 802},
      {"fla": "cpu-fallback", "vllm": "triton-disabled", "inductor": "cpu-only"}),
     ("driver_too_old_for_bundled_ptxas", {
@@ -42,7 +43,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, str]]] = [
 @pytest.mark.parametrize(("case", "kwargs", "outcomes"), CASES, ids=[c[0] for c in CASES])
 def test_framework_outcomes(tmp_path: Path, case: str, kwargs: dict[str, Any],
                             outcomes: dict[str, str]) -> None:
-    node = make_node(tmp_path / "node", **{"fla": "0.6.0", "vllm": "0.11.0", "cxx": True,
+    node = make_node(tmp_path / "node", **{"fla": "0.6.0", "vllm": "0.33.0", "cxx": True,
                                            **kwargs})
     _, doc, _ = run_probe(node)
     frameworks = doc["facts"]["frameworks"]
@@ -52,11 +53,13 @@ def test_framework_outcomes(tmp_path: Path, case: str, kwargs: dict[str, Any],
 
 
 def test_framework_lines_name_the_real_texts(tmp_path: Path) -> None:
-    node = make_node(tmp_path / "node", fla="0.6.0", vllm="0.11.0", init_rc=802)
+    node = make_node(tmp_path / "node", fla="0.6.0", vllm="0.33.0", init_rc=802)
     _, doc, _ = run_probe(node)
     frameworks = doc["facts"]["frameworks"]
-    assert frameworks["vllm"] == {"installed": True, "version": "0.11.0",
-                                  "outcome": "triton-disabled", "detail": VLLM_DISABLED}
+    vllm = frameworks["vllm"]
+    assert (vllm["version"], vllm["outcome"], vllm["detail"]) == (
+        "0.33.0", "triton-disabled", VLLM_DISABLED)
+    assert (vllm["platform"], vllm["has_triton"]) == ("NvmlCudaPlatform", False)
     assert frameworks["inductor"]["detail"] == (
         "torch.compile (inductor): no CUDA device: compiles for the CPU only; " + NO_CXX)
     assert frameworks["inductor"]["cxx"] is None
@@ -66,11 +69,14 @@ def test_framework_lines_name_the_real_texts(tmp_path: Path) -> None:
 
 
 def test_no_compiler_fails_vllm_later_not_at_its_check(tmp_path: Path) -> None:
-    node = make_node(tmp_path / "node", compiler=False, vllm="0.11.0", cxx=True)
+    node = make_node(tmp_path / "node", compiler=False, vllm="0.33.0", cxx=True)
     _, doc, _ = run_probe(node)
     vllm = doc["facts"]["frameworks"]["vllm"]
-    assert vllm["detail"] == ("vLLM enables Triton (its driver is active), the first kernel "
-                              "fails: no C compiler")
+    # vLLM's own HAS_TRITON passes (one active driver); its FLA copy then falls back silently.
+    assert (vllm["platform"], vllm["has_triton"]) == ("NvmlCudaPlatform", True)
+    assert vllm["fla_copy"]["outcome"] == "cpu-fallback"
+    assert vllm["detail"] == ("vLLM: its copy of FLA's detection (catches (RuntimeError, "
+                              "AttributeError): silent) says cpu, and logs nothing")
     inductor = doc["facts"]["frameworks"]["inductor"]
     assert inductor["detail"] == ("torch.compile (inductor): BackendCompilerFailed at code "
                                   "generation: no C compiler; C++ compiler " + str(

@@ -90,3 +90,73 @@ def test_a_triton_without_its_metadata_is_named(tmp_path: Path) -> None:
     assert "TRITON_BACKENDS_IN_TREE=1" in doc["triton"]["fix"]
     target = next(c for c in doc["checks"] if c["id"] == "triton_target")
     assert target["evidence"]["backends"]["discovered"] == []
+
+
+def backends_check(tmp_path: Path, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The probe on a node whose Triton has 3.9's real backends and _create_driver()."""
+    from tests.nodeenv import make_node, run_probe
+
+    node = make_node(tmp_path / "node", **kwargs)
+    _, doc, _ = run_probe(node)
+    return next(c for c in doc["checks"] if c["id"] == "triton_backends"), doc
+
+
+needs_triton = pytest.mark.skipif(not DRIVER_PY.is_file(),
+                                  reason="needs Triton 3.9's files (scripts/fetch_test_wheels.py)")
+
+
+@needs_triton
+def test_a_healthy_triton_selects_its_one_backend(tmp_path: Path) -> None:
+    check, doc = backends_check(tmp_path)
+    assert check["status"] == "pass"
+    assert check["summary"] == "Triton selects backend nvidia (active: nvidia (triton 3.6.0))"
+    assert check["evidence"]["discovered"] == ["amd", "nvidia"]
+    assert doc["triton"]["verdict"] == "gpu"
+
+
+@needs_triton
+def test_an_extra_active_backend_is_named_with_its_package(tmp_path: Path) -> None:
+    check, doc = backends_check(tmp_path, extra_backend="cpu")
+    assert check["status"] == "fail"
+    assert check["summary"].startswith(
+        "2 active Triton backends: cpu (triton-cpu-backend 1.0), nvidia (triton 3.6.0); "
+        "Triton's own selection raises RuntimeError: 2 active drivers (")
+    assert "There should only be one." in check["summary"]
+    assert check["fix"] == ("pip uninstall the package of the extra backend (triton-cpu-backend "
+                            "1.0), or set TRITON_DEFAULT_BACKEND=nvidia in the workload's "
+                            "environment")
+    assert (doc["triton"]["verdict"], doc["triton"]["cause"]) == (
+        "cpu-fallback", "triton_backends_conflict")
+
+
+@needs_triton
+def test_the_default_backend_resolves_the_conflict_as_triton_does(tmp_path: Path) -> None:
+    check, _ = backends_check(tmp_path, extra_backend="cpu",
+                              env={"TRITON_DEFAULT_BACKEND": "nvidia"})
+    assert (check["status"], check["summary"]) == (
+        "pass", "Triton selects backend nvidia (TRITON_DEFAULT_BACKEND) (active: cpu "
+        "(triton-cpu-backend 1.0), nvidia (triton 3.6.0))")
+
+
+@needs_triton
+def test_an_unknown_default_backend_is_tritons_own_error(tmp_path: Path) -> None:
+    check, doc = backends_check(tmp_path, env={"TRITON_DEFAULT_BACKEND": "cuda"})
+    assert check["status"] == "fail"
+    assert "Unknown backend device 'cuda'. Available backends: ['amd', 'nvidia']" in (
+        check["summary"])
+    assert doc["triton"]["cause"] == "triton_default_backend"
+
+
+@needs_triton
+def test_without_entry_points_in_tree_discovery_still_finds_the_backends(
+        tmp_path: Path) -> None:
+    from tests.nodeenv import make_node, run_probe
+
+    for in_tree, status in (("1", "pass"), ("", "fail")):
+        node = make_node(tmp_path / f"node{in_tree}", env={"TRITON_BACKENDS_IN_TREE": in_tree})
+        (node.site / "triton-3.6.0.dist-info" / "entry_points.txt").unlink()
+        _, doc, _ = run_probe(node)
+        check = next(c for c in doc["checks"] if c["id"] == "triton_backends")
+        assert check["status"] == status
+        if status == "fail":
+            assert doc["triton"]["cause"] == "triton_no_backends"

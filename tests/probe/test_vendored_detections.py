@@ -1,8 +1,9 @@
 """The frameworks' own copies of FLA's device detection, run from their released sources.
 
-vLLM 0.33.0 and SGLang 0.5.23 (tests/probe/fixtures/frameworks, unchanged from their wheels:
-PROVENANCE.md) and unsloth-zoo 2026.10.9 (its real wheel, fetched by
-scripts/fetch_test_wheels.py) are installed at their real paths in the fake node; the probe
+vLLM 0.33.0 (its files read out of the real wheel by scripts/fetch_test_wheels.py), SGLang 0.5.23
+(tests/probe/fixtures/frameworks, unchanged from its wheel: PROVENANCE.md) and unsloth-zoo
+2026.10.9 (its real wheel, fetched by scripts/fetch_test_wheels.py) are installed at their real
+paths in the fake node; the probe
 compiles their `get_available_device()` from the installed file and calls it with the node's
 Triton in the workload's own dirs. Each decides with its own except clause.
 """
@@ -26,15 +27,12 @@ UNSLOTH_FILE = "unsloth_zoo/_vendored/fla/utils/_device.py"
 
 def install_frameworks(site: Path) -> None:
     """The released detection files at their paths, with the packages' __init__ beside them."""
-    for release in ("vllm-0.33.0", "sglang-0.5.23"):
-        source = FIXTURES / release
-        for path in source.rglob("*.py"):
-            target = site / path.relative_to(source)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(path, target)
+    source = FIXTURES / "sglang-0.5.23"
+    for path in source.rglob("*.py"):
+        target = site / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
     (site / "sglang" / "__init__.py").write_text("")
-    if not (site / "vllm" / "__init__.py").exists():
-        (site / "vllm" / "__init__.py").write_text("__version__ = '0.33.0'\n")
     with zipfile.ZipFile(UNSLOTH) as wheel:
         target = site / UNSLOTH_FILE
         target.parent.mkdir(parents=True, exist_ok=True)

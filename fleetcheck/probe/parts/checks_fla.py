@@ -1,5 +1,7 @@
 """Checks of flash-linear-attention: its device detection and Blackwell's allocator."""
 
+import re
+
 from fleetcheck.probe.parts.base import Part, first_line, version_tuple
 from fleetcheck.probe.parts.stages import FLA_LAYOUTS
 
@@ -42,6 +44,27 @@ class FlaChecks(Part):
                     "error": fla.get("error"), "seconds": fla.get("seconds"),
                     "triton_error": target.get("error")}
         version = meta.get("fla_version") or "?"
+        evidence["unmet"] = fla.get("unmet")
+        if fla.get("error") and fla.get("layout") != "unknown":
+            # FLA's own module raised at import: the workload's `import fla...` raises the same.
+            evidence["matches"] = "fla_import_fails"
+            missing = re.search(r"No module named '([^']+)'", fla["error"])
+            return ("fail", "FLA %s: import %s fails: %s" % (
+                version, fla.get("module"), first_line(fla["error"])),
+                "pip install %s for %s" % (missing.group(1).split(".")[0], self.workload_python)
+                if missing and not missing.group(1).startswith("fla") else
+                "install the torch and Triton this FLA supports, or the FLA release made for "
+                "them (pip install -U flash-linear-attention)", evidence)
+        if fla.get("unmet"):
+            # What its kernels import at import time: `import fla.ops` (and every layer) fails.
+            evidence["matches"] = "fla_import_fails"
+            first = fla["unmet"][0]
+            return ("fail", "FLA %s cannot import its kernels: %s requires %s (%s)" % (
+                version, first["dist"], first["requires"], first["problem"]) + (
+                    "; %d more unmet" % (len(fla["unmet"]) - 1) if len(fla["unmet"]) > 1
+                    else ""),
+                "pip install %s for %s" % (" ".join("'%s'" % u["requires"].replace(
+                    "[cuda]", "") for u in fla["unmet"]), self.workload_python), evidence)
         if fla.get("error"):
             if fla.get("layout") == "unknown":
                 # A release newer than this probe: say so, never guess its verdict.

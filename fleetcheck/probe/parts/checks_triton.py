@@ -46,6 +46,59 @@ class TritonChecks(Part):
                 evidence["version"]), "upgrade to Triton >= 3.3 (with torch >= 2.7)", evidence)
         return ("pass", "Triton %s" % evidence["version"], "", evidence)
 
+    def check_triton_backends(self):
+        """Which backend the installed Triton picks: its own discovery (entry points or
+        TRITON_BACKENDS_IN_TREE), each driver's is_active() and its own _create_driver()."""
+        found = self.stages.get("backends")
+        if found is None:
+            return ("skip", "Triton's backends were not read (the stack stopped before)", "", {})
+        evidence = dict(found)
+        if found.get("error"):
+            evidence["matches"] = None
+            return ("fail", "import triton.backends fails: %s" % first_line(found["error"]),
+                    "reinstall Triton: pip install --force-reinstall triton==%s" % (
+                        (self.facts.get("triton") or {}).get("version") or "<version>"),
+                    evidence)
+        if "discovered" not in found:
+            return ("skip", "this Triton has no triton.backends (Triton < 3.0)", "", evidence)
+        if found["discovered"] == [] and not found.get("in_tree"):
+            evidence["matches"] = "triton_no_backends"
+            return ("fail", "Triton discovers no backend: no `triton.backends` entry points "
+                    "(installed without its dist-info)", DIAGNOSIS_FIXES["triton_no_backends"],
+                    evidence)
+        chosen = found.get("selection") or {}
+        providers = found.get("providers") or {}
+        names = ", ".join("%s (%s)" % (n, providers[n]) if n in providers else n
+                          for n in found.get("active") or [])
+        if chosen.get("error"):
+            cause, line = diagnose({"error": chosen["error"]}, {})
+            evidence["matches"] = cause
+            if cause == "zero_active_drivers":
+                return ("skip", "no active Triton backend: the driver checks above say why",
+                        "", evidence)
+            if cause == "triton_backends_conflict":
+                extra = [n for n in found.get("active") or [] if n not in ("nvidia", "amd")]
+                own = [n for n in found.get("active") or [] if n in ("nvidia", "amd")]
+                fix = "pip uninstall the package of the extra backend%s" % (
+                    " (%s)" % ", ".join(providers.get(n, n) for n in extra) if extra else "")
+                if chosen.get("reads_default") and own:
+                    fix += ", or set TRITON_DEFAULT_BACKEND=%s in the workload's environment" % (
+                        own[0])
+                return ("fail", "%d active Triton backends: %s; Triton's own selection raises "
+                        "%s" % (len(found.get("active") or []), names, first_line(
+                            chosen["error"])), fix, evidence)
+            fix = DIAGNOSIS_FIXES.get(cause or "", "") or (
+                "the selection's message is in the evidence")
+            return ("fail", "Triton's own backend selection raises %s" % (
+                line or first_line(chosen["error"])), fix, evidence)
+        if chosen.get("selected"):
+            default = found.get("default")
+            return ("pass", "Triton selects backend %s%s (active: %s)" % (
+                chosen["selected"], " (TRITON_DEFAULT_BACKEND)" if default else "", names),
+                "", evidence)
+        return ("skip", "Triton's selection not run: %s" % (
+            chosen.get("unavailable") or "no result"), "", evidence)
+
     def ptxas_tools(self):
         return self.stages.get("meta", {}).get("ptxas") or {}
 

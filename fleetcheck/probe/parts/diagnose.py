@@ -72,6 +72,8 @@ DIAGNOSIS_LABELS = {
     "triton_default_backend": "TRITON_DEFAULT_BACKEND names no active backend",
     "triton_backends_conflict": "more than one active Triton backend",
     "triton_no_backends": "Triton finds no backend (installed without its metadata)",
+    # Named by fla_fallback_hidden (its evidence's `matches`): FLA's own import raises.
+    "fla_import_fails": "flash-linear-attention cannot be imported",
 }
 
 #: A diagnosis that names a toolchain cause a warm cache hides (see evaluate.MASKABLE).

@@ -14,7 +14,7 @@ from fleetcheck.probe.parts.diagnose import DIAGNOSIS_LABELS, TOOLCHAIN_CAUSES
 
 #: Checks that need the workload's Python stack to have answered at all.
 STACK_DEPENDENT = frozenset({
-    "torch_cuda", "torch_lacks_arch", "triton_installed", "triton_2x",
+    "torch_cuda", "torch_lacks_arch", "triton_installed", "triton_2x", "triton_backends",
     "libcuda_unversioned_missing", "ptxas_missing", "ptxas_override_unparsed",
     "triton_too_old_for_gpu", "triton_target", "stale_cache_masks_compiler",
     "blackwell_no_allocator", "fla_fallback_hidden", "driver_too_old",
@@ -142,7 +142,8 @@ class Evaluation(Part):
         elif any(c["id"] not in FRAMEWORK_ONLY for c in fails):
             first = next(c for c in fails if c["id"] not in FRAMEWORK_ONLY)
             cause = first["id"]
-            if cause in ("triton_target", "triton_own_path", "triton_kernel"):
+            if cause in ("triton_target", "triton_own_path", "triton_kernel", "triton_backends",
+                         "fla_fallback_hidden"):
                 cause = (first["evidence"] or {}).get("matches") or cause
             fix = first["fix"] or by_id.get(cause, {}).get("fix") or ""
             triton = {"verdict": "cpu-fallback", "backend": None, "cause": cause,

@@ -3,7 +3,7 @@
 import os
 import shutil
 
-from fleetcheck.probe.parts.base import Part, first_line, host_path
+from fleetcheck.probe.parts.base import Part, first_line
 
 #: How each framework's own copy of FLA's detection catches Triton's exception.
 CATCHES = {"vllm": "(RuntimeError, AttributeError): silent",
@@ -42,7 +42,9 @@ class Frameworks(Part):
             before = ready.get("status") == "fail" and any(
                 (ready.get("evidence") or {}).get(k) for k in ("user_error", "cache_error"))
             interpreted = any(f["variable"] == "TRITON_INTERPRET" for f in self.env_report())
-            if before:
+            if (fla.get("evidence") or {}).get("matches") == "fla_import_fails":
+                outcome, detail = "import-fails", fla["summary"]
+            elif before:
                 # Its modules use @torch.compile, whose import of torch._dynamo calls inductor's
                 # cache_dir() (torch 2.11: torch/_dynamo/package.py): seen on the H200.
                 outcome = "import-fails"
@@ -72,37 +74,11 @@ class Frameworks(Part):
             out["vllm"] = {"installed": False, "outcome": "not-installed",
                            "detail": "vLLM not installed"}
         else:
-            nvml = self.cuda_info.get("nvml_error") or (
-                self.cuda_info.get("nvml_init_text") if self.cuda_info.get("nvml_init") else None)
-            if nvml and not os.path.isfile(host_path("/etc/nv_tegra_release")):
-                # cuda_platform_plugin(): pynvml.nvmlInit() fails, the NVML error is logged at
-                # debug level only, no platform is found.
-                outcome, detail = "import-fails", (
-                    "vLLM finds no CUDA platform: NVML fails (%s), which vLLM logs at debug "
-                    "level only; it raises RuntimeError: Failed to infer device type" % (
-                        first_line(nvml)))
-            elif self.triton_missing:
-                outcome, detail = "no-triton", ("vLLM logs: Triton not installed or not "
-                                                "compatible; certain GPU-related functions will "
-                                                "not be available.")
-            elif self.vendor == "amd" and not meta.get("amdsmi_dir"):
-                outcome, detail = "cpu-fallback", (
-                    "vLLM finds no ROCm platform: its rocm_platform_plugin() needs amdsmi, which "
-                    "%s cannot import (pip install amdsmi from the ROCm release), so it falls "
-                    "back to the CPU platform" % self.workload_python)
-            elif not active:
-                outcome, detail = "triton-disabled", (
-                    "vLLM logs: Triton is installed but 0 active driver(s) found (expected 1). "
-                    "Disabling Triton to prevent runtime errors.")
-            elif verdict == "gpu":
-                outcome, detail = "triton", "vLLM uses Triton on the GPU" + (
-                    " (ROCm platform)" if self.vendor == "amd" else "")
-            else:
-                outcome, detail = "fails-at-kernel", (
-                    "vLLM enables Triton (its driver is active), the first kernel fails: %s" % (
-                        label or "Triton verdict %s" % verdict))
+            outcome, detail = self.vllm_outcome(verdict, label)
+            real = self.stages.get("vllm") or {}
             out["vllm"] = {"installed": True, "version": meta.get("vllm_version"),
-                           "outcome": outcome, "detail": detail}
+                           "outcome": outcome, "detail": detail,
+                           "platform": real.get("platform"), "has_triton": real.get("has_triton")}
         if not meta.get("inductor"):
             out["inductor"] = {"installed": False, "outcome": "not-installed",
                                "detail": "torch.compile (inductor) not installed"}
@@ -140,9 +116,51 @@ class Frameworks(Part):
         self.other_outcomes(out, active, verdict, label)
         return out
 
+    def vllm_outcome(self, verdict, label):
+        """(outcome, detail) from vLLM's own platform detection and HAS_TRITON, run on the node
+        (the "vllm" stage: scripts/workload.py vllm_report), with the Triton verdict."""
+        real = self.stages.get("vllm")
+        if real is None:
+            return "unknown", "vLLM's own detection did not report (the stack stopped first)"
+        log = real.get("log") or []
+
+        def said(logger, *words):
+            for _, name, message in log:
+                if name.startswith(logger) and all(w in message for w in words):
+                    return message
+            return None
+        for key, what in (("import_error", "import vllm fails"),
+                          ("platform_error", "vLLM's platform detection raises"),
+                          ("triton_error", "importing vllm.triton_utils fails")):
+            if real.get(key):
+                return "import-fails", "%s: %s" % (what, first_line(real[key].get("error")))
+        platform = real.get("platform")
+        if platform == "UnspecifiedPlatform":
+            kind = "ROCm" if self.vendor == "amd" else "CUDA"
+            why = said("vllm.platforms", kind + " platform is not available because") or said(
+                "vllm.platforms", "No platform detected")
+            nvml = self.cuda_info.get("nvml_error") or (
+                self.cuda_info.get("nvml_init_text") if self.cuda_info.get("nvml_init") else None)
+            return "import-fails", (
+                "vLLM finds no platform (UnspecifiedPlatform): %s%s; its engine raises "
+                "RuntimeError: Failed to infer device type" % (
+                    why or "no plugin activated", " (NVML, as the probe loads it: %s)" % (
+                        first_line(nvml)) if nvml and kind == "CUDA" else ""))
+        if platform and "Cpu" in platform:
+            why = said("vllm.platforms", "Confirmed CPU platform") or platform
+            return "cpu", "vLLM selects its CPU platform: %s" % why
+        if real.get("has_triton") is False:
+            why = said("vllm.triton_utils", "Disabling Triton") or said(
+                "vllm.triton_utils", "Triton not installed")
+            return ("no-triton" if self.triton_missing else "triton-disabled",
+                    "vLLM (%s) sets HAS_TRITON = False: %s" % (platform, why or "no reason logged"))
+        if verdict == "gpu":
+            return "triton", "vLLM (%s) uses Triton on the GPU (HAS_TRITON)" % platform
+        return "fails-at-kernel", "vLLM (%s) enables Triton (HAS_TRITON), the first kernel " \
+            "fails: %s" % (platform, label or "Triton verdict %s" % verdict)
+
     def vendored_outcomes(self, out, active, verdict, label):
         """The frameworks' own copies of FLA's detection, as their installed code decided."""
-        env_moves = {f["library"] for f in self.env_report() if f["effect"] == "moves"}
         for item in (self.stages.get("vendored") or {}).get("detections") or []:
             fw = item.get("framework")
             catches = CATCHES.get(fw, "?")
@@ -165,9 +183,6 @@ class Frameworks(Part):
                 vllm["fla_copy"] = {"outcome": outcome, "detail": detail, "file": item["file"]}
                 if outcome != "gpu" and vllm.get("outcome") in ("triton", "fails-at-kernel"):
                     vllm["outcome"], vllm["detail"] = outcome, "vLLM: " + detail
-                if "vllm" in env_moves:
-                    vllm["outcome"] = "cpu"
-                    vllm["detail"] = "vLLM selects its CPU platform (VLLM_TARGET_DEVICE=cpu)"
                 continue
             out[fw] = {"installed": True, "outcome": outcome, "detail": detail,
                        "file": item["file"]}

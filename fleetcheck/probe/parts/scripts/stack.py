@@ -18,12 +18,14 @@ from fleetcheck.probe.parts.scripts.workload import (
     backend_report,
     detection_function,
     failure_of,
+    fla_requirements,
     inductor_report,
     knob_report,
     python_tempdir,
     reset_driver,
     run_detection,
     trace_compiler,
+    vllm_report,
 )
 from fleetcheck.probe.parts.stages import FLA_LAYOUTS
 
@@ -342,6 +344,10 @@ if meta["fla_dir"]:
                 data["layout"] = "unknown"
     data["warnings"] = shown[:5]
     data["swallowed"] = swallowed[0] if swallowed else None
+    try:
+        data["unmet"] = fla_requirements()
+    except Exception as e:
+        data["unmet_error"] = err(e)
     data["seconds"] = round(time.time() - t0, 3)
     emit("fla", data)
 if own is not None:
@@ -362,4 +368,13 @@ if own is not None:
         found.append(item)
     emit("vendored", {"detections": found})
     own.clean()
+if meta["vllm_dir"]:
+    # Last: it imports vLLM as the workload does (seconds), after every other stage reported.
+    t0 = time.time()
+    try:
+        data = vllm_report()
+    except BaseException as e:
+        data = {"import_error": failure_of(e)}
+    data["seconds"] = round(time.time() - t0, 3)
+    emit("vllm", data)
 emit("done", {})

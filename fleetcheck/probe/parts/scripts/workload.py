@@ -423,7 +423,9 @@ def run_detection(code, triton):
 
 def backend_report(triton):
     """Triton's backends as it discovers them (entry points, or TRITON_BACKENDS_IN_TREE=1),
-    and which drivers say they are active (what `N active drivers` counts)."""
+    which drivers say they are active (what `N active drivers` counts), and which one the
+    installed Triton's own `_create_driver()` (runtime/driver.py) picks: its source is run on
+    the discovered backends, with each driver's real is_active() and no driver built."""
     out = {"in_tree": _os.environ.get("TRITON_BACKENDS_IN_TREE", "") == "1",
            "default": _os.environ.get("TRITON_DEFAULT_BACKEND")}
     try:
@@ -432,6 +434,9 @@ def backend_report(triton):
         group = (eps.select(group="triton.backends") if hasattr(eps, "select")
                  else eps.get("triton.backends", []))
         out["entry_points"] = sorted("%s=%s" % (ep.name, ep.value) for ep in group)
+        dists = [(ep.name, getattr(ep, "dist", None)) for ep in group]
+        out["providers"] = {name: "%s %s" % (dist.name, dist.version)
+                            for name, dist in dists if dist is not None}
     except Exception as e:
         out["entry_points_error"] = err(e)
     try:
@@ -446,6 +451,171 @@ def backend_report(triton):
                         active.append(name)
                 except BaseException as e:
                     out.setdefault("is_active_errors", {})[name] = err(e)
+            out["selection"] = selection(found)
     except BaseException as e:
         out["error"] = err(e)
     return out
+
+
+def selection(found):
+    """What the installed Triton's `_create_driver()` does with these backends: the name it
+    picks, or the text it raises."""
+    import triton.runtime as runtime
+    path = _os.path.join(_os.path.dirname(runtime.__file__), "driver.py")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+        code = detection_function(path, ("_create_driver",))
+    except (OSError, SyntaxError, ValueError) as e:
+        return {"file": path, "unavailable": err(e)}
+    if code is None:
+        return {"file": path, "unavailable": "no _create_driver() in this Triton"}
+    out = {"file": path, "reads_default": "TRITON_DEFAULT_BACKEND" in source}
+
+    class Named(type):
+        def __repr__(cls):
+            return repr(cls.real)
+
+    class Chosen(Exception):
+        pass
+
+    def stand_in(name, backend):
+        def built(self):
+            raise Chosen(name)  # _create_driver() builds the driver it picked: stop there
+        driver = Named("Picked", (object,), {"real": backend.driver, "__init__": built,
+                                             "is_active": staticmethod(backend.driver.is_active)})
+        return type("Backend", (object,), {"driver": driver, "compiler": None})
+    space: dict = {"os": _os, "backends": {name: stand_in(name, backend)
+                                     for name, backend in found.items()},
+             "DriverBase": object, "__name__": "fleetcheck"}
+    exec(code, space)
+    try:
+        space["_create_driver"]()
+        out["selected"] = None
+    except Chosen as picked:
+        out["selected"] = str(picked)
+    except BaseException as e:
+        out["error"] = err(e)
+    return out
+
+
+def vllm_report():
+    """vLLM's own decision, by importing its real modules as the workload does: `import
+    vllm.logger` (vllm/__init__, env_override), `vllm.platforms.current_platform` (its platform
+    plugins, then the platform class) and `vllm.triton_utils.importing.HAS_TRITON`. vLLM logs
+    its reasons (most at debug level, on stdout): its handlers are swapped for one that keeps
+    the records while it decides, and put back afterwards."""
+    import logging
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            try:
+                records.append([record.levelname, record.name, record.getMessage()[:600]])
+            except Exception:
+                pass
+    out = {}
+    try:
+        import vllm.logger  # noqa: F401  (vllm/__init__ and its logging configuration)
+    except BaseException as e:
+        out["import_error"] = failure_of(e)
+        return out
+    log = logging.getLogger("vllm")
+    saved = (list(log.handlers), log.level)
+    log.handlers = [Keep(logging.DEBUG)]
+    log.setLevel(logging.DEBUG)
+    try:
+        import vllm.platforms as platforms
+        found = platforms.current_platform
+        out["platform"] = type(found).__name__
+        out["platform_module"] = type(found).__module__
+        out["device_type"] = str(getattr(found, "device_type", "") or "")
+    except BaseException as e:
+        out["platform_error"] = failure_of(e)
+    if "platform_error" not in out:
+        try:
+            from vllm.triton_utils.importing import HAS_TRITON
+            out["has_triton"] = bool(HAS_TRITON)
+        except BaseException as e:
+            out["triton_error"] = failure_of(e)
+    log.handlers, level = saved
+    log.setLevel(level)
+    out["log"] = records[-40:]
+    return out
+
+
+#: What FLA's kernels import (fla/ops, fla/modules): the requirements of its distributions the
+#: probe judges (transformers and datasets serve its models and benchmarks only).
+FLA_KERNEL_NEEDS = ("einops", "torch", "triton", "fla-core")
+
+
+def release_key(text):
+    """(2, 7, 0) from '2.7.0+cu130', '2.7.0rc1', '2.7'; () when it starts with no number."""
+    import re as _re
+    found = _re.match(r"\s*v?(\d+(?:\.\d+)*)", text or "")
+    return tuple(int(p) for p in found.group(1).split(".")) if found else ()
+
+
+def satisfies(version, spec):
+    """PEP 440's comparison operators on release numbers (local and pre-release parts ignored)."""
+    have = release_key(version)
+    for clause in [c.strip() for c in spec.split(",") if c.strip()]:
+        for op in ("~=", "==", "!=", ">=", "<=", ">", "<"):
+            if clause.startswith(op):
+                want = release_key(clause[len(op):].rstrip(".*"))
+                size = max(len(have), len(want))
+                a, b = have + (0,) * (size - len(have)), want + (0,) * (size - len(want))
+                if op == "~=":
+                    ok = a >= b and a[:len(want) - 1] == want[:len(want) - 1]
+                elif op == "==" and clause.endswith(".*"):
+                    ok = have[:len(want)] == want
+                else:
+                    ok = {"==": a == b, "!=": a != b, ">=": a >= b, "<=": a <= b, ">": a > b,
+                          "<": a < b}[op]
+                if not ok:
+                    return False
+                break
+    return True
+
+
+def fla_requirements():
+    """Each installed FLA distribution's requirements that its kernels import (unconditional,
+    or of its "cuda" extra) against what is installed: the unmet ones."""
+    import re as _re
+    try:
+        from importlib import metadata
+    except ImportError:
+        return None
+    unmet = []
+    for dist_name in ("fla-core", "flash-linear-attention"):
+        try:
+            dist = metadata.distribution(dist_name)
+        except Exception:
+            continue
+        for line in dist.requires or []:
+            body, _, marker = line.partition(";")
+            marker = marker.strip().replace("'", '"')
+            if marker and marker not in ('extra == "cuda"',):
+                continue
+            found = _re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*\(?([^)]*)\)?",
+                              body)
+            if not found:
+                continue
+            name, spec = found.group(1), found.group(3).strip()
+            if name.lower().replace("_", "-") not in FLA_KERNEL_NEEDS:
+                continue
+            item = {"dist": "%s %s" % (dist_name, dist.version), "requires": body.strip()}
+            try:
+                installed = metadata.version(name)
+            except Exception:
+                installed = None
+            if installed is None:
+                item["problem"] = "not installed"
+            elif spec and not satisfies(installed, spec):
+                item["problem"] = "%s %s installed" % (name, installed)
+            else:
+                continue
+            if not any(u["dist"] == item["dist"] and u["requires"].split("[")[0] ==
+                       item["requires"].split("[")[0] for u in unmet):
+                unmet.append(item)
+    return unmet
