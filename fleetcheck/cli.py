@@ -70,8 +70,23 @@ def _add_output(parser: argparse.ArgumentParser, default_format: str = "table") 
 
 def _add_max_out(parser: argparse.ArgumentParser, what: str) -> None:
     """--max-out: the remediation bound (fleetcheck/outbound.py), for health and fix."""
+    from fleetcheck.outbound import DEFAULT_OUT_BOUND
+
+    default = DEFAULT_OUT_BOUND.replace("%", "%%")  # argparse formats help with %
     parser.add_argument("--max-out", metavar="SHARE|N", default=None,
-                        help=what + " (default: 10%%, at least 1 node)")
+                        help=what + f" (default: {default}, at least 1 node)")
+
+
+def _add_history(parser: argparse.ArgumentParser, what: str) -> None:
+    """--history, --keep, --on-change (checked together by `_keeping`)."""
+    from fleetcheck.history import DEFAULT_KEEP
+
+    parser.add_argument("--history", metavar="DIR", help=what)
+    parser.add_argument("--keep", type=positive_count, default=None, metavar="N",
+                        help=f"with --history: runs to keep (default: {DEFAULT_KEEP})")
+    parser.add_argument("--on-change", metavar="CMD",
+                        help="with --history: run CMD (no shell) with the changes on stdin "
+                        "when something changed")
 
 
 def _add_selection(parser: argparse.ArgumentParser) -> None:
@@ -85,6 +100,9 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from fleetcheck.budget import DEFAULT_DEEP_NODE_TIMEOUT, DEFAULT_NODE_TIMEOUT
+    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S as MAX_AGE
+
     parser = argparse.ArgumentParser(
         prog="fleetcheck",
         description="Audit GPU nodes (Proxmox VE hosts, their LXC containers and QEMU VMs, and "
@@ -114,13 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="what counts as failing (default: the built-in default playbook)")
     audit.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
                        help="deadline for the whole audit (default: the inventory's, or none)")
-    audit.add_argument("--history", metavar="DIR",
-                       help="keep this run in DIR and report what changed since the last one")
-    audit.add_argument("--keep", type=positive_count, default=None, metavar="N",
-                       help="with --history: runs to keep (default: 90)")
-    audit.add_argument("--on-change", metavar="CMD",
-                       help="with --history: run CMD (no shell) with the changes on stdin "
-                       "when something changed")
+    _add_history(audit, "keep this run in DIR and report what changed since the last one")
     audit.add_argument("--no-progress", action="store_true",
                        help="no progress bar (it is only drawn on a terminal anyway)")
 
@@ -143,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
                       "tarballs, as for `merge`), probing nothing; a node without a document, "
                       "or with one older than --max-age, is unverified")
     gate.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
-                      help="with --documents: oldest document that counts (default: 1800)")
+                      help="with --documents: oldest document that counts (default: "
+                      f"{MAX_AGE:g})")
     gate.add_argument("--playbook", "-p", metavar="FILE|NAME", default="pre-training",
                       help="requirements (default: the built-in pre-training playbook)")
     gate.add_argument("--json", action="store_true", help="print a JSON verdict on stdout")
@@ -177,7 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--deep", action="store_true",
                        help="also JIT-compile and launch a Triton kernel on every GPU")
     probe.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
-                       help="deadline for the whole probe (default: 60; 180 with --deep)")
+                       help=f"deadline for the whole probe (default: {DEFAULT_NODE_TIMEOUT:g}; "
+                       f"{DEFAULT_DEEP_NODE_TIMEOUT:g} with --deep)")
     probe.add_argument("--playbook", "-p", metavar="FILE|NAME",
                        help="what counts as failing (default: the built-in default playbook)")
     probe.add_argument("--script", action="store_true", help="print the probe's source and exit")
@@ -198,7 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="read the verdict `fleetcheck probe --cache FILE` saved, instead of "
                         "probing now")
     health.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
-                        help="a cached verdict older than this is not verified (default: 1800)")
+                        help="a cached verdict older than this is not verified (default: "
+                        f"{MAX_AGE:g})")
     health.add_argument("--npd", action="store_true",
                         help="node-problem-detector custom plugin: at most 80 characters on stdout")
     health.add_argument("--slurm", action="store_true",
@@ -216,7 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--playbook", "-p", metavar="FILE|NAME",
                         help="without --cache: what counts as failing")
     health.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
-                        help="without --cache: deadline for the probe (default: 60)")
+                        help="without --cache: deadline for the probe (default: "
+                        f"{DEFAULT_NODE_TIMEOUT:g})")
 
     inventory = sub.add_parser(
         "inventory", help="show the resolved targets without connecting",
@@ -290,16 +306,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "{namespace} {file}")
     merge.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
                        help="a document probed longer ago leaves its node unverified (default: "
-                       "1800)")
+                       f"{MAX_AGE:g})")
     merge.add_argument("--playbook", "-p", metavar="FILE|NAME",
                        help="fleet checks and requirements (default: the built-in default)")
-    merge.add_argument("--history", metavar="DIR",
-                       help="keep this merge in DIR and report what changed since the last run")
-    merge.add_argument("--keep", type=positive_count, default=None, metavar="N",
-                       help="with --history: runs to keep (default: 90)")
-    merge.add_argument("--on-change", metavar="CMD",
-                       help="with --history: run CMD (no shell) with the changes on stdin "
-                       "when something changed")
+    _add_history(merge, "keep this merge in DIR and report what changed since the last run")
 
     diff = sub.add_parser(
         "diff", help="what changed between two saved audits",
@@ -352,16 +362,19 @@ def _add_host_setup(sub: Any) -> None:
 
 
 def cmd_host_setup(args: argparse.Namespace) -> int:
+    from fleetcheck import kinds
     from fleetcheck.gatekeeper import HostSetup, read_public_key, script_source
 
+    # The node kinds that bring commands of their own add them to the host's grammar.
+    grammar = kinds.gatekeeper_grammar()
     setup = HostSetup(public_key=read_public_key(args.key), python=args.python,
                       script_path=args.script_path, hash_path=args.hash_file,
                       authorized_keys=args.authorized_keys, log_path=args.log,
-                      from_patterns=args.from_patterns)
+                      from_patterns=args.from_patterns, grammar=grammar)
     if args.print_line:
         _emit(setup.key_line() + "\n", None)
     elif args.print_script:
-        _emit(script_source(), None)
+        _emit(script_source(grammar), None)
     else:
         _emit(setup.installer(), None)
     return EXIT_PASS

@@ -28,6 +28,20 @@ class JobNodesError(FleetcheckError):
     """A job's node list that cannot be gated as given (does not parse, names unknown hosts)."""
 
 
+def job_nodes(nodelist: str) -> list[str]:
+    """The names of a Slurm hostlist (`gpu[01-08]`); JobNodesError for one that does not
+    parse or names no node."""
+    from fleetcheck.inventory.ranges import RangeError, expand_nodes
+
+    try:
+        names = expand_nodes(nodelist.strip())
+    except RangeError as exc:
+        raise JobNodesError(f"--nodes {exc}") from None
+    if not names:
+        raise JobNodesError("--nodes: the node list is empty")
+    return names
+
+
 def job_limit(nodelist: str, inventory: Inventory) -> str:
     """The --limit pattern selecting exactly the hosts of a Slurm hostlist (`gpu[01-08]`,
     `$SLURM_JOB_NODELIST`): the names folded back into one node set.
@@ -36,14 +50,9 @@ def job_limit(nodelist: str, inventory: Inventory) -> str:
     does not know cannot be verified, and a gate that skipped it would pass a job on a node
     nobody looked at, so it is refused, by name, before anything is probed.
     """
-    from fleetcheck.inventory.ranges import RangeError, expand_nodes, fold_nodes
+    from fleetcheck.inventory.ranges import fold_nodes
 
-    try:
-        names = expand_nodes(nodelist.strip())
-    except RangeError as exc:
-        raise JobNodesError(f"--nodes {exc}") from None
-    if not names:
-        raise JobNodesError("--nodes: the node list is empty")
+    names = job_nodes(nodelist)
     known = {host.name for host in inventory.hosts}
     missing = [name for name in names if name not in known]
     if missing:
@@ -69,16 +78,10 @@ def documents_gate_report(inputs: list[str], nodelist: str, policy: Policy,
     import dataclasses
 
     from fleetcheck.consistency import fleet_checks
-    from fleetcheck.inventory.ranges import RangeError, expand_nodes
     from fleetcheck.merge import DUPLICATE_CHECK, merge_inputs, problem_lines
     from fleetcheck.model import Check, NodeResult
 
-    try:
-        names = expand_nodes(nodelist.strip())
-    except RangeError as exc:
-        raise JobNodesError(f"--nodes {exc}") from None
-    if not names:
-        raise JobNodesError("--nodes: the node list is empty")
+    names = job_nodes(nodelist)
     outcome = merge_inputs(inputs, policy=policy, max_age_s=max_age_s)
     found = {node.id: node for node in outcome.report.nodes}
     where = ", ".join(inputs)

@@ -15,9 +15,11 @@ import importlib.util
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from types import ModuleType
+from typing import Any
 
 from fleetcheck import __version__
 from fleetcheck.errors import FleetcheckError
@@ -37,9 +39,32 @@ class HostSetupError(FleetcheckError):
     """A bad host-setup request (unreadable key, unsafe path); one line, exit code 2."""
 
 
-def script_source() -> str:
-    """The gatekeeper's source, as installed on hosts."""
-    return resources.files("fleetcheck").joinpath("data/gatekeeper.py").read_text("utf-8")
+#: What node kinds add to the gatekeeper's grammar: (words, shapes), as `kinds.gatekeeper_grammar`
+#: gathers them from the registry's kinds.
+Grammar = tuple[Mapping[str, str], Mapping[str, list[Any]]]
+
+
+def script_source(grammar: Grammar | None = None) -> str:
+    """The gatekeeper's source, as installed on hosts: with `grammar`, the words and shapes
+    of the node kinds that bring their own (written into its KIND_WORDS and KIND_SHAPES)."""
+    source = resources.files("fleetcheck").joinpath("data/gatekeeper.py").read_text("utf-8")
+    words, shapes = grammar or ({}, {})
+    for name, value in (("KIND_WORDS", words), ("KIND_SHAPES", shapes)):
+        if value:
+            marker = f"\n{name} = {{}}\n"
+            if marker not in source:
+                raise AssertionError(f"the gatekeeper script lost its {name} constant")
+            # repr of str, list and tuple literals: Python 3.6 reads them as written.
+            source = source.replace(marker, f"\n{name} = {dict(value)!r}\n", 1)
+    return source
+
+
+def script_with(grammar: Grammar) -> ModuleType:
+    """The gatekeeper as `fleetcheck host-setup` would install it with `grammar`, loaded as a
+    module (to check what it allows)."""
+    module = ModuleType("fleetcheck_gatekeeper_script_with_kinds")
+    exec(compile(script_source(grammar), "gatekeeper.py", "exec"), module.__dict__)  # noqa: S102
+    return module
 
 
 @functools.cache
@@ -87,6 +112,8 @@ class HostSetup:
     authorized_keys: str = DEFAULT_AUTHORIZED_KEYS
     log_path: str | None = None
     from_patterns: str | None = None
+    #: What the registry's node kinds add to the grammar (`kinds.gatekeeper_grammar()`).
+    grammar: Grammar | None = None
 
     def __post_init__(self) -> None:
         for what, value in (("--python", self.python), ("--script-path", self.script_path),
@@ -131,7 +158,7 @@ class HostSetup:
         The gatekeeper's own source with its INSTALL constant set to this plan, to be piped
         into `ssh root@host python3 -`.
         """
-        source = script_source()
+        source = script_source(self.grammar)
         plan = {
             "script": source, "script_path": self.script_path, "hash_path": self.hash_path,
             "hashes": [[probe_sha256(), f"fleetcheck {__version__} probe"]],

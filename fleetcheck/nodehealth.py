@@ -30,6 +30,7 @@ from typing import Any
 
 from fleetcheck.budget import SLURM_COMMAND_TIMEOUT
 from fleetcheck.outbound import OutBound
+from fleetcheck.verdict import EXIT_FAIL, EXIT_PASS, EXIT_UNVERIFIED
 
 #: The cache file's schema tag; a file without it is refused, never guessed at.
 CACHE_SCHEMA = "fleetcheck.nodehealth/1"
@@ -46,7 +47,7 @@ NPD_MAX_MESSAGE = 80
 
 #: node-problem-detector's statuses by exit code (pkg/custompluginmonitor/types: 0 OK,
 #: 1 NonOK, anything else Unknown); fleetcheck's own exit codes already follow it.
-STATE_EXIT = {"ok": 0, "fail": 1, "unknown": 3}
+STATE_EXIT = {"ok": EXIT_PASS, "fail": EXIT_FAIL, "unknown": EXIT_UNVERIFIED}
 
 
 #: Longest drain reason written (Slurm keeps more, but sinfo's columns do not).

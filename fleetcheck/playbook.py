@@ -19,7 +19,7 @@ from fleetcheck.inventory.yamlsrc import (
     read_source,
 )
 from fleetcheck.model import VERDICTS
-from fleetcheck.text import closest
+from fleetcheck.text import did_you_mean
 from fleetcheck.verdict import CONSISTENCY_KEYS, DEFAULT_POLICY, Policy
 
 #: The playbook used when none is given (fleetcheck/playbooks/default.yaml).
@@ -115,8 +115,7 @@ _PLAYBOOK_WORDING = _PlaybookWording()
 
 
 def _suggest(word: object, choices: Iterable[str]) -> str:
-    close = closest(word, choices, ignore_case=True)
-    return f" (did you mean {close!r}?)" if close else ""
+    return did_you_mean(word, choices, ignore_case=True)
 
 
 def _type_name(value: object) -> str:

@@ -8,7 +8,7 @@ runs on nodes with the standard library only and imports nothing from fleetcheck
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 #: The mark a shortened text ends with, unless a caller's pinned wording uses another.
 ELLIPSIS = "…"
@@ -36,3 +36,11 @@ def closest(word: object, choices: Iterable[str], *, ignore_case: bool = False) 
     by_lower = {choice.lower(): choice for choice in options}
     found = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1, cutoff=0.6)
     return by_lower[found[0]] if found else None
+
+
+def did_you_mean(word: object, choices: Iterable[str], *, ignore_case: bool = False,
+                 shown: Callable[[str], str] = repr) -> str:
+    """" (did you mean 'X'?)" for the choice `word` was most likely meant to be, else "":
+    the one wording of every error message's suggestion (`shown` writes the choice)."""
+    close = closest(word, choices, ignore_case=ignore_case)
+    return f" (did you mean {shown(close)}?)" if close else ""

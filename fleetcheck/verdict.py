@@ -38,6 +38,11 @@ HEALTHY_STATUSES = frozenset({"ok", "warn"})
 PROBED_STATUSES = HEALTHY_STATUSES | {"fail", "error"}
 #: The statuses the probe itself may report (its document's `status`).
 PROBE_STATUSES = ("ok", "warn", "fail", "error")
+#: Node statuses that need a look, most urgent first (the list below the matrix).
+PROBLEM_STATUSES = ("fail", "error", "unreachable", "warn")
+#: Check statuses that are a problem, worst first: a root cause is a check of the worst one
+#: found, a matrix cell in one of them names its check.
+PROBLEM_CHECK_STATUSES = ("fail", "error", "warn")
 
 #: Facts that fleet consistency can compare across nodes (see fleetcheck.consistency).
 CONSISTENCY_KEYS = (
@@ -185,7 +190,7 @@ def root_cause(node: NodeResult) -> Check | None:
         match = node.check(node.triton.cause)
         if match is not None and match.status != "pass":
             return match
-    for status in ("fail", "error", "warn"):
+    for status in PROBLEM_CHECK_STATUSES:
         hits = [c for c in node.checks if c.status == status]
         if hits:
             return min(hits, key=lambda c: causal_rank(c.id))

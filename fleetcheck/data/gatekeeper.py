@@ -144,18 +144,24 @@ INNER_SHAPES = {
     "qm guest exec oci list": [("ref", "sudo"), ("ref", "in_vm"), ("ref", "oci_list")],
 }
 
+#: The words and wrapped commands of the node kinds added on fleetcheck's registry (each
+#: kind's module's `gatekeeper_words` and `gatekeeper_shapes`): set by `fleetcheck host-setup`
+#: in the copy it prints, empty in this file.
+KIND_WORDS = {}
+KIND_SHAPES = {}
+
 #: Every request accepted: the wrapped commands, and the clean-up of an aborted audit's
 #: leftovers (fleetcheck.transport.ssh kill_abandoned), which runs without the wrapper.
 SHAPES = {
     **{
         name: ["timeout", "-k", ("WORD", "INT"), ("WORD", "SECONDS"),
                ("opt", ["env", ("WORD", "RUNTAG")])] + shape
-        for name, shape in INNER_SHAPES.items()
+        for name, shape in {**INNER_SHAPES, **KIND_SHAPES}.items()
     },
     "cleanup": ["pkill", "-TERM", "-f", "--", ("WORD", "KILLTAG")],
 }
 
-_COMPILED = {name: re.compile(pattern) for name, pattern in WORDS.items()}
+_COMPILED = {name: re.compile(pattern) for name, pattern in {**WORDS, **KIND_WORDS}.items()}
 
 
 def _planted(path):

@@ -28,7 +28,7 @@ from fleetcheck.inventory.ranges import (
     partition_outside_brackets,
     split_outside_brackets,
 )
-from fleetcheck.text import closest
+from fleetcheck.text import did_you_mean
 
 __all__ = [
     "check_limit",
@@ -275,9 +275,7 @@ def pattern_problem(
         names = ", ".join(h.name for h in disabled)
         return f"matches only hosts disabled in the inventory (enabled: false): {names}"
     candidates = [h.name for h in inventory.hosts] + list(groups)
-    close = closest(atom, candidates)
-    hint = f" (did you mean {close!r}?)" if close else ""
-    return f"no host or group matches{hint}"
+    return f"no host or group matches{did_you_mean(atom, candidates)}"
 
 
 def _label_problem(inventory: Inventory, label: str) -> str | None:

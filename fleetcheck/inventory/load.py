@@ -60,7 +60,7 @@ from fleetcheck.inventory.yamlsrc import (
     load_yaml,
     read_source,
 )
-from fleetcheck.text import clip, closest
+from fleetcheck.text import clip, did_you_mean
 
 #: HostSpec's fields: a kind's key with one of them is read into it (`kubernetes:`).
 _HOST_FIELDS = frozenset(f.name for f in dataclasses.fields(HostSpec))
@@ -190,9 +190,8 @@ class _Builder:
                     f"secrets are not allowed in the inventory; {SECRET_HINT[str(section)]}",
                 )
             if key not in allowed:
-                close = closest(key, allowed)
-                hint = f"did you mean {close!r}?" if close else "valid: " + ", ".join(allowed)
-                raise self.fail((*path, key), f"unknown key ({hint})")
+                hint = did_you_mean(key, allowed) or " (valid: " + ", ".join(allowed) + ")"
+                raise self.fail((*path, key), f"unknown key{hint}")
         return value
 
     def string(self, value: Any, path: KeyPath) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 from fleetcheck.budget import SOURCE_COMMAND_TIMEOUT
 from fleetcheck.inventory.ansible import AnsibleInventory
 from fleetcheck.inventory.schema import API_KEYS, LABEL_RE, host_keys, merge_settings
-from fleetcheck.text import closest
+from fleetcheck.text import did_you_mean
 
 #: A host variable `fleetcheck_KEY` is the host key KEY (`fleetcheck_containers: all`).
 VARIABLE_PREFIX = "fleetcheck_"
@@ -140,8 +140,7 @@ def ansible_settings(
             continue
         key = variable[len(VARIABLE_PREFIX):]
         if key not in host_keys:
-            close = closest(key, host_keys)
-            hint = f" (did you mean {VARIABLE_PREFIX}{close}?)" if close else ""
+            hint = did_you_mean(key, host_keys, shown=lambda close: VARIABLE_PREFIX + close)
             raise SourceProblem(variable, f"not an inventory key{hint}")
         if key == "labels" and isinstance(value, list):
             value = [*labels, *value]

@@ -88,6 +88,17 @@ def id_shapes() -> tuple[IdShape, ...]:
     return tuple(shapes.values())
 
 
+def gatekeeper_grammar() -> tuple[dict[str, str], dict[str, list[Any]]]:
+    """What the registry's kinds add to the host gatekeeper's grammar (`gatekeeper_words`,
+    `gatekeeper_shapes`), for `fleetcheck host-setup` to write into the script it installs."""
+    words: dict[str, str] = {}
+    shapes: dict[str, list[Any]] = {}
+    for each in all_kinds():
+        words.update(each.gatekeeper_words)
+        shapes.update(each.gatekeeper_shapes)
+    return words, shapes
+
+
 def depth(name: str) -> int:
     """How deep a node of kind `name` sits below its host (an unknown kind as a guest)."""
     found = find(name)
@@ -144,6 +155,7 @@ __all__ = [
     "depth",
     "expand",
     "find",
+    "gatekeeper_grammar",
     "host_target",
     "id_shapes",
     "kind",

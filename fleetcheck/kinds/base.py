@@ -149,6 +149,14 @@ class NodeKind(abc.ABC):
     def where_it_runs(self, node: NodeResult) -> str:
         """Where and as whom `fleetcheck fix` runs a node's steps (its transport, in words)."""
 
+    #: What the host's gatekeeper (`fleetcheck/data/gatekeeper.py`) must allow of its tool
+    #: beyond its own grammar: word classes (name -> regular expression) and shapes (name ->
+    #: the items of one command, in that file's notation, run under the audit's `timeout`
+    #: wrapper), written by `fleetcheck host-setup` into the script it installs. The kinds
+    #: shipped with fleetcheck are in the script's own grammar.
+    gatekeeper_words: ClassVar[Mapping[str, str]] = {}
+    gatekeeper_shapes: ClassVar[Mapping[str, list[Any]]] = {}
+
     #: The word the probe's facts.where uses for a node of this kind ("lxc", "docker",
     #: "kubernetes"), when the probe can tell it is inside one; None for a host or a VM.
     where_name: ClassVar[str | None] = None

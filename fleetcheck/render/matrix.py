@@ -9,7 +9,12 @@ from typing import Any
 
 from fleetcheck.checks import CHECKS_BY_ID, COLUMNS, causal_rank
 from fleetcheck.model import Check, NodeResult, Report
-from fleetcheck.verdict import GATE_UNVERIFIED, framework_outcomes
+from fleetcheck.verdict import (
+    GATE_UNVERIFIED,
+    PROBLEM_CHECK_STATUSES,
+    PROBLEM_STATUSES,
+    framework_outcomes,
+)
 
 #: Cell states, best first; a cell shows the worst state of its checks.
 CELL_STATES = ("none", "pass", "skip", "warn", "error", "fail")
@@ -18,7 +23,7 @@ _CELL_RANK = {state: index for index, state in enumerate(CELL_STATES)}
 #: Node statuses whose rows carry no checks: their reason spans the row.
 SPANNING_STATUSES = GATE_UNVERIFIED
 #: Node statuses listed below the matrix, most urgent first.
-PROBLEM_ORDER = ("fail", "error", "unreachable", "warn")
+PROBLEM_ORDER = PROBLEM_STATUSES
 
 _VERDICT_STATE = {
     "gpu": "pass",
@@ -204,7 +209,7 @@ def build_cell(node: NodeResult, column: str) -> Cell:
         states.append(_VERDICT_STATE.get(node.triton.verdict, "error"))
     state = worst_state(states)
     text = _fact_text(column, node)
-    if column != "triton" and state in ("warn", "error", "fail"):
+    if column != "triton" and state in PROBLEM_CHECK_STATUSES:
         culprit = next((c for c, s in zip(checks, states, strict=True) if s == state), None)
         label = _STATE_WORDS[state]
         text = SHORT_LABELS.get(culprit.id, label) if culprit is not None else label

@@ -20,7 +20,7 @@ from fleetcheck.render.matrix import (
     problem_nodes,
 )
 from fleetcheck.render.sanitize import terminal_block, terminal_line
-from fleetcheck.verdict import framework_outcomes, node_fix, root_cause
+from fleetcheck.verdict import PROBLEM_CHECK_STATUSES, framework_outcomes, node_fix, root_cause
 
 #: Columns dropped first when the terminal is narrow, those showing a problem last;
 #: Node, Status and Triton always stay.
@@ -28,7 +28,7 @@ DROP_ORDER = ("fla", "cache", "libcuda", "headers", "driver", "torch", "gpus", "
 _GAP = "  "
 _NODE_MIN = 12
 _NODE_NARROW = 22
-_PROBLEM_STATES = frozenset({"warn", "error", "fail"})
+_PROBLEM_STATES = frozenset(PROBLEM_CHECK_STATUSES)
 _EVIDENCE_LINES = 6
 
 STATE_STYLES = {

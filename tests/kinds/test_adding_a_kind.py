@@ -16,7 +16,7 @@ import re
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -24,7 +24,7 @@ from fleetcheck import failures, kinds
 from fleetcheck.audit import node_from_result, run_audit
 from fleetcheck.budget import LISTING_TIMEOUT, BudgetFor
 from fleetcheck.failures import Refusal
-from fleetcheck.gatekeeper import script_module
+from fleetcheck.gatekeeper import HostSetup, script_module, script_source, script_with
 from fleetcheck.inventory import InventoryError, check_limit, parse_inventory
 from fleetcheck.inventory.graph import inventory_to_json, render_inventory_graph
 from fleetcheck.inventory.load import schema_keys
@@ -32,6 +32,7 @@ from fleetcheck.inventory.model import ALL_CONTAINERS, HostSpec, SkippedTarget, 
 from fleetcheck.inventory.patterns import may_select_inside
 from fleetcheck.kinds.base import NOT_MINE, Discovery, IdShape, NodeKind, Nodes, NotMine
 from fleetcheck.model import NodeResult
+from fleetcheck.probe import probe_argv
 from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
 from fleetcheck.transport.ssh import SshTransport, remote_command
 from fleetcheck.verdict import DEFAULT_POLICY
@@ -88,6 +89,13 @@ class WidgetKind(NodeKind):
     depth = 1
     id_shape = WidgetIds()
     inventory_key = "widgets"
+    # What a host's gatekeeper must allow of widgetctl: the probe inside a widget, the listing.
+    gatekeeper_words: ClassVar[Mapping[str, str]] = {"WIDGET": r"[a-z][a-z0-9-]{0,30}"}
+    gatekeeper_shapes: ClassVar[Mapping[str, list[Any]]] = {
+        "widget probe": [("ref", "sudo"), "widgetctl", "exec", ("WORD", "WIDGET"), "--",
+                         ("ref", "probe")],
+        "widget list": [("ref", "sudo"), "widgetctl", "ls"],
+    }
 
     def schema_keys(self) -> tuple[str, ...]:
         return ("[]",)
@@ -249,19 +257,44 @@ def test_fleetcheck_inventory_shows_its_nodes_and_declaration(widgets: Path) -> 
         render_inventory_graph(every)
 
 
-def test_the_gatekeeper_refuses_its_tool_and_the_node_says_so_by_id(widgets: Path) -> None:
-    # The host's forced command allows only the grammar it was installed with: a kind's tool
-    # it does not know is refused before it runs, whatever the kind.
-    gk = script_module()
-    request = shlex.join(remote_command(widgetctl_exec("alpha", ["python3", "-"]), 30))
-    with pytest.raises(gk.Refused):
-        gk.parse_request(request)
+def test_the_gatekeeper_allows_what_its_module_says_and_refuses_the_rest(
+    widgets: Path, tmp_path: Path
+) -> None:
+    probe = widgetctl_exec("alpha", ["env", "CUDA_VISIBLE_DEVICES=0",
+                                     *probe_argv("python3", deep=False, deadline=50)])
+    request = remote_command(probe, 60, "0123456789abcdef")
+    # A host set up before the kind was registered: its script knows no widgetctl, and the
+    # node says by its cause id that the gatekeeper refused it.
+    shipped = script_module()
+    with pytest.raises(shipped.Refused):
+        shipped.parse_request(request)
     host = HostSpec(name="pve1", address="127.0.0.1", python="python3",
                     declarations={"widgets": ("alpha",)})
     target = next(t for t in kinds.expand(kinds.host_target(host)) if isinstance(t, Target))
     transport = kinds.open_transport(target, SshTransport(host))
-    refused = CommandResult(returncode=gk.EXIT_REFUSED, stdout=b"", stderr=(
-        f"{gk.NAME}: refused: not a command an audit sends: {request[:40]}\n").encode())
+    refused = CommandResult(returncode=shipped.EXIT_REFUSED, stdout=b"", stderr=(
+        f"{shipped.NAME}: refused: not a command an audit sends: {request[:40]}\n").encode())
     node = node_from_result(target, transport, refused, DEFAULT_POLICY, 0.1)
     assert (node.id, node.status, node.triton.cause) == (
         "pve1/widget:alpha", "error", failures.GATEKEEPER_REFUSED)
+    # `fleetcheck host-setup` with the kind registered writes its shapes into the script.
+    grammar = kinds.gatekeeper_grammar()
+    assert set(grammar[1]) == {"widget probe", "widget list"}
+    installed = script_with(grammar)
+    words, shape, runs_probe = installed.parse_request(request)
+    assert (words, shape, runs_probe) == (shlex.split(request), "widget probe", True)
+    listing = remote_command(["widgetctl", "ls"], 30, "0123456789abcdef")
+    assert installed.parse_request(listing)[1] == "widget list"
+    for other in (widgetctl_exec("alpha", ["sh", "-c", "id"]),
+                  widgetctl_exec("Alpha;id", probe_argv("python3", deep=False, deadline=50)),
+                  ["widgetctl", "rm", "alpha"]):
+        with pytest.raises(installed.Refused):
+            installed.parse_request(remote_command(other, 30))
+    # The kinds' shapes are added to the script's own, not put in their place.
+    assert installed.parse_request(remote_command(["pct", "list"], 30))[1] == \
+        "pct list"
+    setup = HostSetup(public_key="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA test", grammar=grammar)
+    assert "'widget probe'" in setup.installer()
+    # Without a kind that brings commands, the script is installed exactly as shipped.
+    assert kinds.gatekeeper_grammar() != ({}, {})
+    assert script_source(({}, {})) == script_source()
