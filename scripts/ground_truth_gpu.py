@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Ground truth as the workload sees it, beside the probe (scripts/validate_diag_gpu.sh).
 
-    python3 scripts/ground_truth_gpu.py triton|fla|compile    # one JSON line
+    python3 scripts/ground_truth_gpu.py triton|fla|fla_layers|compile|vllm  # one JSON line
 
 triton: the workload's own get_current_target() and one kernel over 1M elements (the second
-launch timed); fla: `import fla.utils` with its warnings and device_platform; compile: a
-torch.compile'd function on CUDA. A real .py file: @triton.jit reads the source.
+launch timed); fla: `import fla.utils` with its warnings and device_platform; fla_layers:
+`import fla.layers` (what a model imports: every kernel module); compile: a torch.compile'd
+function on CUDA, compiled and run once (its Triton kernel built in inductor's cache); vllm:
+vLLM's `current_platform` and `HAS_TRITON`. A real .py file: @triton.jit reads the source.
 """
+import glob
 import json
+import os
 import sys
 import time
 import warnings
@@ -29,6 +33,20 @@ if mode == "fla":
             out["where"] = [line.strip() for line in traceback.format_exc().splitlines()
                             if line.strip().startswith("File ")][-6:]
     out["warnings"] = sorted({str(w.message)[:200] for w in caught})[:5]
+elif mode == "fla_layers":
+    try:
+        import fla.layers  # noqa: F401
+        out["ok"] = True
+    except BaseException as e:  # noqa: BLE001 - whatever the workload would meet
+        out["error"] = err(e)
+elif mode == "vllm":
+    try:
+        from vllm.platforms import current_platform
+        out["platform"] = type(current_platform).__name__
+        from vllm.triton_utils.importing import HAS_TRITON
+        out["has_triton"] = bool(HAS_TRITON)
+    except BaseException as e:  # noqa: BLE001 - whatever the workload would meet
+        out["error"] = err(e)
 elif mode == "compile":
     import torch
     try:
@@ -37,6 +55,13 @@ elif mode == "compile":
         out["ok"] = bool((f(x) == x * 2 + 1).all())
     except BaseException as e:  # noqa: BLE001 - whatever the workload would meet
         out["error"] = err(e)
+    try:  # what it built: inductor's generated Triton kernels in its cache dir
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+        out["inductor_cache"] = cache_dir()
+        out["kernel_sources"] = len(glob.glob(os.path.join(cache_dir(), "**", "*.py"),
+                                              recursive=True))
+    except BaseException as e:  # noqa: BLE001 - whatever the workload would meet
+        out["cache_error"] = err(e)
 else:
     import torch
     import triton

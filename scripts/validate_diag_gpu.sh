@@ -3,6 +3,9 @@
 # (unshare -m), the ground truth (scripts/ground_truth_gpu.py: the workload's own
 # get_current_target() and kernel, FLA's import, torch.compile) beside the probe, in the same
 # environment. FLA must be importable (PYTHONPATH). Results: $OUT/CASE.txt, then all of them.
+# The vllm_* and fla_* cases add $VLLM (vLLM's files), $FLA6 (fla-core and
+# flash-linear-attention 0.6.0 unpacked) or $FLAHALF (fla-core 0.5.2 under
+# flash-linear-attention 0.6.0) to PYTHONPATH.
 #   OUT=/tmp/out scripts/validate_diag_gpu.sh [CASE...]
 set -u
 OUT=${OUT:-/tmp/fleetcheck-validate-diag}
@@ -21,8 +24,23 @@ fill() {  # fill a mount, leaving $2 KiB free (0 when absent)
     dd if=/dev/zero of="$1/fill" bs=1k count=$(( $(df -k --output=avail "$1" | tail -1) - $2 )) 2>/dev/null
   fi
 }
+shim() {  # an extra Triton backend package (entry point "shim"), its driver always active
+  mkdir -p "$1/fleetcheck_shim_backend" "$1/fleetcheck_shim_backend-1.0.dist-info"
+  : > "$1/fleetcheck_shim_backend/__init__.py"
+  printf '%s\n' 'from triton.backends.compiler import BaseBackend' \
+    'class ShimBackend(BaseBackend):' '    supports_target = staticmethod(lambda target: False)' \
+    'ShimBackend.__abstractmethods__ = frozenset()' > "$1/fleetcheck_shim_backend/compiler.py"
+  printf '%s\n' 'from triton.backends.driver import DriverBase' \
+    'class ShimDriver(DriverBase):' '    is_active = staticmethod(lambda: True)' \
+    'ShimDriver.__abstractmethods__ = frozenset()' > "$1/fleetcheck_shim_backend/driver.py"
+  printf 'Metadata-Version: 2.1\nName: fleetcheck-shim-backend\nVersion: 1.0\n\n' \
+    > "$1/fleetcheck_shim_backend-1.0.dist-info/METADATA"
+  printf 'fleetcheck_shim_backend/__init__.py,,\n' > "$1/fleetcheck_shim_backend-1.0.dist-info/RECORD"
+  printf '[triton.backends]\nshim = fleetcheck_shim_backend\n' \
+    > "$1/fleetcheck_shim_backend-1.0.dist-info/entry_points.txt"
+}
 one() {  # one case, inside its namespace
-  local name=$1 pre
+  local name=$1 pre modes="triton fla compile"
   case $name in
     healthy) pre=(env TRITON_CACHE_DIR=$W/c-healthy) ;;
     cache_full) mk /mnt/cf 1m; mkdir /mnt/cf/cache; fill /mnt/cf; pre=(env TRITON_CACHE_DIR=/mnt/cf/cache) ;;
@@ -37,10 +55,21 @@ one() {  # one case, inside its namespace
     cc_flags) printf '#!/bin/sh\nexec /usr/bin/gcc -march=fleetcheck "$@"\n' > $W/cc-flags
       chmod 755 $W/cc-flags; pre=(env CC=$W/cc-flags TRITON_CACHE_DIR=$W/c-ccflags) ;;
     nobody_root) pre=(setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/root) ;;
+    backend_extra) shim $W/xb-$name; modes=triton
+      pre=(env PYTHONPATH=$W/xb-$name TRITON_CACHE_DIR=$W/c-$name) ;;
+    backend_default) shim $W/xb-$name; modes=triton
+      pre=(env PYTHONPATH=$W/xb-$name TRITON_DEFAULT_BACKEND=nvidia TRITON_CACHE_DIR=$W/c-$name) ;;
+    vllm_ok) modes="triton vllm"; pre=(env PYTHONPATH=$VLLM TRITON_CACHE_DIR=$W/c-$name) ;;
+    vllm_no_nvml) modes=vllm; : > $W/empty-$name  # NVML unloadable, in this namespace only
+      for f in $(ldconfig -p | awk '/libnvidia-ml\.so\.1 /{print $NF}'); do
+        mount --bind $W/empty-$name "$(readlink -f "$f")"; done
+      pre=(env PYTHONPATH=$VLLM TRITON_CACHE_DIR=$W/c-$name) ;;
+    fla_ok) modes="fla fla_layers"; pre=(env PYTHONPATH=$FLA6 TRITON_CACHE_DIR=$W/c-$name) ;;
+    fla_half) modes="fla fla_layers"; pre=(env PYTHONPATH=$FLAHALF TRITON_CACHE_DIR=$W/c-$name) ;;
   esac
   {
     echo "### $name: ${pre[*]}"
-    for m in triton fla compile; do
+    for m in $modes; do
       echo "gt-$m: $("${pre[@]}" "$PY" "$GT" $m 2>"$OUT/$name.gt-$m.err")"
     done
     "${pre[@]}" "$PY" - < "$PROBE" > "$OUT/$name.probe.json" 2> "$OUT/$name.probe.err"

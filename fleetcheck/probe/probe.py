@@ -1225,8 +1225,9 @@ def fla_requirements():
                 item["problem"] = "%s %s installed" % (name, installed)
             else:
                 continue
-            if not any(u["dist"] == item["dist"] and u["requires"].split("[")[0] ==
-                       item["requires"].split("[")[0] for u in unmet):
+            item["name"] = name.lower().replace("_", "-")
+            item["requires"] = item["requires"].replace(found.group(2) or "\0", "")
+            if not any(u["dist"] == item["dist"] and u["name"] == item["name"] for u in unmet):
                 unmet.append(item)
     return unmet
 ''' + r'''
@@ -3566,9 +3567,12 @@ class TritonChecks(Part):
                 if chosen.get("reads_default") and own:
                     fix += ", or set TRITON_DEFAULT_BACKEND=%s in the workload's environment" % (
                         own[0])
+                ignored = found.get("default") and not chosen.get("reads_default")
                 return ("fail", "%d active Triton backends: %s; Triton's own selection raises "
-                        "%s" % (len(found.get("active") or []), names, first_line(
-                            chosen["error"])), fix, evidence)
+                        "%s%s" % (len(found.get("active") or []), names, first_line(
+                            chosen["error"]), " (TRITON_DEFAULT_BACKEND=%s is set, but this "
+                            "Triton's runtime/driver.py does not read it)" % found["default"]
+                            if ignored else ""), fix, evidence)
             fix = DIAGNOSIS_FIXES.get(cause or "", "") or (
                 "the selection's message is in the evidence")
             return ("fail", "Triton's own backend selection raises %s" % (
@@ -3826,8 +3830,8 @@ class FlaChecks(Part):
                 version, first["dist"], first["requires"], first["problem"]) + (
                     "; %d more unmet" % (len(fla["unmet"]) - 1) if len(fla["unmet"]) > 1
                     else ""),
-                "pip install %s for %s" % (" ".join("'%s'" % u["requires"].replace(
-                    "[cuda]", "") for u in fla["unmet"]), self.workload_python), evidence)
+                "pip install %s for %s" % (" ".join("'%s'" % u["requires"] for u in fla[
+                    "unmet"]), self.workload_python), evidence)
         if fla.get("error"):
             if fla.get("layout") == "unknown":
                 # A release newer than this probe: say so, never guess its verdict.
@@ -4357,6 +4361,9 @@ class Frameworks(Part):
             active = bool(torch.get("cuda_available"))
         else:
             active = self.cuda_info.get("init") == 0 and (self.cuda_info.get("count") or 0) > 0
+        if cause == "fla_import_fails" and target.get("ok"):
+            # Only FLA cannot be imported: Triton itself runs for the other frameworks.
+            verdict, cause, label = "gpu", None, None
         late = verdict == "cpu-fallback" and bool(target.get("ok"))
         out = {}
         fla = by_id.get("fla_fallback_hidden") or {}

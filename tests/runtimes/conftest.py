@@ -35,7 +35,7 @@ FIFTY: dict[str, Any] = {"lxc": list(range(110, 130)),
                          "docker": [f"d{n:02}" for n in range(15)],
                          "podman": [f"p{n:02}" for n in range(15)]}
 #: The scenario's probed nodes whose processes are compared before and after its audit.
-PROBED_PROCESSES: dict[str, Any] = {"lxc": [101, 103, 104, *FIFTY["lxc"]],
+PROBED_PROCESSES: dict[str, Any] = {"lxc": [101, 103, 104, 105, *FIFTY["lxc"]],
                                     "docker": ["web", *FIFTY["docker"]],
                                     "podman": ["pweb", *FIFTY["podman"]], "vm": 301}
 
@@ -105,6 +105,13 @@ def build(fleet: RealFleet) -> dict[str, set[str]]:
             lxc104.result()
             fleet.podman_run(name, state, inside=104)
 
+        def docker_in_105() -> None:
+            fleet.lxc(105, docker=True)
+            fleet.inner_dockerd(105)
+            fleet.docker_run("iweb", inside=105)
+            fleet.docker_run("igone", "exited", inside=105)
+
+        jobs += [pool.submit(docker_in_105)]
         jobs += [lxc104, pool.submit(inside_104, "inner", "running"),
                  pool.submit(inside_104, "inner-gone", "exited")]
         for job in jobs:
@@ -117,7 +124,8 @@ def build(fleet: RealFleet) -> dict[str, set[str]]:
         "containers": [101, 102, 109,
                        {"vmid": 103, "oci": {"runtime": "docker",
                                              "containers": ["web", "gone", "frozen", "ghost"]}},
-                       {"vmid": 104, "oci": {"runtime": "podman", "containers": "all"}}],
+                       {"vmid": 104, "oci": {"runtime": "podman", "containers": "all"}},
+                       {"vmid": 105, "oci": {"runtime": "docker", "containers": "all"}}],
         "oci": {"runtime": "docker", "containers": "all"},
         "vms": "all",
     }

@@ -47,6 +47,8 @@ TOOLS = (("unshare", "util-linux"), ("nsenter", "util-linux"), ("lxc-start", "lx
          ("lxc-attach", "lxc"), ("dockerd", "docker.io"), ("docker", "docker.io"),
          ("podman", "podman"), ("crun", "crun"), (SSHD, "openssh-server"))
 DOCKER_IMAGE = "fleet/rootfs:1"
+#: The image of the dockerd inside an LXC container (imported there from its /image).
+INNER_IMAGE = "fleet/inner:1"
 #: The hard open-files limit of the machines this runs on is 20000 (dockerd's default, and
 #: podman's, exceed it: `crun: setrlimit RLIMIT_NOFILE: Operation not permitted`).
 NOFILE = "20000:20000"
@@ -108,6 +110,8 @@ class RealFleet:
         self.holder: subprocess.Popen[bytes] | None = None
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.lxc_ids: list[int] = []
+        #: The LXC containers with a dockerd of their own (`inner_dockerd`).
+        self.lxc_docker: list[int] = []
         self.vms: dict[int, subprocess.Popen[bytes]] = {}
         self.vm_run = self.root / "qemu-server"
         self.hosts: dict[str, RealHost] = {}
@@ -228,17 +232,40 @@ class RealFleet:
                 "--iptables=false", "--ip6tables=false", "--bridge=none", "--exec-opt",
                 "native.cgroupdriver=cgroupfs", "--default-ulimit", f"nofile={NOFILE}"]
 
-    def docker_run(self, name: str, state: str = "running") -> None:
-        """A Docker container: running, exited (`docker stop`) or paused."""
+    def docker_run(self, name: str, state: str = "running", *, inside: int | None = None,
+                   ) -> None:
+        """A Docker container (of the fleet's dockerd, or of the dockerd inside LXC container
+        `inside`: `inner_dockerd`): running, exited (`docker stop`) or paused."""
+        wrap = ["lxc-attach", "-n", str(inside), "--clear-env", "--"] if inside else []
+        image = INNER_IMAGE if inside else DOCKER_IMAGE
         # Its PID 1, sleep, ignores SIGTERM: dockerd stopping (restart_dockerd) kills it after
         # 1 s instead of its default 10.
-        self.run(["docker", "run", "-d", "--name", name, "--network", "none",
-                  "--stop-timeout", "1", "-v", "/usr:/usr:ro", DOCKER_IMAGE,
+        self.run([*wrap, "docker", "run", "-d", "--name", name, "--network", "none",
+                  "--stop-timeout", "1", "-v", "/usr:/usr:ro", image,
                   "/usr/bin/sleep", "infinity"])
         if state == "exited":
-            self.run(["docker", "stop", "-t", "0", name])
+            self.run([*wrap, "docker", "stop", "-t", "0", name])
         elif state == "paused":
-            self.run(["docker", "pause", name])
+            self.run([*wrap, "docker", "pause", name])
+
+    def inner_dockerd(self, vmid: int, seconds: float = 60) -> None:
+        """A real dockerd inside LXC container `vmid` (made with `lxc(vmid, docker=True)`):
+        its containers' cgroups are /docker/ID of the cgroup tree bound into the container
+        (beside the fleet's dockerd's: the ids differ), the vfs storage driver (the
+        container's rootfs is no place for overlayfs), the fleet's image imported."""
+        attach = ["lxc-attach", "-n", str(vmid), "--clear-env", "--"]
+        log = self.root / f"lxc{vmid}-dockerd.log"
+        proc = self.spawn(f"dockerd-{vmid}", [
+            *attach, "dockerd", "--iptables=false", "--ip6tables=false", "--bridge=none",
+            "--storage-driver", "vfs", "--exec-opt", "native.cgroupdriver=cgroupfs",
+            "--default-ulimit", f"nofile={NOFILE}"], log)
+        self._wait(lambda: self.run([*attach, "docker", "version"], check=False).returncode == 0,
+                   seconds, f"the dockerd in LXC {vmid}", lambda: proc.poll() is not None)
+        if self.run([*attach, "docker", "version"], check=False).returncode != 0:
+            raise RuntimeError(f"the dockerd in LXC {vmid} did not come up: "
+                               f"{log.read_text(errors='replace')[-800:]}")
+        self.run([*attach, "sh", "-c", f"tar -C /image -c . | docker import - {INNER_IMAGE}"])
+        self.lxc_docker.append(vmid)
 
     # -- Podman ----------------------------------------------------------------------------
 
@@ -260,13 +287,16 @@ class RealFleet:
     # -- LXC -------------------------------------------------------------------------------
 
     def lxc(self, vmid: int, *, running: bool = True, docker_socket: bool = False,
-            podman: bool = False) -> Path:
+            podman: bool = False, docker: bool = False) -> Path:
         """An LXC container /var/lib/lxc/VMID, started unless `running` is False.
 
         `docker_socket`: the namespace's /run/docker.sock bound into it (its docker CLI, the
         machine's, talks to the fleet's dockerd). `podman`: what podman needs to run its own
         containers inside (/dev/shm, a cgroup2 at /sys/fs/cgroup that crun accepts, an image
-        folder at /image, /etc/containers with the fleet's containers.conf)."""
+        folder at /image, /etc/containers with the fleet's containers.conf). `docker`: what
+        a dockerd of its own needs (`inner_dockerd`): /dev/shm, the namespace's cgroup v1
+        tree bound at /sys/fs/cgroup (this kernel refuses a fresh cgroup v1 mount inside an
+        LXC container: EPERM), /var/lib/docker and an image folder at /image."""
         cdir = self.state / "lxc" / str(vmid)
         rootfs = make_rootfs(cdir / "rootfs", ("var/lib/containers", "var/tmp", "image"))
         lines = [f"lxc.uts.name = ct{vmid}", f"lxc.rootfs.path = dir:/var/lib/lxc/{vmid}/rootfs",
@@ -278,6 +308,11 @@ class RealFleet:
         if docker_socket:
             lines.append("lxc.mount.entry = /run/docker.sock run/docker.sock none "
                          "bind,create=file 0 0")
+        if docker:
+            make_rootfs(rootfs / "image")
+            (rootfs / "var" / "lib" / "docker").mkdir(parents=True, exist_ok=True)
+            lines += ["lxc.mount.entry = tmpfs dev/shm tmpfs rw,nosuid,nodev,create=dir 0 0",
+                      "lxc.mount.entry = /sys/fs/cgroup sys/fs/cgroup none rbind,create=dir 0 0"]
         if podman:
             make_rootfs(rootfs / "image")
             shutil.copytree(self.state / "etc-containers", rootfs / "etc" / "containers",
@@ -435,6 +470,9 @@ class RealFleet:
                     self.run(["docker", "rm", "-f", *ids], check=False)
 
         def lxc(vmid: int) -> None:
+            if vmid in self.lxc_docker:
+                self.run(["lxc-attach", "-n", str(vmid), "--clear-env", "--", "sh", "-c",
+                          "docker rm -f $(docker ps -aq)"], check=False)
             if self.lxc_podman(vmid):
                 self.run(["lxc-attach", "-n", str(vmid), "--clear-env", "--", "podman", "rm",
                           "-f", "-a", "-t", "0"], check=False)

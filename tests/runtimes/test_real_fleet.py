@@ -3,7 +3,8 @@
 pve1: LXC 101 (running), 102 (stopped), 109 (no such container), 103 (running; the docker
 CLI inside talks to the fleet's dockerd through its socket: `web`, `gone` exited, `frozen`
 paused, `ghost` missing), 104 (running; podman inside it, its own containers `inner` and
-`inner-gone` exited); Docker on the host itself (`containers: all`); VMs (`vms: all`): 301
+`inner-gone` exited), 105 (running; a real dockerd of its own inside, its containers `iweb`
+and `igone` exited); Docker on the host itself (`containers: all`); VMs (`vms: all`): 301
 (a TCG guest with a real qemu-guest-agent), 302 (running, agent never answers), 303 (agent
 configured, not running), 304 (no agent configured). pve2: `containers: all` (pct list over
 the real LXC containers), Podman on the host (`containers: all`).
@@ -31,6 +32,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "pve1/docker:gone": ("skipped", "container exited"),
     "pve1/docker:frozen": ("skipped", "container paused"),
     "pve1/104/podman:inner-gone": ("skipped", "container exited"),
+    "pve1/105/docker:igone": ("skipped", "container exited"),
     "pve2/102": ("skipped", "container stopped"),
     "pve2/podman:pgone": ("skipped", "container exited"),
     "pve2/podman:pfrozen": ("skipped", "container paused"),
@@ -42,7 +44,8 @@ EXPECTED: dict[str, tuple[str, str]] = {
 }
 PROBED = {
     "pve1/101": "lxc", "pve1/103": "lxc", "pve1/104": "lxc", "pve2/101": "lxc",
-    "pve2/103": "lxc", "pve2/104": "lxc", "pve1/103/docker:web": "docker",
+    "pve2/103": "lxc", "pve2/104": "lxc", "pve2/105": "lxc", "pve1/103/docker:web": "docker",
+    "pve1/105": "lxc", "pve1/105/docker:iweb": "docker",
     "pve1/docker:web": "docker", "pve1/104/podman:inner": "podman", "pve2/podman:pweb": "podman",
     "pve1/301": "qemu",
 }

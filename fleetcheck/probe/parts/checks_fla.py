@@ -63,8 +63,8 @@ class FlaChecks(Part):
                 version, first["dist"], first["requires"], first["problem"]) + (
                     "; %d more unmet" % (len(fla["unmet"]) - 1) if len(fla["unmet"]) > 1
                     else ""),
-                "pip install %s for %s" % (" ".join("'%s'" % u["requires"].replace(
-                    "[cuda]", "") for u in fla["unmet"]), self.workload_python), evidence)
+                "pip install %s for %s" % (" ".join("'%s'" % u["requires"] for u in fla[
+                    "unmet"]), self.workload_python), evidence)
         if fla.get("error"):
             if fla.get("layout") == "unknown":
                 # A release newer than this probe: say so, never guess its verdict.

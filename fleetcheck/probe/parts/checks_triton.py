@@ -84,9 +84,12 @@ class TritonChecks(Part):
                 if chosen.get("reads_default") and own:
                     fix += ", or set TRITON_DEFAULT_BACKEND=%s in the workload's environment" % (
                         own[0])
+                ignored = found.get("default") and not chosen.get("reads_default")
                 return ("fail", "%d active Triton backends: %s; Triton's own selection raises "
-                        "%s" % (len(found.get("active") or []), names, first_line(
-                            chosen["error"])), fix, evidence)
+                        "%s%s" % (len(found.get("active") or []), names, first_line(
+                            chosen["error"]), " (TRITON_DEFAULT_BACKEND=%s is set, but this "
+                            "Triton's runtime/driver.py does not read it)" % found["default"]
+                            if ignored else ""), fix, evidence)
             fix = DIAGNOSIS_FIXES.get(cause or "", "") or (
                 "the selection's message is in the evidence")
             return ("fail", "Triton's own backend selection raises %s" % (

@@ -29,6 +29,9 @@ class Frameworks(Part):
             active = bool(torch.get("cuda_available"))
         else:
             active = self.cuda_info.get("init") == 0 and (self.cuda_info.get("count") or 0) > 0
+        if cause == "fla_import_fails" and target.get("ok"):
+            # Only FLA cannot be imported: Triton itself runs for the other frameworks.
+            verdict, cause, label = "gpu", None, None
         late = verdict == "cpu-fallback" and bool(target.get("ok"))
         out = {}
         fla = by_id.get("fla_fallback_hidden") or {}

@@ -615,7 +615,8 @@ def fla_requirements():
                 item["problem"] = "%s %s installed" % (name, installed)
             else:
                 continue
-            if not any(u["dist"] == item["dist"] and u["requires"].split("[")[0] ==
-                       item["requires"].split("[")[0] for u in unmet):
+            item["name"] = name.lower().replace("_", "-")
+            item["requires"] = item["requires"].replace(found.group(2) or "\0", "")
+            if not any(u["dist"] == item["dist"] and u["name"] == item["name"] for u in unmet):
                 unmet.append(item)
     return unmet
