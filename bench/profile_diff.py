@@ -4,7 +4,9 @@
 
 BASE and OTHER are pstats files (`bench/profile_audit.py`, `bench/probecost.py --profile`) or
 py-spy's collapsed stacks (`bench/probecost.py --spy`, a `.txt`: each leaf frame's samples,
-divided by --rate, are its own time; lines are dropped, so a function is one row).
+divided by --rate, are its own time; lines are dropped, so a function is one row). py-spy
+samples a runnable thread as busy, so on a loaded machine its seconds exceed the CPU time:
+compare the shares there, or one sampled run against another at the same load.
 
 Prints the profiled CPU of each, the difference per node, then the functions whose own time
 (tottime) differs most, in µs per node, and the same grouped by area (asyncssh's packets and
@@ -40,7 +42,7 @@ def label(key: tuple[str, int, str]) -> str:
     if path == "~":
         return name
     parts = path.split("/")
-    return f"{'/'.join(parts[-2:])}:{line}({name})"
+    return f"{'/'.join(parts[-3:])}:{line}({name})"
 
 
 def area(text: str) -> str:
@@ -62,7 +64,7 @@ def spy_times(path: str, rate: float) -> tuple[float, dict[str, tuple[float, int
             leaf = stack.rsplit(";", 1)[-1]
             name, _, where = leaf.partition(" (")
             file = where.rsplit(":", 1)[0]
-            text = f"{'/'.join(file.split('/')[-2:])}({name})"
+            text = f"{'/'.join(file.split('/')[-3:])}({name})"
             seconds = int(count) / rate
             total += seconds
             before, samples = table.get(text, (0.0, 0))
@@ -102,7 +104,7 @@ def main() -> int:
         b_s, b_n = base.get(text, (0.0, 0))
         o_s, o_n = other.get(text, (0.0, 0))
         rows.append(((o_s - b_s) * per, (o_n - b_n) / args.nodes, b_s * per, o_s * per, text))
-    print("\nby area, own time, µs per node: base, other, difference")
+    print("\nby area, own time, µs per node: base, other, difference (share of base, of other)")
     areas: dict[str, list[float]] = {}
     for diff, _calls, b_us, o_us, text in rows:
         entry = areas.setdefault(area(text), [0.0, 0.0, 0.0])
@@ -110,7 +112,8 @@ def main() -> int:
         entry[1] += o_us
         entry[2] += diff
     for name, (b_us, o_us, diff) in sorted(areas.items(), key=lambda item: -abs(item[1][2])):
-        print(f"  {b_us:9.0f} {o_us:9.0f} {diff:+9.0f}  {name}")
+        print(f"  {b_us:9.0f} {o_us:9.0f} {diff:+9.0f}  ({100 * b_us / (base_total * per):4.1f}%,"
+              f" {100 * o_us / (other_total * per):4.1f}%)  {name}")
     print(f"\nfunctions, own time, µs per node: difference, calls (py-spy: samples) per node "
           f"difference, "
           f"base, other (top {args.top} by |difference|)")
