@@ -15,6 +15,7 @@ from fleetcheck.inventory.yamlsrc import (
     KeyPath,
     YamlDocument,
     YamlWording,
+    format_path,
     load_yaml,
     read_source,
 )
@@ -37,18 +38,6 @@ _ACCEPTABLE_VERDICTS = tuple(v for v in VERDICTS if v != "unknown")
 
 class PlaybookError(FleetcheckError):
     """A playbook could not be loaded: one line, "FILE:LINE: KEY: problem"."""
-
-
-class _LineDict(dict[Any, Any]):
-    """A YAML mapping that remembers the line of each key (1-based)."""
-
-    lines: dict[Any, int]
-
-
-class _LineList(list[Any]):
-    """A YAML sequence that remembers the line of each item (1-based)."""
-
-    lines: list[int]
 
 
 class _PlaybookWording(YamlWording):
@@ -94,23 +83,6 @@ class _PlaybookWording(YamlWording):
 _YAML_TAG = "tag:yaml.org,2002:"
 
 
-def _with_lines(doc: YamlDocument, value: Any, path: KeyPath = ()) -> Any:
-    """The document's data as _LineDict/_LineList, each part carrying its line."""
-    if isinstance(value, dict):
-        mapping = _LineDict()
-        mapping.lines = {}
-        for key, item in value.items():
-            mapping[key] = _with_lines(doc, item, (*path, key))
-            mapping.lines[key] = doc.line((*path, key))
-        return mapping
-    if isinstance(value, list):
-        items = _LineList(_with_lines(doc, item, (*path, index))
-                          for index, item in enumerate(value))
-        items.lines = [doc.line((*path, index)) for index in range(len(value))]
-        return items
-    return value
-
-
 _PLAYBOOK_WORDING = _PlaybookWording()
 
 
@@ -122,62 +94,60 @@ def _type_name(value: object) -> str:
     if value is None:
         return "nothing"
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-            _LineDict: "a mapping", _LineList: "a list"}.get(type(value), type(value).__name__)
+            dict: "a mapping", list: "a list"}.get(type(value), type(value).__name__)
 
 
 class _Reader:
-    """Validates one parsed playbook, raising PlaybookError with file, line and key."""
+    """Validates one parsed playbook, raising PlaybookError with file, line and key: the
+    lines are the document's own (`YamlDocument.line`), as the inventory's are."""
 
-    def __init__(self, source: str) -> None:
-        self.source = source
+    def __init__(self, doc: YamlDocument) -> None:
+        self.doc = doc
 
-    def error(self, line: int, key: str, problem: str) -> PlaybookError:
-        return PlaybookError(f"{self.source}:{line}: {key}: {problem}")
+    def error(self, path: KeyPath, problem: str) -> PlaybookError:
+        key = format_path(path) or "(top level)"
+        return PlaybookError(f"{self.doc.path}:{self.doc.line(path)}: {key}: {problem}")
 
-    def mapping(self, value: object, line: int, key: str, allowed: tuple[str, ...]) -> _LineDict:
-        if not isinstance(value, _LineDict):
-            raise self.error(line, key, f"must be a mapping, not {_type_name(value)}")
-        for name, name_line in value.lines.items():
+    def mapping(self, value: object, path: KeyPath, allowed: tuple[str, ...]
+                ) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.error(path, f"must be a mapping, not {_type_name(value)}")
+        for name in value:
             if name not in allowed:
-                where = f"{key}.{name}" if key != "(top level)" else str(name)
-                raise self.error(name_line, where, "unknown key" + _suggest(name, allowed))
+                raise self.error((*path, name), "unknown key" + _suggest(name, allowed))
         return value
 
-    def boolean(self, value: object, line: int, key: str) -> bool:
+    def boolean(self, value: object, path: KeyPath) -> bool:
         if not isinstance(value, bool):
-            raise self.error(line, key, f"must be true or false, not {_type_name(value)}")
+            raise self.error(path, f"must be true or false, not {_type_name(value)}")
         return value
 
-    def string(self, value: object, line: int, key: str) -> str:
+    def string(self, value: object, path: KeyPath) -> str:
         if not isinstance(value, str):
-            raise self.error(line, key, f"must be a string, not {_type_name(value)}")
+            raise self.error(path, f"must be a string, not {_type_name(value)}")
         if not value.strip():
-            raise self.error(line, key, "must not be empty")
+            raise self.error(path, "must not be empty")
         return value.strip()
 
-    def count(self, value: object, line: int, key: str) -> int:
+    def count(self, value: object, path: KeyPath) -> int:
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             shown = repr(value) if isinstance(value, (int, float, str)) else _type_name(value)
-            raise self.error(line, key, f"must be a non-negative integer, not {shown}")
+            raise self.error(path, f"must be a non-negative integer, not {shown}")
         return value
 
-    def names(
-        self, value: object, line: int, key: str, valid: Iterable[str], what: str,
-    ) -> tuple[str, ...]:
+    def names(self, value: object, path: KeyPath, valid: Iterable[str], what: str,
+              ) -> tuple[str, ...]:
         """A list of names from `valid`, in the file's order, duplicates dropped."""
         valid = tuple(valid)
-        if not isinstance(value, _LineList):
-            raise self.error(line, key, f"must be a list of {what}s, not {_type_name(value)}")
+        if not isinstance(value, list):
+            raise self.error(path, f"must be a list of {what}s, not {_type_name(value)}")
         result: list[str] = []
-        for index, (item, item_line) in enumerate(zip(value, value.lines, strict=True)):
+        for index, item in enumerate(value):
             if not isinstance(item, str):
-                raise self.error(
-                    item_line, f"{key}[{index}]", f"must be a {what}, not {_type_name(item)}"
-                )
+                raise self.error((*path, index), f"must be a {what}, not {_type_name(item)}")
             if item not in valid:
-                raise self.error(
-                    item_line, f"{key}[{index}]", f"unknown {what} {item!r}" + _suggest(item, valid)
-                )
+                raise self.error((*path, index),
+                                 f"unknown {what} {item!r}" + _suggest(item, valid))
             if item not in result:
                 result.append(item)
         return tuple(result)
@@ -186,57 +156,45 @@ class _Reader:
 def parse_playbook(text: str, source: str, default_name: str) -> Policy:
     """The Policy a playbook's YAML text describes; `source` names it in error messages."""
     doc = load_yaml(text, source, _PLAYBOOK_WORDING)
-    data = _with_lines(doc, doc.data)
-    read = _Reader(source)
-    if data is None:
-        raise read.error(1, "(top level)", "the playbook is empty")
-    top = read.mapping(data, 1, "(top level)", _TOP_KEYS)
-    lines = top.lines
+    read = _Reader(doc)
+    if doc.data is None:
+        raise read.error((), "the playbook is empty")
+    top = read.mapping(doc.data, (), _TOP_KEYS)
     fields: dict[str, Any] = {"name": default_name, "source": source}
-    if "name" in top:
-        fields["name"] = read.string(top["name"], lines["name"], "name")
-    if "description" in top:
-        fields["description"] = read.string(top["description"], lines["description"], "description")
+    for key in ("name", "description"):
+        if key in top:
+            fields[key] = read.string(top[key], (key,))
     for flag in ("deep", "strict_warnings"):
         if flag in top:
-            fields[flag] = read.boolean(top[flag], lines[flag], flag)
+            fields[flag] = read.boolean(top[flag], (flag,))
     if "min_gpus" in top:
-        fields["min_gpus"] = read.count(top["min_gpus"], lines["min_gpus"], "min_gpus")
+        fields["min_gpus"] = read.count(top["min_gpus"], ("min_gpus",))
     if "triton" in top:
-        accepted = read.names(
-            top["triton"], lines["triton"], "triton", _ACCEPTABLE_VERDICTS, "Triton verdict"
-        )
+        accepted = read.names(top["triton"], ("triton",), _ACCEPTABLE_VERDICTS,
+                              "Triton verdict")
         if "cpu-fallback" in accepted:
             index = list(top["triton"]).index("cpu-fallback")
             raise read.error(
-                top["triton"].lines[index], f"triton[{index}]",
+                ("triton", index),
                 "cpu-fallback cannot be accepted: it is the failure fleetcheck exists to catch",
             )
         fields["failing_verdicts"] = frozenset(_ACCEPTABLE_VERDICTS) - frozenset(accepted)
     if "consistency" in top:
-        section = read.mapping(
-            top["consistency"], lines["consistency"], "consistency", _CONSISTENCY_KEYS
-        )
+        section = read.mapping(top["consistency"], ("consistency",), _CONSISTENCY_KEYS)
         for level, field_name in (("fail", "consistent"), ("warn", "consistent_warn")):
             if level in section:
-                fields[field_name] = read.names(
-                    section[level], section.lines[level], f"consistency.{level}",
-                    CONSISTENCY_KEYS, "fact",
-                )
+                fields[field_name] = read.names(section[level], ("consistency", level),
+                                                CONSISTENCY_KEYS, "fact")
         both = set(fields.get("consistent", ())) & set(fields.get("consistent_warn", ()))
         if both:
-            raise read.error(
-                section.lines["warn"], "consistency.warn",
-                f"{sorted(both)[0]!r} is also listed under consistency.fail",
-            )
+            raise read.error(("consistency", "warn"),
+                             f"{sorted(both)[0]!r} is also listed under consistency.fail")
     if "checks" in top:
-        section = read.mapping(top["checks"], lines["checks"], "checks", _CHECKS_KEYS)
+        section = read.mapping(top["checks"], ("checks",), _CHECKS_KEYS)
         for key in _CHECKS_KEYS:
             if key in section:
-                fields[key] = frozenset(
-                    read.names(section[key], section.lines[key], f"checks.{key}",
-                               CHECKS_BY_ID, "check id")
-                )
+                fields[key] = frozenset(read.names(section[key], ("checks", key),
+                                                   CHECKS_BY_ID, "check id"))
     return Policy(**fields)
 
 

@@ -69,13 +69,8 @@ def parse_pct_list(text: str) -> list[DiscoveredContainer]:
     column. Words are: VMID and status always, the lock only when set, and the name, which is
     the hostname or `CT<vmid>` with whitespace stripped, so it is never empty.
     """
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-    if not lines:
-        return []
-    if tuple(lines[0][1].split()) != _PCT_HEADER:
-        raise DiscoveryError(f"unexpected `pct list` output: {first_words(lines[0][1])}")
     found: list[DiscoveredContainer] = []
-    for number, line in lines[1:]:
+    for number, line in _table_rows(text, _PCT_HEADER, "pct list"):
         words = line.split()
         if len(words) == 3:
             vmid, status, name = words
@@ -95,6 +90,15 @@ def parse_pct_list(text: str) -> list[DiscoveredContainer]:
     return found
 
 
+def _table_rows(text: str, header: tuple[str, ...], tool: str) -> list[tuple[int, str]]:
+    """The non-blank lines below a table's header, each with its line number; DiscoveryError
+    when the first line is not the header `tool` prints (a different tool, a wrapper's text)."""
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if lines and tuple(lines[0][1].split()) != header:
+        raise DiscoveryError(f"unexpected `{tool}` output: {first_words(lines[0][1])}")
+    return lines[1:]
+
+
 def parse_qm_list(text: str) -> list[DiscoveredContainer]:
     """Parse `qm list` stdout (VMID NAME STATUS MEM(MB) BOOTDISK(GB) PID).
 
@@ -103,13 +107,8 @@ def parse_qm_list(text: str) -> list[DiscoveredContainer]:
     memory, disk, pid), and the name is what lies between. Without `--full`, the status is
     `running` or `stopped`. Templates are not marked here (pvesh or the API mark them).
     """
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-    if not lines:
-        return []
-    if tuple(lines[0][1].split()) != _QM_HEADER:
-        raise DiscoveryError(f"unexpected `qm list` output: {first_words(lines[0][1])}")
     found: list[DiscoveredContainer] = []
-    for number, line in lines[1:]:
+    for number, line in _table_rows(text, _QM_HEADER, "qm list"):
         words = line.split()
         vmid = discovered_vmid(words[0])
         tail = words[-4:]

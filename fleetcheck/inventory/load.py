@@ -6,7 +6,7 @@ import dataclasses
 import ipaddress
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from fleetcheck.budget import node_timeout
@@ -152,6 +152,9 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+#: What one list item reads as (`_Builder.unique`).
+T = TypeVar("T")
+
 class _Builder:
     """Turns the parsed YAML into frozen dataclasses, raising at the first mistake."""
 
@@ -280,6 +283,22 @@ class _Builder:
             if item not in out:
                 out.append(item)
         return tuple(out)
+
+    def unique(self, items: list[Any], path: KeyPath, read: Callable[[Any, KeyPath], T],
+               named: Callable[[T], str]) -> tuple[T, ...]:
+        """Each item of a list read by `read`; one named (`named`) as an earlier one is
+        refused with the line of the first."""
+        specs: list[T] = []
+        seen: dict[str, int] = {}
+        for index, item in enumerate(items):
+            item_path = (*path, index)
+            spec = read(item, item_path)
+            name = named(spec)
+            if name in seen:
+                raise self.fail(item_path, f"{name} listed twice (first at line {seen[name]})")
+            seen[name] = self.doc.line(item_path)
+            specs.append(spec)
+        return tuple(specs)
 
     # -- sections -------------------------------------------------------------------------
 
@@ -476,18 +495,7 @@ class _Builder:
             return ALL_CONTAINERS
         if not isinstance(raw, list):
             raise self.fail(path, f"must be 'all' or a list of VMIDs, got {_show(raw)}")
-        specs: list[ContainerSpec] = []
-        seen: dict[int, int] = {}
-        for index, item in enumerate(raw):
-            item_path = (*path, index)
-            spec = self.container(item, item_path)
-            if spec.vmid in seen:
-                raise self.fail(
-                    item_path, f"VMID {spec.vmid} listed twice (first at line {seen[spec.vmid]})"
-                )
-            seen[spec.vmid] = self.doc.line(item_path)
-            specs.append(spec)
-        return tuple(specs)
+        return self.unique(raw, path, self.container, lambda spec: f"VMID {spec.vmid}")
 
     def container(self, raw: Any, path: KeyPath) -> ContainerSpec:
         if not isinstance(raw, dict):
@@ -518,16 +526,8 @@ class _Builder:
         if not isinstance(listed, list) or not listed:
             raise self.fail(cpath, f"must be 'all' or a list of container names, got "
                                    f"{_show(listed)}")
-        specs: list[OciContainerSpec] = []
-        seen: dict[str, int] = {}
-        for index, item in enumerate(listed):
-            item_path = (*cpath, index)
-            spec = self.oci_container(item, item_path)
-            if spec.name in seen:
-                raise self.fail(item_path, f"container {spec.name!r} listed twice "
-                                           f"(first at line {seen[spec.name]})")
-            seen[spec.name] = self.doc.line(item_path)
-            specs.append(spec)
+        specs = self.unique(listed, cpath, self.oci_container,
+                            lambda spec: f"container {spec.name!r}")
         return OciSpec(runtime=runtime, containers=tuple(specs))
 
     def oci_container(self, raw: Any, path: KeyPath) -> OciContainerSpec:

@@ -12,6 +12,7 @@ is stood in for, following src/PVE/CLI/pct.pm and src/PVE/LXC.pm:
   dropped (clean_environment), then `exec lxc-attach -n VMID --keep-env|--clear-env -- CMD`.
   keep-env defaults to 1 (PVE 8). Everything after that (the environment, stdin, the exit
   code, lxc-attach's own errors) is the real lxc-attach's.
+- `pct status VMID`: `status: running|stopped`, as check_running sees it.
 - `pct list`: pct.pm's `%-10s %-10s %-12s %-20s` table of VMID, status, lock, name (the
   config's hostname, lxc.uts.name here), sorted by VMID, nothing when there are none.
 - Perl's `die` exits 255 with its text on stderr.
@@ -70,6 +71,15 @@ def cmd_list():
     return 0
 
 
+def cmd_status(args):
+    """pct.pm's `status`: `status: running|stopped` of one container."""
+    if not args:
+        die("400 not enough arguments\npct status <vmid> [OPTIONS]")
+    load(args[0])
+    sys.stdout.write("status: %s\n" % ("running" if args[0] in active() else "stopped"))
+    return 0
+
+
 def cmd_exec(args):
     if not args:
         die("400 not enough arguments\npct exec <vmid> [<extra-args>] [OPTIONS]")
@@ -115,6 +125,8 @@ def main(argv):
         return cmd_list()
     if argv[0] == "exec":
         return cmd_exec(argv[1:])
+    if argv[0] == "status":
+        return cmd_status(argv[1:])
     die(f"ERROR: unknown command 'pct {argv[0]}'")
 
 
