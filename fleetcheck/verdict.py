@@ -293,7 +293,8 @@ def blocking_fix(node: NodeResult) -> str:
 #: Frameworks in display order, with the names reports use.
 FRAMEWORKS = (("fla", "FLA"), ("vllm", "vLLM"), ("inductor", "inductor"), ("sglang", "SGLang"),
               ("unsloth_zoo", "unsloth-zoo"), ("xformers", "xformers"),
-              ("liger_kernel", "Liger-Kernel"), ("mamba_ssm", "mamba-ssm"))
+              ("liger_kernel", "Liger-Kernel"), ("mamba_ssm", "mamba-ssm"),
+              ("causal_conv1d", "causal-conv1d"))
 #: Outcome -> check-like state for badges: runs on the GPU, degraded, broken, unknown.
 FRAMEWORK_STATES = {
     "gpu": "pass", "triton": "pass", "cpu-only": "warn", "cpu-fallback": "fail",

@@ -3,8 +3,10 @@
 
 One release per distinct layout of flash-linear-attention's device detection (where
 `get_available_device()` lives and what `fla.utils` imports); the pure-Python frameworks whose
-own detection the probe runs (unsloth-zoo's vendored FLA, Liger-Kernel, xformers' Python
-package); and the newest Triton, of which only the Python files, `driver.c`, its headers and the
+own detection the probe runs (unsloth-zoo's vendored FLA, Liger-Kernel, einops, xformers'
+package files: the probe imports xformers and calls its `_is_triton_available()`); the Python
+sources of mamba-ssm and causal-conv1d (source-only releases, each sdist checked by its pinned
+sha256); and the newest Triton, of which only the Python files, `driver.c`, its headers and the
 dist-info are kept (`.test-wheels/triton-3.9.0/`): the probe's backend-discovery tests import
 them, and the toolchain tests compile `driver.c` as Triton does. vLLM's wheel is too large
 (336 MB): the files its `HAS_TRITON` and platform detection import are read out of the wheel on
@@ -20,8 +22,10 @@ import base64
 import hashlib
 import io
 import json
+import shutil
 import subprocess
 import sys
+import tarfile
 import urllib.parse
 import urllib.request
 import zipfile
@@ -50,7 +54,19 @@ WHEELS: tuple[tuple[str, str, str], ...] = (
 #: need the Python side only; it is extracted once and the wheel deleted.
 EXTRACTED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("triton", "3.9.0", (".py", ".c", ".h", "entry_points.txt", "METADATA", "RECORD")),
-    ("xformers", "0.0.35", ("xformers/__init__.py", "xformers/_cpp_lib.py", "METADATA")),
+    ("xformers", "0.0.35", ("xformers/__init__.py", "xformers/_cpp_lib.py",
+                            "xformers/checkpoint.py", "xformers/version.py", "METADATA",
+                            "RECORD")),
+)
+
+#: (distribution, version, sdist file, its sha256 on PyPI, package): source-only releases
+#: whose Python files are kept (mamba-ssm and causal-conv1d build their CUDA extensions at
+#: install; their Triton kernels and imports are in the Python files).
+SDISTS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("mamba-ssm", "2.3.2.post1", "mamba_ssm-2.3.2.post1.tar.gz",
+     "104cc47e9101e5401a675fa2b784f2952b9b037f3b1dd83b5ac544394e95d028", "mamba_ssm"),
+    ("causal-conv1d", "1.7.0", "causal_conv1d-1.7.0.tar.gz",
+     "3202758494eaa7b597ce1c282dfa188889506bfcb92cad3c407d26736bfcd32b", "causal_conv1d"),
 )
 
 
@@ -201,8 +217,10 @@ def download(spec: str, into: Path) -> str | None:
 
 def extract(dist: str, version: str, keep: tuple[str, ...]) -> str | None:
     target = CACHE / f"{dist}-{version}"
-    if (target / ".complete").is_file():
+    done = target / ".complete"
+    if done.is_file() and done.read_text().splitlines()[1:] == list(keep):
         return None
+    shutil.rmtree(target, ignore_errors=True)
     scratch = CACHE / f".download-{dist}"
     scratch.mkdir(exist_ok=True)
     problem = download(f"{dist}=={version}", scratch)
@@ -218,7 +236,37 @@ def extract(dist: str, version: str, keep: tuple[str, ...]) -> str | None:
     for wheel in wheels:
         wheel.unlink()
     scratch.rmdir()
-    (target / ".complete").write_text(wheels[0].name + "\n")
+    (target / ".complete").write_text("\n".join((wheels[0].name, *keep)) + "\n")
+    return None
+
+
+def sdist(dist: str, version: str, filename: str, sha: str, package: str) -> str | None:
+    """The Python files of `package` in a source release, the archive checked by its hash."""
+    target = CACHE / f"{dist}-{version}"
+    if (target / ".complete").is_file():
+        return None
+    try:
+        url, _ = index_url(dist, version, filename)
+        if not url.startswith("https://"):
+            return f"not an https URL: {url}"
+        with urllib.request.urlopen(url, timeout=120) as answer:  # noqa: S310 (https only)
+            data = answer.read()
+        if hashlib.sha256(data).hexdigest() != sha:
+            return f"{filename} does not have the pinned sha256 {sha}"
+        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+            for member in archive.getmembers():
+                parts = member.name.split("/")
+                if (member.isfile() and len(parts) > 2 and parts[1] == package
+                        and member.name.endswith(".py") and ".." not in parts):
+                    handle = archive.extractfile(member)
+                    if handle is None:
+                        continue
+                    path = target / "/".join(parts[1:])
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(handle.read())
+    except (OSError, KeyError, tarfile.TarError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    (target / ".complete").write_text(filename + "\n")
     return None
 
 
@@ -233,6 +281,10 @@ def main() -> int:
             failed.append(f"{dist}=={version}: {problem or 'not downloaded'}")
     for dist, version, keep in EXTRACTED:
         problem = extract(dist, version, keep)
+        if problem:
+            failed.append(f"{dist}=={version}: {problem}")
+    for dist, version, filename, sha, package in SDISTS:
+        problem = sdist(dist, version, filename, sha, package)
         if problem:
             failed.append(f"{dist}=={version}: {problem}")
     for dist, version, filename, record_sha, members in RANGED:

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Ground truth as the workload sees it, beside the probe (scripts/validate_diag_gpu.sh).
 
-    python3 scripts/ground_truth_gpu.py triton|fla|fla_layers|compile|vllm  # one JSON line
+    python3 scripts/ground_truth_gpu.py triton|fla|fla_layers|compile|vllm|imports  # JSON
 
 triton: the workload's own get_current_target() and one kernel over 1M elements (the second
 launch timed); fla: `import fla.utils` with its warnings and device_platform; fla_layers:
 `import fla.layers` (what a model imports: every kernel module); compile: a torch.compile'd
 function on CUDA, compiled and run once (its Triton kernel built in inductor's cache); vllm:
-vLLM's `current_platform` and `HAS_TRITON`. A real .py file: @triton.jit reads the source.
+vLLM's `current_platform` and `HAS_TRITON`; imports: xformers' `_is_triton_available()`,
+Liger-Kernel's `infer_device()`, `import mamba_ssm` and `import causal_conv1d`. A real .py
+file: @triton.jit reads the source.
 """
 import glob
 import json
@@ -47,6 +49,19 @@ elif mode == "vllm":
         out["has_triton"] = bool(HAS_TRITON)
     except BaseException as e:  # noqa: BLE001 - whatever the workload would meet
         out["error"] = err(e)
+elif mode == "imports":
+    for name in ("xformers", "liger_kernel", "mamba_ssm", "causal_conv1d"):
+        try:
+            module = __import__(name)
+            if name == "xformers":
+                out[name] = {"_is_triton_available": module._is_triton_available()}
+            elif name == "liger_kernel":
+                from liger_kernel.utils import infer_device
+                out[name] = {"infer_device": infer_device()}
+            else:
+                out[name] = {"imported": True}
+        except BaseException as e:  # noqa: BLE001 - whatever the workload would meet
+            out[name] = {"error": err(e)}
 elif mode == "compile":
     import torch
     try:

@@ -5,7 +5,8 @@
 # environment. FLA must be importable (PYTHONPATH). Results: $OUT/CASE.txt, then all of them.
 # The vllm_* and fla_* cases add $VLLM (vLLM's files), $FLA6 (fla-core and
 # flash-linear-attention 0.6.0 unpacked) or $FLAHALF (fla-core 0.5.2 under
-# flash-linear-attention 0.6.0) to PYTHONPATH.
+# flash-linear-attention 0.6.0), $FW (xformers, Liger-Kernel, mamba-ssm, causal-conv1d, with
+# empty modules for the CUDA extensions) or $FWSRC (the same without them) to PYTHONPATH.
 #   OUT=/tmp/out scripts/validate_diag_gpu.sh [CASE...]
 set -u
 OUT=${OUT:-/tmp/fleetcheck-validate-diag}
@@ -66,6 +67,8 @@ one() {  # one case, inside its namespace
       pre=(env PYTHONPATH=$VLLM TRITON_CACHE_DIR=$W/c-$name) ;;
     fla_ok) modes="fla fla_layers"; pre=(env PYTHONPATH=$FLA6 TRITON_CACHE_DIR=$W/c-$name) ;;
     fla_half) modes="fla fla_layers"; pre=(env PYTHONPATH=$FLAHALF TRITON_CACHE_DIR=$W/c-$name) ;;
+    imports) modes=imports; pre=(env PYTHONPATH=$FW TRITON_CACHE_DIR=$W/c-$name) ;;
+    imports_noext) modes=imports; pre=(env PYTHONPATH=$FWSRC TRITON_CACHE_DIR=$W/c-$name) ;;
   esac
   {
     echo "### $name: ${pre[*]}"

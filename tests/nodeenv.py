@@ -318,6 +318,11 @@ def arange(n, device="cpu", dtype=None):
 def empty_like(t):
     return Tensor([0.0] * len(t.data), t.device)
 
+class xpu:
+    """A CUDA or ROCm build's torch.xpu: no Intel GPU."""
+    is_available = staticmethod(lambda: False)
+    device_count = staticmethod(lambda: 0)
+
 # Last: `from . import version` above must find the submodule, not a placeholder.
 __getattr__ = _fleetcheck_stub_api.module_getattr(__name__)
 '''
@@ -774,8 +779,15 @@ class _Kernel:
             y.data = [v + 1 for v in x.data[:n]]
         return launch
 
-def jit(fn):
-    return _Kernel(fn)
+def jit(fn=None, **options):
+    # @triton.jit and @triton.jit(do_not_specialize=..., ...), as libraries write them.
+    return _Kernel(fn) if fn is not None else _Kernel
+
+class Config:
+    """triton.Config: libraries read its fields at import (mamba-ssm prunes on num_warps)."""
+    def __init__(self, kwargs=None, num_warps=4, num_stages=3, num_ctas=1, **rest):
+        self.kwargs, self.num_warps, self.num_stages = dict(kwargs or {}), num_warps, num_stages
+        self.num_ctas = num_ctas
 
 __getattr__ = _fleetcheck_stub_api.module_getattr(__name__)
 '''

@@ -25,13 +25,10 @@ import time
 
 # --- base -----------------------------------------------------------------------------------------
 
-#: mypy reads `if TYPE_CHECKING:` as true; the probe never does, so it never imports typing.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    #: The base of the Probe's mixins (facts and checks by family): their `self` is the whole
-    #: Probe, so mypy takes its attributes as Any and checks the rest of their bodies.
     Part = Any
 else:
     Part = object
@@ -117,7 +114,6 @@ def version_tuple(text):
 
 # --- catalogue ------------------------------------------------------------------------------------
 
-#: Every check id, in causal order (the same as fleetcheck/checks.py; a test compares them).
 CHECK_IDS = (
     "gpu_present", "dev_nodes_missing", "cgroup_devices_revoked", "fabric_manager_not_ready",
     "cuda_compat_on_unsupported_gpu", "libcuda_stub_shadowing", "driver_userspace_mismatch",
@@ -136,7 +132,6 @@ CHECK_IDS = (
     "fla_fallback_hidden", "workload_env", "inductor_ready",
 )
 
-#: Checks of NVIDIA's stack only (libcuda, ptxas, NVSwitch): an AMD node's document leaves them out.
 CUDA_ONLY = frozenset({
     "fabric_manager_not_ready", "cuda_compat_on_unsupported_gpu", "libcuda_stub_shadowing",
     "driver_too_old", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
@@ -145,17 +140,14 @@ CUDA_ONLY = frozenset({
     "blackwell_no_allocator", "cgroup_devices_revoked", "gpu_exclusive_busy",
 })
 
-#: Checks of Triton's HIP backend only (libamdhip64): a node without an AMD GPU leaves them out.
 HIP_ONLY = frozenset({"libhip_path_invalid", "libamdhip64_not_found", "libamdhip64_other_rocm"})
 
-#: An AMD node's wording of the shared causes whose CAUSE_LABELS name NVIDIA's stack.
 HIP_CAUSE_LABELS = {
     "driver_userspace_mismatch": "ROCm userspace does not match the amdgpu driver",
     "zero_active_drivers": "HIP runtime finds no GPU",
     "gpu_arch_unsupported": "gfx arch not supported by Triton",
 }
 
-#: Short names of root causes, used in the verdict's fix ("no C compiler: apt-get ...").
 CAUSE_LABELS = {
     "dev_nodes_missing": "GPU device nodes unusable",
     "fabric_manager_not_ready": "NVSwitch fabric not ready (fabric manager)",
@@ -206,8 +198,6 @@ CAUSE_LABELS = {
 
 # --- classify -------------------------------------------------------------------------------------
 
-#: Error texts of Triton and its tools -> the catalogue row they belong to (first match wins).
-#: gcc quotes with ‘’ in UTF-8 locales and with '' under LANG=C, hence the dots.
 ERROR_PATTERNS = (
     (r"Failed to find C compiler", "no_c_compiler"),
     (r"cannot find .ld.|cannot execute .(as|ld).|error trying to exec .as.|\"ld\" doesn't exist",
@@ -249,8 +239,6 @@ def classify_error(text):
 
 # --- diagnose -------------------------------------------------------------------------------------
 
-#: What the compiler, assembler, linker and dynamic loader print -> the cause (first match
-#: wins). gcc quotes with ‘’ in UTF-8 locales and with '' under LANG=C, hence the dots.
 TOOL_TEXTS = (
     (r"cannot find .ld.|\"ld\" doesn't exist|cannot execute .ld.|error trying to exec .ld.",
      "no_linker"),
@@ -277,7 +265,6 @@ TOOL_TEXTS = (
     (r"\b([2-9]|\d\d+) active drivers", "triton_backends_conflict"),
 )
 
-#: How to repair what the diagnosis names where no check of its own gives the fix.
 DIAGNOSIS_FIXES = {
     "compiler_killed": "the compiler was killed (out of memory): raise the memory limit of the "
                        "job or container (cgroup memory.max, ulimit -v)",
@@ -296,7 +283,6 @@ DIAGNOSIS_FIXES = {
                                 "triton), or set TRITON_DEFAULT_BACKEND=nvidia (Triton >= 3.9)",
 }
 
-#: Short names of the causes only the diagnosis names (catalogue.CAUSE_LABELS has the checks').
 DIAGNOSIS_LABELS = {
     "compiler_killed": "the C compiler was killed (out of memory)",
     "cc_rejects_flags": "the C compiler rejects Triton's flags",
@@ -308,18 +294,15 @@ DIAGNOSIS_LABELS = {
     "triton_default_backend": "TRITON_DEFAULT_BACKEND names no active backend",
     "triton_backends_conflict": "more than one active Triton backend",
     "triton_no_backends": "Triton finds no backend (installed without its metadata)",
-    # Named by fla_fallback_hidden (its evidence's `matches`): FLA's own import raises.
     "fla_import_fails": "flash-linear-attention cannot be imported",
 }
 
-#: A diagnosis that names a toolchain cause a warm cache hides (see evaluate.MASKABLE).
 TOOLCHAIN_CAUSES = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker",
                               "libc_headers_missing", "python_headers_missing",
                               "libcuda_unversioned_missing", "include_dir_unreadable",
                               "cc_rejects_flags", "compiler_killed"})
 
 
-#: errno names -> (cause in the Triton cache, cause in the temp dir, cause elsewhere).
 ERRNO_CAUSES = {
     "ENOSPC": ("cache_dir_full", "tmp_dir_unusable", "disk_full"),
     "EDQUOT": ("cache_dir_full", "tmp_dir_unusable", "disk_full"),
@@ -376,8 +359,6 @@ def compiler_cause(run, places):
         if named and place_of(named.group(1), places) == "tmp":
             cause = "tmp_dir_unusable"
     elif cause == "tmp_dir_unusable":
-        # The compiler writes only into Triton's temp dir (the -o path and its own temp
-        # files); a path the message names says which one it was.
         for path in text_paths(line):
             if place_of(path, places) == "cache":
                 cause = "cache_dir_full"
@@ -460,7 +441,6 @@ class Deadline:
         return time.monotonic() - self.start
 
 
-#: Helpers still running; killed with their process groups if the probe is terminated.
 LIVE: "set[Spawned]" = set()
 
 
@@ -498,7 +478,6 @@ class Spawned:
         except OSError as exc:
             self.error = error_text(exc)
             return
-        # Its own session keeps it out of the probe's group, so the probe must kill it itself.
         LIVE.add(self)
         for stream, sink in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
             thread = threading.Thread(target=self._drain, args=(stream, sink), daemon=True)
@@ -590,7 +569,6 @@ def run_inline(script):
 
 # --- stages ---------------------------------------------------------------------------------------
 
-#: What every helper script starts with: its stage lines behind MARK, exception texts verbatim.
 HELPER_PRELUDE = r'''
 import json, sys
 MARK = "@@fleetcheck@@ "
@@ -602,7 +580,6 @@ def err(e):
     return (type(e).__name__ + ": " + str(e))[-4000:]
 '''
 
-#: Where the interpreter's Python.h lives, computed as Triton does (posix_local -> posix_prefix).
 PY_INCLUDE = r'''
 import sysconfig
 def py_include():
@@ -615,14 +592,10 @@ def py_include():
     return sysconfig.get_paths(scheme=scheme)["include"]
 '''
 
-#: Where each FLA release keeps its device detection, newest first (file under fla/, module).
 FLA_LAYOUTS = (("utils/hardware.py", "fla.utils.hardware"),  # 0.6
                ("utils/_device.py", "fla.utils._device"),    # 0.5.1 - 0.5.x
                ("utils.py", "fla.utils"))                    # 0.1 - 0.5.0
 
-#: The workload's Python stack, in ONE process of the workload interpreter (import torch is the
-#: slow part, so torch facts, Triton's target and FLA share it). argv: fresh cache dir, then the
-#: user's TRITON_CACHE_DIR as JSON (null when unset). Python >= 3.8, stdlib + what it inspects.
 STACK_SCRIPT = (HELPER_PRELUDE + PY_INCLUDE + "FLA_LAYOUTS = %r\n" % (FLA_LAYOUTS,)
                 + r'''
 import errno as _errno, os as _os, shutil as _shutil, subprocess as _subprocess
@@ -1230,6 +1203,46 @@ def fla_requirements():
             if not any(u["dist"] == item["dist"] and u["name"] == item["name"] for u in unmet):
                 unmet.append(item)
     return unmet
+
+
+def framework_imports(meta):
+    """xformers, Liger-Kernel, mamba-ssm and causal-conv1d as the workload meets them: each
+    package really imported (their kernels and compiled extensions load at import), then its
+    own device decision called: xformers' `_is_triton_available()`, Liger-Kernel's
+    `infer_device()`. Their warnings and log records (xformers logs why Triton is off) kept."""
+    import importlib, logging, warnings
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            try:
+                records.append(record.getMessage()[:600])
+            except Exception:
+                pass
+    out = {}
+    for name, decide in (("xformers", "_is_triton_available"), ("liger_kernel", None),
+                         ("mamba_ssm", None), ("causal_conv1d", None)):
+        if not meta.get(name + "_dir"):
+            continue
+        item = out[name] = {}
+        del records[:]
+        log = logging.getLogger(name)
+        log.addHandler(Keep(logging.DEBUG))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                module = importlib.import_module(name)
+                if decide:
+                    item[decide] = bool(getattr(module, decide)())
+                if name == "liger_kernel":
+                    item["infer_device"] = str(importlib.import_module(
+                        "liger_kernel.utils").infer_device())
+            except BaseException as e:
+                item["import_error"] = failure_of(e)
+        log.handlers = [h for h in log.handlers if not isinstance(h, Keep)]
+        item["log"] = records[-5:]
+        item["warnings"] = [str(w.message)[:300] for w in caught][:5]
+    return out
 ''' + r'''
 import os, re, subprocess, time, warnings
 fresh = sys.argv[1]
@@ -1578,11 +1591,17 @@ if meta["vllm_dir"]:
         data = {"import_error": failure_of(e)}
     data["seconds"] = round(time.time() - t0, 3)
     emit("vllm", data)
+if any(meta.get(n + "_dir") for n in ("xformers", "liger_kernel", "mamba_ssm", "causal_conv1d")):
+    t0 = time.time()
+    try:
+        data = framework_imports(meta)
+    except BaseException as e:
+        data = {"error": failure_of(e)}
+    data["seconds"] = round(time.time() - t0, 3)
+    emit("imports", data)
 emit("done", {})
 ''')
 
-#: The driver layer through ctypes, run with `-I` in a subprocess: a hanging cuInit is then
-#: bounded by a timeout, and the probe itself never initialises CUDA before forking.
 CUDA_SCRIPT = r'''
 import ctypes, json, sys
 out = {"loaded": None}
@@ -1684,8 +1703,6 @@ out["contexts"] = contexts
 print(json.dumps(out))
 '''
 
-#: The HIP runtime as Triton's AMD backend finds it (its search replayed, then ctypes), run in the
-#: workload interpreter with the workload's environment: what Triton searches is theirs.
 HIP_SCRIPT = r'''
 import ctypes, json, os, subprocess
 paths = []
@@ -1830,14 +1847,12 @@ if out["path"]:
 print(json.dumps(out))
 '''
 
-#: The workload interpreter's executable, version and include dir.
 PYINFO_SCRIPT = PY_INCLUDE + r'''
 import json, sys
 print(json.dumps({"executable": sys.executable, "version": "%d.%d.%d" % sys.version_info[:3],
                   "include": py_include()}))
 '''
 
-#: The definitive end-to-end check (--deep): a real .py file, since @triton.jit reads the source.
 DEEP_SCRIPT = HELPER_PRELUDE + r'''
 import time
 try:
@@ -1891,7 +1906,6 @@ def os_release():
             values[key.strip()] = value.strip().strip("\"'")
     return {"id": values.get("ID"), "version_id": values.get("VERSION_ID"),
             "pretty_name": values.get("PRETTY_NAME"),
-            # `fleetcheck fix` picks the package manager by ID, then by ID_LIKE (rocky, pop...).
             "id_like": values.get("ID_LIKE")}
 
 
@@ -1910,12 +1924,10 @@ def cpu_count():
 
 # --- facts_where ----------------------------------------------------------------------------------
 
-#: DMI sys_vendor / product_name words of the hypervisors (systemd-detect-virt's table).
 DMI_VIRT = (("QEMU", "qemu"), ("KVM", "kvm"), ("VMware", "vmware"), ("VirtualBox", "oracle"),
             ("innotek", "oracle"), ("Xen", "xen"), ("Microsoft Corporation", "microsoft"),
             ("Amazon EC2", "amazon"), ("Google", "google"), ("Parallels", "parallels"),
             ("BHYVE", "bhyve"))
-#: cgroup path words of the runtimes (cgroupfs and systemd drivers, v1 and v2).
 CGROUP_SIGNS = (("kubepods", "kubernetes"), ("libpod", "podman"), ("/docker", "docker"),
                 ("docker-", "docker"), ("lxc.payload", "lxc"), ("/lxc/", "lxc"))
 
@@ -2103,7 +2115,6 @@ class LibcudaFacts(Part):
 
 # --- facts_amd ------------------------------------------------------------------------------------
 
-#: hipError_t values and names (hip/hip_runtime_api.h, as bundled in Triton's AMD backend).
 HIP_ERRORS = {
     0: "hipSuccess", 1: "hipErrorInvalidValue", 2: "hipErrorOutOfMemory",
     3: "hipErrorNotInitialized", 4: "hipErrorDeinitialized", 35: "hipErrorInsufficientDriver",
@@ -2112,7 +2123,6 @@ HIP_ERRORS = {
     999: "hipErrorUnknown",
 }
 
-#: The architectures Triton's AMD backend is developed and tested for (CDNA2-4, RDNA3-4).
 TRITON_HIP_ARCHS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1102", "gfx1150",
                     "gfx1151", "gfx1200", "gfx1201", "gfx1250")
 
@@ -2223,7 +2233,6 @@ def mount_of(path, mountinfo):
     return best
 
 
-#: File-system types of shared network or FUSE mounts (fuse.* counted separately).
 NETWORK_FS = frozenset({"nfs", "nfs4", "lustre", "gpfs", "beegfs", "cifs", "smb3", "smbfs",
                         "ceph", "glusterfs", "afs", "ocfs2", "gfs2", "wekafs", "orangefs"})
 
@@ -2266,7 +2275,6 @@ def triton_cache_dir(env):
     return os.path.join(home, ".triton", "cache")
 
 
-#: The workload's environment the stack needs to find its own dirs as its libraries do.
 WORKLOAD_ENV_KEYS = ("TMPDIR", "TEMP", "TMP", "TRITON_CACHE_DIR", "TRITON_HOME", "HOME",
                      "TORCHINDUCTOR_CACHE_DIR")
 
@@ -2316,8 +2324,6 @@ def env_set(value):
     return bool((value or "").strip())
 
 
-#: (variable, test, moves|slows, library, what it does; {v} is the value). Where a library is
-#: not installed on the node, its variables are not reported.
 ENV_EFFECTS = (
     ("TRITON_INTERPRET", env_on, "moves", "triton",
      "every @triton.jit kernel runs in Triton's interpreter on the CPU (numpy), about 10,000x "
@@ -2481,15 +2487,9 @@ class Gather(Part):
         if name:
             remove_throwaway(name, triton_cache_dir(self.env), self.env, self.own_missing)
 
-    # Gathering: start every slow thing first, then do the file reads while they run.
     def gather(self):
-        # The cheap reads first: without /proc/driver/nvidia/gpus and /dev/nvidia* no GPU can
-        # be reached (nvidia-smi and libcuda need the device nodes), so only the workload's
-        # package facts are collected and the probe stays fast on CPU nodes.
         self.proc = proc_nvidia()
         self.dev_names = dev_nodes()
-        # AMD: KFD's topology (sysfs, visible in containers too) or /dev/kfd. A node with both
-        # vendors' GPUs is audited as an NVIDIA node.
         self.amd = amd_facts()
         nvidia = bool(self.proc["gpus"] or self.dev_names)
         amd = bool(self.amd["kfd_gpus"] or "kfd" in self.amd["dev_nodes"])
@@ -2504,8 +2504,6 @@ class Gather(Part):
         os.mkdir(fresh)
         user_cache = json.dumps(self.env.get("TRITON_CACHE_DIR") or None)
         mode = "full" if self.possible_gpu else "meta"
-        # The workload's own dirs get throw-away subdirectories of this one name (see
-        # checks_workload.py); remove_workload_dirs() removes them even if the stack dies.
         self.own_name = ".fleetcheck-probe-%d-%s" % (os.getpid(), os.urandom(4).hex())
         self.own_missing = missing_dirs(triton_cache_dir(self.env))
         own = json.dumps({"name": self.own_name, "deep": self.deep, "env": {
@@ -2525,7 +2523,6 @@ class Gather(Part):
                 self.deep_run = Spawned([self.workload_python, script], self.deadline.timeout(),
                                         env=deep_env, cwd=self.tmp)
         if self.possible_gpu and self.vendor == "amd":
-            # Triton's HIP search runs in the workload's interpreter and environment.
             self.hip = Spawned([self.workload_python, "-c", HIP_SCRIPT],
                                self.deadline.timeout(30), env=env, cwd=self.tmp)
             rocminfo = shutil.which("rocminfo", path=self.env.get("PATH", os.defpath))
@@ -2919,8 +2916,6 @@ class DriverChecks(Part):
                    kernel or "?", kernel or "<version>"))
         loaded = self.cuda_info.get("loaded") or ""
         if "/compat/" in loaded or "/compat/" in os.path.realpath(loaded or "."):
-            # CUDA's forward-compat libcuda differs from the kernel module by design; whether
-            # this GPU accepts it is cuda_compat_on_unsupported_gpu's question.
             return ("skip", "libcuda %s is CUDA's forward-compat library over kernel module %s"
                     % (loaded, kernel or "?"), "", evidence)
         if "version mismatch" in smi_error:
@@ -3029,7 +3024,6 @@ class DriverChecks(Part):
                            "on %s (kernel module %s), which does not support it" % (
                                name, real or loaded, gpus, kernel))
             else:
-                # Seen on the H200: a compat libcuda older than the kernel module gives 803.
                 summary = ("cuInit returns %d %s: the CUDA forward-compat libcuda %s is loaded "
                            "over kernel module %s on %s" % (code, name, real or loaded, kernel,
                                                             gpus))
@@ -3064,8 +3058,6 @@ class DriverChecks(Part):
         return ("pass", "libcuda %s is the driver's" % (loaded or "?"), "", evidence)
 
     def check_gpu_arch_unsupported(self):
-        # Not a catalogue row: a GPU below what Triton's backend and inductor accept
-        # (has_triton() wants capability >= 7.0) cannot run Triton kernels for any cause above.
         caps = self.capabilities()
         evidence = {"gpu_capabilities": ["%d.%d" % c for c in caps],
                     "gpu_models": self.gpu_models()}
@@ -3437,8 +3429,6 @@ class CacheChecks(Part):
         evidence = {"cache_dir": cache, "HOME": self.env.get("HOME")}
         fix = "export TRITON_CACHE_DIR=<a writable dir>"
         if os.path.isdir(cache):
-            # access(2), not a test file: the user's cache is never written to (a job may be
-            # using it); it also answers EROFS for a read-only mount.
             if not os.access(cache, os.W_OK | os.X_OK):
                 return ("fail", "Triton cache %s not writable: PermissionError: [Errno 13] "
                         "Permission denied: '%s'" % (cache, cache), fix, evidence)
@@ -3489,7 +3479,6 @@ class CacheChecks(Part):
 
 # --- checks_triton --------------------------------------------------------------------------------
 
-#: Oldest ptxas (CUDA release) that assembles for a compute capability.
 PTXAS_MIN_FOR_CC = {
     (7, 0): (9, 0), (7, 5): (10, 0), (8, 0): (11, 0), (8, 6): (11, 1), (8, 7): (11, 4),
     (8, 9): (11, 8), (9, 0): (11, 8), (10, 0): (12, 8), (10, 1): (12, 8), (10, 3): (12, 8),
@@ -3663,9 +3652,6 @@ class TritonChecks(Part):
         if not isinstance(version, int) or version <= 0 or not ptxas:
             return ("skip", "driver or ptxas version unknown", "", evidence)
         driver = (version // 1000, version % 1000 // 10)
-        # Cubins from a newer CUDA major than the driver's do not load (minor-version
-        # compatibility covers only the same major), so get_current_target() works and the
-        # first kernel fails.
         if ptxas[0] > driver[0]:
             evidence["expected_error"] = ("RuntimeError: Triton Error [CUDA]: device kernel "
                                           "image is invalid")
@@ -3693,7 +3679,6 @@ class TritonChecks(Part):
                 t.get("backend"), t.get("arch")), "", evidence)
         error = target.get("error") or ""
         evidence["error"] = error
-        # The step's own message first (the compiler's stderr, the errno), then Triton's text.
         places = {"cache": [os.path.join(self.tmp, "cache")], "tmp": [os.path.join(
             self.tmp, "tmp")], "include": [self.pyinfo.get("include") or ""],
             "cc": self.compiler.get("path") or self.env.get("CC")}
@@ -3705,17 +3690,14 @@ class TritonChecks(Part):
         evidence["backends"] = backends or None
         if (evidence["matches"] == "zero_active_drivers" and backends.get("discovered") == []
                 and not backends.get("in_tree")):
-            # Triton 3.4+ finds its backends through entry points: none without its dist-info.
             evidence["matches"] = "triton_no_backends"
         runs = [r for r in (target.get("failure") or {}).get("compiler") or []
                 if r.get("rc") or r.get("error")]
         if runs:
             evidence["compiler_stderr"] = runs[-1].get("stderr")
-        # A cause no catalogue row names: say so, with the error, rather than guess one.
         fix = DIAGNOSIS_FIXES.get(evidence["matches"], "") if evidence["matches"] else (
             "no known cause matches this error (its message is in the evidence): run the "
             "workload's get_current_target() with the same environment to investigate")
-        # The message that names the cause leads; Triton's wrapper (a long command) follows.
         summary = "get_current_target() in a fresh cache: " + (
             "%s (%s)" % (line, (target.get("failure") or {}).get("type") or "error")
             if line and line not in first_line(error) else first_line(error))
@@ -3813,7 +3795,6 @@ class FlaChecks(Part):
         version = meta.get("fla_version") or "?"
         evidence["unmet"] = fla.get("unmet")
         if fla.get("error") and fla.get("layout") != "unknown":
-            # FLA's own module raised at import: the workload's `import fla...` raises the same.
             evidence["matches"] = "fla_import_fails"
             missing = re.search(r"No module named '([^']+)'", fla["error"])
             return ("fail", "FLA %s: import %s fails: %s" % (
@@ -3823,7 +3804,6 @@ class FlaChecks(Part):
                 "install the torch and Triton this FLA supports, or the FLA release made for "
                 "them (pip install -U flash-linear-attention)", evidence)
         if fla.get("unmet"):
-            # What its kernels import at import time: `import fla.ops` (and every layer) fails.
             evidence["matches"] = "fla_import_fails"
             first = fla["unmet"][0]
             return ("fail", "FLA %s cannot import its kernels: %s requires %s (%s)" % (
@@ -3834,7 +3814,6 @@ class FlaChecks(Part):
                     "unmet"]), self.workload_python), evidence)
         if fla.get("error"):
             if fla.get("layout") == "unknown":
-                # A release newer than this probe: say so, never guess its verdict.
                 return ("warn", "FLA %s: layout unknown to this probe (no %s); import fla.utils: "
                         "%s" % (version, ", ".join("fla/" + rel for rel, _ in FLA_LAYOUTS),
                                 first_line(fla["error"])), "", evidence)
@@ -3855,8 +3834,6 @@ class FlaChecks(Part):
 
 # --- checks_workload ------------------------------------------------------------------------------
 
-#: Below this much free space (or these many free inodes) a real job's kernels may not fit:
-#: one kernel writes ~30 KiB in 8 files, the stub ~32 KiB, autotuning a few hundred kernels.
 LOW_SPACE_BYTES = 100 << 20
 LOW_INODES = 2000
 
@@ -4032,7 +4009,6 @@ class WorkloadChecks(Part):
 
 # --- checks_hip -----------------------------------------------------------------------------------
 
-#: The environment variables that hide AMD GPUs from HIP (ROCr's, HIP's, and CUDA's alias).
 HIP_VISIBILITY = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
 
 
@@ -4337,7 +4313,6 @@ class HipChecks(Part):
 
 # --- frameworks -----------------------------------------------------------------------------------
 
-#: How each framework's own copy of FLA's detection catches Triton's exception.
 CATCHES = {"vllm": "(RuntimeError, AttributeError): silent",
            "sglang": "BaseException, with FLA's warning",
            "unsloth_zoo": "Exception, with a warning"}
@@ -4355,14 +4330,11 @@ class Frameworks(Part):
         verdict = triton["verdict"]
         cause = triton.get("cause")
         label = self.cause_label(cause) if cause else None
-        # Triton's own driver check (is_active(): torch.cuda.is_available(), or cuInit on 3.8+
-        # without torch) passes although a compile-time cause will fail the first kernel.
         if torch.get("installed") or meta.get("torch_dir"):
             active = bool(torch.get("cuda_available"))
         else:
             active = self.cuda_info.get("init") == 0 and (self.cuda_info.get("count") or 0) > 0
         if cause == "fla_import_fails" and target.get("ok"):
-            # Only FLA cannot be imported: Triton itself runs for the other frameworks.
             verdict, cause, label = "gpu", None, None
         late = verdict == "cpu-fallback" and bool(target.get("ok"))
         out = {}
@@ -4380,8 +4352,6 @@ class Frameworks(Part):
             if (fla.get("evidence") or {}).get("matches") == "fla_import_fails":
                 outcome, detail = "import-fails", fla["summary"]
             elif before:
-                # Its modules use @torch.compile, whose import of torch._dynamo calls inductor's
-                # cache_dir() (torch 2.11: torch/_dynamo/package.py): seen on the H200.
                 outcome = "import-fails"
                 detail = "import fla fails before any kernel (its torch.compile import reaches " \
                     "inductor's cache dir): %s" % ready["summary"]
@@ -4523,46 +4493,50 @@ class Frameworks(Part):
                        "file": item["file"]}
 
     def other_outcomes(self, out, active, verdict, label):
-        """xformers, Liger-Kernel and mamba-ssm: each decides from torch and its own flags."""
+        """xformers, Liger-Kernel and mamba-ssm/causal-conv1d: each really imported on the node,
+        with its own device decision (the "imports" stage: scripts/workload.py
+        framework_imports); the Triton verdict says whether its kernels then run."""
         meta = self.stages.get("meta", {})
-        caps = self.capabilities()
-        if meta.get("xformers_dir"):
-            if not active:
-                outcome, why = "no-triton", "torch.cuda.is_available() is False"
-            elif self.env.get("XFORMERS_FORCE_DISABLE_TRITON", "0") == "1":
-                outcome, why = "triton-off", "XFORMERS_FORCE_DISABLE_TRITON=1"
-            elif caps and min(caps) < (8, 0):
-                outcome, why = "triton-off", "capability < 8.0: no Triton kernels"
-            elif self.triton_missing:
-                outcome, why = "triton-off", (
-                    "A matching Triton is not available, some optimizations will not be enabled")
-            elif verdict == "gpu":
-                outcome, why = "triton", "its Triton kernels run on the GPU"
+        found = self.stages.get("imports") or {}
+
+        def later(what):
+            return ("gpu", what) if verdict == "gpu" else (
+                "fails-at-kernel", "%s, its first Triton kernel fails: %s" % (
+                    what, label or "Triton verdict %s" % verdict))
+        for name, label_name in (("xformers", "xformers"), ("liger_kernel", "Liger-Kernel"),
+                                 ("mamba_ssm", "mamba-ssm"), ("causal_conv1d", "causal-conv1d")):
+            if not meta.get(name + "_dir"):
+                continue
+            item = found.get(name)
+            if item is None:
+                outcome, why = "unknown", "its import did not report (the stack stopped first)"
+            elif item.get("import_error"):
+                outcome, why = "import-fails", "import %s fails: %s" % (
+                    name, first_line(item["import_error"].get("error")))
+            elif name == "xformers":
+                if item.get("_is_triton_available") is False:
+                    reason = next((m for m in item.get("log") or [] if "Triton" in m),
+                                  None) or next((
+                        "%s=%s" % (k, self.env[k]) for k in ("XFORMERS_FORCE_DISABLE_TRITON",)
+                        if self.env.get(k, "0") == "1"), None)
+                    outcome, why = "triton-off", "_is_triton_available() is False%s" % (
+                        ": " + first_line(reason) if reason else " (no CUDA device, or "
+                        "capability < 8.0)")
+                else:
+                    outcome, why = later("_is_triton_available() is True")
+                    outcome = "triton" if outcome == "gpu" else outcome
+            elif name == "liger_kernel":
+                device = item.get("infer_device")
+                outcome, why = later("infer_device() = %s" % device) if device == "cuda" else (
+                    "cpu-only", "infer_device() = %s: its Triton kernels get no GPU" % device)
             else:
-                outcome, why = "fails-at-kernel", "_is_triton_available() is True, the first "\
-                    "Triton kernel fails: %s" % label
-            out["xformers"] = {"installed": True, "outcome": outcome,
-                               "detail": "xformers: " + why}
-        if meta.get("liger_kernel_dir"):
-            # infer_device() asks torch.cuda.is_available() only: no Triton check at all.
-            outcome = "cpu-only" if not active else "gpu" if verdict == "gpu" else (
-                "fails-at-kernel")
-            out["liger_kernel"] = {"installed": True, "outcome": outcome, "detail": (
-                "Liger-Kernel: infer_device() = %s%s" % (
-                    "cuda" if active else "cpu", "" if outcome != "fails-at-kernel" else
-                    "; its first kernel fails: %s" % label))}
-        if meta.get("mamba_ssm_dir") or meta.get("causal_conv1d_dir"):
-            version = (self.facts.get("triton") or {}).get("version") or ""
-            old = version[:3] in ("2.0", "2.1", "2.2", "2.3", "3.0", "3.1", "3.2")
-            outcome = "gpu" if verdict == "gpu" else "import-fails" if old else "fails-at-kernel"
-            out["mamba_ssm"] = {"installed": True, "outcome": outcome, "detail": (
-                "mamba-ssm/causal-conv1d build kernels at import (module-level @triton.jit)%s"
-                % ("" if outcome == "gpu" else ": %s" % label))}
+                outcome, why = later("imported (its @triton.jit kernels defined)")
+            out[name] = {"installed": True, "outcome": outcome,
+                         "detail": "%s: %s" % (label_name, why)}
 
 
 # --- evaluate -------------------------------------------------------------------------------------
 
-#: Checks that need the workload's Python stack to have answered at all.
 STACK_DEPENDENT = frozenset({
     "torch_cuda", "torch_lacks_arch", "triton_installed", "triton_2x", "triton_backends",
     "libcuda_unversioned_missing", "ptxas_missing", "ptxas_override_unparsed",
@@ -4572,16 +4546,12 @@ STACK_DEPENDENT = frozenset({
     "tmp_dir_unusable", "triton_own_path", "workload_env", "inductor_ready",
 })
 
-#: Checks that only matter when Triton is installed.
 TRITON_DEPENDENT = frozenset(CHECK_IDS[CHECK_IDS.index("triton_2x"):CHECK_IDS.index(
     "blackwell_no_allocator")])
 
 
-#: Checks of one framework's own way (torch.compile): a failure fails the node, not Triton's
-#: verdict (Triton itself runs on the GPU).
 FRAMEWORK_ONLY = frozenset({"inductor_ready"})
 
-#: Toolchain failures a warm cache hides (a cached stub skips cc, headers and the link).
 MASKABLE = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
                       "python_headers_missing", "libcuda_unversioned_missing", "triton_target"})
 
@@ -4595,8 +4565,6 @@ class Evaluation(Part):
         self.triton_missing = not meta.get("triton_dir")
         self.stack_failed = "meta" not in self.stages
         checks = []
-        # Each vendor's document holds the shared checks and its own: an NVIDIA (or GPU-less)
-        # node's is what it was before AMD support; an AMD node's shared checks answer for HIP.
         left_out = CUDA_ONLY if self.vendor == "amd" else HIP_ONLY
         for check_id in CHECK_IDS:
             if check_id in left_out:
@@ -4833,7 +4801,6 @@ def main(argv):
     except BaseException as exc:  # the global guard: a JSON document, never a traceback
         document = failure_document(error_text(exc), deep, started)
     finally:
-        # A second TERM while cleaning up must not leave helpers or the temp dir behind.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         kill_live()
         if probe is not None:
@@ -4851,6 +4818,5 @@ def main(argv):
 
 if __name__ == "__main__":
     code = main(sys.argv[1:])
-    # Daemon reader threads may still hold pipes of killed grandchildren: exit without waiting.
     sys.stderr.flush()
     os._exit(code)

@@ -12,15 +12,20 @@ the image needs no `env` binary.
 
 from __future__ import annotations
 
+import dataclasses
+
 from fleetcheck import failures
 from fleetcheck.failures import Refusal
 from fleetcheck.text import last_line
-from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
-from fleetcheck.transport.refusals import sudo_wants_password
+from fleetcheck.transport.interface import CommandResult, NestedTransport, RunCommand, Transport
+from fleetcheck.transport.refusals import KILLED, killed_silently, sudo_wants_password
 
 #: docker: `Error response from daemon: ...` (client/request.go), exit 1 for every daemon
 #: refusal of `docker exec`; podman: `Error: ...`, 125 for its own errors.
 DAEMON_ERROR = "Error response from daemon:"
+#: `RUNTIME inspect --format {{.State.Status}}` of a container that is not running (docker's
+#: and podman's State.Status words).
+NOT_RUNNING_STATES = ("exited", "stopped", "dead", "created", "paused", "removing")
 
 
 def oci_exec_argv(runtime: str, container: str, argv: list[str], *, user: str | None = None,
@@ -55,6 +60,13 @@ def oci_exec_failure(
     asked = sudo_wants_password(stderr, parent, runtime)
     if asked is not None:
         return asked
+    if code == KILLED and stderr.strip() in NOT_RUNNING_STATES:
+        # The exec was killed without a word (137), and inspect (OciTransport.through) says
+        # the container is no longer running: it stopped, or its daemon restarted and
+        # stopped it, while the probe ran.
+        why = "; it stopped, or its daemon restarted" if runtime == "docker" else ""
+        return Refusal("error", f"{where} stopped while probed ({runtime} inspect: "
+                       f"{stderr.strip()}{why})", failures.NODE_NOT_RUNNING)
     if "is not running" in lowered or "can only create exec sessions on running" in lowered \
             or "when their container is running" in lowered:
         return Refusal("skipped", "container not running", failures.NODE_NOT_RUNNING)
@@ -131,6 +143,21 @@ class OciTransport(NestedTransport):
         # `sudo -n` only where the parent is the host's own login (not inside pct/qm).
         prefix = ["sudo", "-n"] if self.sudo else []
         return [*prefix, *oci_exec_argv(self.runtime, self.container, argv, user=self.user)]
+
+    async def through(
+        self, outer_run: RunCommand, argv: list[str], input: bytes | None, timeout: float
+    ) -> CommandResult:
+        result = await outer_run(self.wrap(argv), input=input, timeout=timeout)
+        if killed_silently(result):
+            # docker/podman exec say nothing when the container stops under them (a stop, a
+            # daemon restart): the runtime is asked for the container's state.
+            prefix = ["sudo", "-n"] if self.sudo else []
+            asked = await outer_run([*prefix, self.runtime, "inspect", "--format",
+                                     "{{.State.Status}}", self.container],
+                                    input=None, timeout=min(timeout, 15.0))
+            if asked.returncode == 0:
+                result = dataclasses.replace(result, stderr=result.stderr + asked.stdout)
+        return result
 
     def explain_own(self, result: CommandResult) -> Refusal | None:
         # Read after the parent's tool: `pct exec` or `qm guest exec` may have refused before

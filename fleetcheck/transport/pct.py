@@ -6,16 +6,26 @@ for probing a container and for `pct list` discovery alike.
 
 from __future__ import annotations
 
+import dataclasses
+
 from fleetcheck import failures
 from fleetcheck.failures import Refusal
 from fleetcheck.text import last_line
-from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
-from fleetcheck.transport.refusals import no_such_guest, sudo_wants_password, tool_not_found
+from fleetcheck.transport.interface import CommandResult, NestedTransport, RunCommand, Transport
+from fleetcheck.transport.refusals import (
+    KILLED,
+    killed_silently,
+    no_such_guest,
+    sudo_wants_password,
+    tool_not_found,
+)
 
 #: Error texts of pct (src/PVE/CLI/pct.pm, pve-common); sudo's and the shared ones are
 #: `transport/refusals.py`'s.
 NOT_RUNNING = "not running!"
 NEEDS_ROOT = "please run as root"
+#: `pct status VMID` of a stopped container (pct.pm: `print "status: $stat->{status}\n"`).
+STATUS_STOPPED = "status: stopped"
 
 
 def pve_refusal(stderr: str, host: str, tool: str = "pct") -> Refusal | None:
@@ -36,6 +46,10 @@ def pct_exec_failure(result: CommandResult, vmid: int, host: str) -> Refusal | N
     refused = pve_refusal(stderr, host)
     if refused is not None:
         return refused
+    if result.returncode == KILLED and f"{STATUS_STOPPED}\n" in stderr:
+        # lxc-attach died with the container (137, no word), and `pct status` says stopped.
+        return Refusal("error", f"container {vmid} stopped while probed (lxc-attach was "
+                       "killed with it)", failures.NODE_NOT_RUNNING)
     if NOT_RUNNING in stderr and f"'{vmid}'" in stderr:
         return Refusal("skipped", "container stopped", failures.NODE_NOT_RUNNING)
     if no_such_guest(stderr):
@@ -91,6 +105,20 @@ class PctTransport(NestedTransport):
 
     def wrap(self, argv: list[str]) -> list[str]:
         return pct_exec_argv(self.vmid, argv, sudo=self.sudo)
+
+    async def through(
+        self, outer_run: RunCommand, argv: list[str], input: bytes | None, timeout: float
+    ) -> CommandResult:
+        result = await outer_run(self.wrap(argv), input=input, timeout=timeout)
+        if killed_silently(result):
+            # lxc-attach says nothing when the container stops under it: pct is asked
+            # (`status: stopped`, read by pct_exec_failure; a gatekeeper refusing it leaves
+            # the plain exit status).
+            asked = await outer_run([*sudo_prefix(self.sudo), "pct", "status", str(self.vmid)],
+                                    input=None, timeout=min(timeout, 15.0))
+            if asked.returncode == 0:
+                result = dataclasses.replace(result, stderr=result.stderr + asked.stdout)
+        return result
 
     def explain_own(self, result: CommandResult) -> Refusal | None:
         return pct_exec_failure(result, self.vmid, self.host_name)

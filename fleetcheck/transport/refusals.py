@@ -39,3 +39,16 @@ def tool_not_found(result: CommandResult, stderr: str, where: str,
 def no_such_guest(stderr: str) -> bool:
     """Whether pve-guest-common said the guest has no configuration (it does not exist)."""
     return "Configuration file" in stderr and "does not exist" in stderr
+
+
+#: The exit status of a command killed by SIGKILL, as lxc-attach, docker exec and podman exec
+#: relay it (128 + 9) when the container stops under it; they print nothing then.
+KILLED = 137
+
+
+def killed_silently(result: CommandResult) -> bool:
+    """Whether the command ended as one does whose container stopped under it: exit 137 and
+    nothing on stdout or stderr (LXC 5.0's lxc-attach, docker 20.10 and 28, podman 4.3 alike;
+    a probe the OOM killer ended looks the same, so the runtime is asked which it was)."""
+    return (result.returncode == KILLED and not result.stdout.strip()
+            and not result.stderr.strip())

@@ -107,3 +107,14 @@ def test_every_part_file_is_listed(tmp_path: Path) -> None:
 def test_a_stage_script_needs_its_mark(tmp_path: Path) -> None:
     parts = _parts(tmp_path, scripts__cuda='"""No mark."""\nprint(1)\n')
     assert "cuda.py:1: cuda.py: no line '# ---- sent as is" in _error(parts)
+
+
+def test_the_shipped_probe_fits_the_guest_agent_api_compressed() -> None:
+    # QEMU VMs probed through the Proxmox API get the probe as `input-data` (64 KiB at most):
+    # the build leaves full-line comments out so that its compressed form still fits.
+    from fleetcheck.probe.build import TARGET
+    from fleetcheck.transport.qemu_api import bootstrap_argv
+
+    argv, packed = bootstrap_argv(["python3", "-"], TARGET.read_bytes())
+    assert argv[:2] == ["python3", "-c"]
+    assert len(packed) <= 64 * 1024

@@ -12,6 +12,7 @@ is stood in for, following src/PVE/CLI/pct.pm and src/PVE/LXC.pm:
   dropped (clean_environment), then `exec lxc-attach -n VMID --keep-env|--clear-env -- CMD`.
   keep-env defaults to 1 (PVE 8). Everything after that (the environment, stdin, the exit
   code, lxc-attach's own errors) is the real lxc-attach's.
+- `pct status VMID`: `status: running|stopped`, as check_running sees it.
 - `pct list`: pct.pm's `%-10s %-10s %-12s %-20s` table of VMID, status, lock, name (the
   config's hostname, lxc.uts.name here), sorted by VMID, nothing when there are none.
 - Perl's `die` exits 255 with its text on stderr.
@@ -43,12 +44,27 @@ def load(vmid):
         return handle.read()
 
 
+def lxcpath():
+    """The LXC tools' lxcpath (/etc/lxc/lxc.conf's lxc.lxcpath; PVE's is /var/lib/lxc)."""
+    try:
+        with open("/etc/lxc/lxc.conf", encoding="utf-8") as handle:
+            for line in handle:
+                key, _, value = line.partition("=")
+                if key.strip() == "lxc.lxcpath":
+                    return value.strip().rstrip("/")
+    except OSError:
+        pass
+    return LXC_PATH
+
+
 def active():
-    """PVE::LXC::list_active_containers: the VMIDs whose monitor socket is listening."""
+    """PVE::LXC::list_active_containers: the VMIDs whose monitor socket is listening
+    (`@LXCPATH/VMID/command`; the real-runtime fleet's lxcpath is its own folder)."""
     found = set()
+    pattern = re.compile(r"\s@" + re.escape(lxcpath()) + r"/(\d+)/command$")
     with open("/proc/net/unix", encoding="utf-8") as handle:
         for line in handle:
-            match = re.search(r"\s@/var/lib/lxc/(\d+)/command$", line.rstrip("\n"))
+            match = pattern.search(line.rstrip("\n"))
             if match:
                 found.add(match.group(1))
     return found
@@ -67,6 +83,15 @@ def cmd_list():
             vmid, "running" if vmid in running else "stopped", "",
             match.group(1) if match else f"CT{vmid}"))
     sys.stdout.write("".join(out))
+    return 0
+
+
+def cmd_status(args):
+    """pct.pm's `status`: `status: running|stopped` of one container."""
+    if not args:
+        die("400 not enough arguments\npct status <vmid> [OPTIONS]")
+    load(args[0])
+    sys.stdout.write("status: %s\n" % ("running" if args[0] in active() else "stopped"))
     return 0
 
 
@@ -115,6 +140,8 @@ def main(argv):
         return cmd_list()
     if argv[0] == "exec":
         return cmd_exec(argv[1:])
+    if argv[0] == "status":
+        return cmd_status(argv[1:])
     die(f"ERROR: unknown command 'pct {argv[0]}'")
 
 

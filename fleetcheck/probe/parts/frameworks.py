@@ -191,38 +191,43 @@ class Frameworks(Part):
                        "file": item["file"]}
 
     def other_outcomes(self, out, active, verdict, label):
-        """xformers, Liger-Kernel and mamba-ssm: each decides from torch and its own flags."""
+        """xformers, Liger-Kernel and mamba-ssm/causal-conv1d: each really imported on the node,
+        with its own device decision (the "imports" stage: scripts/workload.py
+        framework_imports); the Triton verdict says whether its kernels then run."""
         meta = self.stages.get("meta", {})
-        caps = self.capabilities()
-        if meta.get("xformers_dir"):
-            if not active:
-                outcome, why = "no-triton", "torch.cuda.is_available() is False"
-            elif self.env.get("XFORMERS_FORCE_DISABLE_TRITON", "0") == "1":
-                outcome, why = "triton-off", "XFORMERS_FORCE_DISABLE_TRITON=1"
-            elif caps and min(caps) < (8, 0):
-                outcome, why = "triton-off", "capability < 8.0: no Triton kernels"
-            elif self.triton_missing:
-                outcome, why = "triton-off", (
-                    "A matching Triton is not available, some optimizations will not be enabled")
-            elif verdict == "gpu":
-                outcome, why = "triton", "its Triton kernels run on the GPU"
+        found = self.stages.get("imports") or {}
+
+        def later(what):
+            return ("gpu", what) if verdict == "gpu" else (
+                "fails-at-kernel", "%s, its first Triton kernel fails: %s" % (
+                    what, label or "Triton verdict %s" % verdict))
+        for name, label_name in (("xformers", "xformers"), ("liger_kernel", "Liger-Kernel"),
+                                 ("mamba_ssm", "mamba-ssm"), ("causal_conv1d", "causal-conv1d")):
+            if not meta.get(name + "_dir"):
+                continue
+            item = found.get(name)
+            if item is None:
+                outcome, why = "unknown", "its import did not report (the stack stopped first)"
+            elif item.get("import_error"):
+                outcome, why = "import-fails", "import %s fails: %s" % (
+                    name, first_line(item["import_error"].get("error")))
+            elif name == "xformers":
+                if item.get("_is_triton_available") is False:
+                    reason = next((m for m in item.get("log") or [] if "Triton" in m),
+                                  None) or next((
+                        "%s=%s" % (k, self.env[k]) for k in ("XFORMERS_FORCE_DISABLE_TRITON",)
+                        if self.env.get(k, "0") == "1"), None)
+                    outcome, why = "triton-off", "_is_triton_available() is False%s" % (
+                        ": " + first_line(reason) if reason else " (no CUDA device, or "
+                        "capability < 8.0)")
+                else:
+                    outcome, why = later("_is_triton_available() is True")
+                    outcome = "triton" if outcome == "gpu" else outcome
+            elif name == "liger_kernel":
+                device = item.get("infer_device")
+                outcome, why = later("infer_device() = %s" % device) if device == "cuda" else (
+                    "cpu-only", "infer_device() = %s: its Triton kernels get no GPU" % device)
             else:
-                outcome, why = "fails-at-kernel", "_is_triton_available() is True, the first "\
-                    "Triton kernel fails: %s" % label
-            out["xformers"] = {"installed": True, "outcome": outcome,
-                               "detail": "xformers: " + why}
-        if meta.get("liger_kernel_dir"):
-            # infer_device() asks torch.cuda.is_available() only: no Triton check at all.
-            outcome = "cpu-only" if not active else "gpu" if verdict == "gpu" else (
-                "fails-at-kernel")
-            out["liger_kernel"] = {"installed": True, "outcome": outcome, "detail": (
-                "Liger-Kernel: infer_device() = %s%s" % (
-                    "cuda" if active else "cpu", "" if outcome != "fails-at-kernel" else
-                    "; its first kernel fails: %s" % label))}
-        if meta.get("mamba_ssm_dir") or meta.get("causal_conv1d_dir"):
-            version = (self.facts.get("triton") or {}).get("version") or ""
-            old = version[:3] in ("2.0", "2.1", "2.2", "2.3", "3.0", "3.1", "3.2")
-            outcome = "gpu" if verdict == "gpu" else "import-fails" if old else "fails-at-kernel"
-            out["mamba_ssm"] = {"installed": True, "outcome": outcome, "detail": (
-                "mamba-ssm/causal-conv1d build kernels at import (module-level @triton.jit)%s"
-                % ("" if outcome == "gpu" else ": %s" % label))}
+                outcome, why = later("imported (its @triton.jit kernels defined)")
+            out[name] = {"installed": True, "outcome": outcome,
+                         "detail": "%s: %s" % (label_name, why)}

@@ -19,6 +19,7 @@ from fleetcheck.probe.parts.scripts.workload import (
     detection_function,
     failure_of,
     fla_requirements,
+    framework_imports,
     inductor_report,
     knob_report,
     python_tempdir,
@@ -377,4 +378,12 @@ if meta["vllm_dir"]:
         data = {"import_error": failure_of(e)}
     data["seconds"] = round(time.time() - t0, 3)
     emit("vllm", data)
+if any(meta.get(n + "_dir") for n in ("xformers", "liger_kernel", "mamba_ssm", "causal_conv1d")):
+    t0 = time.time()
+    try:
+        data = framework_imports(meta)
+    except BaseException as e:
+        data = {"error": failure_of(e)}
+    data["seconds"] = round(time.time() - t0, 3)
+    emit("imports", data)
 emit("done", {})

@@ -620,3 +620,43 @@ def fla_requirements():
             if not any(u["dist"] == item["dist"] and u["name"] == item["name"] for u in unmet):
                 unmet.append(item)
     return unmet
+
+
+def framework_imports(meta):
+    """xformers, Liger-Kernel, mamba-ssm and causal-conv1d as the workload meets them: each
+    package really imported (their kernels and compiled extensions load at import), then its
+    own device decision called: xformers' `_is_triton_available()`, Liger-Kernel's
+    `infer_device()`. Their warnings and log records (xformers logs why Triton is off) kept."""
+    import importlib, logging, warnings
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            try:
+                records.append(record.getMessage()[:600])
+            except Exception:
+                pass
+    out = {}
+    for name, decide in (("xformers", "_is_triton_available"), ("liger_kernel", None),
+                         ("mamba_ssm", None), ("causal_conv1d", None)):
+        if not meta.get(name + "_dir"):
+            continue
+        item = out[name] = {}
+        del records[:]
+        log = logging.getLogger(name)
+        log.addHandler(Keep(logging.DEBUG))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                module = importlib.import_module(name)
+                if decide:
+                    item[decide] = bool(getattr(module, decide)())
+                if name == "liger_kernel":
+                    item["infer_device"] = str(importlib.import_module(
+                        "liger_kernel.utils").infer_device())
+            except BaseException as e:
+                item["import_error"] = failure_of(e)
+        log.handlers = [h for h in log.handlers if not isinstance(h, Keep)]
+        item["log"] = records[-5:]
+        item["warnings"] = [str(w.message)[:300] for w in caught][:5]
+    return out
