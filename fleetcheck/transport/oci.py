@@ -64,9 +64,9 @@ def oci_exec_failure(
         # The exec was killed without a word (137), and inspect (OciTransport.through) says
         # the container is no longer running: it stopped, or its daemon restarted and
         # stopped it, while the probe ran.
+        why = "; it stopped, or its daemon restarted" if runtime == "docker" else ""
         return Refusal("error", f"{where} stopped while probed ({runtime} inspect: "
-                       f"{stderr.strip()}; it stopped, or its daemon restarted)",
-                       failures.NODE_NOT_RUNNING)
+                       f"{stderr.strip()}{why})", failures.NODE_NOT_RUNNING)
     if "is not running" in lowered or "can only create exec sessions on running" in lowered \
             or "when their container is running" in lowered:
         return Refusal("skipped", "container not running", failures.NODE_NOT_RUNNING)

@@ -2,8 +2,9 @@
 
 Everything runs inside one private mount namespace (`unshare -m --propagation private`) in
 which /sys/fs/cgroup/unified is unmounted (crun and LXC refuse the hybrid layout), a fresh
-tmpfs is on /run and /var/lib/lxc, /var/lib/containers and /etc/containers are bind mounts of
-folders under the fleet's root: the machine's own state is not touched. A holder process
+tmpfs is on /run and /var/lib/lxc, /var/lib/containers, /etc/containers and /etc/lxc (its
+lxc.conf naming the fleet's own lxcpath) are bind mounts of folders under the fleet's root:
+the machine's own state is not touched. A holder process
 keeps the namespace; every process is started in it with `nsenter -t HOLDER -m` and ended by
 its PID. The sshds that play the Proxmox hosts run in it too, so their sessions see it all.
 
@@ -113,6 +114,8 @@ class RealFleet:
         #: The LXC containers with a dockerd of their own (`inner_dockerd`).
         self.lxc_docker: list[int] = []
         self.vms: dict[int, subprocess.Popen[bytes]] = {}
+        #: The VMs whose guest was booted (not started stopped with -S), once each.
+        self.booted: list[int] = []
         self.vm_run = self.root / "qemu-server"
         self.hosts: dict[str, RealHost] = {}
         self.client_key = self.root / "client_ed25519"
@@ -133,8 +136,15 @@ class RealFleet:
         why = missing_tool()
         if why:
             raise Unavailable(why)
-        for sub in ("lxc", "containers", "etc-containers"):
+        for sub in ("lxc", "containers", "etc-containers", "etc-lxc"):
             (self.state / sub).mkdir(parents=True, exist_ok=True)
+        # The LXC tools' lxcpath is this fleet's own folder (also bound at /var/lib/lxc, where
+        # the configs name the rootfs): a container's monitor socket is an abstract one,
+        # `@LXCPATH/VMID/command`, in the network namespace that every test run on the
+        # machine shares, so with /var/lib/lxc two runs' LXC 105 would be one.
+        if Path("/etc/lxc").is_dir():
+            shutil.copytree("/etc/lxc", self.state / "etc-lxc", dirs_exist_ok=True)
+        (self.state / "etc-lxc" / "lxc.conf").write_text(f"lxc.lxcpath = {self.state / 'lxc'}\n")
         shutil.copytree("/etc/containers", self.state / "etc-containers", dirs_exist_ok=True)
         (self.state / "etc-containers" / "containers.conf").write_text(
             "[containers]\ndefault_ulimits = []\n")
@@ -148,6 +158,8 @@ class RealFleet:
             f'mount --bind "{self.state / "lxc"}" /var/lib/lxc',
             f'mount --bind "{self.state / "containers"}" /var/lib/containers',
             f'mount --bind "{self.state / "etc-containers"}" /etc/containers',
+            "mkdir -p /etc/lxc",
+            f'mount --bind "{self.state / "etc-lxc"}" /etc/lxc',
             f'touch "{ready}"',
             "exec sleep infinity",
         ])
@@ -341,8 +353,13 @@ class RealFleet:
         # The console goes to a file outside the namespace's /run.
         argv = [a.replace(f"file:{run / f'{vmid}.console'}",
                           f"file:{self.root / f'vm{vmid}.console'}") for a in argv]
-        proc = self.spawn(f"vm{vmid}", argv, self.root / f"vm{vmid}.log")
+        # The emulated guest runs ahead of the audit's own probes (nice -10, exec'd: the same
+        # PID): on TCG its agent needs the host's CPU to answer within qm's 5 s, and an audit
+        # of eighty nodes at once on two cores would otherwise starve it.
+        proc = self.spawn(f"vm{vmid}", ["nice", "-n", "-10", *argv], self.root / f"vm{vmid}.log")
         self.vms[vmid] = proc
+        if boot:
+            self.booted.append(vmid)
         return proc
 
     def wait_agent(self, vmid: int, seconds: float = 240) -> None:

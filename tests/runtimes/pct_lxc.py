@@ -44,12 +44,27 @@ def load(vmid):
         return handle.read()
 
 
+def lxcpath():
+    """The LXC tools' lxcpath (/etc/lxc/lxc.conf's lxc.lxcpath; PVE's is /var/lib/lxc)."""
+    try:
+        with open("/etc/lxc/lxc.conf", encoding="utf-8") as handle:
+            for line in handle:
+                key, _, value = line.partition("=")
+                if key.strip() == "lxc.lxcpath":
+                    return value.strip().rstrip("/")
+    except OSError:
+        pass
+    return LXC_PATH
+
+
 def active():
-    """PVE::LXC::list_active_containers: the VMIDs whose monitor socket is listening."""
+    """PVE::LXC::list_active_containers: the VMIDs whose monitor socket is listening
+    (`@LXCPATH/VMID/command`; the real-runtime fleet's lxcpath is its own folder)."""
     found = set()
+    pattern = re.compile(r"\s@" + re.escape(lxcpath()) + r"/(\d+)/command$")
     with open("/proc/net/unix", encoding="utf-8") as handle:
         for line in handle:
-            match = re.search(r"\s@/var/lib/lxc/(\d+)/command$", line.rstrip("\n"))
+            match = pattern.search(line.rstrip("\n"))
             if match:
                 found.add(match.group(1))
     return found

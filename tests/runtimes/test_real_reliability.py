@@ -105,6 +105,13 @@ def test_nodes_that_go_away_while_probed(scenario: Scenario) -> None:
                "sh", "-c", "mkdir -p /tmp/slow && cat > /tmp/slow/python3 && "
                "chmod 755 /tmp/slow/python3"],
               input=SLOW.format(mark="slowmark-vm").encode())
+    fleet.podman_run("slowp")
+    fleet.run(["podman", "exec", "-i", "slowp", "sh", "-c",
+               "mkdir -p /slowp && cat > /slowp/python3 && chmod 755 /slowp/python3"],
+              input=SLOW.format(mark="slowmark-podman").encode())
+    pve6 = fleet.add_host("pve6")
+    pve6.entry = {"oci": {"runtime": "podman",
+                          "containers": [{"name": "slowp", "python": "/slowp/python3"}]}}
     pve5 = fleet.add_host("pve5")
     for vmid in (301,):
         fleet.vm_config(pve5, vmid, agent=1)
@@ -116,11 +123,11 @@ def test_nodes_that_go_away_while_probed(scenario: Scenario) -> None:
     }
     inventory = fleet.inventory(fleet.root / "going.yaml", timeout=200)
     child = subprocess.Popen(
-        [sys.executable, "-m", "fleetcheck", "audit", str(inventory), "--limit", "pve5",
+        [sys.executable, "-m", "fleetcheck", "audit", str(inventory), "--limit", "pve5,pve6",
          "--format", "json"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
     try:
-        missing = _wait_for(fleet, ["slowmark-lxc", "slowmark-docker"], 120)
+        missing = _wait_for(fleet, ["slowmark-lxc", "slowmark-docker", "slowmark-podman"], 120)
         if missing:
             child.kill()
             out, err = child.communicate()
@@ -128,6 +135,7 @@ def test_nodes_that_go_away_while_probed(scenario: Scenario) -> None:
         # The guest's processes are not in this machine's /proc: its agent is asked.
         assert _wait_in_vm(fleet, "slowmark-vm", 120), "the VM's probe never started"
         fleet.lxc_stop(140)
+        fleet.run(["podman", "stop", "-t", "0", "slowp"])
         fleet.restart_dockerd()
         fleet.kill_vm(301)
         out, err = child.communicate(timeout=170)
@@ -137,7 +145,8 @@ def test_nodes_that_go_away_while_probed(scenario: Scenario) -> None:
             child.communicate()
     nodes = {node["id"]: node for node in json.loads(out)["nodes"]}
     got = {node_id: (node["status"], node["reason"]) for node_id, node in nodes.items()}
-    assert sorted(got) == ["pve5/140", "pve5/301", "pve5/docker:slowd"], err[-1500:]
+    assert sorted(got) == ["pve5/140", "pve5/301", "pve5/docker:slowd",
+                           "pve6/podman:slowp"], err[-1500:]
     # Each is one node in error, its reason from what the real tools did: lxc-attach killed
     # with the container (137, no word) and `pct status` saying stopped; the docker CLI's
     # exec killed with its container as dockerd stopped (137, no word) and `docker inspect`
@@ -145,6 +154,10 @@ def test_nodes_that_go_away_while_probed(scenario: Scenario) -> None:
     # qm finding the agent gone (or, a moment later, the VM: then skipped).
     assert got["pve5/140"] == ("error", "container 140 stopped while probed (lxc-attach was "
                                         "killed with it)")
+    # podman has no daemon to lose: its exec killed with the container (137, no word) and
+    # `podman inspect` saying exited.
+    assert got["pve6/podman:slowp"] == ("error", "podman container 'slowp' on pve6 stopped "
+                                                 "while probed (podman inspect: exited)")
     assert got["pve5/docker:slowd"] in {
         ("error", "docker container 'slowd' on pve5 stopped while probed (docker inspect: "
                   "exited; it stopped, or its daemon restarted)"),
@@ -156,7 +169,8 @@ def test_nodes_that_go_away_while_probed(scenario: Scenario) -> None:
                   "(VM stopped or killed)"),
         ("skipped", "VM stopped")}
     # Nothing of theirs runs any more (the VM is gone; the runtimes' own views of the rest).
-    assert _wait_for(fleet, ["slowmark-lxc", "slowmark-docker"], 0) == [
-        "slowmark-lxc", "slowmark-docker"]
+    assert _wait_for(fleet, ["slowmark-lxc", "slowmark-docker", "slowmark-podman"], 0) == [
+        "slowmark-lxc", "slowmark-docker", "slowmark-podman"]
     assert "slowd" not in fleet.run(["docker", "ps", "--format", "{{.Names}}"]).stdout.split()
     assert fleet.run(["lxc-info", "-n", "140", "-s"]).stdout.split()[-1] == "STOPPED"
+    assert "slowp" not in fleet.run(["podman", "ps", "--format", "{{.Names}}"]).stdout.split()
