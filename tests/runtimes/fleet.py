@@ -114,6 +114,8 @@ class RealFleet:
         #: The LXC containers with a dockerd of their own (`inner_dockerd`).
         self.lxc_docker: list[int] = []
         self.vms: dict[int, subprocess.Popen[bytes]] = {}
+        #: The VMs whose guest was booted (not started stopped with -S), once each.
+        self.booted: list[int] = []
         self.vm_run = self.root / "qemu-server"
         self.hosts: dict[str, RealHost] = {}
         self.client_key = self.root / "client_ed25519"
@@ -356,6 +358,8 @@ class RealFleet:
         # of eighty nodes at once on two cores would otherwise starve it.
         proc = self.spawn(f"vm{vmid}", ["nice", "-n", "-10", *argv], self.root / f"vm{vmid}.log")
         self.vms[vmid] = proc
+        if boot:
+            self.booted.append(vmid)
         return proc
 
     def wait_agent(self, vmid: int, seconds: float = 240) -> None:

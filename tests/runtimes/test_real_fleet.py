@@ -51,6 +51,13 @@ PROBED = {
 }
 
 
+def test_one_guest_boot_serves_the_whole_run(scenario: Scenario) -> None:
+    # The TCG boot is the fleet's longest part: VM 301's is the only one (302 and 304 start
+    # with their CPUs stopped), and its QEMU is the same process since the fleet was made.
+    assert scenario.fleet.booted == [301]
+    assert scenario.fleet.vms[301].poll() is None
+
+
 def test_every_real_node_is_in_the_report(scenario: Scenario) -> None:
     missing = sorted((set(EXPECTED) | set(PROBED)) - set(scenario.nodes))
     assert not missing, (missing, sorted(scenario.nodes), scenario.stderr[-2000:])
