@@ -115,6 +115,11 @@ FRAGMENTS = {
     # array: podman 4.3 prints `{{json .}}` as one too); -a: stopped ones are reported skipped.
     "oci_list": [("one", [["docker", "ps", "-a", "--format", "{{json .}}"],
                           ["podman", "ps", "-a", "--format", "json"]])],
+    # docker|podman inspect --format {{.State.Status}} NAME: the one field asked after an
+    # exec killed without a word (fleetcheck.transport.oci); never the whole document, which
+    # holds the container's environment.
+    "oci_status": [("ref", "oci"), "inspect", "--format", "{{.State.Status}}",
+                   ("WORD", "OCINAME")],
     # qm guest exec VMID --pass-stdin 1 --timeout N -- timeout -k K T (a Docker/Podman
     # command as the guest command: the VM bounds it itself, the agent cannot kill).
     "in_vm": ["qm", "guest", "exec", ("WORD", "VMID"), "--pass-stdin", "1",
@@ -139,6 +144,11 @@ INNER_SHAPES = {
     "oci probe": [("ref", "sudo"), ("ref", "oci_probe")],
     "pct exec oci probe": [("ref", "sudo"), ("ref", "in_ct"), ("ref", "oci_probe")],
     "oci list": [("ref", "sudo"), ("ref", "oci_list")],
+    # After a probe killed without a word: did the container stop under it?
+    "pct status": [("ref", "sudo"), "pct", "status", ("WORD", "VMID")],
+    "oci status": [("ref", "sudo"), ("ref", "oci_status")],
+    "pct exec oci status": [("ref", "sudo"), ("ref", "in_ct"), ("ref", "oci_status")],
+    "qm guest exec oci status": [("ref", "sudo"), ("ref", "in_vm"), ("ref", "oci_status")],
     "pct exec oci list": [("ref", "sudo"), ("ref", "in_ct"), ("ref", "oci_list")],
     "qm guest exec oci probe": [("ref", "sudo"), ("ref", "in_vm"), ("ref", "oci_probe")],
     "qm guest exec oci list": [("ref", "sudo"), ("ref", "in_vm"), ("ref", "oci_list")],

@@ -142,6 +142,11 @@ def read_source(file: str | os.PathLike[str], shown: str, wording: YamlWording) 
         raise wording.unreadable(shown, exc) from None
 
 
+_TOO_DEEP = "YAML nested too deeply"
+# libyaml's own refusal of a document deeper than its nesting limit (scanner.c, 1,000 levels).
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
+
+
 def load_yaml(
     text: str, path: str, wording: YamlWording = INVENTORY_WORDING
 ) -> YamlDocument:
@@ -149,6 +154,11 @@ def load_yaml(
     if _FastLoader is not None:
         try:
             return _compose(_FastLoader, text, path, wording)
+        except yaml.MarkedYAMLError as exc:
+            if exc.problem == _LIBYAML_TOO_DEEP:
+                # The pure-Python scanner is quadratic in flow nesting (seconds for a few KB):
+                # say at once what it would say after them.
+                raise wording.problem(f"{path}: {_TOO_DEEP}") from None
         except (yaml.YAMLError, RecursionError):
             pass  # refused: the pure-Python loader says why, in its own words
     try:
@@ -163,7 +173,7 @@ def load_yaml(
         raise wording.other(path, exc) from None
     except RecursionError:
         # PyYAML composes nested collections recursively; an inventory is never this deep.
-        raise wording.problem(f"{path}: YAML nested too deeply") from None
+        raise wording.problem(f"{path}: {_TOO_DEEP}") from None
 
 
 def _compose(

@@ -68,6 +68,14 @@ ACCEPTED = [
               "29", "--", "timeout", "-k", "2", "26", "podman", "ps", "-a", "--format",
               "json"]), False),
     (shlex.join(["pkill", "-TERM", "-f", "--", f"FLEETCHECK_RU[N]={TAG}"]), False),
+    # Asked after a probe killed without a word (transport/pct.py, transport/oci.py).
+    (wrapped(["sudo", "-n", "pct", "status", "101"]), False),
+    (wrapped(["docker", "inspect", "--format", "{{.State.Status}}", "trainer-1"]), False),
+    (wrapped(pct_exec_argv(101, ["podman", "inspect", "--format", "{{.State.Status}}",
+                                 "web.app"], sudo=True)), False),
+    (wrapped(["qm", "guest", "exec", "300", "--pass-stdin", "1", "--timeout", "29", "--",
+              "timeout", "-k", "2", "26", "docker", "inspect", "--format", "{{.State.Status}}",
+              "trainer"]), False),
 ]
 
 W = "timeout -k 5 30 "
@@ -97,6 +105,9 @@ REFUSED = [
     W + "pvesh create /nodes/pve1/lxc", W + "pvesh get /nodes/pve1/lxc",
     W + "docker run --privileged -v /:/h alpine", W + "docker exec -i --privileged c python3 -",
     W + "docker exec -it c python3 -", W + "docker exec -i c sh", W + "docker ps",
+    W + "docker inspect c", W + "docker inspect --format '{{json .Config.Env}}' c",
+    W + "podman inspect --format {{.State.Status}} c d", W + "pct status 10",
+    W + "pct status 101 --verbose",
     "pkill -f sshd", "pkill -KILL -f -- FLEETCHECK_RU[N]=abc", "scp -t /tmp",
     "rsync --server -e.LsfxC . /tmp", "internal-sftp", "sftp", W + "x" * 9000,
 ]

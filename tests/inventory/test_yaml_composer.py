@@ -90,3 +90,21 @@ def test_the_fast_path_is_the_one_taken(monkeypatch: pytest.MonkeyPatch) -> None
         yamlsrc.load_yaml(REFUSED[0], "inv.yaml")
     assert used == ["_CLineLoader", "_LineLoader"]
     assert issubclass(yamlsrc._LineLoader, yaml.SafeLoader)
+
+
+@needs_libyaml
+def test_too_deep_a_document_is_refused_without_the_pure_python_scanner(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The pure-Python scanner is quadratic in flow nesting: libyaml's own refusal is enough.
+    used: list[str] = []
+    original = yamlsrc._compose
+
+    def compose(loader_class: type, *args: object) -> object:
+        used.append(loader_class.__name__)
+        return original(loader_class, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(yamlsrc, "_compose", compose)
+    with pytest.raises(InventoryError, match=r"^inv\.yaml: YAML nested too deeply$"):
+        yamlsrc.load_yaml("hosts: " + "[" * 1200 + "]" * 1200, "inv.yaml")
+    assert used == ["_CLineLoader"]

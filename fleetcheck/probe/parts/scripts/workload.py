@@ -134,7 +134,14 @@ def make_dirs(path, made):
             break
         probe = parent
     for one in reversed(missing):
-        _os.mkdir(one)
+        try:
+            _os.mkdir(one)
+        except FileExistsError:
+            # Another process (a job, a second probe) made it since: Triton's own
+            # os.makedirs(exist_ok=True) goes on, and so do we; it is not ours to remove.
+            if not _os.path.isdir(one):
+                raise
+            continue
         made.append(one)
 
 
