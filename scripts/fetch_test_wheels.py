@@ -11,7 +11,8 @@ dist-info are kept (`.test-wheels/triton-3.9.0/`): the probe's backend-discovery
 them, and the toolchain tests compile `driver.c` as Triton does. vLLM's wheel is too large
 (336 MB): the files its `HAS_TRITON` and platform detection import are read out of the wheel on
 PyPI with HTTP range requests (the zip's directory, then each member), each checked against the
-wheel's RECORD, whose own sha256 is pinned here (`.test-wheels/vllm-0.33.0/`). The tests unpack
+wheel's RECORD, whose own sha256 is pinned here (`.test-wheels/vllm-0.33.0/`); so is Triton
+3.6.0's `runtime/driver.py` (its backend selection, `.test-wheels/triton-3.6.0/`). The tests unpack
 the wheels over the suite's stub torch/triton; they never download anything themselves. Exit 1
 with one line per wheel that could not be fetched.
 """
@@ -100,6 +101,12 @@ RANGED: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
          "vllm/v1/attention/backends/mla/prefill/selector.py",
          "vllm/third_party/flash_linear_attention/ops/utils.py",
          "vllm-0.33.0.dist-info/METADATA", "vllm-0.33.0.dist-info/entry_points.txt")),
+    # Triton 3.6 (the H200's): its _create_driver() does not read TRITON_DEFAULT_BACKEND (3.9's
+    # does); the backend tests run it as released (`.test-wheels/triton-3.6.0/`).
+    ("triton", "3.6.0",
+     "triton-3.6.0-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+     "4a069206d9c846d0ab6c60be9fce9a4aa5dafd6638800cd0004f20e905e30374", (
+         "triton/runtime/driver.py", "triton-3.6.0.dist-info/METADATA")),
 )
 
 

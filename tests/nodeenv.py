@@ -821,10 +821,14 @@ IS_NVIDIA_BLACKWELL = False
 '''
 
 
-def _real_create_driver() -> str:
-    """The text of `_create_driver()` in Triton 3.9's runtime/driver.py, as released."""
+def _real_create_driver(version: str) -> str:
+    """The text of `_create_driver()` in that Triton's runtime/driver.py, as released."""
     import ast
-    source = (TRITON_BACKENDS.parent / "runtime" / "driver.py").read_text()
+    path = TEST_WHEELS / f"triton-{version}" / "triton" / "runtime" / "driver.py"
+    if not path.is_file():
+        raise ValueError(f"triton_driver={version!r}: its runtime/driver.py is not fetched "
+                         "(scripts/fetch_test_wheels.py)")
+    source = path.read_text()
     found = next(node for node in ast.parse(source).body
                  if isinstance(node, ast.FunctionDef) and node.name == "_create_driver")
     return (ast.get_source_segment(source, found) or "") + "\n"
@@ -840,7 +844,8 @@ def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_ar
               torch_config: dict[str, object], triton: str | None, triton_error: str | None,
               ptxas: str | None, ptxas_blackwell: str | None, extra_triton_dist: str | None,
               fla: str | None, concurrent_write: Path | None, vllm: str | None = None,
-              extra_backend: str | None = None, triton_backends: bool = True) -> None:
+              extra_backend: str | None = None, triton_backends: bool = True,
+              triton_driver: str = "3.9.0") -> None:
     _write(site / "_fleetcheck_stub_api.py", STUB_API)
     if torch:
         cuda_line = f"cuda: Optional[str] = {torch_cuda!r}" if torch_cuda else \
@@ -880,12 +885,13 @@ def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_ar
         if triton_backends and TRITON_BACKENDS.is_dir() and parts[0] >= 3:
             # Triton 3.4+ finds its backends through the entry points (3.0-3.3: its folders).
             shutil.copytree(TRITON_BACKENDS, site / "triton/backends", dirs_exist_ok=True)
-            # The stub's driver stays its own; Triton 3.9's _create_driver() (the selection the
-            # probe runs from the installed runtime/driver.py) is appended as released.
+            # The stub's driver stays its own; the _create_driver() of Triton `triton_driver`
+            # (the selection the probe runs from the installed runtime/driver.py) is appended
+            # as released.
             stub = site / "triton/runtime/driver.py"
             head, _, rest = stub.read_text().partition("\n")  # the docstring's line first
             stub.write_text(head + "\nfrom __future__ import annotations\n" + rest + "\n\n"
-                            + _real_create_driver())
+                            + _real_create_driver(triton_driver))
             _write(site / f"triton-{triton}.dist-info/entry_points.txt",
                    "[triton.backends]\namd = triton.backends.amd\n"
                    "nvidia = triton.backends.nvidia\n")
@@ -968,6 +974,7 @@ def make_node(
     smi_error: str | None = None,
     extra_backend: str | None = None,
     triton_backends: bool = True,
+    triton_driver: str = "3.9.0",
 ) -> NodeEnv:
     """Build a fake node under `root`.
 
@@ -985,6 +992,8 @@ def make_node(
     extra_backend: a backend package of another distribution whose driver is always active.
     triton_backends: Triton 3.9's real backends/ (discovery, drivers) in the stub Triton (they
     need Python >= 3.10).
+    triton_driver: whose released `_create_driver()` the stub's runtime/driver.py carries:
+    "3.9.0" (reads TRITON_DEFAULT_BACKEND) or "3.6.0" (does not).
     cxx: put g++ on PATH (inductor's C++ compiler for its CPU/cpp-wrapper path).
     nvml: a stub libnvidia-ml.so.1 beside libcuda (nvml_rc: what nvmlInit_v2 returns, 999 for
     'Unknown Error'; compute_mode: each GPU's, 3 Exclusive_Process; ctx_rc: what
@@ -1094,7 +1103,7 @@ def make_node(
               torch_config=torch_config, triton=triton, triton_error=triton_error, ptxas=ptxas,
               ptxas_blackwell=ptxas_blackwell, extra_triton_dist=extra_triton_dist, fla=fla,
               concurrent_write=concurrent_write, vllm=vllm, extra_backend=extra_backend,
-              triton_backends=triton_backends)
+              triton_backends=triton_backends, triton_driver=triton_driver)
     if warm_cache:
         _write(home / ".triton/cache" / STUB_KEY / "cuda_utils.so", "stub from an earlier run\n")
         _write(home / ".triton/cache" / "launcher-fleetcheck_add_one" / "cuda_utils.so", "stub\n")

@@ -1,6 +1,8 @@
 """Triton 3.9's own driver selection (runtime/driver.py of the real wheel, from
 scripts/fetch_test_wheels.py), run on backend sets a node can have: its error texts are what
-the probe's diagnosis must name (none of them is an unnamed triton_target)."""
+the probe's diagnosis must name (none of them is an unnamed triton_target). Triton 3.6.0's
+released runtime/driver.py (which ignores TRITON_DEFAULT_BACKEND) for the fix that must not
+offer the variable."""
 
 from __future__ import annotations
 
@@ -160,3 +162,32 @@ def test_without_entry_points_in_tree_discovery_still_finds_the_backends(
         assert check["status"] == status
         if status == "fail":
             assert doc["triton"]["cause"] == "triton_no_backends"
+
+
+DRIVER_36 = (Path(__file__).resolve().parents[2] / ".test-wheels" / "triton-3.6.0" / "triton" /
+             "runtime" / "driver.py")
+
+
+@needs_triton
+@pytest.mark.skipif(not DRIVER_36.is_file(),
+                    reason="needs Triton 3.6.0's runtime/driver.py (scripts/fetch_test_wheels.py)")
+def test_a_triton_that_ignores_the_default_backend_is_not_offered_it(tmp_path: Path) -> None:
+    # Triton 3.6.0's released _create_driver() (the H200's, docs/validation.md) counts the
+    # active drivers and reads no variable: the conflict stays, set or not, and the fix is
+    # the uninstall alone.
+    assert "TRITON_DEFAULT_BACKEND" not in DRIVER_36.read_text()
+    for env, note in (({}, ""), ({"TRITON_DEFAULT_BACKEND": "nvidia"},
+                                 " (TRITON_DEFAULT_BACKEND=nvidia is set, but this Triton's "
+                                 "runtime/driver.py does not read it)")):
+        check, doc = backends_check(tmp_path / str(len(env)), extra_backend="cpu",
+                                    triton_driver="3.6.0", env=env)
+        assert check["status"] == "fail"
+        assert check["evidence"]["selection"]["reads_default"] is False
+        assert check["summary"].startswith(
+            "2 active Triton backends: cpu (triton-cpu-backend 1.0), nvidia (triton 3.6.0); "
+            "Triton's own selection raises RuntimeError: 2 active drivers (")
+        assert check["summary"].endswith("There should only be one." + note)
+        assert check["fix"] == ("pip uninstall the package of the extra backend "
+                                "(triton-cpu-backend 1.0)")
+        assert (doc["triton"]["verdict"], doc["triton"]["cause"]) == (
+            "cpu-fallback", "triton_backends_conflict")
