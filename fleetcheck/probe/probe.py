@@ -2048,6 +2048,16 @@ def open_result(path):
     return "ok"
 
 
+def nodes_summary(name, what, bad, count, none_there, container):
+    """The summary of device nodes that do not all open: `none_there` (and the container they
+    were not passed into) where none of the `count` exists, else the first bad one's."""
+    if all(code == "ENOENT" for code in bad.values()) and len(bad) == count:
+        return none_there + (" (not passed into the %s container)" % container
+                             if container else "")
+    return "/dev/%s %s" % (name, what) + (
+        "; %d of %d nodes unusable" % (len(bad), count) if len(bad) > 1 else "")
+
+
 def parse_smi(result):
     """GPUs from `nvidia-smi --query-gpu=... --format=csv,noheader,nounits`, or its error."""
     out = {"rc": result["rc"], "timed_out": result["timed_out"]}
@@ -2810,14 +2820,9 @@ class DriverChecks(Part):
         else:
             what = "unusable (%s)" % code
             fix = "check that the NVIDIA driver is loaded and the node is passed through"
-        summary = "/dev/%s %s" % (name, what)
-        if all(code == "ENOENT" for code in bad.values()) and len(bad) == len(results):
-            summary = "no /dev/nvidia* device nodes, though the driver lists %d GPU(s)" % len(
-                minors)
-            if self.facts.get("container"):
-                summary += " (not passed into the %s container)" % self.facts["container"]
-        elif len(bad) > 1:
-            summary += "; %d of %d nodes unusable" % (len(bad), len(results))
+        summary = nodes_summary(name, what, bad, len(results), "no /dev/nvidia* device nodes, "
+                                "though the driver lists %d GPU(s)" % len(minors),
+                                self.facts.get("container"))
         evidence["cuda_init"] = self.cuda_info.get("init_name") or self.cuda_info.get("init")
         if cuda_ok and not self.facts.get("container"):
             return ("warn", summary + " (CUDA initialises anyway)", fix, evidence)
@@ -3106,6 +3111,22 @@ class TorchChecks(Part):
     def torch_info(self):
         return self.stages.get("torch") or {}
 
+    def torch_imported(self, *extra):
+        """(None, torch's stage, the check's evidence), or (the check's result, None, None)
+        where PyTorch is not installed, its import did not report or failed."""
+        torch = self.torch_info()
+        if not self.stages.get("meta", {}).get("torch_dir"):
+            return ("skip", "PyTorch not installed", "", {}), None, None
+        if not torch:
+            return self.stage_missing("import torch"), None, None
+        evidence = {key: torch.get(key) for key in ("version", *extra, "cuda", "cuda_available",
+                                                     "device_count", "import_s", "warnings",
+                                                     "error")}
+        if torch.get("error"):
+            return ("fail", "import torch failed: " + first_line(torch["error"]),
+                    "reinstall PyTorch for %s" % self.workload_python, evidence), None, None
+        return None, torch, evidence
+
     def check_driver_too_old(self):
         meta = self.stages.get("meta", {})
         torch_cuda = self.torch_info().get("cuda") or meta.get("torch_cuda")
@@ -3128,18 +3149,9 @@ class TorchChecks(Part):
         return ("pass", "driver CUDA %s >= torch CUDA %s" % (driver, torch_cuda), "", evidence)
 
     def check_torch_cuda(self):
-        meta = self.stages.get("meta", {})
-        torch = self.torch_info()
-        if not meta.get("torch_dir"):
-            return ("skip", "PyTorch not installed", "", {})
-        if not torch:
-            return self.stage_missing("import torch")
-        evidence = {key: torch.get(key) for key in ("version", "cuda", "cuda_available",
-                                                     "device_count", "import_s", "warnings",
-                                                     "error")}
-        if torch.get("error"):
-            return ("fail", "import torch failed: " + first_line(torch["error"]),
-                    "reinstall PyTorch for %s" % self.workload_python, evidence)
+        result, torch, evidence = self.torch_imported()
+        if result:
+            return result
         if not torch.get("cuda"):
             return ("fail", "CPU-only PyTorch build (torch %s)" % torch.get("version"),
                     "install a CUDA build of torch, e.g. pip install torch --index-url "
@@ -4102,14 +4114,8 @@ class HipChecks(Part):
         else:
             what = "unusable (%s)" % code
             fix = "check that amdgpu is loaded and the node is passed through"
-        summary = "/dev/%s %s" % (name, what)
-        if all(c == "ENOENT" for c in bad.values()) and len(bad) == len(results):
-            summary = "no /dev/kfd or render nodes, though KFD lists %d GPU(s)" % len(
-                self.amd["kfd_gpus"])
-            if container:
-                summary += " (not passed into the %s container)" % container
-        elif len(bad) > 1:
-            summary += "; %d of %d nodes unusable" % (len(bad), len(results))
+        summary = nodes_summary(name, what, bad, len(results), "no /dev/kfd or render nodes, "
+                                "though KFD lists %d GPU(s)" % len(self.amd["kfd_gpus"]), container)
         evidence["hip_device_count"] = self.hip_info.get("count")
         return ("fail", summary, fix, evidence)
 
@@ -4173,18 +4179,9 @@ class HipChecks(Part):
             self.facts["driver"]["userspace"] or "?", hip["count"]), "", evidence)
 
     def check_torch_cuda_hip(self):
-        meta = self.stages.get("meta", {})
-        torch = self.torch_info()
-        if not meta.get("torch_dir"):
-            return ("skip", "PyTorch not installed", "", {})
-        if not torch:
-            return self.stage_missing("import torch")
-        evidence = {key: torch.get(key) for key in ("version", "hip", "cuda", "cuda_available",
-                                                     "device_count", "import_s", "warnings",
-                                                     "error")}
-        if torch.get("error"):
-            return ("fail", "import torch failed: " + first_line(torch["error"]),
-                    "reinstall PyTorch for %s" % self.workload_python, evidence)
+        result, torch, evidence = self.torch_imported("hip")
+        if result:
+            return result
         if not torch.get("hip"):
             kind = "CUDA" if torch.get("cuda") else "CPU-only"
             return ("fail", "%s PyTorch build on an AMD node (torch %s, torch.version.hip is "

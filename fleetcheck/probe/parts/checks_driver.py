@@ -5,7 +5,7 @@ import re
 
 from fleetcheck.probe.parts.base import Part, first_line, host_path
 from fleetcheck.probe.parts.facts_libcuda import CUDA_ERRORS, parse_ldconfig
-from fleetcheck.probe.parts.facts_nvidia import nvswitch_devices, open_result
+from fleetcheck.probe.parts.facts_nvidia import nodes_summary, nvswitch_devices, open_result
 
 
 def gpu_passthrough_fix(container):
@@ -94,14 +94,9 @@ class DriverChecks(Part):
         else:
             what = "unusable (%s)" % code
             fix = "check that the NVIDIA driver is loaded and the node is passed through"
-        summary = "/dev/%s %s" % (name, what)
-        if all(code == "ENOENT" for code in bad.values()) and len(bad) == len(results):
-            summary = "no /dev/nvidia* device nodes, though the driver lists %d GPU(s)" % len(
-                minors)
-            if self.facts.get("container"):
-                summary += " (not passed into the %s container)" % self.facts["container"]
-        elif len(bad) > 1:
-            summary += "; %d of %d nodes unusable" % (len(bad), len(results))
+        summary = nodes_summary(name, what, bad, len(results), "no /dev/nvidia* device nodes, "
+                                "though the driver lists %d GPU(s)" % len(minors),
+                                self.facts.get("container"))
         evidence["cuda_init"] = self.cuda_info.get("init_name") or self.cuda_info.get("init")
         if cuda_ok and not self.facts.get("container"):
             return ("warn", summary + " (CUDA initialises anyway)", fix, evidence)

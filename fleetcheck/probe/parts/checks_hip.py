@@ -11,7 +11,7 @@ import re
 
 from fleetcheck.probe.parts.base import Part, first_line, host_path, version_tuple
 from fleetcheck.probe.parts.facts_amd import HIP_ERRORS, TRITON_HIP_ARCHS, gfx_from_override
-from fleetcheck.probe.parts.facts_nvidia import open_result
+from fleetcheck.probe.parts.facts_nvidia import nodes_summary, open_result
 
 #: The environment variables that hide AMD GPUs from HIP (ROCr's, HIP's, and CUDA's alias).
 HIP_VISIBILITY = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
@@ -100,14 +100,8 @@ class HipChecks(Part):
         else:
             what = "unusable (%s)" % code
             fix = "check that amdgpu is loaded and the node is passed through"
-        summary = "/dev/%s %s" % (name, what)
-        if all(c == "ENOENT" for c in bad.values()) and len(bad) == len(results):
-            summary = "no /dev/kfd or render nodes, though KFD lists %d GPU(s)" % len(
-                self.amd["kfd_gpus"])
-            if container:
-                summary += " (not passed into the %s container)" % container
-        elif len(bad) > 1:
-            summary += "; %d of %d nodes unusable" % (len(bad), len(results))
+        summary = nodes_summary(name, what, bad, len(results), "no /dev/kfd or render nodes, "
+                                "though KFD lists %d GPU(s)" % len(self.amd["kfd_gpus"]), container)
         evidence["hip_device_count"] = self.hip_info.get("count")
         return ("fail", summary, fix, evidence)
 
@@ -171,18 +165,9 @@ class HipChecks(Part):
             self.facts["driver"]["userspace"] or "?", hip["count"]), "", evidence)
 
     def check_torch_cuda_hip(self):
-        meta = self.stages.get("meta", {})
-        torch = self.torch_info()
-        if not meta.get("torch_dir"):
-            return ("skip", "PyTorch not installed", "", {})
-        if not torch:
-            return self.stage_missing("import torch")
-        evidence = {key: torch.get(key) for key in ("version", "hip", "cuda", "cuda_available",
-                                                     "device_count", "import_s", "warnings",
-                                                     "error")}
-        if torch.get("error"):
-            return ("fail", "import torch failed: " + first_line(torch["error"]),
-                    "reinstall PyTorch for %s" % self.workload_python, evidence)
+        result, torch, evidence = self.torch_imported("hip")
+        if result:
+            return result
         if not torch.get("hip"):
             kind = "CUDA" if torch.get("cuda") else "CPU-only"
             return ("fail", "%s PyTorch build on an AMD node (torch %s, torch.version.hip is "

@@ -28,6 +28,22 @@ class TorchChecks(Part):
     def torch_info(self):
         return self.stages.get("torch") or {}
 
+    def torch_imported(self, *extra):
+        """(None, torch's stage, the check's evidence), or (the check's result, None, None)
+        where PyTorch is not installed, its import did not report or failed."""
+        torch = self.torch_info()
+        if not self.stages.get("meta", {}).get("torch_dir"):
+            return ("skip", "PyTorch not installed", "", {}), None, None
+        if not torch:
+            return self.stage_missing("import torch"), None, None
+        evidence = {key: torch.get(key) for key in ("version", *extra, "cuda", "cuda_available",
+                                                     "device_count", "import_s", "warnings",
+                                                     "error")}
+        if torch.get("error"):
+            return ("fail", "import torch failed: " + first_line(torch["error"]),
+                    "reinstall PyTorch for %s" % self.workload_python, evidence), None, None
+        return None, torch, evidence
+
     def check_driver_too_old(self):
         meta = self.stages.get("meta", {})
         torch_cuda = self.torch_info().get("cuda") or meta.get("torch_cuda")
@@ -50,18 +66,9 @@ class TorchChecks(Part):
         return ("pass", "driver CUDA %s >= torch CUDA %s" % (driver, torch_cuda), "", evidence)
 
     def check_torch_cuda(self):
-        meta = self.stages.get("meta", {})
-        torch = self.torch_info()
-        if not meta.get("torch_dir"):
-            return ("skip", "PyTorch not installed", "", {})
-        if not torch:
-            return self.stage_missing("import torch")
-        evidence = {key: torch.get(key) for key in ("version", "cuda", "cuda_available",
-                                                     "device_count", "import_s", "warnings",
-                                                     "error")}
-        if torch.get("error"):
-            return ("fail", "import torch failed: " + first_line(torch["error"]),
-                    "reinstall PyTorch for %s" % self.workload_python, evidence)
+        result, torch, evidence = self.torch_imported()
+        if result:
+            return result
         if not torch.get("cuda"):
             return ("fail", "CPU-only PyTorch build (torch %s)" % torch.get("version"),
                     "install a CUDA build of torch, e.g. pip install torch --index-url "

@@ -51,6 +51,16 @@ def open_result(path):
     return "ok"
 
 
+def nodes_summary(name, what, bad, count, none_there, container):
+    """The summary of device nodes that do not all open: `none_there` (and the container they
+    were not passed into) where none of the `count` exists, else the first bad one's."""
+    if all(code == "ENOENT" for code in bad.values()) and len(bad) == count:
+        return none_there + (" (not passed into the %s container)" % container
+                             if container else "")
+    return "/dev/%s %s" % (name, what) + (
+        "; %d of %d nodes unusable" % (len(bad), count) if len(bad) > 1 else "")
+
+
 def parse_smi(result):
     """GPUs from `nvidia-smi --query-gpu=... --format=csv,noheader,nounits`, or its error."""
     out = {"rc": result["rc"], "timed_out": result["timed_out"]}
