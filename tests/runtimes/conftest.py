@@ -1,10 +1,12 @@
 """The real-runtime fleet, made once per test run (session scope) and torn down by PID.
 
-It is made as early as the run allows: as soon as collection has selected a test of this
-package, a thread starts making it (the VM's boot first, the containers beside it), so its
-minute of set-up overlaps the tests that run before these; the `real_fleet` fixture waits for
-it. Under pytest-xdist (each worker collects everything, one runs these) it is made when the
-fixture is first asked for. There is one VM boot per run: VM 301's, shared by every test.
+When collection has selected only tests of this package, a thread starts making it as
+collection ends (the VM's boot first, the containers beside it) and the `real_fleet` fixture
+waits for it. In a run with other tests (the whole suite) it is made when the fixture is first
+asked for: made beside them, its processes would share their process group (a test's own
+Ctrl-C reached the namespace's holder) and the process trees they measure. Under pytest-xdist
+too it is made when the fixture is first asked for. There is one VM boot per run: VM 301's,
+shared by every test.
 
 Skipped, naming the failed check, only where this machine cannot run it: not root, a missing
 program (scripts/test.sh installs them on Debian), no guest kernel, no private mount namespace.
@@ -175,7 +177,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
     if config.option.collectonly or os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    if not any(Path(str(item.path)).is_relative_to(HERE) for item in session.items):
+    # Only when these are the run's only tests: made beside other tests, its processes share
+    # their process group (a test's own Ctrl-C reaches them) and their measured process trees.
+    if not session.items or not all(
+            Path(str(item.path)).is_relative_to(HERE) for item in session.items):
         return
     factory: pytest.TempPathFactory = config._tmp_path_factory  # type: ignore[attr-defined]
     _Early.start(RealFleet(factory.mktemp("realfleet")))
