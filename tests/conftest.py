@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,14 @@ import pytest
 from hypothesis import settings
 
 from tests.fleet import Fleet
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A run started as a background job of a non-interactive shell inherits SIGINT ignored, and
+    # Python then installs no KeyboardInterrupt handler: the tests that press Ctrl-C (os.kill
+    # of their own process, as a terminal would) would wait for an interrupt that never comes.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Property tests explore a fixed sequence of examples: a CI run never fails on a draw that the
 # run before it did not make (fresh failures are found by running with --hypothesis-seed).
