@@ -154,13 +154,12 @@ def load_yaml(
     if _FastLoader is not None:
         try:
             return _compose(_FastLoader, text, path, wording)
-        except yaml.MarkedYAMLError as exc:
-            if exc.problem == _LIBYAML_TOO_DEEP:
+        except (yaml.YAMLError, RecursionError) as exc:
+            if getattr(exc, "problem", None) == _LIBYAML_TOO_DEEP:
                 # The pure-Python scanner is quadratic in flow nesting (seconds for a few KB):
                 # say at once what it would say after them.
                 raise wording.problem(f"{path}: {_TOO_DEEP}") from None
-        except (yaml.YAMLError, RecursionError):
-            pass  # refused: the pure-Python loader says why, in its own words
+            # Any other refusal: the pure-Python loader says why, in its own words.
     try:
         return _compose(_LineLoader, text, path, wording)
     except yaml.reader.ReaderError as exc:

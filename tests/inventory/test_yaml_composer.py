@@ -73,8 +73,9 @@ def test_refusals_are_worded_as_the_pure_python_loader_words_them(
     assert fast[0] == "refused"  # type: ignore[index]
 
 
-@needs_libyaml
-def test_the_fast_path_is_the_one_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def composers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The loader classes load_yaml composes with, in order, as it uses them."""
     used: list[str] = []
     original = yamlsrc._compose
 
@@ -83,6 +84,12 @@ def test_the_fast_path_is_the_one_taken(monkeypatch: pytest.MonkeyPatch) -> None
         return original(loader_class, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(yamlsrc, "_compose", compose)
+    return used
+
+
+@needs_libyaml
+def test_the_fast_path_is_the_one_taken(composers: list[str]) -> None:
+    used = composers
     yamlsrc.load_yaml(INVENTORY, "inv.yaml")
     assert used == ["_CLineLoader"]
     used.clear()
@@ -94,17 +101,9 @@ def test_the_fast_path_is_the_one_taken(monkeypatch: pytest.MonkeyPatch) -> None
 
 @needs_libyaml
 def test_too_deep_a_document_is_refused_without_the_pure_python_scanner(
-    monkeypatch: pytest.MonkeyPatch,
+    composers: list[str],
 ) -> None:
     # The pure-Python scanner is quadratic in flow nesting: libyaml's own refusal is enough.
-    used: list[str] = []
-    original = yamlsrc._compose
-
-    def compose(loader_class: type, *args: object) -> object:
-        used.append(loader_class.__name__)
-        return original(loader_class, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(yamlsrc, "_compose", compose)
     with pytest.raises(InventoryError, match=r"^inv\.yaml: YAML nested too deeply$"):
         yamlsrc.load_yaml("hosts: " + "[" * 1200 + "]" * 1200, "inv.yaml")
-    assert used == ["_CLineLoader"]
+    assert composers == ["_CLineLoader"]
