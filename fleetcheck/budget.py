@@ -114,6 +114,9 @@ PIPE_DRAIN_WAIT = 1.0
 #: How long a source's own command may take (`ansible-inventory --list`) when the
 #: inventory's `timeout` of the source says nothing.
 SOURCE_COMMAND_TIMEOUT = 60.0
+#: Most seconds for the one state question asked after a probe killed without a word
+#: (`pct status`, `docker|podman inspect`): did its container stop under it?
+STATE_QUESTION_TIMEOUT = 15.0
 #: How long each Slurm command (scontrol, sinfo) of `fleetcheck health --slurm` may take.
 SLURM_COMMAND_TIMEOUT = 15.0
 

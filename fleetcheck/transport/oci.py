@@ -12,13 +12,15 @@ the image needs no `env` binary.
 
 from __future__ import annotations
 
-import dataclasses
-
 from fleetcheck import failures
 from fleetcheck.failures import Refusal
 from fleetcheck.text import last_line
 from fleetcheck.transport.interface import CommandResult, NestedTransport, RunCommand, Transport
-from fleetcheck.transport.refusals import KILLED, killed_silently, sudo_wants_password
+from fleetcheck.transport.refusals import (
+    KILLED,
+    run_asking_after_a_silent_kill,
+    sudo_wants_password,
+)
 
 #: docker: `Error response from daemon: ...` (client/request.go), exit 1 for every daemon
 #: refusal of `docker exec`; podman: `Error: ...`, 125 for its own errors.
@@ -147,17 +149,12 @@ class OciTransport(NestedTransport):
     async def through(
         self, outer_run: RunCommand, argv: list[str], input: bytes | None, timeout: float
     ) -> CommandResult:
-        result = await outer_run(self.wrap(argv), input=input, timeout=timeout)
-        if killed_silently(result):
-            # docker/podman exec say nothing when the container stops under them (a stop, a
-            # daemon restart): the runtime is asked for the container's state.
-            prefix = ["sudo", "-n"] if self.sudo else []
-            asked = await outer_run([*prefix, self.runtime, "inspect", "--format",
-                                     "{{.State.Status}}", self.container],
-                                    input=None, timeout=min(timeout, 15.0))
-            if asked.returncode == 0:
-                result = dataclasses.replace(result, stderr=result.stderr + asked.stdout)
-        return result
+        # docker/podman exec say nothing when the container stops under them (a stop, a
+        # daemon restart): the runtime is asked for the container's state.
+        prefix = ["sudo", "-n"] if self.sudo else []
+        return await run_asking_after_a_silent_kill(
+            outer_run, self.wrap(argv), input, timeout,
+            [*prefix, self.runtime, "inspect", "--format", "{{.State.Status}}", self.container])
 
     def explain_own(self, result: CommandResult) -> Refusal | None:
         # Read after the parent's tool: `pct exec` or `qm guest exec` may have refused before

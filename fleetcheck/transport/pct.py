@@ -6,16 +6,14 @@ for probing a container and for `pct list` discovery alike.
 
 from __future__ import annotations
 
-import dataclasses
-
 from fleetcheck import failures
 from fleetcheck.failures import Refusal
 from fleetcheck.text import last_line
 from fleetcheck.transport.interface import CommandResult, NestedTransport, RunCommand, Transport
 from fleetcheck.transport.refusals import (
     KILLED,
-    killed_silently,
     no_such_guest,
+    run_asking_after_a_silent_kill,
     sudo_wants_password,
     tool_not_found,
 )
@@ -109,16 +107,11 @@ class PctTransport(NestedTransport):
     async def through(
         self, outer_run: RunCommand, argv: list[str], input: bytes | None, timeout: float
     ) -> CommandResult:
-        result = await outer_run(self.wrap(argv), input=input, timeout=timeout)
-        if killed_silently(result):
-            # lxc-attach says nothing when the container stops under it: pct is asked
-            # (`status: stopped`, read by pct_exec_failure; a gatekeeper refusing it leaves
-            # the plain exit status).
-            asked = await outer_run([*sudo_prefix(self.sudo), "pct", "status", str(self.vmid)],
-                                    input=None, timeout=min(timeout, 15.0))
-            if asked.returncode == 0:
-                result = dataclasses.replace(result, stderr=result.stderr + asked.stdout)
-        return result
+        # lxc-attach says nothing when the container stops under it: pct is asked
+        # (`status: stopped`, read by pct_exec_failure).
+        return await run_asking_after_a_silent_kill(
+            outer_run, self.wrap(argv), input, timeout,
+            [*sudo_prefix(self.sudo), "pct", "status", str(self.vmid)])
 
     def explain_own(self, result: CommandResult) -> Refusal | None:
         return pct_exec_failure(result, self.vmid, self.host_name)

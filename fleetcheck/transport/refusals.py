@@ -6,11 +6,13 @@ their tool's own refusals and call these for the shared ones.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 from fleetcheck import failures
+from fleetcheck.budget import STATE_QUESTION_TIMEOUT
 from fleetcheck.failures import Refusal
-from fleetcheck.transport.interface import CommandResult
+from fleetcheck.transport.interface import CommandResult, RunCommand
 
 #: sudo's answer under `-n` when the login needs a password (sudo's plugins/sudoers).
 SUDO_PROMPT_REFUSED = "sudo: a password is required"
@@ -52,3 +54,20 @@ def killed_silently(result: CommandResult) -> bool:
     a probe the OOM killer ended looks the same, so the runtime is asked which it was)."""
     return (result.returncode == KILLED and not result.stdout.strip()
             and not result.stderr.strip())
+
+
+async def run_asking_after_a_silent_kill(
+    outer_run: RunCommand, argv: list[str], input: bytes | None, timeout: float,
+    state_argv: list[str],
+) -> CommandResult:
+    """Run `argv` through `outer_run`; if it was killed without a word, ask the runtime once
+    (`state_argv`, through the same parent) and add its answer to the result's stderr, where
+    the kind's own refusal reading finds it. A runtime that cannot be asked (a gatekeeper
+    installed before the question was in its grammar) leaves the plain exit status."""
+    result = await outer_run(argv, input=input, timeout=timeout)
+    if killed_silently(result):
+        asked = await outer_run(state_argv, input=None,
+                                timeout=min(timeout, STATE_QUESTION_TIMEOUT))
+        if asked.returncode == 0:
+            result = dataclasses.replace(result, stderr=result.stderr + asked.stdout)
+    return result
