@@ -7,7 +7,7 @@ The order of the lines is the order in which a parent's children are expanded an
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.budget import BudgetFor, NodeBudget
@@ -88,9 +88,59 @@ def id_shapes() -> tuple[IdShape, ...]:
     return tuple(shapes.values())
 
 
-def gatekeeper_grammar() -> tuple[dict[str, str], dict[str, list[Any]]]:
-    """What the registry's kinds add to the host gatekeeper's grammar (`gatekeeper_words`,
-    `gatekeeper_shapes`), for `fleetcheck host-setup` to write into the script it installs."""
+#: Some of the host gatekeeper's grammar: word classes (name -> regular expression) and shapes
+#: (name -> items, in `fleetcheck/data/gatekeeper.py`'s notation).
+Grammar = tuple[Mapping[str, str], Mapping[str, list[Any]]]
+
+
+def gatekeeper_chains() -> Grammar:
+    """The host gatekeeper's grammar of the registry's kinds, composed along `runs_in`: every
+    kind's `gatekeeper_words`; its `gatekeeper_commands` in each node of a kind it runs in, and
+    the probe through its `gatekeeper_wrapper`, each after the wrappers of the nodes above it
+    from the host down (`[sudo -n]`, then `pct exec VMID --keep-env 0 --` in an LXC
+    container...) and named after them ("pct exec oci probe"). `fleetcheck host-setup` writes
+    it into the script it installs."""
+    words: dict[str, str] = {}
+    shapes: dict[str, list[Any]] = {}
+    for each in all_kinds():
+        for name, pattern in each.gatekeeper_words.items():
+            _add(words, name, pattern, "word class")
+        for parent in filter(None, map(find, each.runs_in)):
+            for names, items in _run_inside(parent):
+                for name, command in each.gatekeeper_commands.items():
+                    _add(shapes, _shape_name(*names, name), [*items, *command], "shape")
+        probe = each.gatekeeper_wrapper and each.gatekeeper_wrapper.probe
+        if probe:
+            for names, items in _run_inside(each):
+                _add(shapes, _shape_name(*names, "probe"), [*items, ("ref", probe)], "shape")
+    return words, shapes
+
+
+def _run_inside(node_kind: NodeKind) -> list[tuple[tuple[str, ...], list[Any]]]:
+    """(names, items) that come before a command run inside a node of `node_kind`: one per
+    chain of kinds from the host down to it, none where a kind of the chain wraps nothing."""
+    wrapper = node_kind.gatekeeper_wrapper
+    if wrapper is None:
+        return []
+    outer = [chain for parent in filter(None, map(find, node_kind.runs_in))
+             for chain in _run_inside(parent)] if node_kind.runs_in else [((), [])]
+    return [((*names, wrapper.name), [*items, *wrapper.items]) for names, items in outer]
+
+
+def _shape_name(*names: str) -> str:
+    return " ".join(name for name in names if name)
+
+
+def _add(table: dict[str, Any], name: str, value: Any, what: str) -> None:
+    """`table[name] = value`, once: the two OCI runtimes share theirs, other kinds may not."""
+    if table.setdefault(name, value) != value:
+        raise ValueError(f"two node kinds give the gatekeeper's {what} {name!r} differently")
+
+
+def gatekeeper_grammar() -> Grammar:
+    """The word classes and whole shapes the registry's kinds write out themselves
+    (`gatekeeper_words`, `gatekeeper_shapes`), which `fleetcheck host-setup` adds to the
+    composed chains (`gatekeeper_chains`) in the script it installs."""
     words: dict[str, str] = {}
     shapes: dict[str, list[Any]] = {}
     for each in all_kinds():
@@ -145,6 +195,7 @@ __all__ = [
     "NODE_KINDS",
     "NOT_MINE",
     "Discovery",
+    "Grammar",
     "IdShape",
     "Listings",
     "NodeKind",
@@ -155,6 +206,7 @@ __all__ = [
     "depth",
     "expand",
     "find",
+    "gatekeeper_chains",
     "gatekeeper_grammar",
     "host_target",
     "id_shapes",

@@ -11,7 +11,7 @@ failures its transport module words.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fleetcheck.budget import LISTING_TIMEOUT
 from fleetcheck.inventory.errors import DiscoveryError, InventoryError
@@ -113,6 +113,13 @@ class GuestIds(IdShape):
 GUEST_IDS = GuestIds()
 
 
+#: The host gatekeeper's `pvesh get /nodes/NODE/lxc|qemu --output-format json` (`pvesh_argv`),
+#: the listing either kind tries first.
+PVESH_GET: dict[str, list[Any]] = {
+    "pvesh get": ["pvesh", "get", ("WORD", "NODEPATH"), "--output-format", "json"],
+}
+
+
 class ProxmoxGuestKind(NodeKind):
     """A guest of a Proxmox host: `HOST/VMID`, declared under the host's `key`."""
 
@@ -120,6 +127,12 @@ class ProxmoxGuestKind(NodeKind):
     depth = 1
     listing_fails_parent = True
     id_shape = GUEST_IDS
+    gatekeeper_words: ClassVar[Mapping[str, str]] = {
+        # pve-vmid: 100 .. 999999999.
+        "VMID": r"[1-9][0-9]{2,8}",
+        # A PVE node name (pve-node): a hostname label.
+        "NODEPATH": r"/nodes/[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?/(lxc|qemu)",
+    }
 
     def __init__(self, name: str, *, key: str, noun: str, default_name: str, tool: str,
                  parse_listing: Callable[[str], list[DiscoveredContainer]]) -> None:
