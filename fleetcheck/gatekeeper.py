@@ -1,12 +1,12 @@
-"""The least-privilege audit key: the host gatekeeper's set-up and its refusals seen by the audit.
+"""The least-privilege audit key: the host gatekeeper's set-up, with the node kinds' grammar.
 
 The gatekeeper itself is `fleetcheck/data/gatekeeper.py`, a standard-library script that runs on
 each Proxmox host as the forced command of the audit key and owns the grammar's machinery, the
 host's own probe and clean-up, the refusal exit status and the refusal text; the node kinds'
 commands are each kind's (`kinds.gatekeeper_chains`). This module owns the fleetcheck side: the
 script as installed (the kinds' grammar written into it), the hash of the probe in use, the
-`authorized_keys` line and installer `fleetcheck host-setup` prints, and `refusal_reason`, which
-turns the gatekeeper's refusal into a node's reason.
+`authorized_keys` line and installer `fleetcheck host-setup` prints. The audit reads a refusal
+with `transport/gatekeeper.py`.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from types import ModuleType
 from typing import Any
 
 from fleetcheck import __version__, kinds
 from fleetcheck.errors import FleetcheckError
 from fleetcheck.kinds import Grammar
+from fleetcheck.transport.gatekeeper import shipped_text
 
 DEFAULT_SCRIPT_PATH = "/usr/local/lib/fleetcheck/gatekeeper.py"
 DEFAULT_HASH_PATH = "/etc/fleetcheck/probe.sha256"
@@ -46,7 +46,7 @@ def script_source(grammar: Grammar | None = None) -> str:
     kinds' grammar composed along their chains (`kinds.gatekeeper_chains`), with `grammar`'s
     word classes and whole shapes (`kinds.gatekeeper_grammar`), written into its KIND_WORDS
     and KIND_SHAPES."""
-    source = _shipped_text()
+    source = shipped_text()
     words, shapes = kinds.gatekeeper_chains()
     extra_words, extra_shapes = grammar or ({}, {})
     for name, value in (("KIND_WORDS", {**words, **extra_words}),
@@ -81,31 +81,11 @@ def script_module() -> ModuleType:
     return script_with(({}, {}))
 
 
-def _shipped_text() -> str:
-    """`fleetcheck/data/gatekeeper.py` as shipped: no node kind's grammar written in."""
-    return resources.files("fleetcheck").joinpath("data/gatekeeper.py").read_text("utf-8")
-
-
 def probe_sha256() -> str:
     """SHA-256 of the probe exactly as the audit sends it on stdin."""
     from fleetcheck.probe import probe_source
 
     return hashlib.sha256(probe_source().encode()).hexdigest()
-
-
-def refusal_reason(stderr: str, exit_status: int | None) -> str | None:
-    """The node reason when the host's gatekeeper refused the command, else None."""
-    script = script_module()
-    if exit_status != script.EXIT_REFUSED:
-        return None
-    marker = f"{script.NAME}: refused: "
-    for line in stderr.splitlines():
-        if line.startswith(marker):
-            reason = line[len(marker):].strip()
-            if len(reason) > 240:
-                reason = reason[:237] + "..."
-            return f"refused by the host's fleetcheck gatekeeper: {reason}"
-    return None
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,6 @@ chains of the kinds above it for a kind added inside another."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from importlib import resources
-from types import ModuleType
 from typing import Any, ClassVar
 
 import pytest
@@ -17,6 +15,7 @@ from fleetcheck.gatekeeper import script_module, script_with
 from fleetcheck.kinds.base import GatekeeperWrapper
 from fleetcheck.kinds.oci import OciKind
 from fleetcheck.probe import probe_argv
+from fleetcheck.transport.gatekeeper import shipped_script
 from fleetcheck.transport.pct import pct_exec_argv
 from fleetcheck.transport.qemu import qm_exec_argv
 from fleetcheck.transport.ssh import remote_command
@@ -162,15 +161,8 @@ def test_the_installed_script_accepts_exactly_what_it_accepted_before() -> None:
         assert len(matching) == 1, (request, matching)
 
 
-def shipped_file() -> ModuleType:
-    module = ModuleType("fleetcheck_gatekeeper_as_shipped")
-    source = resources.files("fleetcheck").joinpath("data/gatekeeper.py").read_text("utf-8")
-    exec(compile(source, "gatekeeper.py", "exec"), module.__dict__)
-    return module
-
-
 def test_the_shipped_file_holds_only_the_hosts_own_shapes() -> None:
-    shipped = shipped_file()
+    shipped = shipped_script()
     assert (shipped.KIND_WORDS, shipped.KIND_SHAPES) == ({}, {})
     assert set(shipped.SHAPES) == {"host probe", "cleanup"}
     # Without the kinds' grammar written in, a kind's command is refused.
