@@ -5,13 +5,14 @@ chains of the kinds above it for a kind added inside another."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 import pytest
 
 from fleetcheck import kinds
-from fleetcheck.gatekeeper import script_module, script_with
+from fleetcheck.gatekeeper import script_module, script_source, script_with
 from fleetcheck.kinds.base import GatekeeperWrapper
 from fleetcheck.kinds.oci import OciKind
 from fleetcheck.probe import probe_argv
@@ -159,6 +160,11 @@ def test_the_installed_script_accepts_exactly_what_it_accepted_before() -> None:
                     if any(end == len(words) for end, _ in installed._match(shape, words, 0,
                                                                              False))]
         assert len(matching) == 1, (request, matching)
+
+
+def test_the_installed_script_is_still_python_3_6() -> None:
+    # PVE 7 ships 3.9; the script promises 3.6. The kinds' grammar is written in as literals.
+    ast.parse(script_source(), feature_version=(3, 6))
 
 
 def test_the_shipped_file_holds_only_the_hosts_own_shapes() -> None:
