@@ -365,7 +365,7 @@ def cmd_host_setup(args: argparse.Namespace) -> int:
     from fleetcheck import kinds
     from fleetcheck.gatekeeper import HostSetup, read_public_key, script_source
 
-    # The node kinds that bring commands of their own add them to the host's grammar.
+    # script_source writes in the kinds' composed chains; the shapes a kind writes whole too.
     grammar = kinds.gatekeeper_grammar()
     setup = HostSetup(public_key=read_public_key(args.key), python=args.python,
                       script_path=args.script_path, hash_path=args.hash_file,
