@@ -15,6 +15,7 @@ from fleetcheck.inventory.model import HostSpec, SkippedTarget, Target
 from fleetcheck.kinds.base import NOT_MINE, Discovery, IdShape, NodeKind, NotMine, host_target
 
 if TYPE_CHECKING:
+    from fleetcheck.model import NodeResult
     from fleetcheck.transport.interface import Transport
 
 #: kind name -> "module:attribute" of its NodeKind.
@@ -28,6 +29,9 @@ KINDS: dict[str, str] = {
 }
 #: Every kind a node may have (the JSON contract's `kind`).
 NODE_KINDS = tuple(KINDS)
+#: What a VMID meant in reports written before nodes had a kind: their only guests were LXC
+#: containers.
+GUEST_BEFORE_KINDS = "lxc"
 
 #: A kind's listing under a parent, when known: `listings(parent, kind)`.
 Listings = Callable[[Target, NodeKind], Sequence[Any] | None]
@@ -149,6 +153,31 @@ def gatekeeper_grammar() -> Grammar:
     return words, shapes
 
 
+def root() -> NodeKind:
+    """The kind every tree of nodes starts from (the host): the one that runs in no other."""
+    # In registry order, importing no kind beyond the first that runs in none.
+    return next(each for each in map(kind, KINDS) if not each.runs_in)
+
+
+def runs_on_root(name: str) -> bool:
+    """Whether nodes of kind `name` run on the root itself and nowhere else (a Proxmox guest,
+    a pod): their host is their parent. False for a kind this version does not know."""
+    found = find(name)
+    return found is not None and found.runs_in == (root().name,)
+
+
+def default_kind(vmid: int | None) -> str:
+    """The kind of a node whose document names none (written before nodes had a kind): the
+    root's without a VMID, else the guest kind such documents meant."""
+    return root().name if vmid is None else GUEST_BEFORE_KINDS
+
+
+def place(node: NodeResult) -> str | None:
+    """Where `node` sits below its host, in its kind's words (`NodeKind.place`); a kind this
+    version does not know is read as `default_kind` reads a node without one."""
+    return (find(node.kind) or kind(default_kind(node.vmid))).place(node)
+
+
 def depth(name: str) -> int:
     """How deep a node of kind `name` sits below its host (an unknown kind as a guest)."""
     found = find(name)
@@ -191,6 +220,7 @@ def needs_listing(host: HostSpec) -> bool:
 
 
 __all__ = [
+    "GUEST_BEFORE_KINDS",
     "KINDS",
     "NODE_KINDS",
     "NOT_MINE",
@@ -203,6 +233,7 @@ __all__ = [
     "all_kinds",
     "chain",
     "children_kinds",
+    "default_kind",
     "depth",
     "expand",
     "find",
@@ -213,4 +244,7 @@ __all__ = [
     "kind",
     "needs_listing",
     "open_transport",
+    "place",
+    "root",
+    "runs_on_root",
 ]

@@ -187,6 +187,12 @@ class NodeKind(abc.ABC):
         del target
         return None
 
+    def place(self, node: NodeResult) -> str | None:
+        """Where a node of this kind sits, beside its host in the HTML report's detail
+        ("container 101", "docker container in pve1/101"); None where the host says it all."""
+        del node
+        return None
+
 
 @dataclasses.dataclass(frozen=True)
 class GatekeeperWrapper:

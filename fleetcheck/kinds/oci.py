@@ -265,6 +265,9 @@ class OciKind(NodeKind):
     def describe(self, target: Target) -> str | None:
         return f"({self.runtime} container in {target.parent})"
 
+    def place(self, node: NodeResult) -> str | None:
+        return f"{self.runtime} container in {node.parent or ''}"
+
 
 DOCKER = OciKind("docker")
 PODMAN = OciKind("podman")

@@ -43,6 +43,7 @@ from fleetcheck.kinds.base import (
 from fleetcheck.transport.pct import pve_list_argv, pve_list_failure, sudo_prefix
 
 if TYPE_CHECKING:
+    from fleetcheck.model import NodeResult
     from fleetcheck.transport.interface import Transport
 
 
@@ -245,3 +246,6 @@ class ProxmoxGuestKind(NodeKind):
 
     def inside(self, target: Target) -> str:
         return f"in {self.noun}"
+
+    def place(self, node: NodeResult) -> str | None:
+        return None if node.vmid is None else f"{self.noun} {node.vmid}"
