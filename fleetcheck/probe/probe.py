@@ -719,26 +719,34 @@ def triton_cache_dir(triton, env):
     return _os.path.join(home or _os.path.expanduser("~/"), ".triton", "cache")
 
 
-def make_dirs(path, made):
-    """os.makedirs(path) as Triton's cache does it, noting each directory it creates."""
-    missing = []
-    probe = path
-    while probe and not _os.path.exists(probe):
-        missing.append(probe)
-        parent = _os.path.dirname(probe)
-        if parent == probe:
-            break
-        probe = parent
-    for one in reversed(missing):
+def make_dirs(path, made, tries=3):
+    """os.makedirs(path) as Triton's cache does it, noting each directory it creates. A parent
+    found existing and removed before its child is made (a second probe sharing the home
+    removing the ~/.triton it had made, now empty) is walked again, up to `tries` times."""
+    for attempt in range(tries):
+        missing = []
+        probe = path
+        while probe and not _os.path.exists(probe):
+            missing.append(probe)
+            parent = _os.path.dirname(probe)
+            if parent == probe:
+                break
+            probe = parent
         try:
-            _os.mkdir(one)
-        except FileExistsError:
-            # Another process (a job, a second probe) made it since: Triton's own
-            # os.makedirs(exist_ok=True) goes on, and so do we; it is not ours to remove.
-            if not _os.path.isdir(one):
+            for one in reversed(missing):
+                try:
+                    _os.mkdir(one)
+                except FileExistsError:
+                    # Another process (a job, a second probe) made it since: Triton's own
+                    # os.makedirs(exist_ok=True) goes on, and so do we; it is not ours to remove.
+                    if not _os.path.isdir(one):
+                        raise
+                    continue
+                made.append(one)
+            return
+        except FileNotFoundError:
+            if attempt == tries - 1 or _os.path.exists(path):
                 raise
-            continue
-        made.append(one)
 
 
 def space_of(path):
