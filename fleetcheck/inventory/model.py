@@ -10,8 +10,6 @@ from fleetcheck.budget import DEFAULT_API_TIMEOUT, DEFAULT_CONCURRENCY, DEFAULT_
 
 #: `containers: all` in the inventory (also `vms: all` and `oci: {containers: all}`).
 ALL_CONTAINERS = "all"
-#: The runtimes an `oci:` may name (each one a node kind of `fleetcheck/kinds/`).
-OCI_RUNTIMES = ("docker", "podman")
 #: pve-common's pve-vmid format.
 VMID_MIN, VMID_MAX = 100, 999_999_999
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from fleetcheck.budget import SOURCE_COMMAND_TIMEOUT
 from fleetcheck.inventory.ansible import AnsibleInventory
+from fleetcheck.inventory.reader import InventoryReader
 from fleetcheck.inventory.schema import API_KEYS, LABEL_RE, host_keys, merge_settings
 from fleetcheck.text import did_you_mean
 
@@ -253,9 +254,9 @@ class FoundSources:
     warnings: tuple[str, ...] = ()
 
 
-def read_sources(builder: Any, raw: Any, context: Mapping[str, Any]) -> FoundSources:
-    """Read each `sources:` entry; `builder` is the loader's (its checks and error wording),
-    `context` what `defaults:` gives every host."""
+def read_sources(builder: InventoryReader, raw: Any, context: Mapping[str, Any]) -> FoundSources:
+    """Read each `sources:` entry; `builder` is the loader's reader (its checks and error
+    wording), `context` what `defaults:` gives every host."""
     if raw is None or raw == []:
         return FoundSources()
     if not isinstance(raw, list):
@@ -305,7 +306,7 @@ def _merged(template: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[st
     return merge_settings(template, settings)
 
 
-def _read_ansible(builder: Any, item: Mapping[str, Any], path: tuple[str | int, ...],
+def _read_ansible(builder: InventoryReader, item: Mapping[str, Any], path: tuple[str | int, ...],
                   host_keys: tuple[str, ...]) -> SourceHosts:
     from fleetcheck.inventory.ansible import (
         PARSERS,
@@ -341,7 +342,7 @@ def _read_ansible(builder: Any, item: Mapping[str, Any], path: tuple[str | int, 
         raise builder.fail((*path, "ansible"), f"{label}: {exc}") from None
 
 
-def _read_proxmox(builder: Any, item: Mapping[str, Any], path: tuple[str | int, ...],
+def _read_proxmox(builder: InventoryReader, item: Mapping[str, Any], path: tuple[str | int, ...],
                   context: Mapping[str, Any], template: Mapping[str, Any]) -> SourceHosts:
     """The nodes of a Proxmox cluster, each a host listing its guests through the same API."""
     from fleetcheck.inventory.errors import DiscoveryError, InventoryError

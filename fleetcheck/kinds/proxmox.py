@@ -18,6 +18,8 @@ from fleetcheck.inventory.errors import DiscoveryError, InventoryError
 from fleetcheck.inventory.listings import parse_pvesh_json
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
+    VMID_MAX,
+    VMID_MIN,
     ContainerSpec,
     DiscoveredContainer,
     HostSpec,
@@ -40,9 +42,11 @@ from fleetcheck.kinds.base import (
     inherited,
     merge_labels,
 )
+from fleetcheck.kinds.oci import oci_schema_keys, read_oci
 from fleetcheck.transport.pct import pve_list_argv, pve_list_failure, sudo_prefix
 
 if TYPE_CHECKING:
+    from fleetcheck.inventory.reader import InventoryReader
     from fleetcheck.transport.interface import Transport
 
 
@@ -113,6 +117,10 @@ class GuestIds(IdShape):
 GUEST_IDS = GuestIds()
 
 
+#: The keys of one guest under `containers:` / `vms:` (given as a mapping, not a VMID alone).
+GUEST_KEYS = ("vmid", "name", "python", "env", "labels", "timeout", "oci")
+
+
 class ProxmoxGuestKind(NodeKind):
     """A guest of a Proxmox host: `HOST/VMID`, declared under the host's `key`."""
 
@@ -135,6 +143,60 @@ class ProxmoxGuestKind(NodeKind):
         self.tool = tool
         #: The guests in what `TOOL list` printed (its parser in `inventory/listings.py`).
         self.parse_listing = parse_listing
+
+    def schema_keys(self) -> tuple[str, ...]:
+        return (*(f"[].{key}" for key in GUEST_KEYS),
+                *(f"[].oci{sub}" for sub in oci_schema_keys()))
+
+    def read_declaration(self, reader: InventoryReader, value: Any, path: tuple[Any, ...],
+                         transport: str) -> str | tuple[ContainerSpec, ...]:
+        """`KEY: all`, or a list of VMIDs and {vmid, name, python, env, labels, timeout,
+        oci} (the guest's Docker/Podman containers, read as a host's `oci:` is)."""
+        del transport
+        if value is None:
+            return ()
+        if value == ALL_CONTAINERS:
+            return ALL_CONTAINERS
+        if not isinstance(value, list):
+            raise reader.fail(path, f"must be 'all' or a list of VMIDs, got {reader.shown(value)}")
+        return reader.unique(value, path, lambda item, at: self._read_guest(reader, item, at),
+                             lambda spec: f"VMID {spec.vmid}")
+
+    @staticmethod
+    def _read_guest(reader: InventoryReader, raw: Any, path: tuple[Any, ...]) -> ContainerSpec:
+        if not isinstance(raw, dict):
+            return ContainerSpec(vmid=reader.integer(raw, path, VMID_MIN, VMID_MAX))
+        raw = reader.mapping(raw, path, GUEST_KEYS)
+        if "vmid" not in raw:
+            raise reader.fail((*path, "vmid"), "missing")
+        return ContainerSpec(
+            vmid=reader.integer(raw["vmid"], (*path, "vmid"), VMID_MIN, VMID_MAX),
+            python=reader.optional(raw, path, "python", reader.python, None),
+            env=reader.optional(raw, path, "env", reader.env, {}),
+            labels=reader.optional(raw, path, "labels", reader.labels, ()),
+            name=reader.optional(raw, path, "name", reader.string, None),
+            timeout=reader.optional(raw, path, "timeout", reader.seconds, None),
+            oci=reader.optional(raw, path, "oci",
+                                lambda value, at: read_oci(reader, value, at), None),
+        )
+
+    def check_host(self, reader: InventoryReader, path: tuple[Any, ...],
+                   declared: Mapping[str, Any]) -> None:
+        """VMIDs are unique in a cluster: a guest of this kind listed under an earlier
+        Proxmox guest key of the host (`containers:` before `vms:`) is refused."""
+        own = declared.get(self.key)
+        if not isinstance(own, tuple):
+            return
+        for key, other in declared.items():
+            if key == self.key:
+                return
+            if not isinstance(other, tuple):
+                continue
+            taken = {spec.vmid for spec in other if isinstance(spec, ContainerSpec)}
+            for index, guest in enumerate(own):
+                if guest.vmid in taken:
+                    raise reader.fail((*path, self.key, index),
+                                      f"VMID {guest.vmid} is also listed under {key}")
 
     def declared(self, parent: Target) -> str | Sequence[Any] | None:
         specs: str | tuple[ContainerSpec, ...] = getattr(parent.host, self.key)

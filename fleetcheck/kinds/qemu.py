@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 
 class QemuKind(ProxmoxGuestKind):
+    #: A `transport: api` host reaches its VMs through the API's guest agent, without a shell.
+    needs_shell = False
+
     def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
         assert target.vmid is not None
         if isinstance(outer, ApiHostTransport):
