@@ -17,6 +17,7 @@ from fleetcheck.inventory.model import (
     SkippedTarget,
     Target,
 )
+from fleetcheck.kinds.proxmox import ProxmoxGuestKind
 
 __all__ = [
     "discovered_vmid",
@@ -55,8 +56,10 @@ def targets_for_host(
     discovered: Sequence[DiscoveredContainer] | None,
     vms: Sequence[DiscoveredContainer] | None = None,
 ) -> list[Target | SkippedTarget]:
-    """`host_nodes` given the host's LXC listing (`discovered`) and its VM listing (`vms`)."""
-    return host_nodes(host, {"lxc": discovered, "qemu": vms})
+    """`host_nodes` given a Proxmox host's two listings, its containers' (`discovered`) and
+    its VMs' (`vms`): the listings of the registry's Proxmox guest kinds, in its order."""
+    guests = [kind.name for kind in kinds.all_kinds() if isinstance(kind, ProxmoxGuestKind)]
+    return host_nodes(host, dict(zip(guests, (discovered, vms), strict=True)))
 
 
 def needs_discovery(host: HostSpec) -> bool:

@@ -345,8 +345,11 @@ def _read_ansible(builder: InventoryReader, item: Mapping[str, Any], path: tuple
 def _read_proxmox(builder: InventoryReader, item: Mapping[str, Any], path: tuple[str | int, ...],
                   context: Mapping[str, Any], template: Mapping[str, Any]) -> SourceHosts:
     """The nodes of a Proxmox cluster, each a host listing its guests through the same API."""
+    from fleetcheck import kinds
     from fleetcheck.inventory.errors import DiscoveryError, InventoryError
+    from fleetcheck.inventory.model import ALL_CONTAINERS
     from fleetcheck.inventory.pvecluster import read_cluster
+    from fleetcheck.kinds.proxmox import ProxmoxGuestKind
 
     where = (*path, "proxmox")
     keys = tuple(k for k in API_KEYS if k != "node")
@@ -362,14 +365,17 @@ def _read_proxmox(builder: InventoryReader, item: Mapping[str, Any], path: tuple
     except DiscoveryError as exc:
         raise InventoryError(str(exc)) from None
     # Each node lists its guests through the API it came from (its own node name); the
-    # host settings say what to probe: by default every container and every VM.
-    base: dict[str, Any] = {"vms": "all"} if template.get("transport") == "api" \
-        else {"containers": "all", "vms": "all"}
+    # host settings say what to probe: by default every guest of each Proxmox guest kind
+    # (containers and VMs), only those the API reaches for a `transport: api` host.
+    api_only = template.get("transport") == "api"
+    base: dict[str, Any] = {
+        kind.key: ALL_CONTAINERS for kind in kinds.all_kinds()
+        if isinstance(kind, ProxmoxGuestKind) and not (api_only and kind.needs_shell)}
     hosts = []
     for node in view.nodes:
         settings = _merged(_merged(base, template), {"api": {**api_raw, "node": node.name}})
         provenance: dict[tuple[str, ...], str] = {("api",): "proxmox"}
-        if node.ip is not None and template.get("transport") != "api":
+        if node.ip is not None and not api_only:
             settings["address"] = node.ip
             provenance[("address",)] = f"the ip of node {node.name} in /cluster/status"
         hosts.append(SourceHost(node.name, settings, provenance))

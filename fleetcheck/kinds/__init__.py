@@ -1,4 +1,5 @@
-"""The registry of node kinds: one line per kind, its module imported when first asked for.
+"""The registry of node kinds: one line per kind (`KINDS`, the table in `kindtable.py`), its
+module imported when first asked for.
 
 Adding a kind is one module (a `NodeKind`, see `kinds/base.py`) and one line in `KINDS`.
 The order of the lines is the order in which a parent's children are expanded and listed.
@@ -13,19 +14,11 @@ from typing import TYPE_CHECKING, Any
 from fleetcheck.budget import BudgetFor, NodeBudget
 from fleetcheck.inventory.model import HostSpec, SkippedTarget, Target
 from fleetcheck.kinds.base import NOT_MINE, Discovery, IdShape, NodeKind, NotMine, host_target
+from fleetcheck.kindtable import KINDS
 
 if TYPE_CHECKING:
     from fleetcheck.transport.interface import Transport
 
-#: kind name -> "module:attribute" of its NodeKind.
-KINDS: dict[str, str] = {
-    "host": "fleetcheck.kinds.host:HOST",
-    "docker": "fleetcheck.kinds.oci:DOCKER",
-    "podman": "fleetcheck.kinds.oci:PODMAN",
-    "lxc": "fleetcheck.kinds.lxc:LXC",
-    "qemu": "fleetcheck.kinds.qemu:QEMU",
-    "pod": "fleetcheck.kinds.pod:POD",
-}
 #: Every kind a node may have (the JSON contract's `kind`).
 NODE_KINDS = tuple(KINDS)
 
