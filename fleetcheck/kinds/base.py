@@ -70,7 +70,7 @@ class NodeKind(abc.ABC):
 
     def schema_keys(self) -> tuple[str, ...]:
         """The key paths below `hosts.*.KEY` it accepts ("[].vmid", ".context"), for
-        `schema_keys()` (what `fleetcheck inventory --keys` and the docs list)."""
+        `inventory/load.py`'s `schema_keys()` (the keys `inventory.example.yaml` must show)."""
         return ()
 
     #: An entry declaring its key without an `address` runs its tool on this machine
