@@ -24,6 +24,7 @@ __all__ = [
     "host_nodes",
     "needs_discovery",
     "parse_pct_list",
+    "static_targets",
     "targets_for_host",
 ]
 
@@ -49,6 +50,17 @@ def host_nodes(
         return given.get(kind.name) if parent is root else None
 
     return [*([root] if host.probe_host else []), *kinds.expand(root, listing)]
+
+
+def static_targets(host: HostSpec) -> list[Target]:
+    """The nodes known without connecting: the host itself, listed guests and containers."""
+    root = kinds.host_target(host)
+
+    def unlisted(parent: Target, kind: kinds.NodeKind) -> list[Any] | None:
+        return [] if kind.needs_listing(parent) else None
+
+    nodes = [*([root] if host.probe_host else []), *kinds.expand(root, unlisted)]
+    return [t for t in nodes if isinstance(t, Target)]
 
 
 def targets_for_host(

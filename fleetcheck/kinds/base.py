@@ -114,6 +114,13 @@ class NodeKind(abc.ABC):
     def declared(self, parent: Target) -> str | Sequence[Any] | None:
         """What `parent`'s inventory entry declares of this kind: "all", the specs, or None."""
 
+    def listing_labels(self, host: HostSpec) -> bool:
+        """Whether listing this kind's nodes on `host` may give them labels the inventory
+        does not hold (Proxmox tags through the API): a `--limit` label is then known only
+        once the listing ran."""
+        del host
+        return False
+
     def needs_listing(self, parent: Target) -> bool:
         """Whether this kind's nodes under `parent` are known only once a listing ran."""
         from fleetcheck.inventory.model import ALL_CONTAINERS

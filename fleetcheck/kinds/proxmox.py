@@ -202,6 +202,10 @@ class ProxmoxGuestKind(NodeKind):
         specs: str | tuple[ContainerSpec, ...] = getattr(parent.host, self.key)
         return specs or None
 
+    def listing_labels(self, host: HostSpec) -> bool:
+        """The API lists Proxmox tags, which become the guests' labels."""
+        return getattr(host, self.key) == ALL_CONTAINERS and host.api is not None
+
     def graph_rows(self, host: HostSpec, known: Sequence[Target]) -> list[str]:
         if getattr(host, self.key) != ALL_CONTAINERS:
             return []
