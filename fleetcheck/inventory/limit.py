@@ -15,7 +15,6 @@ from fleetcheck.inventory.patterns import (
     hosts_matching,
     is_vmid_pattern,
     label_of,
-    may_select_guests,
     may_select_inside,
     rpartition_outside_brackets,
     split_patterns,
@@ -27,6 +26,7 @@ from fleetcheck.inventory.ranges import (
     partition_outside_brackets,
     split_outside_brackets,
 )
+from fleetcheck.kinds.proxmox import may_select_guests
 from fleetcheck.text import did_you_mean
 
 __all__ = [

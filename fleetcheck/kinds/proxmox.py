@@ -26,12 +26,9 @@ from fleetcheck.inventory.model import (
     SkippedTarget,
     Target,
 )
-from fleetcheck.inventory.patterns import (
-    is_vmid_pattern,
-    may_select_guests,
-)
+from fleetcheck.inventory.patterns import is_vmid_pattern, plain_atoms, selects_anything
 from fleetcheck.inventory.pveapi import discover_guests_via_api
-from fleetcheck.inventory.ranges import matches_name
+from fleetcheck.inventory.ranges import matches_name, partition_outside_brackets
 from fleetcheck.kinds.base import (
     NOT_MINE,
     Discovery,
@@ -96,6 +93,37 @@ def vmid_problem(hosts: Sequence[HostSpec], vmid_glob: str) -> str | None:
                 return None
             listed.append(f"{host.name}/{container.vmid}")
     return f"no such container in the inventory (containers: {', '.join(listed) or 'none'})"
+
+
+def may_select_guests(
+    host: HostSpec, patterns: Sequence[str], groups: Mapping[str, Sequence[str]] | None = None
+) -> bool:
+    """Whether the limit may select a guest of `host` (or what runs in one) that only its
+    guest listing (pvesh, `pct list`, `qm list`, the API) can bring: `--limit pve1/docker:web`
+    or `--limit pve1/103/docker:web` with 103 listed in the inventory needs none.
+
+    Only the plain patterns can ask for a node (`!` and `&` only take some away).
+    """
+    if not patterns:
+        return True
+    groups = groups or {}
+    listed = {guest.vmid for guest in (*host.containers, *host.vms)
+              if isinstance(guest, ContainerSpec)}
+    for atom in plain_atoms(patterns):
+        if selects_anything(atom, groups):
+            return True
+        host_glob, slash, rest = partition_outside_brackets(atom, "/")
+        if not matches_name(host.name, host_glob):
+            continue
+        if not slash:
+            return True  # the host and everything on it
+        first = partition_outside_brackets(rest, "/")[0]
+        if ":" in first:
+            continue  # a node inside the host itself (`RUNTIME:NAME`), not a guest
+        if first.isdigit() and int(first) in listed:
+            continue  # known without listing (VMIDs are unique across containers and VMs)
+        return True
+    return False
 
 
 class GuestIds(IdShape):
