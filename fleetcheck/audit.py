@@ -449,28 +449,15 @@ class AuditRun:
         self._finish(node)
 
 
-async def run_audit(
-    inventory: Inventory,
-    *,
-    limit: list[str] | None = None,
-    deep: bool = False,
-    policy: Policy = DEFAULT_POLICY,
-    observer: AuditObserver | None = None,
-    audit_timeout: float | None = None,
-    transports: TransportFactory | None = None,
-    probe: bytes | None = None,
-    budget: BudgetFor = NodeBudget,
-) -> Report:
-    """Audit the inventory; unreachable or broken nodes are results, not exceptions.
+async def run_audit(inventory: Inventory, **options: Any) -> Report:
+    """Audit the inventory (`options`: `AuditRun`'s); unreachable or broken nodes are
+    results, not exceptions.
 
     When `audit_timeout` (or the inventory's) passes, or the task is cancelled (Ctrl-C under
     asyncio.run), the report is returned with `interrupted=True` and the unfinished nodes as
     errors. For KeyboardInterrupt outside asyncio's handling, use `AuditRun.partial_report()`.
     """
-    run = AuditRun(inventory, limit=limit, deep=deep, policy=policy, observer=observer,
-                   audit_timeout=audit_timeout, transports=transports, probe=probe,
-                   budget=budget)
-    return await run.run()
+    return await AuditRun(inventory, **options).run()
 
 
 def local_node_result(

@@ -77,6 +77,15 @@ def _add_max_out(parser: argparse.ArgumentParser, what: str) -> None:
                         help=what + f" (default: {default}, at least 1 node)")
 
 
+def _add_max_age(parser: argparse.ArgumentParser, what: str) -> None:
+    """--max-age: the oldest node document or cached verdict that counts, for gate, health
+    and merge (the default is fleetcheck/nodehealth.py's)."""
+    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S
+
+    parser.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
+                        help=f"{what} (default: {DEFAULT_MAX_AGE_S:g})")
+
+
 def _add_history(parser: argparse.ArgumentParser, what: str) -> None:
     """--history, --keep, --on-change (checked together by `_keeping`)."""
     from fleetcheck.history import DEFAULT_KEEP
@@ -101,7 +110,6 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from fleetcheck.budget import DEFAULT_DEEP_NODE_TIMEOUT, DEFAULT_NODE_TIMEOUT
-    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S as MAX_AGE
 
     parser = argparse.ArgumentParser(
         prog="fleetcheck",
@@ -154,9 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "the nodes wrote (`fleetcheck probe --format json`; files, folders, "
                       "tarballs, as for `merge`), probing nothing; a node without a document, "
                       "or with one older than --max-age, is unverified")
-    gate.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
-                      help="with --documents: oldest document that counts (default: "
-                      f"{MAX_AGE:g})")
+    _add_max_age(gate, "with --documents: oldest document that counts")
     gate.add_argument("--playbook", "-p", metavar="FILE|NAME", default="pre-training",
                       help="requirements (default: the built-in pre-training playbook)")
     gate.add_argument("--json", action="store_true", help="print a JSON verdict on stdout")
@@ -211,9 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--cache", metavar="FILE",
                         help="read the verdict `fleetcheck probe --cache FILE` saved, instead of "
                         "probing now")
-    health.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
-                        help="a cached verdict older than this is not verified (default: "
-                        f"{MAX_AGE:g})")
+    _add_max_age(health, "a cached verdict older than this is not verified")
     health.add_argument("--npd", action="store_true",
                         help="node-problem-detector custom plugin: at most 80 characters on stdout")
     health.add_argument("--slurm", action="store_true",
@@ -304,9 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "else the Kubernetes node name, else the document's id) or a template "
                        "of {id} {hostname} {slurm_node} {slurm_job} {k8s_node} {pod} "
                        "{namespace} {file}")
-    merge.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
-                       help="a document probed longer ago leaves its node unverified (default: "
-                       f"{MAX_AGE:g})")
+    _add_max_age(merge, "a document probed longer ago leaves its node unverified")
     merge.add_argument("--playbook", "-p", metavar="FILE|NAME",
                        help="fleet checks and requirements (default: the built-in default)")
     _add_history(merge, "keep this merge in DIR and report what changed since the last run")
@@ -365,7 +367,7 @@ def cmd_host_setup(args: argparse.Namespace) -> int:
     from fleetcheck import kinds
     from fleetcheck.gatekeeper import HostSetup, read_public_key, script_source
 
-    # The node kinds that bring commands of their own add them to the host's grammar.
+    # script_source writes in the kinds' composed chains; the shapes a kind writes whole too.
     grammar = kinds.gatekeeper_grammar()
     setup = HostSetup(public_key=read_public_key(args.key), python=args.python,
                       script_path=args.script_path, hash_path=args.hash_file,

@@ -1,28 +1,30 @@
-"""The least-privilege audit key: the host gatekeeper's set-up and its refusals seen by the audit.
+"""The least-privilege audit key: the host gatekeeper's set-up, with the node kinds' grammar.
 
 The gatekeeper itself is `fleetcheck/data/gatekeeper.py`, a standard-library script that runs on
-each Proxmox host as the forced command of the audit key and owns the grammar of what an audit
-may send, the refusal exit status and the refusal text. This module owns the fleetcheck side:
-the hash of the probe in use, the `authorized_keys` line and installer `fleetcheck host-setup`
-prints, and `refusal_reason`, which turns the gatekeeper's refusal into a node's reason.
+each Proxmox host as the forced command of the audit key and owns the grammar's machinery, the
+host's own probe and clean-up, the refusal exit status and the refusal text; the node kinds'
+commands are each kind's (`kinds.gatekeeper_chains`). This module owns the fleetcheck side: the
+script as installed (the kinds' grammar written into it), the hash of the probe in use, the
+`authorized_keys` line and installer `fleetcheck host-setup` prints. The audit reads a refusal
+with `transport/gatekeeper.py`.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import json
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from types import ModuleType
 from typing import Any
 
-from fleetcheck import __version__
+from fleetcheck import __version__, kinds
 from fleetcheck.errors import FleetcheckError
+from fleetcheck.kinds import Grammar
+from fleetcheck.transport.gatekeeper import shipped_text
 
 DEFAULT_SCRIPT_PATH = "/usr/local/lib/fleetcheck/gatekeeper.py"
 DEFAULT_HASH_PATH = "/etc/fleetcheck/probe.sha256"
@@ -39,24 +41,29 @@ class HostSetupError(FleetcheckError):
     """A bad host-setup request (unreadable key, unsafe path); one line, exit code 2."""
 
 
-#: What node kinds add to the gatekeeper's grammar: (words, shapes), as `kinds.gatekeeper_grammar`
-#: gathers them from the registry's kinds.
-Grammar = tuple[Mapping[str, str], Mapping[str, list[Any]]]
-
-
 def script_source(grammar: Grammar | None = None) -> str:
-    """The gatekeeper's source, as installed on hosts: with `grammar`, the words and shapes
-    of the node kinds that bring their own (written into its KIND_WORDS and KIND_SHAPES)."""
-    source = resources.files("fleetcheck").joinpath("data/gatekeeper.py").read_text("utf-8")
-    words, shapes = grammar or ({}, {})
-    for name, value in (("KIND_WORDS", words), ("KIND_SHAPES", shapes)):
-        if value:
-            marker = f"\n{name} = {{}}\n"
-            if marker not in source:
-                raise AssertionError(f"the gatekeeper script lost its {name} constant")
-            # repr of str, list and tuple literals: Python 3.6 reads them as written.
-            source = source.replace(marker, f"\n{name} = {dict(value)!r}\n", 1)
+    """The gatekeeper's source as `fleetcheck host-setup` installs it: the registry's node
+    kinds' grammar composed along their chains (`kinds.gatekeeper_chains`), with `grammar`'s
+    word classes and whole shapes (`kinds.gatekeeper_grammar`), written into its KIND_WORDS
+    and KIND_SHAPES."""
+    source = shipped_text()
+    words, shapes = kinds.gatekeeper_chains()
+    extra_words, extra_shapes = grammar or ({}, {})
+    for name, value in (("KIND_WORDS", {**words, **extra_words}),
+                        ("KIND_SHAPES", {**shapes, **extra_shapes})):
+        marker = f"\n{name} = {{}}\n"
+        if marker not in source:
+            raise AssertionError(f"the gatekeeper script lost its {name} constant")
+        source = source.replace(marker, f"\n{name} = {_literal(value)}\n", 1)
     return source
+
+
+def _literal(table: Mapping[str, Any]) -> str:
+    """`table` as a dict literal, one entry a line; the reprs of str, list and tuple values
+    read the same in Python 3.6."""
+    if not table:
+        return "{}"
+    return "{" + "".join(f"\n    {key!r}: {value!r}," for key, value in table.items()) + "\n}"
 
 
 def script_with(grammar: Grammar) -> ModuleType:
@@ -69,14 +76,9 @@ def script_with(grammar: Grammar) -> ModuleType:
 
 @functools.cache
 def script_module() -> ModuleType:
-    """The gatekeeper loaded as a module: its grammar, exit status and texts, for the audit."""
-    source = resources.files("fleetcheck").joinpath("data/gatekeeper.py")
-    with resources.as_file(source) as path:
-        spec = importlib.util.spec_from_file_location("fleetcheck_gatekeeper_script", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return module
+    """The gatekeeper as `fleetcheck host-setup` installs it for the registry's kinds (their
+    composed chains; read once), loaded as a module: its grammar, exit status and texts."""
+    return script_with(({}, {}))
 
 
 def probe_sha256() -> str:
@@ -84,21 +86,6 @@ def probe_sha256() -> str:
     from fleetcheck.probe import probe_source
 
     return hashlib.sha256(probe_source().encode()).hexdigest()
-
-
-def refusal_reason(stderr: str, exit_status: int | None) -> str | None:
-    """The node reason when the host's gatekeeper refused the command, else None."""
-    script = script_module()
-    if exit_status != script.EXIT_REFUSED:
-        return None
-    marker = f"{script.NAME}: refused: "
-    for line in stderr.splitlines():
-        if line.startswith(marker):
-            reason = line[len(marker):].strip()
-            if len(reason) > 240:
-                reason = reason[:237] + "..."
-            return f"refused by the host's fleetcheck gatekeeper: {reason}"
-    return None
 
 
 @dataclass(frozen=True)

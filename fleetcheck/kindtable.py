@@ -8,7 +8,8 @@ kind from its line here. Adding a kind is one module and one line in `KINDS`.
 from __future__ import annotations
 
 #: kind name -> "module:attribute" of its NodeKind. The order of the lines is the order in
-#: which a parent's children are expanded and listed.
+#: which a parent's children are expanded and listed; the first is the root kind, the one
+#: every tree of nodes starts from and that runs in no other (`kinds.root`).
 KINDS: dict[str, str] = {
     "host": "fleetcheck.kinds.host:HOST",
     "docker": "fleetcheck.kinds.oci:DOCKER",
@@ -17,14 +18,14 @@ KINDS: dict[str, str] = {
     "qemu": "fleetcheck.kinds.qemu:QEMU",
     "pod": "fleetcheck.kinds.pod:POD",
 }
+#: The root kind: a host itself.
+ROOT_KIND = next(iter(KINDS))
+#: What a VMID meant where a node has no kind: in reports written before nodes had one, and
+#: in a `Target` built without one (the Python API): their only guests were LXC containers.
+GUEST_BEFORE_KINDS = "lxc"
 
-#: The kind of the root of every node tree: a host itself.
-ROOT_KIND = "host"
-#: The kind of a node given with a VMID and without a kind (`Target(host, vmid, ...)` in the
-#: Python API): an LXC container, the guests fleetcheck knew first.
-VMID_KIND = "lxc"
 
-
-def place_kind(vmid: int | None) -> str:
-    """The kind of a node given without one: the host itself, or the guest with `vmid`."""
-    return ROOT_KIND if vmid is None else VMID_KIND
+def default_kind(vmid: int | None) -> str:
+    """The kind of a node that names none: the root's without a VMID, else the guest kind
+    such nodes meant."""
+    return ROOT_KIND if vmid is None else GUEST_BEFORE_KINDS

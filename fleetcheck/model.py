@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleetcheck.kindtable import default_kind
+
 AUDIT_SCHEMA = "fleetcheck.audit/1"
 PROBE_SCHEMA = "fleetcheck.probe/1"
 
@@ -41,14 +43,6 @@ class TritonVerdict:
     fix: str = ""
 
 
-def _runs_on_host(kind: str) -> bool:
-    """Whether nodes of `kind` run on their host directly (a Proxmox guest): its parent."""
-    from fleetcheck import kinds  # the registry; only read here, once a node is made
-
-    found = kinds.find(kind)
-    return found is not None and found.runs_in == ("host",)
-
-
 @dataclass(frozen=True)
 class NodeResult:
     """Everything known about one node after an audit: a result, never an exception."""
@@ -64,16 +58,23 @@ class NodeResult:
     facts: Mapping[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
     labels: tuple[str, ...] = ()
-    #: host, lxc, qemu, docker or podman; left out: "host" or "lxc" from vmid.
+    #: Its kind (`fleetcheck/kinds/`); left out (a report from before kinds): the kinds'
+    #: table's `default_kind` from vmid (`kindtable.py`).
     kind: str = ""
     #: The id of the node this one runs in (a guest's host, a container's guest), or None.
     parent: str | None = None
 
     def __post_init__(self) -> None:
+        # The kind registry is imported only when a node needs it: a host-level node with
+        # its kind, all a merge of node documents makes, never does (the gate starts sooner).
+        # The kinds' table (`kindtable.py`) imports nothing.
         if not self.kind:
-            object.__setattr__(self, "kind", "host" if self.vmid is None else "lxc")
-        if self.parent is None and self.host != self.id and _runs_on_host(self.kind):
-            object.__setattr__(self, "parent", self.host)
+            object.__setattr__(self, "kind", default_kind(self.vmid))
+        if self.parent is None and self.host != self.id:
+            from fleetcheck.kinds import runs_on_root
+
+            if runs_on_root(self.kind):
+                object.__setattr__(self, "parent", self.host)
 
     def check(self, check_id: str) -> Check | None:
         """The check with this id, or None."""

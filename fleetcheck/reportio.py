@@ -1,10 +1,16 @@
-"""Audit JSON in and out: the `fleetcheck.audit/1` contract, atomic file writes."""
+"""Audit JSON in and out: the `fleetcheck.audit/1` contract, atomic file writes.
+
+Also the one upgrade of an old document: a node saved before failures had ids (no
+`triton.cause`) gets, when read, the id its reason's wording names (`_WORDED_FAILURES`), so
+that everything after the reading decides by the id alone.
+"""
 
 from __future__ import annotations
 
 import gzip
 import json
 import os
+import re
 import stat
 import tempfile
 import zlib
@@ -12,8 +18,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from fleetcheck import failures
 from fleetcheck.errors import FleetcheckError
 from fleetcheck.model import AUDIT_SCHEMA, Check, NodeResult, Report, TritonVerdict
+from fleetcheck.verdict import UNVERIFIED_STATUSES
 
 
 class ReportFileError(FleetcheckError):
@@ -86,6 +94,29 @@ def check_from_dict(data: Mapping[str, Any]) -> Check:
     )
 
 
+#: How reports written before failures had ids worded the failures whose fixes depend on
+#: the id (`verdict.blocking_fix`): read only for an unverified node saved without a cause,
+#: once, where the document is read.
+_WORDED_FAILURES = (
+    (re.compile(r"host key for .* is not in "), failures.HOST_KEY_UNKNOWN),
+    (re.compile(r"host key for .* does not match known_hosts"), failures.HOST_KEY_CHANGED),
+    (re.compile(r"jump host .* its host key is not trusted by "), failures.JUMP_HOST_KEY),
+    (re.compile(r"probe timed out after "), failures.TIMED_OUT),
+)
+
+
+def _cause(cause: Any, status: str, reason: str) -> str | None:
+    """A saved node's `triton.cause`; for a node saved before failures had ids, the id its
+    reason's wording names (the upgrade of an old document)."""
+    if isinstance(cause, str):
+        return cause
+    if status in UNVERIFIED_STATUSES:
+        for pattern, failure in _WORDED_FAILURES:
+            if pattern.match(reason):
+                return failure
+    return None
+
+
 def node_from_dict(data: Mapping[str, Any]) -> NodeResult:
     triton = data.get("triton") if isinstance(data.get("triton"), dict) else {}
     assert isinstance(triton, dict)
@@ -95,17 +126,19 @@ def node_from_dict(data: Mapping[str, Any]) -> NodeResult:
     facts = data.get("facts")
     labels = data.get("labels")
     duration = data.get("duration_s")
+    status = _str(data.get("status"), "error")
+    reason = _str(data.get("reason"))
     return NodeResult(
         id=_str(data.get("id"), "?"),
         host=_str(data.get("host"), "?"),
         vmid=vmid if isinstance(vmid, int) and not isinstance(vmid, bool) else None,
         name=_str(data.get("name")),
-        status=_str(data.get("status"), "error"),
-        reason=_str(data.get("reason")),
+        status=status,
+        reason=reason,
         triton=TritonVerdict(
             verdict=_str(triton.get("verdict"), "unknown"),
             backend=triton.get("backend") if isinstance(triton.get("backend"), str) else None,
-            cause=triton.get("cause") if isinstance(triton.get("cause"), str) else None,
+            cause=_cause(triton.get("cause"), status, reason),
             fix=_str(triton.get("fix")),
         ),
         checks=tuple(check_from_dict(c) for c in checks if isinstance(c, dict)),

@@ -8,7 +8,6 @@ contract in `model.py`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -245,26 +244,10 @@ _REFUSAL_FIXES = {
         "allow the login to run the tool with `sudo -n` (a NOPASSWD sudoers rule)",
 }
 
-#: How reports written before failures had ids (no `triton.cause`) worded them: read only
-#: for such a node, so that a saved report keeps its fixes.
-_WORDED_FAILURES = (
-    (re.compile(r"host key for .* is not in "), failures.HOST_KEY_UNKNOWN),
-    (re.compile(r"host key for .* does not match known_hosts"), failures.HOST_KEY_CHANGED),
-    (re.compile(r"jump host .* its host key is not trusted by "), failures.JUMP_HOST_KEY),
-    (re.compile(r"probe timed out after "), failures.TIMED_OUT),
-)
-
-
 def failure_id(node: NodeResult) -> str | None:
-    """The id of a node's failure outside the probe (`fleetcheck/failures.py`): the one set
-    where it happened, or for a report from before ids, the one its wording names."""
-    if node.triton.cause in failures.FAILURE_IDS:
-        return node.triton.cause
-    if node.triton.cause is None and node.status in ("unreachable", "error"):
-        for pattern, failure in _WORDED_FAILURES:
-            if pattern.match(node.reason):
-                return failure
-    return None
+    """The id of a node's failure outside the probe (`fleetcheck/failures.py`), set where it
+    happened (a report saved before ids gets it when read: `reportio.node_from_dict`)."""
+    return node.triton.cause if node.triton.cause in failures.FAILURE_IDS else None
 
 
 def blocking_fix(node: NodeResult) -> str:

@@ -8,6 +8,7 @@ import pytest
 
 from fleetcheck.gate import gate_json, gate_lines
 from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
+from fleetcheck.reportio import report_from_dict, report_to_dict
 from fleetcheck.verdict import gate_exit_code
 
 NO_CC = Check("no_c_compiler", "fail", "no C compiler: CC unset, no gcc or clang on PATH",
@@ -23,6 +24,11 @@ def node(node_id: str, status: str, reason: str = "", **kwargs: Any) -> NodeResu
 def report(*nodes: NodeResult, fleet: tuple[Check, ...] = (), interrupted: bool = False) -> Report:
     return Report("2026-12-01T02:15:00Z", "2026-12-01T02:15:09Z", nodes, playbook="pre-training",
                   fleet_checks=fleet, interrupted=interrupted)
+
+
+def saved(before_ids: Report) -> Report:
+    """A report saved before failures had ids (no `triton.cause`), as reading it back gives it."""
+    return report_from_dict(report_to_dict(before_ids))
 
 
 FAILED = node("pve1/101", "fail", "Triton cpu-fallback: no C compiler",
@@ -101,11 +107,11 @@ def test_host_key_errors_point_at_known_hosts() -> None:
                    "host key for pve5 does not match known_hosts — possible man-in-the-middle")
     jump = node("pve6", "unreachable", "jump host admin@bastion for pve6 failed: its host key "
                 "is not trusted by /root/.ssh/known_hosts")
-    assert gate_lines(report(jump))[0].endswith(
+    assert gate_lines(saved(report(jump)))[0].endswith(
         "(fix: check the jump host's key fingerprint out of band (ssh-keyscan), then add it to "
         "known_hosts; if a key for it is already there and changed, find out why before "
         "ssh-keygen -R HOST)")
-    assert gate_lines(report(unknown, changed, DOWN)) == [
+    assert gate_lines(saved(report(unknown, changed, DOWN))) == [
         "pve4: unreachable: host key for pve4 (10.1.2.9:22) is not in /root/.ssh/known_hosts "
         "(fix: check the host's key fingerprint out of band (ssh-keyscan -p PORT HOST | "
         "ssh-keygen -lf -, against ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on its "
@@ -144,7 +150,7 @@ def test_json_for_schedulers() -> None:
 def test_a_probe_timeout_points_at_the_timeout() -> None:
     slow = node("pve1/105", "error", "probe timed out after 60 s")
     crashed = node("pve1/106", "error", "probe exited with status 2: boom")
-    assert gate_lines(report(slow, crashed)) == [
+    assert gate_lines(saved(report(slow, crashed))) == [
         "pve1/105: error: probe timed out after 60 s (fix: raise `timeout` for this host or "
         "container in the inventory (--deep needs more), or look for what hangs: "
         "`fleetcheck probe` on the node itself)",

@@ -122,3 +122,19 @@ def test_transport_no_longer_depends_on_discovery(graph: dict[str, set[str]]) ->
         if module.startswith("fleetcheck.transport."):
             leaks = {i for i in imports if i.startswith("fleetcheck.inventory")} - allowed
             assert not leaks, (module, leaks)
+
+
+def test_transport_does_not_depend_on_the_kinds(graph: dict[str, set[str]]) -> None:
+    """The kinds wrap the transports; only the factory, which opens a node's chain of kinds,
+    asks the registry. A transport that reached it (the SSH transport reading the
+    gatekeeper's refusal through the module that writes the kinds' grammar into the script)
+    would close a circle as soon as a kind imported that transport."""
+    reached: set[str] = set()
+    todo = [m for m in graph if m.startswith("fleetcheck.transport.")
+            and m != "fleetcheck.transport.factory"]
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo += graph[module]
+    assert not {m for m in reached if m.startswith("fleetcheck.kinds")}

@@ -8,11 +8,13 @@ import stat
 
 import pytest
 
+from fleetcheck import failures
 from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
 from fleetcheck.reportio import (
     ReportFileError,
     dumps_report,
     load_report,
+    node_from_dict,
     report_from_dict,
     write_atomic,
 )
@@ -81,6 +83,30 @@ def test_audit_json_round_trips_and_keeps_the_contract_keys(tmp_path) -> None:
     path = tmp_path / "run.json"
     write_atomic(path, text)
     assert load_report(path) == original
+
+
+@pytest.mark.parametrize(("status", "reason", "cause", "read"), [
+    ("unreachable", "host key for pve1 (10.0.0.1:22) is not in /root/.ssh/known_hosts", None,
+     failures.HOST_KEY_UNKNOWN),
+    ("unreachable", "host key for pve1 does not match known_hosts — possible man-in-the-middle",
+     None, failures.HOST_KEY_CHANGED),
+    ("unreachable", "jump host root@bastion for pve1 failed: its host key is not trusted by /k",
+     None, failures.JUMP_HOST_KEY),
+    ("error", "probe timed out after 60 s", None, failures.TIMED_OUT),
+    # An id written by the audit stays, whatever the wording says.
+    ("unreachable", "host key for pve1 (x) is not in /k", failures.UNREACHABLE,
+     failures.UNREACHABLE),
+    # Only a node that could not be verified was worded so; other wording gets no id.
+    ("fail", "probe timed out after 60 s", None, None),
+    ("unreachable", "ssh: connection refused", None, None),
+])
+def test_a_node_saved_before_failure_ids_gets_its_id_when_read(
+    status: str, reason: str, cause: str | None, read: str | None
+) -> None:
+    saved = {"id": "pve1", "host": "pve1", "status": status, "reason": reason,
+             "triton": {"verdict": "unknown", "cause": cause}}
+    node = node_from_dict(saved)
+    assert (node.status, node.reason, node.triton.cause) == (status, reason, read)
 
 
 def test_load_report_names_the_file_on_bad_input(tmp_path) -> None:

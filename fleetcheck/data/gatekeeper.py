@@ -7,10 +7,12 @@ Installed on each host by `fleetcheck host-setup` and named in `authorized_keys`
 
 sshd then runs this program for every session of that key, whatever the client asked for, with
 the client's request in SSH_ORIGINAL_COMMAND. The request is split with shlex (never given to a
-shell), every word is checked against the grammar below (`SHAPES`), and only then is the same
-argv executed with os.execvp. A request that runs the probe must carry, on stdin, a probe whose
-SHA-256 is in the host's allow-list; the gatekeeper reads it (up to `PROBE_MAX` bytes), hashes
-it, and hands exactly those bytes to the command through an anonymous in-memory file.
+shell), every word is checked against the grammar below (`SHAPES`: the host's own probe and
+clean-up, and the commands of fleetcheck's node kinds, which `fleetcheck host-setup` writes into
+the copy it installs), and only then is the same argv executed with os.execvp. A request that
+runs the probe must carry, on stdin, a probe whose SHA-256 is in the host's allow-list; the
+gatekeeper reads it (up to `PROBE_MAX` bytes), hashes it, and hands exactly those bytes to the
+command through an anonymous in-memory file.
 
 Anything else is refused: one line on stderr starting "fleetcheck-gatekeeper: refused:", exit
 status `EXIT_REFUSED` (77, EX_NOPERM of sysexits.h), and a line in syslog (facility auth) or in
@@ -54,8 +56,6 @@ DENIED_ENV = frozenset({
 WORLD_WRITABLE = ("/tmp/", "/var/tmp/", "/dev/shm/", "/run/user/", "/run/shm/")  # noqa: S108
 
 WORDS = {
-    # pve-vmid: 100 .. 999999999.
-    "VMID": r"[1-9][0-9]{2,8}",
     "INT": r"[0-9]{1,6}",
     # remote_command's "%g" of a float: 30, 12.5, 1e+06.
     "SECONDS": r"[0-9]{1,9}(\.[0-9]{1,6})?(e\+?[0-9]{1,2})?",
@@ -66,12 +66,6 @@ WORDS = {
     # A CPython interpreter, by name or absolute path: python, python3, python3.12, with no
     # `..`, no `=` (env would take it for an assignment) and no option-like start.
     "PYTHON": r"(/[A-Za-z0-9_+][A-Za-z0-9_.+-]*)*/?python(3(\.[0-9]{1,2})?)?",
-    # A PVE node name (pve-node): a hostname label.
-    "NODEPATH": r"/nodes/[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?/(lxc|qemu)",
-    # docker/podman container name or id ([a-zA-Z0-9][a-zA-Z0-9_.-]+ in moby's names.go).
-    "OCINAME": r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,254}",
-    # --user: name or uid, optional :group or :gid.
-    "OCIUSER": r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,31})?",
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -79,86 +73,46 @@ WORDS = {
 #
 # A shape is a list of items matched against the words in order:
 #   "text"          that exact word
-#   ("WORD", CLASS) one word of the class in WORDS
+#   ("WORD", CLASS) one word of the class in WORDS (or KIND_WORDS)
 #   ("opt", [...])  the items, or nothing
 #   ("rep", [...])  the items, zero or more times
 #   ("one", [[...], [...]])  one of the alternatives
 #   ("ref", NAME)   the items of FRAGMENTS[NAME]
 #   ("stdin", "probe")  marks the request as running the probe: its stdin must be a pinned probe
-# To allow a new command, add a shape (or an alternative) here; nothing else changes.
+# The commands of the node kinds (pct, qm, pvesh, docker/podman and the chains of one inside
+# another) are not written here: each kind's module in fleetcheck declares its own, and
+# `fleetcheck host-setup` writes them into KIND_WORDS and KIND_SHAPES in the copy it installs.
 
 FRAGMENTS = {
     # What the probe is run as: `[env NAME=VALUE...] PYTHON - [--deadline N] [--deep]
     # [--python PATH]` (fleetcheck.probe.probe_argv; the env comes from the inventory).
     "probe": [
         ("opt", ["env", ("WORD", "ASSIGN"), ("rep", [("WORD", "ASSIGN")])]),
+        ("ref", "probe_argv"),
+    ],
+    # The probe without `env`, where the command that runs it sets the environment itself.
+    "probe_argv": [
         ("WORD", "PYTHON"), "-", ("stdin", "probe"),
         ("opt", ["--deadline", ("WORD", "SECONDS")]),
         ("opt", ["--deep"]),
         ("opt", ["--python", ("WORD", "PYTHON")]),
     ],
     "sudo": [("opt", ["sudo", "-n"])],
-    "in_ct": ["pct", "exec", ("WORD", "VMID"), "--keep-env", "0", "--"],
-    "oci": [("one", [["docker"], ["podman"]])],
-    # docker|podman exec -i [--user U] [--env NAME=VALUE]... NAME PYTHON - ARGS
-    "oci_probe": [
-        ("ref", "oci"), "exec", "-i",
-        ("opt", ["--user", ("WORD", "OCIUSER")]),
-        ("rep", ["--env", ("WORD", "ASSIGN")]),
-        ("WORD", "OCINAME"),
-        ("WORD", "PYTHON"), "-", ("stdin", "probe"),
-        ("opt", ["--deadline", ("WORD", "SECONDS")]),
-        ("opt", ["--deep"]),
-        ("opt", ["--python", ("WORD", "PYTHON")]),
-    ],
-    # docker ps -a --format '{{json .}}' (one object a line) | podman ps -a --format json (an
-    # array: podman 4.3 prints `{{json .}}` as one too); -a: stopped ones are reported skipped.
-    "oci_list": [("one", [["docker", "ps", "-a", "--format", "{{json .}}"],
-                          ["podman", "ps", "-a", "--format", "json"]])],
-    # docker|podman inspect --format {{.State.Status}} NAME: the one field asked after an
-    # exec killed without a word (fleetcheck.transport.oci); never the whole document, which
-    # holds the container's environment.
-    "oci_status": [("ref", "oci"), "inspect", "--format", "{{.State.Status}}",
-                   ("WORD", "OCINAME")],
-    # qm guest exec VMID --pass-stdin 1 --timeout N -- timeout -k K T (a Docker/Podman
-    # command as the guest command: the VM bounds it itself, the agent cannot kill).
-    "in_vm": ["qm", "guest", "exec", ("WORD", "VMID"), "--pass-stdin", "1",
-              "--timeout", ("WORD", "INT"), "--",
-              "timeout", "-k", ("WORD", "INT"), ("WORD", "SECONDS")],
 }
 
-#: The commands run under the outer `timeout -k K T [env FLEETCHECK_RUN=TAG]` wrapper
-#: (fleetcheck.transport.ssh.remote_command), by name (the name is logged).
-INNER_SHAPES = {
-    "pct list": [("ref", "sudo"), "pct", "list"],
-    "qm list": [("ref", "sudo"), "qm", "list"],
-    "pvesh get": [("ref", "sudo"), "pvesh", "get", ("WORD", "NODEPATH"),
-                  "--output-format", "json"],
-    "host probe": [("ref", "probe")],
-    "pct exec probe": [("ref", "sudo"), ("ref", "in_ct"), ("ref", "probe")],
-    "qm guest exec probe": [
-        ("ref", "sudo"), "qm", "guest", "exec", ("WORD", "VMID"), "--pass-stdin", "1",
-        "--timeout", ("WORD", "INT"), "--",
-        "timeout", "-k", ("WORD", "INT"), ("WORD", "SECONDS"), ("ref", "probe"),
-    ],
-    "oci probe": [("ref", "sudo"), ("ref", "oci_probe")],
-    "pct exec oci probe": [("ref", "sudo"), ("ref", "in_ct"), ("ref", "oci_probe")],
-    "oci list": [("ref", "sudo"), ("ref", "oci_list")],
-    # After a probe killed without a word: did the container stop under it?
-    "pct status": [("ref", "sudo"), "pct", "status", ("WORD", "VMID")],
-    "oci status": [("ref", "sudo"), ("ref", "oci_status")],
-    "pct exec oci status": [("ref", "sudo"), ("ref", "in_ct"), ("ref", "oci_status")],
-    "qm guest exec oci status": [("ref", "sudo"), ("ref", "in_vm"), ("ref", "oci_status")],
-    "pct exec oci list": [("ref", "sudo"), ("ref", "in_ct"), ("ref", "oci_list")],
-    "qm guest exec oci probe": [("ref", "sudo"), ("ref", "in_vm"), ("ref", "oci_probe")],
-    "qm guest exec oci list": [("ref", "sudo"), ("ref", "in_vm"), ("ref", "oci_list")],
-}
-
-#: The words and wrapped commands of the node kinds added on fleetcheck's registry (each
-#: kind's module's `gatekeeper_words` and `gatekeeper_shapes`): set by `fleetcheck host-setup`
-#: in the copy it prints, empty in this file.
+#: The word classes and shapes of the node kinds, each kind's (fleetcheck.kinds), composed by
+#: fleetcheck along the kinds' chains: set by `fleetcheck host-setup` in the copy it prints,
+#: empty in this file.
 KIND_WORDS = {}
 KIND_SHAPES = {}
+
+#: The commands run under the outer `timeout -k K T [env FLEETCHECK_RUN=TAG]` wrapper
+#: (fleetcheck.transport.ssh.remote_command), by name (the name is logged): the host's own
+#: probe, run as the login (never under sudo), and the node kinds' commands.
+INNER_SHAPES = {
+    "host probe": [("ref", "probe")],
+    **KIND_SHAPES,
+}
 
 #: Every request accepted: the wrapped commands, and the clean-up of an aborted audit's
 #: leftovers (fleetcheck.transport.ssh kill_abandoned), which runs without the wrapper.
@@ -166,7 +120,7 @@ SHAPES = {
     **{
         name: ["timeout", "-k", ("WORD", "INT"), ("WORD", "SECONDS"),
                ("opt", ["env", ("WORD", "RUNTAG")])] + shape
-        for name, shape in {**INNER_SHAPES, **KIND_SHAPES}.items()
+        for name, shape in INNER_SHAPES.items()
     },
     "cleanup": ["pkill", "-TERM", "-f", "--", ("WORD", "KILLTAG")],
 }

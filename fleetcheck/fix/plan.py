@@ -106,17 +106,17 @@ class FixPlan:
 
 
 def node_kind(node: NodeResult) -> str:
-    """host, lxc, qemu, docker or podman: the node's `kind` when it has one, else from its id."""
+    """The node's `kind` when it has one, else the registry's default from its VMID."""
     kind = getattr(node, "kind", None)
     if isinstance(kind, str) and kind:
         return kind
-    return "lxc" if node.vmid is not None else "host"
+    return kinds.default_kind(node.vmid)
 
 
 def where_it_runs(node: NodeResult) -> str:
     """Where and as whom the node's steps run: the transport its probe ran through."""
     # Each kind words its own transport; a kind this version does not know is read as a host.
-    return (kinds.find(node_kind(node)) or kinds.kind("host")).where_it_runs(node)
+    return (kinds.find(node_kind(node)) or kinds.root()).where_it_runs(node)
 
 
 def container_kind(node: NodeResult) -> kinds.NodeKind | None:

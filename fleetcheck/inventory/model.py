@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetcheck.budget import DEFAULT_API_TIMEOUT, DEFAULT_CONCURRENCY, DEFAULT_NODE_TIMEOUT
-from fleetcheck.kindtable import place_kind
+from fleetcheck.kindtable import default_kind
 
 #: `containers: all` in the inventory (also `vms: all` and `oci: {containers: all}`).
 ALL_CONTAINERS = "all"
@@ -196,7 +196,7 @@ class NodePlace:
 
     def __post_init__(self) -> None:
         if not self.kind:
-            object.__setattr__(self, "kind", place_kind(self.vmid))
+            object.__setattr__(self, "kind", default_kind(self.vmid))
 
     @property
     def id(self) -> str:
@@ -237,7 +237,7 @@ class Target(NodePlace):
     labels: tuple[str, ...]
     timeout: float
     #: A kind of the registry (`fleetcheck.kinds.NODE_KINDS`); left out, the registry's kind of
-    #: a host or of a VMID (`kindtable.place_kind`).
+    #: a host or of a VMID (`kindtable.default_kind`).
     kind: str = ""
     #: For an OCI container: its runtime, its name, the kind of node it runs in and the user
     #: it runs as.

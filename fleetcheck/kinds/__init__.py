@@ -8,15 +8,16 @@ The order of the lines is the order in which a parent's children are expanded an
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.budget import BudgetFor, NodeBudget
 from fleetcheck.inventory.model import HostSpec, SkippedTarget, Target
 from fleetcheck.kinds.base import NOT_MINE, Discovery, IdShape, NodeKind, NotMine, host_target
-from fleetcheck.kindtable import KINDS
+from fleetcheck.kindtable import GUEST_BEFORE_KINDS, KINDS, ROOT_KIND, default_kind
 
 if TYPE_CHECKING:
+    from fleetcheck.model import NodeResult
     from fleetcheck.transport.interface import Transport
 
 #: Every kind a node may have (the JSON contract's `kind`).
@@ -81,15 +82,84 @@ def id_shapes() -> tuple[IdShape, ...]:
     return tuple(shapes.values())
 
 
-def gatekeeper_grammar() -> tuple[dict[str, str], dict[str, list[Any]]]:
-    """What the registry's kinds add to the host gatekeeper's grammar (`gatekeeper_words`,
-    `gatekeeper_shapes`), for `fleetcheck host-setup` to write into the script it installs."""
+#: Some of the host gatekeeper's grammar: word classes (name -> regular expression) and shapes
+#: (name -> items, in `fleetcheck/data/gatekeeper.py`'s notation).
+Grammar = tuple[Mapping[str, str], Mapping[str, list[Any]]]
+
+
+def gatekeeper_chains() -> Grammar:
+    """The host gatekeeper's grammar of the registry's kinds, composed along `runs_in`: every
+    kind's `gatekeeper_words`; its `gatekeeper_commands` in each node of a kind it runs in, and
+    the probe through its `gatekeeper_wrapper`, each after the wrappers of the nodes above it
+    from the host down (`[sudo -n]`, then `pct exec VMID --keep-env 0 --` in an LXC
+    container...) and named after them ("pct exec oci probe"). `fleetcheck host-setup` writes
+    it into the script it installs."""
+    words: dict[str, str] = {}
+    shapes: dict[str, list[Any]] = {}
+    for each in all_kinds():
+        for name, pattern in each.gatekeeper_words.items():
+            _add(words, name, pattern, "word class")
+        for parent in filter(None, map(find, each.runs_in)):
+            for names, items in _run_inside(parent):
+                for name, command in each.gatekeeper_commands.items():
+                    _add(shapes, _shape_name(*names, name), [*items, *command], "shape")
+        probe = each.gatekeeper_wrapper and each.gatekeeper_wrapper.probe
+        if probe:
+            for names, items in _run_inside(each):
+                _add(shapes, _shape_name(*names, "probe"), [*items, ("ref", probe)], "shape")
+    return words, shapes
+
+
+def _run_inside(node_kind: NodeKind) -> list[tuple[tuple[str, ...], list[Any]]]:
+    """(names, items) that come before a command run inside a node of `node_kind`: one per
+    chain of kinds from the host down to it, none where a kind of the chain wraps nothing."""
+    wrapper = node_kind.gatekeeper_wrapper
+    if wrapper is None:
+        return []
+    outer = [chain for parent in filter(None, map(find, node_kind.runs_in))
+             for chain in _run_inside(parent)] if node_kind.runs_in else [((), [])]
+    return [((*names, wrapper.name), [*items, *wrapper.items]) for names, items in outer]
+
+
+def _shape_name(*names: str) -> str:
+    return " ".join(name for name in names if name)
+
+
+def _add(table: dict[str, Any], name: str, value: Any, what: str) -> None:
+    """`table[name] = value`, once: the two OCI runtimes share theirs, other kinds may not."""
+    if table.setdefault(name, value) != value:
+        raise ValueError(f"two node kinds give the gatekeeper's {what} {name!r} differently")
+
+
+def gatekeeper_grammar() -> Grammar:
+    """The word classes and whole shapes the registry's kinds write out themselves
+    (`gatekeeper_words`, `gatekeeper_shapes`), which `fleetcheck host-setup` adds to the
+    composed chains (`gatekeeper_chains`) in the script it installs."""
     words: dict[str, str] = {}
     shapes: dict[str, list[Any]] = {}
     for each in all_kinds():
         words.update(each.gatekeeper_words)
         shapes.update(each.gatekeeper_shapes)
     return words, shapes
+
+
+def root() -> NodeKind:
+    """The kind every tree of nodes starts from (the host): the table's first line, the one
+    that runs in no other."""
+    return kind(ROOT_KIND)
+
+
+def runs_on_root(name: str) -> bool:
+    """Whether nodes of kind `name` run on the root itself and nowhere else (a Proxmox guest,
+    a pod): their host is their parent. False for a kind this version does not know."""
+    found = find(name)
+    return found is not None and found.runs_in == (root().name,)
+
+
+def place(node: NodeResult) -> str | None:
+    """Where `node` sits below its host, in its kind's words (`NodeKind.place`); a kind this
+    version does not know is read as `default_kind` reads a node without one."""
+    return (find(node.kind) or kind(default_kind(node.vmid))).place(node)
 
 
 def depth(name: str) -> int:
@@ -134,10 +204,12 @@ def needs_listing(host: HostSpec) -> bool:
 
 
 __all__ = [
+    "GUEST_BEFORE_KINDS",
     "KINDS",
     "NODE_KINDS",
     "NOT_MINE",
     "Discovery",
+    "Grammar",
     "IdShape",
     "Listings",
     "NodeKind",
@@ -145,13 +217,18 @@ __all__ = [
     "all_kinds",
     "chain",
     "children_kinds",
+    "default_kind",
     "depth",
     "expand",
     "find",
+    "gatekeeper_chains",
     "gatekeeper_grammar",
     "host_target",
     "id_shapes",
     "kind",
     "needs_listing",
     "open_transport",
+    "place",
+    "root",
+    "runs_on_root",
 ]

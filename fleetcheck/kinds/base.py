@@ -163,12 +163,24 @@ class NodeKind(abc.ABC):
     def where_it_runs(self, node: NodeResult) -> str:
         """Where and as whom `fleetcheck fix` runs a node's steps (its transport, in words)."""
 
-    #: What the host's gatekeeper (`fleetcheck/data/gatekeeper.py`) must allow of its tool
-    #: beyond its own grammar: word classes (name -> regular expression) and shapes (name ->
-    #: the items of one command, in that file's notation, run under the audit's `timeout`
-    #: wrapper), written by `fleetcheck host-setup` into the script it installs. The kinds
-    #: shipped with fleetcheck are in the script's own grammar.
+    # -- the host's gatekeeper ------------------------------------------------------------
+    # What a restricted audit key must let its tool run, in the notation of the grammar of
+    # `fleetcheck/data/gatekeeper.py` (words, ("WORD", CLASS), ("opt", [...]), ("rep", [...]),
+    # ("one", [[...], ...]), ("ref", "probe" | "probe_argv" | "sudo")). `kinds.gatekeeper_chains`
+    # composes the kinds' parts along `runs_in`, and `fleetcheck host-setup` writes the result
+    # into the script it installs: a kind that runs in `lxc` gets its `pct exec` chain from lxc.
+
+    #: Its word classes (name -> regular expression a word must match in full).
     gatekeeper_words: ClassVar[Mapping[str, str]] = {}
+    #: How its tool runs a command inside one of its nodes (None: no command runs inside them
+    #: through a host's gatekeeper).
+    gatekeeper_wrapper: ClassVar[GatekeeperWrapper | None] = None
+    #: Its own commands (its listing, the question asked after a silent kill), by the name the
+    #: gatekeeper logs, each run in a node of a kind it runs in (through that node's wrappers).
+    gatekeeper_commands: ClassVar[Mapping[str, list[Any]]] = {}
+    #: Whole shapes (name -> items, run under the audit's `timeout` wrapper) for a kind whose
+    #: commands compose with no other kind's: `kinds.gatekeeper_grammar` gathers them, and
+    #: `fleetcheck host-setup` adds them to the composed chains.
     gatekeeper_shapes: ClassVar[Mapping[str, list[Any]]] = {}
 
     #: The word the probe's facts.where uses for a node of this kind ("lxc", "docker",
@@ -188,6 +200,28 @@ class NodeKind(abc.ABC):
         """What `fleetcheck inventory` says of the node beside its id, or None."""
         del target
         return None
+
+    def place(self, node: NodeResult) -> str | None:
+        """Where a node of this kind sits, beside its host in the HTML report's detail
+        ("container 101", "docker container in pve1/101"); None where the host says it all."""
+        del node
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class GatekeeperWrapper:
+    """How a kind's tool runs a command inside one of its nodes, in the host gatekeeper's
+    grammar: `pct exec VMID --keep-env 0 --` before the command."""
+
+    #: What the shapes of the commands run through it are called, before the command's own
+    #: name ("pct exec": "pct exec probe", "pct exec oci list"); "" for none.
+    name: str
+    #: The words before the command.
+    items: Sequence[Any]
+    #: The probe run through it: the script's fragment `probe` (`[env NAME=VALUE...] PYTHON -
+    #: ARGS`), `probe_argv` (no `env`: the wrapper sets the environment with options of its
+    #: own), or None (no probe runs through it alone: the host's own probe is the script's).
+    probe: str | None = "probe"
 
 
 class IdShape(abc.ABC):

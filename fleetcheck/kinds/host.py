@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.inventory.model import Target
-from fleetcheck.kinds.base import NodeKind, Nodes
+from fleetcheck.kinds.base import GatekeeperWrapper, NodeKind, Nodes
 
 if TYPE_CHECKING:
     from fleetcheck.budget import BudgetFor
@@ -23,6 +23,9 @@ class HostKind(NodeKind):
     name = "host"
     runs_in = ()
     depth = 0
+    # A command on the host runs as the inventory's login, or under `sudo -n` (`sudo: true`).
+    # The host's own probe, as the login only, and the clean-up are the gatekeeper script's.
+    gatekeeper_wrapper = GatekeeperWrapper("", [("ref", "sudo")], probe=None)
 
     def declared(self, parent: Target) -> str | Sequence[Any] | None:
         del parent

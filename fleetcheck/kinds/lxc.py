@@ -4,11 +4,13 @@ listed with `pct list` when neither the API nor pvesh answers."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fleetcheck.inventory.listings import parse_pct_list
 from fleetcheck.inventory.model import ALL_CONTAINERS, DiscoveredContainer, HostSpec, Target
-from fleetcheck.kinds.proxmox import ProxmoxGuestKind
+from fleetcheck.kinds.base import GatekeeperWrapper
+from fleetcheck.kinds.proxmox import PVESH_GET, ProxmoxGuestKind
 from fleetcheck.transport.pct import PctTransport, pve_list_argv
 
 if TYPE_CHECKING:
@@ -33,6 +35,16 @@ _LISTED_VIA = {"api": "the Proxmox API", "pct list": "pct list", None: ""}
 
 
 class LxcKind(ProxmoxGuestKind):
+    # `pct exec VMID --keep-env 0 --` (`pct_exec_argv`); `pct list`, and `pct status VMID`,
+    # asked after a probe killed without a word (`PctTransport`).
+    gatekeeper_wrapper = GatekeeperWrapper(
+        "pct exec", ["pct", "exec", ("WORD", "VMID"), "--keep-env", "0", "--"])
+    gatekeeper_commands: ClassVar[Mapping[str, list[Any]]] = {
+        **PVESH_GET,
+        "pct list": ["pct", "list"],
+        "pct status": ["pct", "status", ("WORD", "VMID")],
+    }
+
     def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
         del budget  # pct exec has no wait of its own: the host transport's bounds it
         assert target.vmid is not None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fleetcheck.budget import LISTING_TIMEOUT
 from fleetcheck.inventory.errors import DiscoveryError
@@ -27,7 +27,7 @@ from fleetcheck.inventory.patterns import (
     rpartition_outside_brackets,
 )
 from fleetcheck.inventory.ranges import matches_name
-from fleetcheck.kinds.base import NOT_MINE, IdShape, NodeKind, inherited
+from fleetcheck.kinds.base import NOT_MINE, GatekeeperWrapper, IdShape, NodeKind, inherited
 from fleetcheck.text import clip, last_line
 from fleetcheck.transport.oci import OciTransport, oci_exec_failure, oci_list_argv
 
@@ -183,6 +183,9 @@ class InsideIds(IdShape):
 
 INSIDE_IDS = InsideIds()
 
+#: `docker` or `podman`, in the host gatekeeper's grammar.
+_EITHER_RUNTIME = ("one", [["docker"], ["podman"]])
+
 
 class OciKind(NodeKind):
     """The containers of one runtime (`docker` or `podman`) inside a host or a guest."""
@@ -192,6 +195,30 @@ class OciKind(NodeKind):
     listing_fails_parent = False
     id_shape = INSIDE_IDS
     inventory_key = "oci"
+    # The host gatekeeper's grammar, one for both runtimes (their shapes are called "oci").
+    gatekeeper_words: ClassVar[Mapping[str, str]] = {
+        # A container name or id ([a-zA-Z0-9][a-zA-Z0-9_.-]+ in moby's names.go).
+        "OCINAME": r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,254}",
+        # --user: name or uid, optional :group or :gid.
+        "OCIUSER": r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,31})?",
+    }
+    # `RUNTIME exec -i [--user U] [--env NAME=VALUE]... NAME` (`oci_exec_argv`: the node's
+    # environment as --env options, so the probe runs without `env`).
+    gatekeeper_wrapper = GatekeeperWrapper(
+        "oci", [_EITHER_RUNTIME, "exec", "-i",
+                ("opt", ["--user", ("WORD", "OCIUSER")]),
+                ("rep", ["--env", ("WORD", "ASSIGN")]),
+                ("WORD", "OCINAME")], probe="probe_argv")
+    gatekeeper_commands: ClassVar[Mapping[str, list[Any]]] = {
+        # `oci_list_argv`: docker ps -a --format '{{json .}}' | podman ps -a --format json.
+        "oci list": [("one", [["docker", "ps", "-a", "--format", "{{json .}}"],
+                              ["podman", "ps", "-a", "--format", "json"]])],
+        # `RUNTIME inspect --format {{.State.Status}} NAME`: the one field asked after an exec
+        # killed without a word (`OciTransport`); never the whole document, which holds the
+        # container's environment.
+        "oci status": [_EITHER_RUNTIME, "inspect", "--format", "{{.State.Status}}",
+                       ("WORD", "OCINAME")],
+    }
 
     def __init__(self, runtime: str) -> None:
         self.runtime = runtime
@@ -315,6 +342,9 @@ class OciKind(NodeKind):
 
     def describe(self, target: Target) -> str | None:
         return f"({self.runtime} container in {target.parent})"
+
+    def place(self, node: NodeResult) -> str | None:
+        return f"{self.runtime} container in {node.parent or ''}"
 
 
 DOCKER = OciKind("docker")

@@ -11,7 +11,7 @@ failures its transport module words.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fleetcheck.budget import LISTING_TIMEOUT
 from fleetcheck.inventory.errors import DiscoveryError, InventoryError
@@ -44,6 +44,7 @@ from fleetcheck.transport.pct import pve_list_argv, pve_list_failure, sudo_prefi
 
 if TYPE_CHECKING:
     from fleetcheck.inventory.reader import InventoryReader
+    from fleetcheck.model import NodeResult
     from fleetcheck.transport.interface import Transport
 
 
@@ -145,6 +146,12 @@ class GuestIds(IdShape):
 GUEST_IDS = GuestIds()
 
 
+#: The host gatekeeper's `pvesh get /nodes/NODE/lxc|qemu --output-format json` (`pvesh_argv`),
+#: the listing either kind tries first.
+PVESH_GET: dict[str, list[Any]] = {
+    "pvesh get": ["pvesh", "get", ("WORD", "NODEPATH"), "--output-format", "json"],
+}
+
 #: The keys of one guest under `containers:` / `vms:` (given as a mapping, not a VMID alone).
 GUEST_KEYS = ("vmid", "name", "python", "env", "labels", "timeout", "oci")
 
@@ -156,6 +163,12 @@ class ProxmoxGuestKind(NodeKind):
     depth = 1
     listing_fails_parent = True
     id_shape = GUEST_IDS
+    gatekeeper_words: ClassVar[Mapping[str, str]] = {
+        # pve-vmid: 100 .. 999999999.
+        "VMID": r"[1-9][0-9]{2,8}",
+        # A PVE node name (pve-node): a hostname label.
+        "NODEPATH": r"/nodes/[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?/(lxc|qemu)",
+    }
 
     def __init__(self, name: str, *, key: str, noun: str, default_name: str, tool: str,
                  parse_listing: Callable[[str], list[DiscoveredContainer]]) -> None:
@@ -326,3 +339,6 @@ class ProxmoxGuestKind(NodeKind):
 
     def inside(self, target: Target) -> str:
         return f"in {self.noun}"
+
+    def place(self, node: NodeResult) -> str | None:
+        return None if node.vmid is None else f"{self.noun} {node.vmid}"

@@ -5,11 +5,13 @@ when neither the API nor pvesh answers."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fleetcheck.inventory.listings import parse_qm_list
 from fleetcheck.inventory.model import Target
-from fleetcheck.kinds.proxmox import ProxmoxGuestKind
+from fleetcheck.kinds.base import GatekeeperWrapper
+from fleetcheck.kinds.proxmox import PVESH_GET, ProxmoxGuestKind
 from fleetcheck.transport.qemu import QemuTransport
 from fleetcheck.transport.qemu_api import ApiHostTransport, QemuApiTransport
 
@@ -22,6 +24,17 @@ if TYPE_CHECKING:
 class QemuKind(ProxmoxGuestKind):
     #: A `transport: api` host reaches its VMs through the API's guest agent, without a shell.
     needs_shell = False
+
+    # `qm guest exec VMID --pass-stdin 1 --timeout N -- timeout -k K T` (`qm_exec_argv`,
+    # `guest_command`: the VM bounds the guest command itself, the agent cannot kill); `qm list`.
+    gatekeeper_wrapper = GatekeeperWrapper(
+        "qm guest exec", ["qm", "guest", "exec", ("WORD", "VMID"), "--pass-stdin", "1",
+                          "--timeout", ("WORD", "INT"), "--",
+                          "timeout", "-k", ("WORD", "INT"), ("WORD", "SECONDS")])
+    gatekeeper_commands: ClassVar[Mapping[str, list[Any]]] = {
+        **PVESH_GET,
+        "qm list": ["qm", "list"],
+    }
 
     def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
         assert target.vmid is not None

@@ -567,6 +567,19 @@ def run_inline(script):
     return buffer.getvalue()
 
 
+def stage_answer(result, what, last_line=False):
+    """A stage's JSON answer (its whole stdout, or its last line), or {"error": ...} naming why
+    it gave none: `what` timed out (with "timed_out"), else the stage's error or stderr."""
+    if result["timed_out"]:
+        return {"error": "%s timed out after %.1f s" % (what, result["seconds"]),
+                "timed_out": True}
+    text = result["stdout"].strip()
+    try:
+        return json.loads(text.splitlines()[-1] if last_line else text)
+    except (ValueError, IndexError):
+        return {"error": result["error"] or clip(result["stderr"] or "no output", 1000)}
+
+
 # --- stages ---------------------------------------------------------------------------------------
 
 HELPER_PRELUDE = r'''
@@ -2120,14 +2133,7 @@ class LibcudaFacts(Part):
     """Reads the libcuda stage (CUDA_SCRIPT) run with `-I` in a subprocess."""
 
     def collect_cuda(self):
-        result = self.cuda.result()
-        if result["timed_out"]:
-            return {"error": "libcuda probe timed out after %.1f s" % result["seconds"],
-                    "timed_out": True}
-        try:
-            return json.loads(result["stdout"])
-        except ValueError:
-            return {"error": result["error"] or clip(result["stderr"] or "no output", 1000)}
+        return stage_answer(self.cuda.result(), "libcuda probe")
 
 
 # --- facts_amd ------------------------------------------------------------------------------------
@@ -2224,14 +2230,7 @@ class AmdFacts(Part):
     """Reads the HIP stage (HIP_SCRIPT), run in the workload interpreter as Triton would be."""
 
     def collect_hip(self):
-        result = self.hip.result()
-        if result["timed_out"]:
-            return {"error": "HIP probe timed out after %.1f s" % result["seconds"],
-                    "timed_out": True}
-        try:
-            return json.loads(result["stdout"].strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            return {"error": result["error"] or clip(result["stderr"] or "no output", 1000)}
+        return stage_answer(self.hip.result(), "HIP probe", last_line=True)
 
 
 # --- facts_cache ----------------------------------------------------------------------------------
@@ -3465,12 +3464,19 @@ class CacheChecks(Part):
                     "Permission denied: '%s'" % missing, fix, evidence)
         return ("pass", "%s can be created under %s" % (cache, ancestor), "", evidence)
 
-    def check_cache_dir_noexec(self):
+    def _cache_mount(self, find):
+        """The cache dir and `find`'s answer for the mount that holds it (or would hold it
+        once created): a skip result instead when there is no mountinfo to read."""
         cache = self.facts["triton_cache_dir"]
         if not self.mountinfo:
-            return ("skip", "no /proc/self/mountinfo", "", {"cache_dir": cache})
+            return cache, None, ("skip", "no /proc/self/mountinfo", "", {"cache_dir": cache})
         where = existing_ancestor(os.path.realpath(cache) if os.path.exists(cache) else cache)
-        mount = mount_of(where, self.mountinfo)
+        return cache, find(where, self.mountinfo), None
+
+    def check_cache_dir_noexec(self):
+        cache, mount, skipped = self._cache_mount(mount_of)
+        if skipped:
+            return skipped
         evidence = {"cache_dir": cache, "mount": mount[0] if mount else None,
                     "options": mount[1] if mount else None}
         if mount and "noexec" in mount[1].split(","):
@@ -3482,11 +3488,9 @@ class CacheChecks(Part):
                 evidence)
 
     def check_cache_on_network_fs(self):
-        cache = self.facts["triton_cache_dir"]
-        if not self.mountinfo:
-            return ("skip", "no /proc/self/mountinfo", "", {"cache_dir": cache})
-        where = existing_ancestor(os.path.realpath(cache) if os.path.exists(cache) else cache)
-        mount = mount_fs(where, self.mountinfo)
+        cache, mount, skipped = self._cache_mount(mount_fs)
+        if skipped:
+            return skipped
         evidence = {"cache_dir": cache, "mount": mount and mount[0],
                     "fstype": mount and mount[1], "source": mount and mount[2]}
         if mount and network_fs(mount[1]):

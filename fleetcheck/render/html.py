@@ -11,6 +11,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from fleetcheck import kinds
 from fleetcheck.checks import COLUMNS, check_title
 from fleetcheck.model import NODE_STATUSES, Check, NodeResult, Report, RunSummary
 from fleetcheck.render.matrix import (
@@ -77,6 +78,7 @@ def _row_view(index: int, row: Row, failing_since: Mapping[str, str]) -> dict[st
         "node": node,
         "name": display_name(node),
         "host_first": False,
+        "place": kinds.place(node),
         "fallback": row.fallback,
         "failing": node.status in FAILING_STATUSES,
         "status_rank": _STATUS_RANK.get(node.status, len(NODE_STATUSES)),

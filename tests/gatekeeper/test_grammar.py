@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.gatekeeper import probe_sha256, refusal_reason, script_module
+from fleetcheck.gatekeeper import probe_sha256, script_module
 from fleetcheck.inventory.model import HostSpec
 from fleetcheck.kinds.lxc import pct_list_argv
 from fleetcheck.probe import probe_argv, probe_source
+from fleetcheck.transport.gatekeeper import refusal_reason
 from fleetcheck.transport.pct import pct_exec_argv
 from fleetcheck.transport.ssh import remote_command
 

@@ -33,6 +33,16 @@ def test_an_unknown_kind_is_none_and_a_lookup_error() -> None:
         kinds.kind("pod-of-another-version")
 
 
+def test_the_root_and_a_node_without_a_kind_are_the_registry_s_answers() -> None:
+    assert kinds.root() is kinds.kind("host") and kinds.root().runs_in == ()
+    # A guest of the host has the host as its parent; a container in any node does not.
+    assert [name for name in kinds.NODE_KINDS if kinds.runs_on_root(name)] == [
+        "lxc", "qemu", "pod"]
+    assert not kinds.runs_on_root("pod-of-another-version")
+    # A report from before kinds: a VMID was an LXC container, none the host itself.
+    assert (kinds.default_kind(None), kinds.default_kind(101)) == ("host", "lxc")
+
+
 def test_children_follow_registry_order_and_nest() -> None:
     root = kinds.host_target(HOST)
     assert [k.name for k in kinds.children_kinds(root)] == [

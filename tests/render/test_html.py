@@ -68,3 +68,24 @@ def test_without_history_there_is_no_trend_and_without_fallback_a_clear_banner()
     html = render(Report("t0", "t1", (node,)), "html")
     assert 'id="trend"' not in html and 'id="changes"' not in html
     assert "Triton runs on the GPU on every node that answered" in html
+
+
+def test_each_kind_says_where_its_node_sits_in_its_own_words() -> None:
+    nodes = (
+        NodeResult("pve1", "pve1", None, "pve1", "ok", "ok"),
+        NodeResult("pve1/101", "pve1", 101, "ct", "ok", "ok", kind="lxc"),
+        NodeResult("pve1/300", "pve1", 300, "vm", "ok", "ok", kind="qemu"),
+        NodeResult("pve1/300/docker:web", "pve1", None, "web", "ok", "ok", kind="docker",
+                   parent="pve1/300"),
+        NodeResult("pve1/podman:<b>", "pve1", None, "p", "ok", "ok", kind="podman",
+                   parent="pve1\x1b"),
+        NodeResult("k8s/ml/trainer", "k8s", None, "trainer", "ok", "ok", kind="pod"),
+        # A kind another version wrote: read as a node without a kind is.
+        NodeResult("pve1/102", "pve1", 102, "x", "ok", "ok", kind="widget"),
+    )
+    html = render(Report("t0", "t1", nodes), "html")
+    places = re.findall(r'<p class="muted">host (.*?) · Triton', html)
+    assert sorted(places) == sorted([
+        "pve1", "pve1 · container 101", "pve1 · VM 300", "pve1 · docker container in pve1/300",
+        "pve1 · podman container in pve1\\x1b", "k8s", "pve1 · container 102",
+    ])

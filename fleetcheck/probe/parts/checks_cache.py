@@ -31,12 +31,19 @@ class CacheChecks(Part):
                     "Permission denied: '%s'" % missing, fix, evidence)
         return ("pass", "%s can be created under %s" % (cache, ancestor), "", evidence)
 
-    def check_cache_dir_noexec(self):
+    def _cache_mount(self, find):
+        """The cache dir and `find`'s answer for the mount that holds it (or would hold it
+        once created): a skip result instead when there is no mountinfo to read."""
         cache = self.facts["triton_cache_dir"]
         if not self.mountinfo:
-            return ("skip", "no /proc/self/mountinfo", "", {"cache_dir": cache})
+            return cache, None, ("skip", "no /proc/self/mountinfo", "", {"cache_dir": cache})
         where = existing_ancestor(os.path.realpath(cache) if os.path.exists(cache) else cache)
-        mount = mount_of(where, self.mountinfo)
+        return cache, find(where, self.mountinfo), None
+
+    def check_cache_dir_noexec(self):
+        cache, mount, skipped = self._cache_mount(mount_of)
+        if skipped:
+            return skipped
         evidence = {"cache_dir": cache, "mount": mount[0] if mount else None,
                     "options": mount[1] if mount else None}
         if mount and "noexec" in mount[1].split(","):
@@ -48,11 +55,9 @@ class CacheChecks(Part):
                 evidence)
 
     def check_cache_on_network_fs(self):
-        cache = self.facts["triton_cache_dir"]
-        if not self.mountinfo:
-            return ("skip", "no /proc/self/mountinfo", "", {"cache_dir": cache})
-        where = existing_ancestor(os.path.realpath(cache) if os.path.exists(cache) else cache)
-        mount = mount_fs(where, self.mountinfo)
+        cache, mount, skipped = self._cache_mount(mount_fs)
+        if skipped:
+            return skipped
         evidence = {"cache_dir": cache, "mount": mount and mount[0],
                     "fstype": mount and mount[1], "source": mount and mount[2]}
         if mount and network_fs(mount[1]):

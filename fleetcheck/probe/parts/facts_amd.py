@@ -1,10 +1,10 @@
 """AMD GPU facts: KFD topology (gfx, render minor), /dev/kfd and /dev/dri, amdgpu, HIP stage."""
 
-import json
 import os
 import re
 
-from fleetcheck.probe.parts.base import Part, clip, first_line, host_path, read_text
+from fleetcheck.probe.parts.base import Part, first_line, host_path, read_text
+from fleetcheck.probe.parts.spawn import stage_answer
 
 #: hipError_t values and names (hip/hip_runtime_api.h, as bundled in Triton's AMD backend).
 HIP_ERRORS = {
@@ -100,11 +100,4 @@ class AmdFacts(Part):
     """Reads the HIP stage (HIP_SCRIPT), run in the workload interpreter as Triton would be."""
 
     def collect_hip(self):
-        result = self.hip.result()
-        if result["timed_out"]:
-            return {"error": "HIP probe timed out after %.1f s" % result["seconds"],
-                    "timed_out": True}
-        try:
-            return json.loads(result["stdout"].strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            return {"error": result["error"] or clip(result["stderr"] or "no output", 1000)}
+        return stage_answer(self.hip.result(), "HIP probe", last_line=True)

@@ -1,8 +1,8 @@
 """libcuda and the loader: cuInit's error names, `ldconfig -p`, the ctypes stage's answer."""
 
-import json
 
-from fleetcheck.probe.parts.base import Part, clip
+from fleetcheck.probe.parts.base import Part
+from fleetcheck.probe.parts.spawn import stage_answer
 
 CUDA_ERRORS = {
     0: "CUDA_SUCCESS", 1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY",
@@ -30,11 +30,4 @@ class LibcudaFacts(Part):
     """Reads the libcuda stage (CUDA_SCRIPT) run with `-I` in a subprocess."""
 
     def collect_cuda(self):
-        result = self.cuda.result()
-        if result["timed_out"]:
-            return {"error": "libcuda probe timed out after %.1f s" % result["seconds"],
-                    "timed_out": True}
-        try:
-            return json.loads(result["stdout"])
-        except ValueError:
-            return {"error": result["error"] or clip(result["stderr"] or "no output", 1000)}
+        return stage_answer(self.cuda.result(), "libcuda probe")

@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 
-from fleetcheck.probe.parts.base import error_text
+from fleetcheck.probe.parts.base import clip, error_text
 
 RESERVE_S = 0.4  # kept back from the deadline to assemble and print the JSON
 
@@ -159,3 +159,16 @@ def run_inline(script):
     finally:
         sys.stdout = saved
     return buffer.getvalue()
+
+
+def stage_answer(result, what, last_line=False):
+    """A stage's JSON answer (its whole stdout, or its last line), or {"error": ...} naming why
+    it gave none: `what` timed out (with "timed_out"), else the stage's error or stderr."""
+    if result["timed_out"]:
+        return {"error": "%s timed out after %.1f s" % (what, result["seconds"]),
+                "timed_out": True}
+    text = result["stdout"].strip()
+    try:
+        return json.loads(text.splitlines()[-1] if last_line else text)
+    except (ValueError, IndexError):
+        return {"error": result["error"] or clip(result["stderr"] or "no output", 1000)}
