@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleetcheck.kindtable import default_kind
+
 AUDIT_SCHEMA = "fleetcheck.audit/1"
 PROBE_SCHEMA = "fleetcheck.probe/1"
 
@@ -56,8 +58,8 @@ class NodeResult:
     facts: Mapping[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
     labels: tuple[str, ...] = ()
-    #: Its kind (`fleetcheck/kinds/`); left out (a report from before kinds): the registry's
-    #: `default_kind` from vmid.
+    #: Its kind (`fleetcheck/kinds/`); left out (a report from before kinds): the kinds'
+    #: table's `default_kind` from vmid (`kindtable.py`).
     kind: str = ""
     #: The id of the node this one runs in (a guest's host, a container's guest), or None.
     parent: str | None = None
@@ -65,9 +67,8 @@ class NodeResult:
     def __post_init__(self) -> None:
         # The kind registry is imported only when a node needs it: a host-level node with
         # its kind, all a merge of node documents makes, never does (the gate starts sooner).
+        # The kinds' table (`kindtable.py`) imports nothing.
         if not self.kind:
-            from fleetcheck.kinds import default_kind
-
             object.__setattr__(self, "kind", default_kind(self.vmid))
         if self.parent is None and self.host != self.id:
             from fleetcheck.kinds import runs_on_root

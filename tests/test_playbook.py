@@ -78,15 +78,15 @@ def test_name_key_overrides_the_stem(tmp_path: Path) -> None:
     [
         ("deep: true\nmingpus: 8\n",
          "FILE:2: mingpus: unknown key (did you mean 'min_gpus'?)"),
-        ("min_gpus: eight\n", "FILE:1: min_gpus: must be a non-negative integer, not 'eight'"),
-        ("min_gpus: -1\n", "FILE:1: min_gpus: must be a non-negative integer, not -1"),
-        ("min_gpus: true\n", "FILE:1: min_gpus: must be a non-negative integer, not True"),
-        ("deep: yes please\n", "FILE:1: deep: must be true or false, not a string"),
+        ("min_gpus: eight\n", "FILE:1: min_gpus: must be an integer, got 'eight'"),
+        ("min_gpus: -1\n", "FILE:1: min_gpus: must be at least 0, got -1"),
+        ("min_gpus: true\n", "FILE:1: min_gpus: must be an integer, got true"),
+        ("deep: yes please\n", "FILE:1: deep: must be true or false, got 'yes please'"),
         ("checks:\n  warn_only:\n    - fla_fallback_hidden\n    - no_c_compilr\n",
          "FILE:4: checks.warn_only[1]: unknown check id 'no_c_compilr' "
          "(did you mean 'no_c_compiler'?)"),
         ("checks:\n  ignore: no_linker\n",
-         "FILE:2: checks.ignore: must be a list of check ids, not a string"),
+         "FILE:2: checks.ignore: must be a list of check ids, got 'no_linker'"),
         ("checks:\n  warn-only: []\n",
          "FILE:2: checks.warn-only: unknown key (did you mean 'warn_only'?)"),
         ("consistency:\n  fail: [driver, torhc]\n",
@@ -94,7 +94,7 @@ def test_name_key_overrides_the_stem(tmp_path: Path) -> None:
         ("consistency:\n  fail: [driver]\n  warn: [driver]\n",
          "FILE:3: consistency.warn: 'driver' is also listed under consistency.fail"),
         ("consistency: [driver]\n",
-         "FILE:1: consistency: must be a mapping, not a list"),
+         "FILE:1: consistency: must be a mapping, got a list"),
         ("triton: [gpu, cpu-fallback]\n",
          "FILE:1: triton[1]: cpu-fallback cannot be accepted: "
          "it is the failure fleetcheck exists to catch"),
@@ -102,12 +102,15 @@ def test_name_key_overrides_the_stem(tmp_path: Path) -> None:
          "FILE:1: triton[1]: unknown Triton verdict 'unknown'"),
         ("triton: [GPU]\n",
          "FILE:1: triton[0]: unknown Triton verdict 'GPU' (did you mean 'gpu'?)"),
-        ("deep: true\ndeep: false\n", "FILE:2: deep: duplicate key"),
-        ("deep: [true\n", "FILE:2: invalid YAML: expected ',' or ']', but got '<stream end>'"),
-        ("- deep\n", "FILE:1: (top level): must be a mapping, not a list"),
-        ("", "FILE:1: (top level): the playbook is empty"),
+        ("deep: true\ndeep: false\n",
+         "FILE:2: deep: duplicate key 'deep' (first defined at line 1)"),
+        ("deep: [true\n",
+         "FILE:2:1: YAML syntax error: expected ',' or ']', but got '<stream end>'"),
+        ("- deep\n", "FILE:1: must be a mapping, got a list"),
+        ("", "FILE: empty playbook (expected a mapping of settings such as triton, min_gpus "
+             "or checks)"),
         ("description: ''\n", "FILE:1: description: must not be empty"),
-        ("name: 3\n", "FILE:1: name: must be a string, not an integer"),
+        ("name: 3\n", "FILE:1: name: must be a string, got 3"),
     ],
 )
 def test_mistakes_name_file_line_and_key(tmp_path: Path, text: str, message: str) -> None:
@@ -127,7 +130,7 @@ def test_missing_file_path(tmp_path: Path) -> None:
     missing = str(tmp_path / "nope.yaml")
     with pytest.raises(PlaybookError) as caught:
         load_playbook(missing)
-    assert str(caught.value) == f"{missing}: no such playbook file"
+    assert str(caught.value) == f"{missing}: playbook file not found"
 
 
 def test_not_utf8(tmp_path: Path) -> None:
@@ -135,9 +138,10 @@ def test_not_utf8(tmp_path: Path) -> None:
     path.write_bytes(b"deep: \xff\n")
     with pytest.raises(PlaybookError) as caught:
         load_playbook(str(path))
-    assert str(caught.value) == f"{path}:1: not UTF-8 text"
+    assert str(caught.value) == f"{path}: not a UTF-8 text file"
 
 
 def test_python_tags_are_refused_not_run(tmp_path: Path) -> None:
     message = error_of(tmp_path, "name: !!python/object/apply:os.system ['true']\n")
-    assert message.startswith("FILE:1: invalid YAML: could not determine a constructor")
+    assert message == ("FILE:1: name: YAML tag !!python/object/apply:os.system is not allowed "
+                       "(plain data only)")

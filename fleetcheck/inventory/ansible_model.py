@@ -7,9 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleetcheck.errors import FleetcheckError
 
-class AnsibleSourceError(ValueError):
-    """The Ansible inventory could not be read; the message is one line."""
+
+class AnsibleSourceError(FleetcheckError, ValueError):
+    """The Ansible inventory could not be read; the message is one line (its YAML mistakes
+    in the inventory's wording, `yamlsrc.YamlWording`)."""
 
 
 @dataclass(frozen=True)

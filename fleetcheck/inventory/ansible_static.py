@@ -23,13 +23,14 @@ from fleetcheck.inventory.ansible_model import (
     AnsibleSourceError,
     group_members,
 )
-from fleetcheck.inventory.errors import InventoryError
-from fleetcheck.inventory.yamlsrc import load_yaml, read_source
+from fleetcheck.inventory.yamlsrc import YamlWording, load_yaml, read_source
 
 _SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$")
 _GROUP_NAME = re.compile(r"^([^:\]\s]+)\s*(?:#.*)?$")
 _PORT = re.compile(r"^(?P<host>[^:\[\]]+|[^:]*\[[^\]]*\][^:]*):(?P<port>[0-9]+)$")
 _VARS_SUFFIXES = ("", ".yml", ".yaml", ".json")
+#: Its files' mistakes, worded as the inventory's are.
+_WORDING = YamlWording("Ansible inventory", AnsibleSourceError)
 _NEEDS_ANSIBLE = ("install ansible-core (pip install ansible-core, or apt-get install "
                   "ansible-core) so that ansible-inventory reads it")
 
@@ -228,11 +229,7 @@ def read_static_inventory(path: str) -> AnsibleInventory:
     text = _read_text(path)
     reader = _Reader(path)
     if path.endswith((".yml", ".yaml", ".json")) or _looks_like_yaml(text):
-        try:
-            document = load_yaml(text, path)
-        except InventoryError as exc:
-            raise AnsibleSourceError(str(exc)) from None
-        reader.read_yaml(document.data)
+        reader.read_yaml(load_yaml(text, path, _WORDING).data)
     else:
         reader.read_ini(text)
     base = os.path.dirname(os.path.abspath(path))
@@ -251,10 +248,7 @@ def _looks_like_yaml(text: str) -> bool:
 
 
 def _read_text(path: str) -> str:
-    try:
-        return read_source(path, path, _SOURCE_WORDING)
-    except InventoryError as exc:
-        raise AnsibleSourceError(str(exc)) from None
+    return read_source(path, path, _WORDING)
 
 
 def _vars_files(directory: str, names: Any) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -282,8 +276,8 @@ def _vars_file(path: str) -> dict[str, Any]:
     if text.lstrip().startswith("$ANSIBLE_VAULT"):
         raise AnsibleSourceError(f"{path}: a vaulted file needs Ansible: " + _NEEDS_ANSIBLE)
     try:
-        data = load_yaml(text, path).data
-    except InventoryError as exc:
+        data = load_yaml(text, path, _WORDING).data
+    except AnsibleSourceError as exc:
         # A `!vault` value is a YAML tag the plain-data loader refuses.
         hint = f"; {_NEEDS_ANSIBLE}" if "!vault" in str(exc) else ""
         raise AnsibleSourceError(f"{exc}{hint}") from None
@@ -334,19 +328,3 @@ def expand_hostname_range(pattern: str) -> list[str]:
         except ValueError:
             raise ValueError(f"bad host range [{body}]") from None
     return [name for value in values for name in expand_hostname_range(head + value + tail)]
-
-
-class _Wording:
-    """read_source's messages for an Ansible inventory file."""
-
-    def not_found(self, path: str) -> Exception:
-        return InventoryError(f"{path}: no such file")
-
-    def not_utf8(self, path: str) -> Exception:
-        return InventoryError(f"{path}: not a UTF-8 text file")
-
-    def unreadable(self, path: str, exc: OSError) -> Exception:
-        return InventoryError(f"{path}: cannot read: {exc.strerror or exc}")
-
-
-_SOURCE_WORDING: Any = _Wording()

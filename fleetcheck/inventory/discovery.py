@@ -17,12 +17,14 @@ from fleetcheck.inventory.model import (
     SkippedTarget,
     Target,
 )
+from fleetcheck.kinds.proxmox import ProxmoxGuestKind
 
 __all__ = [
     "discovered_vmid",
     "host_nodes",
     "needs_discovery",
     "parse_pct_list",
+    "static_targets",
     "targets_for_host",
 ]
 
@@ -50,13 +52,26 @@ def host_nodes(
     return [*([root] if host.probe_host else []), *kinds.expand(root, listing)]
 
 
+def static_targets(host: HostSpec) -> list[Target]:
+    """The nodes known without connecting: the host itself, listed guests and containers."""
+    root = kinds.host_target(host)
+
+    def unlisted(parent: Target, kind: kinds.NodeKind) -> list[Any] | None:
+        return [] if kind.needs_listing(parent) else None
+
+    nodes = [*([root] if host.probe_host else []), *kinds.expand(root, unlisted)]
+    return [t for t in nodes if isinstance(t, Target)]
+
+
 def targets_for_host(
     host: HostSpec,
     discovered: Sequence[DiscoveredContainer] | None,
     vms: Sequence[DiscoveredContainer] | None = None,
 ) -> list[Target | SkippedTarget]:
-    """`host_nodes` given the host's LXC listing (`discovered`) and its VM listing (`vms`)."""
-    return host_nodes(host, {"lxc": discovered, "qemu": vms})
+    """`host_nodes` given a Proxmox host's two listings, its containers' (`discovered`) and
+    its VMs' (`vms`): the listings of the registry's Proxmox guest kinds, in its order."""
+    guests = [kind.name for kind in kinds.all_kinds() if isinstance(kind, ProxmoxGuestKind)]
+    return host_nodes(host, dict(zip(guests, (discovered, vms), strict=True)))
 
 
 def needs_discovery(host: HostSpec) -> bool:

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from fleetcheck import kinds
+from fleetcheck.inventory.discovery import static_targets
 from fleetcheck.inventory.model import (
     HostSpec,
     Inventory,
@@ -14,17 +15,6 @@ from fleetcheck.inventory.model import (
 )
 
 INVENTORY_SCHEMA = "fleetcheck.inventory/1"
-
-
-def static_targets(host: HostSpec) -> list[Target]:
-    """The nodes known without connecting: the host itself, listed guests and containers."""
-    root = kinds.host_target(host)
-
-    def unlisted(parent: Target, kind: kinds.NodeKind) -> list[Any] | None:
-        return [] if kind.needs_listing(parent) else None
-
-    nodes = [*([root] if host.probe_host else []), *kinds.expand(root, unlisted)]
-    return [t for t in nodes if isinstance(t, Target)]
 
 
 def render_inventory_graph(inventory: Inventory) -> str:

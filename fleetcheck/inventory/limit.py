@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from fleetcheck import kinds
-from fleetcheck.inventory.discovery import needs_discovery, targets_for_host
+from fleetcheck.inventory.discovery import host_nodes, needs_discovery, static_targets
 from fleetcheck.inventory.errors import InventoryError
 from fleetcheck.inventory.model import (
-    ALL_CONTAINERS,
     HostSpec,
     Inventory,
 )
@@ -16,7 +15,6 @@ from fleetcheck.inventory.patterns import (
     hosts_matching,
     is_vmid_pattern,
     label_of,
-    may_select_guests,
     may_select_inside,
     rpartition_outside_brackets,
     split_patterns,
@@ -28,6 +26,7 @@ from fleetcheck.inventory.ranges import (
     partition_outside_brackets,
     split_outside_brackets,
 )
+from fleetcheck.kinds.proxmox import may_select_guests
 from fleetcheck.text import did_you_mean
 
 __all__ = [
@@ -114,7 +113,7 @@ def host_may_match(
     if not needs_discovery(host):
         # Its nodes are known without connecting.
         return any(matches_limit(node.id, node.labels, patterns, groups)
-                   for node in targets_for_host(host, None))
+                   for node in host_nodes(host))
     if matches_limit(host.name, host.labels, patterns, groups):
         return True
     atoms = [atom for atom in split_patterns(patterns) if atom]
@@ -284,13 +283,12 @@ def _label_problem(inventory: Inventory, label: str) -> str | None:
     known: set[str] = set()
     for host in inventory.hosts:
         known.update(host.labels)
-        if isinstance(host.containers, tuple):
-            for container in host.containers:
-                known.update(container.labels)
+        for node in static_targets(host):
+            known.update(node.labels)
     if any(matches_name(value, label) for value in known):
         return None
-    # Proxmox tags become labels when the API lists the containers; only then is it known.
-    if any(h.containers == ALL_CONTAINERS and h.api is not None for h in inventory.hosts):
+    # A listing may bring labels of its own (Proxmox tags); only then is it known.
+    if any(kind.listing_labels(host) for host in inventory.hosts for kind in kinds.all_kinds()):
         return None
     listed = ", ".join(sorted(known)) or "none"
     return f"no node has this label (labels in the inventory: {listed})"

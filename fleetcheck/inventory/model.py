@@ -7,11 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetcheck.budget import DEFAULT_API_TIMEOUT, DEFAULT_CONCURRENCY, DEFAULT_NODE_TIMEOUT
+from fleetcheck.kindtable import default_kind
 
 #: `containers: all` in the inventory (also `vms: all` and `oci: {containers: all}`).
 ALL_CONTAINERS = "all"
-#: The runtimes an `oci:` may name (each one a node kind of `fleetcheck/kinds/`).
-OCI_RUNTIMES = ("docker", "podman")
 #: pve-common's pve-vmid format.
 VMID_MIN, VMID_MAX = 100, 999_999_999
 
@@ -197,7 +196,7 @@ class NodePlace:
 
     def __post_init__(self) -> None:
         if not self.kind:
-            object.__setattr__(self, "kind", "host" if self.vmid is None else "lxc")
+            object.__setattr__(self, "kind", default_kind(self.vmid))
 
     @property
     def id(self) -> str:
@@ -237,8 +236,8 @@ class Target(NodePlace):
     env: Mapping[str, str]
     labels: tuple[str, ...]
     timeout: float
-    #: A kind of the registry (`fleetcheck.kinds.NODE_KINDS`); left out, "host" or "lxc"
-    #: from vmid.
+    #: A kind of the registry (`fleetcheck.kinds.NODE_KINDS`); left out, the registry's kind of
+    #: a host or of a VMID (`kindtable.default_kind`).
     kind: str = ""
     #: For an OCI container: its runtime, its name, the kind of node it runs in and the user
     #: it runs as.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from fleetcheck.inventory.model import ContainerSpec, HostSpec
+from fleetcheck.inventory.model import HostSpec
 from fleetcheck.inventory.ranges import (
     matches_name,
     partition_outside_brackets,
@@ -36,37 +36,6 @@ def plain_atoms(patterns: Sequence[str]) -> list[str]:
 def selects_anything(atom: str, groups: Mapping[str, Sequence[str]]) -> bool:
     """`all`, a label or a group: a pattern that may select any node, before discovery."""
     return atom in ("all", "*") or label_of(atom) is not None or atom in groups
-
-
-def may_select_guests(
-    host: HostSpec, patterns: Sequence[str], groups: Mapping[str, Sequence[str]] | None = None
-) -> bool:
-    """Whether the limit may select a guest of `host` (or what runs in one) that only its
-    guest listing (pvesh, `pct list`, `qm list`, the API) can bring: `--limit pve1/docker:web`
-    or `--limit pve1/103/docker:web` with 103 listed in the inventory needs none.
-
-    Only the plain patterns can ask for a node (`!` and `&` only take some away).
-    """
-    if not patterns:
-        return True
-    groups = groups or {}
-    listed = {guest.vmid for guest in (*host.containers, *host.vms)
-              if isinstance(guest, ContainerSpec)}
-    for atom in plain_atoms(patterns):
-        if selects_anything(atom, groups):
-            return True
-        host_glob, slash, rest = partition_outside_brackets(atom, "/")
-        if not matches_name(host.name, host_glob):
-            continue
-        if not slash:
-            return True  # the host and everything on it
-        first = partition_outside_brackets(rest, "/")[0]
-        if ":" in first:
-            continue  # a node inside the host itself (`RUNTIME:NAME`), not a guest
-        if first.isdigit() and int(first) in listed:
-            continue  # known without listing (VMIDs are unique across containers and VMs)
-        return True
-    return False
 
 
 def may_select_inside(

@@ -35,6 +35,9 @@ DEFAULTS_KEYS = (
     "audit_timeout",
     "probe_host",
 )
+#: A host entry's keys, in the order "unknown key (valid: ...)" lists them. The keys of the
+#: kinds fleetcheck shipped first stand here for that order only: each kind reads its own
+#: (`kind_keys`), and a kind added since comes after these (`host_keys`).
 HOST_KEYS = (
     "address",
     "transport",
@@ -55,8 +58,8 @@ HOST_KEYS = (
 
 
 def kind_keys() -> dict[str, Any]:
-    """The host keys the node kinds read themselves (`kinds/`: a kind's `inventory_key` and
-    `read_declaration`), each with its kind, in registry order."""
+    """The host keys of the node kinds (`kinds/`: a kind's `inventory_key`, which its
+    `read_declaration` reads), each with its kind, in registry order."""
     from fleetcheck import kinds
 
     found: dict[str, Any] = {}
@@ -72,15 +75,7 @@ def host_keys() -> tuple[str, ...]:
     return (*HOST_KEYS, *(key for key in kind_keys() if key not in HOST_KEYS))
 
 
-CONTAINER_KEYS = ("vmid", "name", "python", "env", "labels", "timeout", "oci")
-VM_KEYS = CONTAINER_KEYS
-OCI_KEYS = ("runtime", "containers")
-OCI_CONTAINER_KEYS = ("name", "python", "env", "user", "labels", "timeout")
 TRANSPORTS = ("ssh", "local", "api")
-#: A Docker/Podman container name (moby's `[a-zA-Z0-9][a-zA-Z0-9_.-]+`) or an id prefix.
-OCI_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-#: `docker exec --user`: name or uid, optionally `:group` or `:gid`.
-OCI_USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$")
 HOST_KEY_POLICIES = ("strict", "accept-new")
 
 #: Keys that would put a secret in the file; refused with a pointer to the safe way.

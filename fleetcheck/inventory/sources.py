@@ -16,6 +16,7 @@ from typing import Any
 
 from fleetcheck.budget import SOURCE_COMMAND_TIMEOUT
 from fleetcheck.inventory.ansible import AnsibleInventory
+from fleetcheck.inventory.reader import InventoryReader
 from fleetcheck.inventory.schema import API_KEYS, LABEL_RE, host_keys, merge_settings
 from fleetcheck.text import did_you_mean
 
@@ -253,9 +254,9 @@ class FoundSources:
     warnings: tuple[str, ...] = ()
 
 
-def read_sources(builder: Any, raw: Any, context: Mapping[str, Any]) -> FoundSources:
-    """Read each `sources:` entry; `builder` is the loader's (its checks and error wording),
-    `context` what `defaults:` gives every host."""
+def read_sources(builder: InventoryReader, raw: Any, context: Mapping[str, Any]) -> FoundSources:
+    """Read each `sources:` entry; `builder` is the loader's reader (its checks and error
+    wording), `context` what `defaults:` gives every host."""
     if raw is None or raw == []:
         return FoundSources()
     if not isinstance(raw, list):
@@ -305,7 +306,7 @@ def _merged(template: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[st
     return merge_settings(template, settings)
 
 
-def _read_ansible(builder: Any, item: Mapping[str, Any], path: tuple[str | int, ...],
+def _read_ansible(builder: InventoryReader, item: Mapping[str, Any], path: tuple[str | int, ...],
                   host_keys: tuple[str, ...]) -> SourceHosts:
     from fleetcheck.inventory.ansible import (
         PARSERS,
@@ -341,11 +342,14 @@ def _read_ansible(builder: Any, item: Mapping[str, Any], path: tuple[str | int, 
         raise builder.fail((*path, "ansible"), f"{label}: {exc}") from None
 
 
-def _read_proxmox(builder: Any, item: Mapping[str, Any], path: tuple[str | int, ...],
+def _read_proxmox(builder: InventoryReader, item: Mapping[str, Any], path: tuple[str | int, ...],
                   context: Mapping[str, Any], template: Mapping[str, Any]) -> SourceHosts:
     """The nodes of a Proxmox cluster, each a host listing its guests through the same API."""
+    from fleetcheck import kinds
     from fleetcheck.inventory.errors import DiscoveryError, InventoryError
+    from fleetcheck.inventory.model import ALL_CONTAINERS
     from fleetcheck.inventory.pvecluster import read_cluster
+    from fleetcheck.kinds.proxmox import ProxmoxGuestKind
 
     where = (*path, "proxmox")
     keys = tuple(k for k in API_KEYS if k != "node")
@@ -361,14 +365,17 @@ def _read_proxmox(builder: Any, item: Mapping[str, Any], path: tuple[str | int, 
     except DiscoveryError as exc:
         raise InventoryError(str(exc)) from None
     # Each node lists its guests through the API it came from (its own node name); the
-    # host settings say what to probe: by default every container and every VM.
-    base: dict[str, Any] = {"vms": "all"} if template.get("transport") == "api" \
-        else {"containers": "all", "vms": "all"}
+    # host settings say what to probe: by default every guest of each Proxmox guest kind
+    # (containers and VMs), only those the API reaches for a `transport: api` host.
+    api_only = template.get("transport") == "api"
+    base: dict[str, Any] = {
+        kind.key: ALL_CONTAINERS for kind in kinds.all_kinds()
+        if isinstance(kind, ProxmoxGuestKind) and not (api_only and kind.needs_shell)}
     hosts = []
     for node in view.nodes:
         settings = _merged(_merged(base, template), {"api": {**api_raw, "node": node.name}})
         provenance: dict[tuple[str, ...], str] = {("api",): "proxmox"}
-        if node.ip is not None and template.get("transport") != "api":
+        if node.ip is not None and not api_only:
             settings["address"] = node.ip
             provenance[("address",)] = f"the ip of node {node.name} in /cluster/status"
         hosts.append(SourceHost(node.name, settings, provenance))

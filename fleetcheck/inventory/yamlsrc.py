@@ -1,17 +1,19 @@
 """Read YAML into plain values plus the line of every key, refusing duplicates and odd tags.
 
-The one YAML source loader: inventories and playbooks both read through `load_yaml`. Each
-keeps its own error messages by passing a `YamlWording` (the inventory's is the default).
+The one YAML source loader: inventories, playbooks and static Ansible inventories all read
+through `load_yaml`, with one wording (`YamlWording`) whose noun and exception are the file's;
+`yamlread.YamlReader` then reads the document's values in the same wording.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from fleetcheck.errors import FleetcheckError
 from fleetcheck.inventory.errors import InventoryError
 
 #: A key path: ("hosts", "pve1", "containers", 2, "vmid").
@@ -27,46 +29,60 @@ _MERGE_TAG = _YAML + "merge"
 
 
 class YamlWording:
-    """The error messages of one kind of file; the inventory's wording, for a subclass to vary.
+    """The error messages of the YAML files fleetcheck reads, one wording for all: only the
+    file's noun ("inventory", "playbook") and the exception raised differ.
 
     Each method returns the exception to raise (one line, naming file, line and key).
     """
 
-    def problem(self, text: str) -> Exception:
+    def __init__(self, noun: str, error: type[FleetcheckError]) -> None:
+        self.noun = noun
+        self.error = error
+
+    def problem(self, text: str) -> FleetcheckError:
         """Any other refusal, already worded "FILE:LINE: KEY: problem"."""
-        return InventoryError(text)
+        return self.error(text)
 
-    def not_found(self, path: str) -> Exception:
-        return self.problem(f"{path}: inventory file not found")
+    def at(self, path: str, line: int, key_path: KeyPath, problem: str) -> FleetcheckError:
+        """"FILE:LINE: KEY: problem" ("FILE:LINE: problem" for the document itself)."""
+        key = format_path(key_path)
+        return self.problem(f"{path}:{line}: {key}: {problem}" if key
+                            else f"{path}:{line}: {problem}")
 
-    def not_utf8(self, path: str) -> Exception:
+    def not_found(self, path: str) -> FleetcheckError:
+        return self.problem(f"{path}: {self.noun} file not found")
+
+    def not_utf8(self, path: str) -> FleetcheckError:
         return self.problem(f"{path}: not a UTF-8 text file")
 
-    def unreadable(self, path: str, exc: OSError) -> Exception:
+    def unreadable(self, path: str, exc: OSError) -> FleetcheckError:
         return self.problem(f"{path}: cannot read: {exc.strerror or exc}")
 
-    def bad_character(self, path: str, line: int, char: int) -> Exception:
+    def empty(self, path: str, expected: str) -> FleetcheckError:
+        """A document with nothing in it; `expected` says what it should hold."""
+        return self.problem(f"{path}: empty {self.noun} ({expected})")
+
+    def bad_character(self, path: str, line: int, char: int) -> FleetcheckError:
         return self.problem(f"{path}:{line}: character U+{char:04X} is not allowed in YAML")
 
-    def syntax(self, path: str, exc: yaml.MarkedYAMLError) -> Exception:
+    def syntax(self, path: str, exc: yaml.MarkedYAMLError) -> FleetcheckError:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else path
         problem = exc.problem or exc.context or "invalid YAML"
         return self.problem(f"{where}: YAML syntax error: {_one_line(problem)}")
 
-    def other(self, path: str, exc: yaml.YAMLError) -> Exception:
+    def other(self, path: str, exc: yaml.YAMLError) -> FleetcheckError:
         return self.problem(f"{path}: YAML error: {_one_line(str(exc))}")
 
     def duplicate(
         self, path: str, line: int, key_path: KeyPath, key: str, first_line: int
-    ) -> Exception:
+    ) -> FleetcheckError:
+        # An entry of the top-level `hosts:` is a host (only an inventory has one).
         what = "host" if key_path[:-1] == ("hosts",) else "key"
-        return self.problem(
-            f"{path}:{line}: {format_path(key_path)}: duplicate {what} "
-            f"{safe_key(key)!r} (first defined at line {first_line})"
-        )
+        return self.at(path, line, key_path,
+                       f"duplicate {what} {safe_key(key)!r} (first defined at line {first_line})")
 
-    def tag(self, path: str, line: int, key_path: KeyPath, tag: str) -> Exception:
+    def tag(self, path: str, line: int, key_path: KeyPath, tag: str) -> FleetcheckError:
         shown = tag.replace(_YAML, "!!")
         where = format_path(key_path) or "(top)"
         return self.problem(
@@ -74,7 +90,7 @@ class YamlWording:
         )
 
 
-INVENTORY_WORDING = YamlWording()
+INVENTORY_WORDING = YamlWording("inventory", InventoryError)
 
 
 class _LineLoader(yaml.SafeLoader):
@@ -113,6 +129,8 @@ class YamlDocument:
     path: str
     data: Any
     lines: dict[KeyPath, int]
+    #: The wording of its mistakes (the inventory's, a playbook's...).
+    wording: YamlWording = field(default=INVENTORY_WORDING, compare=False)
 
     def line(self, path: KeyPath) -> int:
         """The line of `path`, or of its closest ancestor that has one."""
@@ -122,11 +140,9 @@ class YamlDocument:
             path = path[:-1]
         return self.lines.get((), 1)
 
-    def error(self, path: KeyPath, problem: str) -> InventoryError:
-        """An InventoryError "FILE:LINE: KEY: problem" for `path`."""
-        where = f"{self.path}:{self.line(path)}"
-        key = format_path(path)
-        return InventoryError(f"{where}: {key}: {problem}" if key else f"{where}: {problem}")
+    def error(self, path: KeyPath, problem: str) -> FleetcheckError:
+        """The wording's error "FILE:LINE: KEY: problem" for `path`."""
+        return self.wording.at(self.path, self.line(path), path, problem)
 
 
 def read_source(file: str | os.PathLike[str], shown: str, wording: YamlWording) -> str:
@@ -191,7 +207,7 @@ def _compose(
     lines = converter.lines
     if node is not None:
         lines.setdefault((), node.start_mark.line + 1)
-    return YamlDocument(path, data, lines)
+    return YamlDocument(path, data, lines, wording)
 
 
 def _one_line(text: str) -> str:

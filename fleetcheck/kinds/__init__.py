@@ -1,4 +1,5 @@
-"""The registry of node kinds: one line per kind, its module imported when first asked for.
+"""The registry of node kinds: one line per kind (`KINDS`, the table in `kindtable.py`), its
+module imported when first asked for.
 
 Adding a kind is one module (a `NodeKind`, see `kinds/base.py`) and one line in `KINDS`.
 The order of the lines is the order in which a parent's children are expanded and listed.
@@ -13,25 +14,14 @@ from typing import TYPE_CHECKING, Any
 from fleetcheck.budget import BudgetFor, NodeBudget
 from fleetcheck.inventory.model import HostSpec, SkippedTarget, Target
 from fleetcheck.kinds.base import NOT_MINE, Discovery, IdShape, NodeKind, NotMine, host_target
+from fleetcheck.kindtable import GUEST_BEFORE_KINDS, KINDS, ROOT_KIND, default_kind
 
 if TYPE_CHECKING:
     from fleetcheck.model import NodeResult
     from fleetcheck.transport.interface import Transport
 
-#: kind name -> "module:attribute" of its NodeKind.
-KINDS: dict[str, str] = {
-    "host": "fleetcheck.kinds.host:HOST",
-    "docker": "fleetcheck.kinds.oci:DOCKER",
-    "podman": "fleetcheck.kinds.oci:PODMAN",
-    "lxc": "fleetcheck.kinds.lxc:LXC",
-    "qemu": "fleetcheck.kinds.qemu:QEMU",
-    "pod": "fleetcheck.kinds.pod:POD",
-}
 #: Every kind a node may have (the JSON contract's `kind`).
 NODE_KINDS = tuple(KINDS)
-#: What a VMID meant in reports written before nodes had a kind: their only guests were LXC
-#: containers.
-GUEST_BEFORE_KINDS = "lxc"
 
 #: A kind's listing under a parent, when known: `listings(parent, kind)`.
 Listings = Callable[[Target, NodeKind], Sequence[Any] | None]
@@ -154,9 +144,9 @@ def gatekeeper_grammar() -> Grammar:
 
 
 def root() -> NodeKind:
-    """The kind every tree of nodes starts from (the host): the one that runs in no other."""
-    # In registry order, importing no kind beyond the first that runs in none.
-    return next(each for each in map(kind, KINDS) if not each.runs_in)
+    """The kind every tree of nodes starts from (the host): the table's first line, the one
+    that runs in no other."""
+    return kind(ROOT_KIND)
 
 
 def runs_on_root(name: str) -> bool:
@@ -164,12 +154,6 @@ def runs_on_root(name: str) -> bool:
     a pod): their host is their parent. False for a kind this version does not know."""
     found = find(name)
     return found is not None and found.runs_in == (root().name,)
-
-
-def default_kind(vmid: int | None) -> str:
-    """The kind of a node whose document names none (written before nodes had a kind): the
-    root's without a VMID, else the guest kind such documents meant."""
-    return root().name if vmid is None else GUEST_BEFORE_KINDS
 
 
 def place(node: NodeResult) -> str | None:

@@ -17,6 +17,7 @@ from fleetcheck.budget import BudgetFor
 from fleetcheck.inventory.model import HostSpec, SkippedTarget, Target
 
 if TYPE_CHECKING:
+    from fleetcheck.inventory.reader import InventoryReader
     from fleetcheck.model import Check, NodeResult
     from fleetcheck.transport.interface import Transport
 
@@ -69,7 +70,7 @@ class NodeKind(abc.ABC):
 
     def schema_keys(self) -> tuple[str, ...]:
         """The key paths below `hosts.*.KEY` it accepts ("[].vmid", ".context"), for
-        `schema_keys()` (what `fleetcheck inventory --keys` and the docs list)."""
+        `inventory/load.py`'s `schema_keys()` (the keys `inventory.example.yaml` must show)."""
         return ()
 
     #: An entry declaring its key without an `address` runs its tool on this machine
@@ -78,18 +79,24 @@ class NodeKind(abc.ABC):
 
     @property
     def reads_declaration(self) -> bool:
-        """Whether the loader hands this kind its `inventory_key` (it has `read_declaration`);
-        `containers:`, `vms:` and `oci:` the loader reads itself."""
+        """Whether the loader hands this kind its `inventory_key` (it has `read_declaration`)."""
         return type(self).read_declaration is not NodeKind.read_declaration
 
-    def read_declaration(self, reader: Any, value: Any, path: tuple[Any, ...],
+    def read_declaration(self, reader: InventoryReader, value: Any, path: tuple[Any, ...],
                          transport: str) -> Any:
-        """Its `inventory_key`'s value read and checked with the loader's typed readers
-        (`reader.mapping`, `reader.string`, `reader.local_path`, `reader.shown`,
-        `reader.fail(path, problem)`...); `transport` is the host's ("local": paths are this
-        machine's). The result is what `declared` finds in the HostSpec field of that name,
-        where HostSpec has one, else in `parent.host.declarations[inventory_key]`."""
+        """Its `inventory_key`'s value read and checked with the loader's typed reader
+        (`inventory/reader.py`: `reader.mapping`, `reader.string`, `reader.local_path`,
+        `reader.unique`, `reader.shown`, `reader.fail(path, problem)`...); `transport` is the
+        host's ("local": paths are this machine's). The result is what `declaration` finds:
+        the HostSpec field of that name where HostSpec has one, else
+        `host.declarations[inventory_key]`."""
         raise NotImplementedError(f"{self.name}: no inventory key of its own")
+
+    def check_host(self, reader: InventoryReader, path: tuple[Any, ...],
+                   declared: Mapping[str, Any]) -> None:
+        """What it checks across one host's declarations once each kind has read its own
+        (`declared`: key -> value, in the order of `host_keys()`); `path` is the host's."""
+        del reader, path, declared
 
     def graph_rows(self, host: HostSpec, known: Sequence[Target]) -> list[str]:
         """What `fleetcheck inventory` says of this kind's nodes under `host` that only a
@@ -106,6 +113,13 @@ class NodeKind(abc.ABC):
     @abc.abstractmethod
     def declared(self, parent: Target) -> str | Sequence[Any] | None:
         """What `parent`'s inventory entry declares of this kind: "all", the specs, or None."""
+
+    def listing_labels(self, host: HostSpec) -> bool:
+        """Whether listing this kind's nodes on `host` may give them labels the inventory
+        does not hold (Proxmox tags through the API): a `--limit` label is then known only
+        once the listing ran."""
+        del host
+        return False
 
     def needs_listing(self, parent: Target) -> bool:
         """Whether this kind's nodes under `parent` are known only once a listing ran."""
@@ -244,7 +258,8 @@ NOT_MINE = NotMine()
 
 def declaration(host: HostSpec, key: str) -> Any:
     """What `host`'s entry declares under `key`: the HostSpec field of that name (the kinds
-    fleetcheck ships), else the loader's `declarations` (a kind added since), else None."""
+    fleetcheck shipped first: containers, vms, oci, kubernetes), else the loader's
+    `declarations` (a kind added since), else None."""
     if key in _HOST_FIELDS:
         return getattr(host, key)
     return host.declarations.get(key)

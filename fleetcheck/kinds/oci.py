@@ -5,6 +5,7 @@ the parent."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -13,11 +14,11 @@ from fleetcheck.inventory.errors import DiscoveryError
 from fleetcheck.inventory.listings import parse_oci_ps
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
-    OCI_RUNTIMES,
     ContainerSpec,
     DiscoveredOci,
     HostSpec,
     OciContainerSpec,
+    OciSpec,
     SkippedTarget,
     Target,
 )
@@ -27,14 +28,83 @@ from fleetcheck.inventory.patterns import (
 )
 from fleetcheck.inventory.ranges import matches_name
 from fleetcheck.kinds.base import NOT_MINE, GatekeeperWrapper, IdShape, NodeKind, inherited
-from fleetcheck.text import last_line
+from fleetcheck.text import clip, last_line
 from fleetcheck.transport.oci import OciTransport, oci_exec_failure, oci_list_argv
 
 if TYPE_CHECKING:
     from fleetcheck.budget import BudgetFor
+    from fleetcheck.inventory.reader import InventoryReader
     from fleetcheck.kinds.base import Discovery, Nodes, NotMine
     from fleetcheck.model import Check, NodeResult
     from fleetcheck.transport.interface import Transport
+
+
+#: The runtimes an `oci:` may name, each one a kind of this module (`DOCKER`, `PODMAN`).
+OCI_RUNTIMES = ("docker", "podman")
+#: The keys of an `oci:` (on a host, an LXC container or a VM) and of one container in it.
+OCI_KEYS = ("runtime", "containers")
+OCI_CONTAINER_KEYS = ("name", "python", "env", "user", "labels", "timeout")
+#: A Docker/Podman container name (moby's `[a-zA-Z0-9][a-zA-Z0-9_.-]+`) or an id prefix.
+OCI_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+#: `docker exec --user`: name or uid, optionally `:group` or `:gid`.
+OCI_USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$")
+
+
+def oci_schema_keys() -> tuple[str, ...]:
+    """The key paths below an `oci:` (".runtime", ".containers[].name"...)."""
+    return (*(f".{key}" for key in OCI_KEYS),
+            *(f".containers[].{key}" for key in OCI_CONTAINER_KEYS))
+
+
+def read_oci(reader: InventoryReader, value: Any, path: tuple[Any, ...]) -> OciSpec:
+    """`oci: {runtime: docker|podman, containers: all | [NAME | {name, ...}]}`, on a host or
+    on one of its guests (the guest kinds read theirs through this)."""
+    raw = reader.mapping(value, path, OCI_KEYS)
+    if "runtime" not in raw:
+        raise reader.fail((*path, "runtime"), "missing (docker or podman)")
+    runtime = reader.choice(raw["runtime"], (*path, "runtime"), OCI_RUNTIMES)
+    listed = raw.get("containers", ALL_CONTAINERS)
+    cpath = (*path, "containers")
+    if listed == ALL_CONTAINERS:
+        return OciSpec(runtime=runtime, containers=ALL_CONTAINERS)
+    if not isinstance(listed, list) or not listed:
+        raise reader.fail(cpath, "must be 'all' or a list of container names, got "
+                                 f"{reader.shown(listed)}")
+    specs = reader.unique(listed, cpath, lambda item, at: _oci_container(reader, item, at),
+                          lambda spec: f"container {spec.name!r}")
+    return OciSpec(runtime=runtime, containers=tuple(specs))
+
+
+def _oci_container(reader: InventoryReader, raw: Any, path: tuple[Any, ...]
+                   ) -> OciContainerSpec:
+    if not isinstance(raw, dict):
+        return OciContainerSpec(name=_oci_name(reader, raw, path))
+    raw = reader.mapping(raw, path, OCI_CONTAINER_KEYS)
+    if "name" not in raw:
+        raise reader.fail((*path, "name"), "missing")
+    user = None
+    if "user" in raw:
+        user = reader.string(raw["user"], (*path, "user"))
+        if not OCI_USER_RE.match(user):
+            raise reader.fail((*path, "user"), "must be NAME, UID, NAME:GROUP or UID:GID, "
+                                               f"got {reader.shown(clip(user, 80))}")
+    return OciContainerSpec(
+        name=_oci_name(reader, raw["name"], (*path, "name")),
+        python=reader.optional(raw, path, "python", reader.python, None),
+        env=reader.optional(raw, path, "env", reader.env, {}),
+        user=user,
+        labels=reader.optional(raw, path, "labels", reader.labels, ()),
+        timeout=reader.optional(raw, path, "timeout", reader.seconds, None),
+    )
+
+
+def _oci_name(reader: InventoryReader, value: Any, path: tuple[Any, ...]) -> str:
+    text = reader.string(value, path)
+    if not OCI_NAME_RE.match(text):
+        # Also keeps a name from reading as an option of `docker exec`.
+        raise reader.fail(path, "must be a container name (letters, digits, '_', '.', '-', "
+                                f"not '-' first), got {reader.shown(clip(text, 80))}")
+    return text
 
 
 class OciListingError(DiscoveryError):
@@ -153,6 +223,14 @@ class OciKind(NodeKind):
     def __init__(self, runtime: str) -> None:
         self.runtime = runtime
         self.name = runtime
+
+    def schema_keys(self) -> tuple[str, ...]:
+        return oci_schema_keys()
+
+    def read_declaration(self, reader: InventoryReader, value: Any, path: tuple[Any, ...],
+                         transport: str) -> OciSpec:
+        del transport
+        return read_oci(reader, value, path)
 
     def graph_rows(self, host: HostSpec, known: Sequence[Target]) -> list[str]:
         """`PARENT/RUNTIME:*` for each known node whose `oci:` lists all its containers."""

@@ -32,6 +32,7 @@ from fleetcheck.transport.kubectl import PodTransport, kubectl_failure, pods_arg
 
 if TYPE_CHECKING:
     from fleetcheck.budget import BudgetFor
+    from fleetcheck.inventory.reader import InventoryReader
     from fleetcheck.model import Check, NodeResult
     from fleetcheck.transport.interface import Transport
 
@@ -105,7 +106,7 @@ KUBERNETES_KEYS = ("kubeconfig", "context", "namespaces", "selector", "container
 K8S_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
-def _k8s_name(reader: Any, value: Any, path: tuple[Any, ...]) -> str:
+def _k8s_name(reader: InventoryReader, value: Any, path: tuple[Any, ...]) -> str:
     text = reader.string(value, path)
     if not K8S_LABEL_RE.match(text):
         raise reader.fail(path, "must be a Kubernetes name (lower-case letters, digits and "
@@ -147,7 +148,7 @@ class PodKind(NodeKind):
     def schema_keys(self) -> tuple[str, ...]:
         return tuple(f".{key}" for key in KUBERNETES_KEYS)
 
-    def read_declaration(self, reader: Any, value: Any, path: tuple[Any, ...],
+    def read_declaration(self, reader: InventoryReader, value: Any, path: tuple[Any, ...],
                          transport: str) -> KubernetesSpec:
         """`kubernetes: {kubeconfig, context, namespaces, selector, container}`."""
         raw = reader.mapping(value, path, KUBERNETES_KEYS)

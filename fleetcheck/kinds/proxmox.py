@@ -18,18 +18,17 @@ from fleetcheck.inventory.errors import DiscoveryError, InventoryError
 from fleetcheck.inventory.listings import parse_pvesh_json
 from fleetcheck.inventory.model import (
     ALL_CONTAINERS,
+    VMID_MAX,
+    VMID_MIN,
     ContainerSpec,
     DiscoveredContainer,
     HostSpec,
     SkippedTarget,
     Target,
 )
-from fleetcheck.inventory.patterns import (
-    is_vmid_pattern,
-    may_select_guests,
-)
+from fleetcheck.inventory.patterns import is_vmid_pattern, plain_atoms, selects_anything
 from fleetcheck.inventory.pveapi import discover_guests_via_api
-from fleetcheck.inventory.ranges import matches_name
+from fleetcheck.inventory.ranges import matches_name, partition_outside_brackets
 from fleetcheck.kinds.base import (
     NOT_MINE,
     Discovery,
@@ -40,9 +39,11 @@ from fleetcheck.kinds.base import (
     inherited,
     merge_labels,
 )
+from fleetcheck.kinds.oci import oci_schema_keys, read_oci
 from fleetcheck.transport.pct import pve_list_argv, pve_list_failure, sudo_prefix
 
 if TYPE_CHECKING:
+    from fleetcheck.inventory.reader import InventoryReader
     from fleetcheck.model import NodeResult
     from fleetcheck.transport.interface import Transport
 
@@ -95,6 +96,37 @@ def vmid_problem(hosts: Sequence[HostSpec], vmid_glob: str) -> str | None:
     return f"no such container in the inventory (containers: {', '.join(listed) or 'none'})"
 
 
+def may_select_guests(
+    host: HostSpec, patterns: Sequence[str], groups: Mapping[str, Sequence[str]] | None = None
+) -> bool:
+    """Whether the limit may select a guest of `host` (or what runs in one) that only its
+    guest listing (pvesh, `pct list`, `qm list`, the API) can bring: `--limit pve1/docker:web`
+    or `--limit pve1/103/docker:web` with 103 listed in the inventory needs none.
+
+    Only the plain patterns can ask for a node (`!` and `&` only take some away).
+    """
+    if not patterns:
+        return True
+    groups = groups or {}
+    listed = {guest.vmid for guest in (*host.containers, *host.vms)
+              if isinstance(guest, ContainerSpec)}
+    for atom in plain_atoms(patterns):
+        if selects_anything(atom, groups):
+            return True
+        host_glob, slash, rest = partition_outside_brackets(atom, "/")
+        if not matches_name(host.name, host_glob):
+            continue
+        if not slash:
+            return True  # the host and everything on it
+        first = partition_outside_brackets(rest, "/")[0]
+        if ":" in first:
+            continue  # a node inside the host itself (`RUNTIME:NAME`), not a guest
+        if first.isdigit() and int(first) in listed:
+            continue  # known without listing (VMIDs are unique across containers and VMs)
+        return True
+    return False
+
+
 class GuestIds(IdShape):
     """`HOST/VMID`: the Proxmox guests (LXC containers and VMs share the VMIDs)."""
 
@@ -119,6 +151,9 @@ GUEST_IDS = GuestIds()
 PVESH_GET: dict[str, list[Any]] = {
     "pvesh get": ["pvesh", "get", ("WORD", "NODEPATH"), "--output-format", "json"],
 }
+
+#: The keys of one guest under `containers:` / `vms:` (given as a mapping, not a VMID alone).
+GUEST_KEYS = ("vmid", "name", "python", "env", "labels", "timeout", "oci")
 
 
 class ProxmoxGuestKind(NodeKind):
@@ -150,9 +185,67 @@ class ProxmoxGuestKind(NodeKind):
         #: The guests in what `TOOL list` printed (its parser in `inventory/listings.py`).
         self.parse_listing = parse_listing
 
+    def schema_keys(self) -> tuple[str, ...]:
+        return (*(f"[].{key}" for key in GUEST_KEYS),
+                *(f"[].oci{sub}" for sub in oci_schema_keys()))
+
+    def read_declaration(self, reader: InventoryReader, value: Any, path: tuple[Any, ...],
+                         transport: str) -> str | tuple[ContainerSpec, ...]:
+        """`KEY: all`, or a list of VMIDs and {vmid, name, python, env, labels, timeout,
+        oci} (the guest's Docker/Podman containers, read as a host's `oci:` is)."""
+        del transport
+        if value is None:
+            return ()
+        if value == ALL_CONTAINERS:
+            return ALL_CONTAINERS
+        if not isinstance(value, list):
+            raise reader.fail(path, f"must be 'all' or a list of VMIDs, got {reader.shown(value)}")
+        return reader.unique(value, path, lambda item, at: self._read_guest(reader, item, at),
+                             lambda spec: f"VMID {spec.vmid}")
+
+    @staticmethod
+    def _read_guest(reader: InventoryReader, raw: Any, path: tuple[Any, ...]) -> ContainerSpec:
+        if not isinstance(raw, dict):
+            return ContainerSpec(vmid=reader.integer(raw, path, VMID_MIN, VMID_MAX))
+        raw = reader.mapping(raw, path, GUEST_KEYS)
+        if "vmid" not in raw:
+            raise reader.fail((*path, "vmid"), "missing")
+        return ContainerSpec(
+            vmid=reader.integer(raw["vmid"], (*path, "vmid"), VMID_MIN, VMID_MAX),
+            python=reader.optional(raw, path, "python", reader.python, None),
+            env=reader.optional(raw, path, "env", reader.env, {}),
+            labels=reader.optional(raw, path, "labels", reader.labels, ()),
+            name=reader.optional(raw, path, "name", reader.string, None),
+            timeout=reader.optional(raw, path, "timeout", reader.seconds, None),
+            oci=reader.optional(raw, path, "oci",
+                                lambda value, at: read_oci(reader, value, at), None),
+        )
+
+    def check_host(self, reader: InventoryReader, path: tuple[Any, ...],
+                   declared: Mapping[str, Any]) -> None:
+        """VMIDs are unique in a cluster: a guest of this kind listed under an earlier
+        Proxmox guest key of the host (`containers:` before `vms:`) is refused."""
+        own = declared.get(self.key)
+        if not isinstance(own, tuple):
+            return
+        for key, other in declared.items():
+            if key == self.key:
+                return
+            if not isinstance(other, tuple):
+                continue
+            taken = {spec.vmid for spec in other if isinstance(spec, ContainerSpec)}
+            for index, guest in enumerate(own):
+                if guest.vmid in taken:
+                    raise reader.fail((*path, self.key, index),
+                                      f"VMID {guest.vmid} is also listed under {key}")
+
     def declared(self, parent: Target) -> str | Sequence[Any] | None:
         specs: str | tuple[ContainerSpec, ...] = getattr(parent.host, self.key)
         return specs or None
+
+    def listing_labels(self, host: HostSpec) -> bool:
+        """The API lists Proxmox tags, which become the guests' labels."""
+        return getattr(host, self.key) == ALL_CONTAINERS and host.api is not None
 
     def graph_rows(self, host: HostSpec, known: Sequence[Target]) -> list[str]:
         if getattr(host, self.key) != ALL_CONTAINERS:

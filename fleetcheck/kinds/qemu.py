@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 
 class QemuKind(ProxmoxGuestKind):
+    #: A `transport: api` host reaches its VMs through the API's guest agent, without a shell.
+    needs_shell = False
+
     # `qm guest exec VMID --pass-stdin 1 --timeout N -- timeout -k K T` (`qm_exec_argv`,
     # `guest_command`: the VM bounds the guest command itself, the agent cannot kill); `qm list`.
     gatekeeper_wrapper = GatekeeperWrapper(

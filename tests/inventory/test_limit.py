@@ -158,6 +158,29 @@ def test_a_label_only_api_discovery_can_bring_is_accepted() -> None:
     assert check_limit(inventory, ["label:prod"]) == ["label:prod"]
 
 
+def test_a_vms_tags_through_the_api_may_bring_a_label_too() -> None:
+    inventory = parse_inventory(
+        "hosts:\n  pve1:\n    transport: api\n    vms: all\n"
+        "    api: {url: 'https://x:8006', user: a@pve, token_name: t, token_env: T}\n",
+        "inv.yaml",
+    )
+    assert check_limit(inventory, ["label:prod"]) == ["label:prod"]
+
+
+def test_labels_of_every_declared_node_are_known() -> None:
+    inventory = parse_inventory(
+        "hosts:\n  pve1:\n    address: x\n    vms: [{vmid: 300, labels: [vm-only]}]\n"
+        "    oci: {runtime: docker, containers: [{name: a, labels: [oci-only]}]}\n",
+        "inv.yaml",
+    )
+    assert check_limit(inventory, ["label:vm-only", "label:oci-only"]) == [
+        "label:vm-only", "label:oci-only"]
+    with pytest.raises(InventoryError) as info:
+        check_limit(inventory, ["label:cpu"])
+    assert str(info.value) == ("--limit 'label:cpu': no node has this label (labels in the "
+                               "inventory: oci-only, vm-only)")
+
+
 def test_a_group_naming_a_disabled_host_still_selects_its_enabled_members() -> None:
     inventory = parse_inventory(
         "hosts:\n  a: {address: x, probe_host: true}\n"
