@@ -11,40 +11,10 @@ from fleetcheck.inventory import (
     InventoryError,
     SkippedTarget,
     Target,
-    parse_inventory,
     parse_pct_list,
     targets_for_host,
 )
-from fleetcheck.kinds.lxc import pct_list_argv
-
-INVENTORY = parse_inventory(
-    """\
-defaults:
-  env: {LANG: C.UTF-8}
-  labels: [fleet]
-  timeout: 60
-hosts:
-  pve1:
-    address: 10.1.2.6
-    probe_host: true
-    python: /usr/bin/python3
-    env: {CUDA_HOME: /usr/local/cuda}
-    labels: [gpu]
-    containers: all
-  pve2:
-    address: 10.1.2.7
-    sudo: true
-    timeout: 90
-    containers:
-      - 200
-      - {vmid: 201, name: trainer, python: /root/venv/bin/python3,
-         env: {LANG: en_US.UTF-8, CC: gcc-12}, labels: [training, gpu], timeout: 120}
-  here:
-    transport: local
-""",
-    "inv.yaml",
-)
-PVE1, PVE2, HERE = INVENTORY.hosts
+from tests.inventory.sample import HERE, PVE1, PVE2
 
 
 def test_all_containers_from_discovery(fixtures_dir: Path) -> None:
@@ -121,8 +91,3 @@ def test_the_local_machine_is_one_target() -> None:
     assert targets_for_host(HERE, None) == [
         Target(HERE, None, "here", "python3", {"LANG": "C.UTF-8"}, ("fleet",), 60.0)
     ]
-
-
-def test_pct_list_needs_sudo_for_non_root_logins() -> None:
-    assert pct_list_argv(PVE1) == ["pct", "list"]
-    assert pct_list_argv(PVE2) == ["sudo", "-n", "pct", "list"]
