@@ -19,7 +19,6 @@ from fleetcheck.gatekeeper import probe_sha256, script_module
 from fleetcheck.inventory.model import HostSpec
 from fleetcheck.kinds.lxc import pct_list_argv
 from fleetcheck.probe import probe_argv, probe_source
-from fleetcheck.transport.gatekeeper import refusal_reason
 from fleetcheck.transport.pct import pct_exec_argv
 from fleetcheck.transport.ssh import remote_command
 
@@ -220,14 +219,6 @@ def test_syslog_is_the_default_and_never_fails(monkeypatch: Any) -> None:
     GK.Log(None)("refused", "not a command an audit sends: id")
     assert sent == [(syslog.LOG_WARNING, "refused from local: not a command an audit sends: id")]
     GK.Log("/nonexistent-dir/gk.log")("refused", "x")  # unwritable: no exception
-
-
-def test_refusal_reason_names_the_gatekeeper() -> None:
-    stderr = "fleetcheck-gatekeeper: refused: probe sha256 ab is not in /etc/f\n"
-    assert refusal_reason(stderr, GK.EXIT_REFUSED) == (
-        "refused by the host's fleetcheck gatekeeper: probe sha256 ab is not in /etc/f")
-    assert refusal_reason(stderr, 1) is None
-    assert refusal_reason("some probe said 77\n", GK.EXIT_REFUSED) is None
 
 
 def test_a_stdin_never_closed_is_refused_in_bounded_time() -> None:
