@@ -108,9 +108,27 @@ def _write(path: Path, text: str, mode: int | None = None) -> Path:
 
 
 LIBCUDA_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
-int cuInit(unsigned int flags) { (void)flags; return INIT_RC; }
+#include <sys/stat.h>
+/* As the real driver does when a process initialises it (seen after a probe on an H100,
+   driver 580): its JIT cache dir, CUDA_CACHE_PATH or ~/.nv/ComputeCache, is created. */
+int cuInit(unsigned int flags) {
+    char path[4096];
+    const char *cache = getenv("CUDA_CACHE_PATH"), *home = getenv("HOME");
+    (void)flags;
+    if (cache && *cache) {
+        mkdir(cache, 0700);
+    } else if (home && *home) {
+        snprintf(path, sizeof path, "%s/.nv", home);
+        mkdir(path, 0700);
+        snprintf(path, sizeof path, "%s/.nv/ComputeCache", home);
+        mkdir(path, 0700);
+    }
+    return INIT_RC;
+}
 int cuDriverGetVersion(int *v) { *v = DRIVER_VERSION; return 0; }
 int cuDeviceGetCount(int *n) { if (INIT_RC) return 3; *n = COUNT; return 0; }
 int cuDeviceGet(int *d, int i) { if (i >= COUNT) return 101; *d = i; return 0; }

@@ -2299,6 +2299,14 @@ def triton_cache_dir(env):
     return os.path.join(home, ".triton", "cache")
 
 
+def cuda_cache_dir(env):
+    """Where the CUDA driver keeps its JIT cache, and creates it when a process initialises
+    it (seen: ~/.nv/ComputeCache after a probe on an H100): CUDA_CACHE_PATH, else ~/.nv."""
+    if env.get("CUDA_CACHE_PATH"):
+        return env["CUDA_CACHE_PATH"]
+    return os.path.join(env.get("HOME") or os.path.expanduser("~/"), ".nv", "ComputeCache")
+
+
 WORKLOAD_ENV_KEYS = ("TMPDIR", "TEMP", "TMP", "TRITON_CACHE_DIR", "TRITON_HOME", "HOME",
                      "TORCHINDUCTOR_CACHE_DIR")
 
@@ -2507,8 +2515,9 @@ class Gather(Part):
     """Starts every slow fact first, does the file reads meanwhile, then assembles the facts."""
 
     def remove_workload_dirs(self):
-        """The throw-away subdirectories of the workload's own dirs, and the cache's parents
-        that did not exist before the probe: removed (the stack removes them itself too)."""
+        """The throw-away subdirectories of the workload's own dirs, and the Triton and CUDA
+        caches' dirs that did not exist before the probe, if empty: removed (the stack removes
+        its own too)."""
         name = getattr(self, "own_name", None)
         if name:
             remove_throwaway(name, triton_cache_dir(self.env), self.env, self.own_missing)
@@ -2531,7 +2540,8 @@ class Gather(Part):
         user_cache = json.dumps(self.env.get("TRITON_CACHE_DIR") or None)
         mode = "full" if self.possible_gpu else "meta"
         self.own_name = ".fleetcheck-probe-%d-%s" % (os.getpid(), os.urandom(4).hex())
-        self.own_missing = missing_dirs(triton_cache_dir(self.env))
+        self.own_missing = (missing_dirs(triton_cache_dir(self.env))
+                            + missing_dirs(cuda_cache_dir(self.env)))
         own = json.dumps({"name": self.own_name, "deep": self.deep, "env": {
             key: self.env.get(key) for key in WORKLOAD_ENV_KEYS}})
         self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode,

@@ -90,13 +90,16 @@ def test_the_probe_leaves_nothing_in_the_workloads_dirs(tmp_path: Path) -> None:
     tmpdir.mkdir()
     node.env["TMPDIR"] = str(tmpdir)
     assert not (node.home / ".triton").exists()
+    assert not (node.home / ".nv").exists()
     rc, doc, _ = run_probe(node)
     own = checks(doc)["triton_own_path"]
     assert (rc, own["status"]) == (0, "pass")
     assert own["evidence"]["cache_dir"] == str(node.home / ".triton" / "cache")
     assert own["evidence"]["gcc_tmp"] == str(tmpdir)
-    # The cache dir it had to create, as Triton would, is gone again; the temp dir is empty.
+    # The cache dir it had to create, as Triton would, is gone again, and so is the one the
+    # CUDA driver made at cuInit (~/.nv/ComputeCache); the temp dir is empty.
     assert not (node.home / ".triton").exists()
+    assert not (node.home / ".nv").exists()
     assert list(tmpdir.iterdir()) == []
     assert leftovers(tmpdir) == []
     # /tmp is shared with every probe running on this machine: only this probe's own

@@ -155,9 +155,11 @@ def test_nodes_that_go_away_while_probed(scenario: Scenario) -> None:
     assert got["pve5/140"] == ("error", "container 140 stopped while probed (lxc-attach was "
                                         "killed with it)")
     # podman has no daemon to lose: its exec killed with the container (137, no word) and
-    # `podman inspect` saying exited.
-    assert got["pve6/podman:slowp"] == ("error", "podman container 'slowp' on pve6 stopped "
-                                                 "while probed (podman inspect: exited)")
+    # `podman inspect` saying exited, or stopped when it asks before podman's clean-up of the
+    # container is done (podman 4's state between the two; seen under load).
+    assert got["pve6/podman:slowp"] in {
+        ("error", f"podman container 'slowp' on pve6 stopped while probed (podman inspect: "
+                  f"{state})") for state in ("exited", "stopped")}
     assert got["pve5/docker:slowd"] in {
         ("error", "docker container 'slowd' on pve5 stopped while probed (docker inspect: "
                   "exited; it stopped, or its daemon restarted)"),

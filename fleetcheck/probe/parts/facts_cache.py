@@ -61,6 +61,14 @@ def triton_cache_dir(env):
     return os.path.join(home, ".triton", "cache")
 
 
+def cuda_cache_dir(env):
+    """Where the CUDA driver keeps its JIT cache, and creates it when a process initialises
+    it (seen: ~/.nv/ComputeCache after a probe on an H100): CUDA_CACHE_PATH, else ~/.nv."""
+    if env.get("CUDA_CACHE_PATH"):
+        return env["CUDA_CACHE_PATH"]
+    return os.path.join(env.get("HOME") or os.path.expanduser("~/"), ".nv", "ComputeCache")
+
+
 #: The workload's environment the stack needs to find its own dirs as its libraries do.
 WORKLOAD_ENV_KEYS = ("TMPDIR", "TEMP", "TMP", "TRITON_CACHE_DIR", "TRITON_HOME", "HOME",
                      "TORCHINDUCTOR_CACHE_DIR")

@@ -12,6 +12,7 @@ from fleetcheck.probe.parts.base import Part, host_path, read_text, version_tupl
 from fleetcheck.probe.parts.facts_amd import amd_facts, parse_rocminfo
 from fleetcheck.probe.parts.facts_cache import (
     WORKLOAD_ENV_KEYS,
+    cuda_cache_dir,
     missing_dirs,
     remove_throwaway,
     triton_cache_dir,
@@ -34,8 +35,9 @@ class Gather(Part):
     """Starts every slow fact first, does the file reads meanwhile, then assembles the facts."""
 
     def remove_workload_dirs(self):
-        """The throw-away subdirectories of the workload's own dirs, and the cache's parents
-        that did not exist before the probe: removed (the stack removes them itself too)."""
+        """The throw-away subdirectories of the workload's own dirs, and the Triton and CUDA
+        caches' dirs that did not exist before the probe, if empty: removed (the stack removes
+        its own too)."""
         name = getattr(self, "own_name", None)
         if name:
             remove_throwaway(name, triton_cache_dir(self.env), self.env, self.own_missing)
@@ -66,7 +68,10 @@ class Gather(Part):
         # The workload's own dirs get throw-away subdirectories of this one name (see
         # checks_workload.py); remove_workload_dirs() removes them even if the stack dies.
         self.own_name = ".fleetcheck-probe-%d-%s" % (os.getpid(), os.urandom(4).hex())
-        self.own_missing = missing_dirs(triton_cache_dir(self.env))
+        # ...and the dirs the stages' libraries create as the workload's would: Triton's cache
+        # and the CUDA driver's, where they do not exist yet (removed again when empty).
+        self.own_missing = (missing_dirs(triton_cache_dir(self.env))
+                            + missing_dirs(cuda_cache_dir(self.env)))
         own = json.dumps({"name": self.own_name, "deep": self.deep, "env": {
             key: self.env.get(key) for key in WORKLOAD_ENV_KEYS}})
         self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode,
