@@ -15,6 +15,7 @@ real. Usable outside pytest::
 from __future__ import annotations
 
 import atexit
+import compileall
 import hashlib
 import json
 import os
@@ -844,11 +845,18 @@ def _install_backends(target: Path) -> None:
     """Triton 3.9's real backends/ into a node: its Python and C files copied (tests edit them
     in their node), its two include/ folders of CUDA and HIP headers (7.9 MB, 201 files that
     nothing in a node reads or writes) hard-linked from one copy per process, so each node
-    does not write them again; a copy where a link cannot be made (another file system)."""
+    does not write them again; a copy where a link cannot be made (another file system).
+
+    The Python files come with their __pycache__, as pip installs them: the probe's own run of
+    Triton's discovery reads the bytecode instead of compiling 100 KB of source each time. The
+    .pyc files name the source's mtime and size, which the copies keep: a test that edits a
+    file in its node gets that file compiled from its new source."""
     shared = _cache_folder() / "triton-backends"
     if not shared.is_dir():
-        shutil.copytree(TRITON_BACKENDS, shared.with_suffix(".tmp"))
-        shared.with_suffix(".tmp").rename(shared)
+        making = shared.with_suffix(".tmp")
+        shutil.copytree(TRITON_BACKENDS, making)
+        compileall.compile_dir(making, quiet=1)
+        making.rename(shared)
 
     def link(source: str, destination: str) -> None:
         if "include" in Path(source).relative_to(shared).parts:
