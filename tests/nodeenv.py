@@ -15,8 +15,10 @@ real. Usable outside pytest::
 from __future__ import annotations
 
 import atexit
+import compileall
 import hashlib
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -39,17 +41,22 @@ GPU_MODES = (True, False, "no-dev-nodes", "no-uvm", "mismatch", "no-libcuda", "p
 _STUB_CACHE: list[Path] = []
 
 
+def _cache_folder() -> Path:
+    """This process's folder of things built once and shared by its nodes (removed at exit)."""
+    if not _STUB_CACHE:
+        folder = Path(tempfile.mkdtemp(prefix="fleetcheck-stub-libs-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _STUB_CACHE.append(folder)
+    return _STUB_CACHE[0]
+
+
 def _compiled(configuration: object, target: Path, build: Callable[[], None]) -> None:
     """`build()` writes `target`; once per `configuration` in this process, later nodes get a
     copy of that build (gcc takes ~0.25 s a library, and a run's nodes share few
     configurations). The cache keeps its own copy: a test that changes its node's library
     leaves the next node's alone."""
-    if not _STUB_CACHE:
-        folder = Path(tempfile.mkdtemp(prefix="fleetcheck-stub-libs-"))
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        _STUB_CACHE.append(folder)
     key = hashlib.sha256(json.dumps(configuration, sort_keys=True).encode()).hexdigest()
-    cached = _STUB_CACHE[0] / key
+    cached = _cache_folder() / key
     if cached.exists():
         shutil.copy2(cached, target)
     else:
@@ -852,6 +859,35 @@ def _real_create_driver(version: str) -> str:
     return (ast.get_source_segment(source, found) or "") + "\n"
 
 
+def _install_backends(target: Path) -> None:
+    """Triton 3.9's real backends/ into a node: its Python and C files copied (tests edit them
+    in their node), its two include/ folders of CUDA and HIP headers (7.9 MB, 201 files that
+    nothing in a node reads or writes) hard-linked from one copy per process, so each node
+    does not write them again; a copy where a link cannot be made (another file system).
+
+    The Python files come with their __pycache__, as pip installs them: the probe's own run of
+    Triton's discovery reads the bytecode instead of compiling 100 KB of source each time. The
+    .pyc files name the source's mtime and size, which the copies keep: a test that edits a
+    file in its node gets that file compiled from its new source."""
+    shared = _cache_folder() / "triton-backends"
+    if not shared.is_dir():
+        making = shared.with_suffix(".tmp")
+        shutil.copytree(TRITON_BACKENDS, making)
+        compileall.compile_dir(making, quiet=1)
+        making.rename(shared)
+
+    def link(source: str, destination: str) -> None:
+        if "include" in Path(source).relative_to(shared).parts:
+            try:
+                os.link(source, destination)
+                return
+            except OSError:
+                pass
+        shutil.copy2(source, destination)
+
+    shutil.copytree(shared, target, dirs_exist_ok=True, copy_function=link)
+
+
 def _dist(site: Path, name: str, version: str, package: str) -> None:
     info = site / f"{name.replace('-', '_')}-{version}.dist-info"
     _write(info / "METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n")
@@ -902,7 +938,7 @@ def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_ar
         _dist(site, "triton", triton, "triton")
         if triton_backends and TRITON_BACKENDS.is_dir() and parts[0] >= 3:
             # Triton 3.4+ finds its backends through the entry points (3.0-3.3: its folders).
-            shutil.copytree(TRITON_BACKENDS, site / "triton/backends", dirs_exist_ok=True)
+            _install_backends(site / "triton/backends")
             # The stub's driver stays its own; the _create_driver() of Triton `triton_driver`
             # (the selection the probe runs from the installed runtime/driver.py) is appended
             # as released.
@@ -1163,7 +1199,6 @@ def private_tmpfs_prefix(where: Path, free_kib: int = 0) -> list[str] | None:
     Root uses `unshare -m`; another user a user namespace (`unshare -rm`). Nothing is mounted
     outside the command's own namespace.
     """
-    import os
     unshare = shutil.which("unshare")
     if not unshare:
         return None

@@ -26,7 +26,7 @@ PROLOG = REPO / "examples" / "slurm-prolog.sh"
 HEALTHCHECK = REPO / "examples" / "slurm-healthcheck.sh"
 
 #: Seconds between slurmd's health checks here (production: minutes).
-INTERVAL = 2
+INTERVAL = 1
 
 pytestmark = pytest.mark.slow
 
@@ -152,7 +152,7 @@ def test_health_check_leaves_someone_elses_drain(slurm: SlurmCluster) -> None:
 
 def test_stale_verdict_changes_nothing(slurm: SlurmCluster) -> None:
     use_node(slurm, compiler=False)
-    # Probed aside, then aged and renamed into place: slurmd's health check (every 2 s) never
+    # Probed aside, then aged and renamed into place: slurmd's health check (every INTERVAL s) never
     # sees the fresh failing verdict.
     assert probe_to_cache(slurm, "fresh.json") == 1
     fresh = slurm.root / "fresh.json"
