@@ -15,7 +15,7 @@ import pytest
 
 from fleetcheck.cli import main
 from fleetcheck.merge import merge_inputs
-from fleetcheck.nodedoc import NODE_SCHEMA, node_origin
+from fleetcheck.nodedoc import NODE_SCHEMA
 from fleetcheck.nodehealth import cache_document
 from fleetcheck.reportio import dumps_report, load_report
 from fleetcheck.timestamps import REPORT_FORMAT
@@ -42,16 +42,6 @@ def test_probe_json_is_a_node_document_with_origin(capsys: pytest.CaptureFixture
     assert document["fleetcheck"]
     assert datetime.strptime(document["probed_at"], REPORT_FORMAT)
     assert document["origin"]["hostname"] == document["id"]
-
-
-def test_origin_reads_slurm_and_kubernetes() -> None:
-    assert node_origin({"SLURMD_NODENAME": "gpu07", "SLURM_JOB_ID": "42"}) == {
-        "hostname": node_origin({})["hostname"], "slurm_node": "gpu07", "slurm_job": "42"}
-    k8s = node_origin({"KUBERNETES_SERVICE_HOST": "10.0.0.1", "NODE_NAME": "worker-3",
-                       "POD_NAME": "fleetcheck-abcde", "POD_NAMESPACE": "gpu-health"})
-    assert (k8s["k8s_node"], k8s["pod"], k8s["namespace"]) == (
-        "worker-3", "fleetcheck-abcde", "gpu-health")
-    assert "k8s_node" not in node_origin({"NODE_NAME": "not-in-a-pod"})
 
 
 def test_folder_file_gzip_tarball_and_stdin(tmp_path: Path) -> None:

@@ -1,10 +1,13 @@
-"""The node verdict under the built-in playbooks: what fails, what errs, what only warns."""
+"""The node verdict under the built-in playbooks: what fails, what errs, what only warns; and
+the exit-code contract."""
 
 from __future__ import annotations
 
-from fleetcheck.model import Check, TritonVerdict
+import pytest
+
+from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
 from fleetcheck.playbook import load_playbook
-from fleetcheck.verdict import DEFAULT_POLICY, evaluate_node
+from fleetcheck.verdict import DEFAULT_POLICY, evaluate_node, exit_code_for
 
 GPU = TritonVerdict("gpu", "cuda")
 KERNEL_OK = Check("triton_kernel", "pass", "JIT kernel ran on 8 GPU(s)")
@@ -61,3 +64,42 @@ def test_a_failing_verdict_without_a_cause_id_names_the_first_finding() -> None:
         "fail", "Triton no-gpu: no NVIDIA GPU on this node")
     assert evaluate_node([], TritonVerdict("no-gpu"), load_playbook("quick")) == (
         "fail", "Triton no-gpu: unknown cause")
+
+
+def node(node_id: str, status: str) -> NodeResult:
+    host, _, vmid = node_id.partition("/")
+    return NodeResult(id=node_id, host=host, vmid=int(vmid) if vmid else None, name=node_id,
+                      status=status, reason=status)
+
+
+def report(*statuses: str, interrupted: bool = False) -> Report:
+    nodes = tuple(node(f"pve1/{100 + i}", s) for i, s in enumerate(statuses))
+    return Report("2026-12-01T00:00:00Z", "2026-12-01T00:00:05Z", nodes, interrupted=interrupted)
+
+
+@pytest.mark.parametrize(
+    ("statuses", "code"),
+    [
+        ((), 3),
+        (("skipped", "skipped"), 3),
+        (("ok", "warn", "skipped"), 0),
+        (("ok", "fail"), 1),
+        (("fail", "unreachable", "error"), 1),
+        (("ok", "unreachable"), 3),
+        (("warn", "error"), 3),
+    ],
+)
+def test_exit_codes_follow_the_design(statuses: tuple[str, ...], code: int) -> None:
+    assert exit_code_for(report(*statuses)) == code
+
+
+def test_interrupted_audit_is_unverified_unless_something_failed() -> None:
+    assert exit_code_for(report("ok", interrupted=True)) == 3
+    assert exit_code_for(report("fail", interrupted=True)) == 1
+
+
+def test_failing_fleet_check_fails_the_audit() -> None:
+    base = report("ok", "ok")
+    failing = Report(base.started_at, base.finished_at, base.nodes,
+                     fleet_checks=(Check("fleet_driver_mismatch", "fail", "drivers differ"),))
+    assert exit_code_for(failing) == 1

@@ -15,8 +15,6 @@ import yaml
 from fleetcheck.audit import run_audit
 from fleetcheck.inventory import check_limit, load_inventory
 from fleetcheck.model import Report
-from fleetcheck.transport.interface import CommandResult
-from fleetcheck.transport.kubectl import kubectl_failure
 from tests.audit.support import GPU_OK, rows
 from tests.nodeenv import make_node
 
@@ -190,34 +188,6 @@ def test_a_missing_kubeconfig_and_a_wrong_context(cluster: Cluster) -> None:
     assert rows(audit(path))[0][2] == (
         "pod discovery failed: kubeconfig unusable (kubectl: Error in configuration: context "
         "was not found for specified context: None)")
-
-
-def result(stderr: str, code: int = 1) -> CommandResult:
-    return CommandResult(code, b"", stderr.encode())
-
-
-@pytest.mark.parametrize(
-    ("stderr", "code", "expected"),
-    [
-        ('Error from server (NotFound): pods "trainer-0" not found', 1,
-         ("error", 'pod training/trainer-0 not found (kubectl: Error from server (NotFound): '
-                   'pods "trainer-0" not found)')),
-        ("error: cannot exec into a container in a completed pod; current phase is Failed", 1,
-         ("skipped", "pod Failed")),
-        ('error: unable to upgrade connection: container not found ("main")', 1,
-         ("error", 'container main not found in pod training/trainer-0 (kubectl: error: unable '
-                   'to upgrade connection: container not found ("main"))')),
-        ("kubectl: not found", 127,
-         ("error", "kubectl not found on the machine that reaches the cluster")),
-        ("E1202 01:40:10.345295 14905 memcache.go:265] couldn't get current server API group "
-         "list\nUnable to connect to the server: dial tcp 10.0.0.1:6443: i/o timeout", 1,
-         ("unreachable", "Kubernetes API unreachable (kubectl: Unable to connect to the "
-                         "server: dial tcp 10.0.0.1:6443: i/o timeout)")),
-        ("command terminated with exit code 3", 3, None),
-    ],
-)
-def test_kubectl_texts(stderr: str, code: int, expected: tuple[str, str] | None) -> None:
-    assert kubectl_failure(result(stderr, code), "pod training/trainer-0") == expected
 
 
 REAL_KUBECTL = shutil.which("kubectl")

@@ -26,3 +26,10 @@ def probed(root: Path, node_id: str = "pve1/101", *, amd: bool = False,
                     name=node_id, python="python3", env={}, labels=(), timeout=60.0)
     result = CommandResult(code, json.dumps(document).encode(), stderr.encode())
     return node_from_result(target, LocalTransport(), result, DEFAULT_POLICY, 0.0)
+
+
+def node_facts(os_id: str, like: str | None = None, version: str = "1",
+               python: str = "3.12.3", include: str = "/usr/include/python3.12") -> dict[str, Any]:
+    """A probed node's facts of its distribution (/etc/os-release) and interpreter."""
+    return {"os": {"id": os_id, "id_like": like, "version_id": version},
+            "python": {"executable": "/usr/bin/python3", "version": python}}

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from fleetcheck.fix import plan_node, plan_report
-from fleetcheck.fix.distro import UnsafeName, family_for, install_argv
 from fleetcheck.fix.plan import LDCONF_FILE, LDCONFIG
 from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
+from tests.fix.support import node_facts as _facts
 from tests.fix.support import probed
 
 APT = ["env", "LC_ALL=C", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
@@ -24,12 +24,6 @@ def _node(facts: dict[str, Any], *checks: Check, node_id: str = "pve1/101",
                       status=status, reason="Triton cpu-fallback: …",
                       triton=TritonVerdict("cpu-fallback", None, checks[0].id if checks else None),
                       checks=checks, facts=facts)
-
-
-def _facts(os_id: str, like: str | None = None, version: str = "1", python: str = "3.12.3",
-           include: str = "/usr/include/python3.12") -> dict[str, Any]:
-    return {"os": {"id": os_id, "id_like": like, "version_id": version},
-            "python": {"executable": "/usr/bin/python3", "version": python}}
 
 
 def _no_compiler(python_h: bool = False, include: str = "/usr/include/python3.12") -> tuple[
@@ -127,15 +121,6 @@ def test_a_hostile_or_odd_python_version_never_reaches_a_command(version: Any) -
     argv = plan.steps[-1].argv
     assert argv[-2:] == ("gcc", "libc6-dev")
     assert all(";" not in word and " " not in word for word in argv)
-
-
-def test_package_names_are_checked() -> None:
-    family, _ = family_for(_facts("debian"))
-    assert family is not None
-    with pytest.raises(UnsafeName):
-        install_argv(family, ["gcc", "--allow-unauthenticated"])
-    with pytest.raises(UnsafeName):
-        install_argv(family, ["python3.12-dev\nx"])
 
 
 @pytest.mark.parametrize(("facts", "why"), [

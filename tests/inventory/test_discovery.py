@@ -1,4 +1,4 @@
-"""`pct list` parsing and the expansion of a host into targets and skipped nodes."""
+"""The expansion of a host into targets and skipped nodes, before or after discovery."""
 
 from __future__ import annotations
 
@@ -8,113 +8,13 @@ import pytest
 
 from fleetcheck.inventory import (
     DiscoveredContainer,
-    DiscoveryError,
     InventoryError,
     SkippedTarget,
     Target,
-    parse_inventory,
     parse_pct_list,
     targets_for_host,
 )
-from fleetcheck.kinds.lxc import pct_list_argv
-
-
-def pct_row(vmid: str, status: str, lock: str, name: str) -> str:
-    """One line exactly as pct prints it (src/PVE/CLI/pct.pm)."""
-    # pct's own printf format, kept verbatim.
-    return "%-10s %-10s %-12s %-20s\n" % (vmid, status, lock, name)  # noqa: UP031
-
-
-HEADER = pct_row("VMID", "Status", "Lock", "Name")
-
-
-def test_the_fixture_parses(fixtures_dir: Path) -> None:
-    text = (fixtures_dir / "pct_list.txt").read_text()
-    assert parse_pct_list(text) == [
-        DiscoveredContainer(vmid=101, status="running", name="gpu-worker-1"),
-        DiscoveredContainer(vmid=102, status="running", name="gpu-worker-2"),
-        DiscoveredContainer(vmid=103, status="stopped", name="ci-runner", lock="backup"),
-        DiscoveredContainer(vmid=9000, status="stopped", name="debian-13-tmpl"),
-    ]
-
-
-@pytest.mark.parametrize("text", ["", "\n", "   \n"], ids=["nothing", "newline", "blank"])
-def test_no_containers_prints_nothing_at_all(text: str) -> None:
-    assert parse_pct_list(text) == []
-
-
-def test_a_header_alone_is_no_containers() -> None:
-    assert parse_pct_list(HEADER) == []
-
-
-def test_locks_and_names_longer_than_their_columns() -> None:
-    long_name = "a-very-long-hostname-that-overflows-the-column.example.internal"
-    text = (
-        HEADER
-        + pct_row("104", "running", "snapshot-delete", "gpu-3")
-        + pct_row("105", "running", "", long_name)
-        + pct_row("999999999", "stopped", "migrate", "CT999999999")
-    )
-    assert parse_pct_list(text) == [
-        DiscoveredContainer(vmid=104, status="running", name="gpu-3", lock="snapshot-delete"),
-        DiscoveredContainer(vmid=105, status="running", name=long_name),
-        DiscoveredContainer(vmid=999999999, status="stopped", name="CT999999999", lock="migrate"),
-    ]
-
-
-def test_output_that_is_not_pct_list_is_a_discovery_error() -> None:
-    with pytest.raises(DiscoveryError) as info:
-        parse_pct_list("please run as root\n")
-    assert str(info.value) == "unexpected `pct list` output: please run as root"
-
-
-def test_one_odd_line_is_one_entry_and_the_others_still_parse() -> None:
-    text = (HEADER + pct_row("101", "running", "", "a") + "102        running\n"
-            + pct_row("abc", "running", "", "x") + "\x00garbage \u00e9\n"
-            + pct_row("105", "running", "", "e"))
-    assert parse_pct_list(text) == [
-        DiscoveredContainer(vmid=101, status="running", name="a"),
-        DiscoveredContainer(vmid=102, status="unknown", name="",
-                            problem="unexpected line: 102 running",
-                            where="`pct list` line 3"),
-        DiscoveredContainer(vmid=None, status="unknown", name="",
-                            problem="unexpected line (VMID 'abc'): abc running x",
-                            where="`pct list` line 4"),
-        DiscoveredContainer(vmid=None, status="unknown", name="",
-                            problem="unexpected line: \x00garbage \u00e9",
-                            where="`pct list` line 5"),
-        DiscoveredContainer(vmid=105, status="running", name="e"),
-    ]
-
-
-INVENTORY = parse_inventory(
-    """\
-defaults:
-  env: {LANG: C.UTF-8}
-  labels: [fleet]
-  timeout: 60
-hosts:
-  pve1:
-    address: 10.1.2.6
-    probe_host: true
-    python: /usr/bin/python3
-    env: {CUDA_HOME: /usr/local/cuda}
-    labels: [gpu]
-    containers: all
-  pve2:
-    address: 10.1.2.7
-    sudo: true
-    timeout: 90
-    containers:
-      - 200
-      - {vmid: 201, name: trainer, python: /root/venv/bin/python3,
-         env: {LANG: en_US.UTF-8, CC: gcc-12}, labels: [training, gpu], timeout: 120}
-  here:
-    transport: local
-""",
-    "inv.yaml",
-)
-PVE1, PVE2, HERE = INVENTORY.hosts
+from tests.inventory.sample import HERE, PVE1, PVE2
 
 
 def test_all_containers_from_discovery(fixtures_dir: Path) -> None:
@@ -191,8 +91,3 @@ def test_the_local_machine_is_one_target() -> None:
     assert targets_for_host(HERE, None) == [
         Target(HERE, None, "here", "python3", {"LANG": "C.UTF-8"}, ("fleet",), 60.0)
     ]
-
-
-def test_pct_list_needs_sudo_for_non_root_logins() -> None:
-    assert pct_list_argv(PVE1) == ["pct", "list"]
-    assert pct_list_argv(PVE2) == ["sudo", "-n", "pct", "list"]

@@ -1,8 +1,10 @@
-"""The listings discovery reads: qm list, pvesh JSON, docker/podman ps; odd lines stay local."""
+"""The listings discovery reads: pct list, qm list, pvesh JSON, docker/podman ps; odd lines
+stay local."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -10,10 +12,79 @@ from fleetcheck.inventory import DiscoveredContainer, DiscoveryError
 from fleetcheck.inventory.listings import (
     parse_guest_rows,
     parse_oci_ps,
+    parse_pct_list,
     parse_pvesh_json,
     parse_qm_list,
 )
 from fleetcheck.inventory.model import DiscoveredOci
+
+
+def pct_row(vmid: str, status: str, lock: str, name: str) -> str:
+    """One line exactly as pct prints it (src/PVE/CLI/pct.pm)."""
+    # pct's own printf format, kept verbatim.
+    return "%-10s %-10s %-12s %-20s\n" % (vmid, status, lock, name)  # noqa: UP031
+
+
+HEADER = pct_row("VMID", "Status", "Lock", "Name")
+
+
+def test_the_fixture_parses(fixtures_dir: Path) -> None:
+    text = (fixtures_dir / "pct_list.txt").read_text()
+    assert parse_pct_list(text) == [
+        DiscoveredContainer(vmid=101, status="running", name="gpu-worker-1"),
+        DiscoveredContainer(vmid=102, status="running", name="gpu-worker-2"),
+        DiscoveredContainer(vmid=103, status="stopped", name="ci-runner", lock="backup"),
+        DiscoveredContainer(vmid=9000, status="stopped", name="debian-13-tmpl"),
+    ]
+
+
+@pytest.mark.parametrize("text", ["", "\n", "   \n"], ids=["nothing", "newline", "blank"])
+def test_no_containers_prints_nothing_at_all(text: str) -> None:
+    assert parse_pct_list(text) == []
+
+
+def test_a_header_alone_is_no_containers() -> None:
+    assert parse_pct_list(HEADER) == []
+
+
+def test_locks_and_names_longer_than_their_columns() -> None:
+    long_name = "a-very-long-hostname-that-overflows-the-column.example.internal"
+    text = (
+        HEADER
+        + pct_row("104", "running", "snapshot-delete", "gpu-3")
+        + pct_row("105", "running", "", long_name)
+        + pct_row("999999999", "stopped", "migrate", "CT999999999")
+    )
+    assert parse_pct_list(text) == [
+        DiscoveredContainer(vmid=104, status="running", name="gpu-3", lock="snapshot-delete"),
+        DiscoveredContainer(vmid=105, status="running", name=long_name),
+        DiscoveredContainer(vmid=999999999, status="stopped", name="CT999999999", lock="migrate"),
+    ]
+
+
+def test_output_that_is_not_pct_list_is_a_discovery_error() -> None:
+    with pytest.raises(DiscoveryError) as info:
+        parse_pct_list("please run as root\n")
+    assert str(info.value) == "unexpected `pct list` output: please run as root"
+
+
+def test_one_odd_line_is_one_entry_and_the_others_still_parse() -> None:
+    text = (HEADER + pct_row("101", "running", "", "a") + "102        running\n"
+            + pct_row("abc", "running", "", "x") + "\x00garbage \u00e9\n"
+            + pct_row("105", "running", "", "e"))
+    assert parse_pct_list(text) == [
+        DiscoveredContainer(vmid=101, status="running", name="a"),
+        DiscoveredContainer(vmid=102, status="unknown", name="",
+                            problem="unexpected line: 102 running",
+                            where="`pct list` line 3"),
+        DiscoveredContainer(vmid=None, status="unknown", name="",
+                            problem="unexpected line (VMID 'abc'): abc running x",
+                            where="`pct list` line 4"),
+        DiscoveredContainer(vmid=None, status="unknown", name="",
+                            problem="unexpected line: \x00garbage \u00e9",
+                            where="`pct list` line 5"),
+        DiscoveredContainer(vmid=105, status="running", name="e"),
+    ]
 
 
 def qm_row(vmid: object, name: str, status: str, mem: object = "8192", disk: float = 32.0,

@@ -21,7 +21,7 @@ from fleetcheck.transport.gatekeeper import shipped_script
 from fleetcheck.transport.pct import pct_exec_argv
 from fleetcheck.transport.qemu import qm_exec_argv
 from fleetcheck.transport.ssh import remote_command
-from tests.gatekeeper.test_grammar import ACCEPTED
+from tests.gatekeeper.audit_requests import ACCEPTED
 
 # ---------------------------------------------------------------------------------------------
 # The grammar of fleetcheck/data/gatekeeper.py before the kinds declared theirs (fleetcheck

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fleetcheck.model import Check, NodeResult, Report, RunSummary, TritonVerdict
@@ -13,6 +14,8 @@ COMPILER_ERROR = (
 COMPILER_FIX = "Install gcc libc6-dev python3.12-dev (build-essential), or set CC"
 HTML_NAME = "<img src=x onerror=alert(1)>"
 ESCAPE_NAME = "\x1b[31mred[bold]x"
+#: The control characters no rendering may leave of a node's text (tab and newline may stay).
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 STARTED = "2025-06-01T02:00:00Z"
 FINISHED = "2025-06-01T02:00:42Z"
 
