@@ -15,9 +15,9 @@ import dataclasses
 import functools
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec
 
 from fleetcheck import failures, kinds
 from fleetcheck.budget import STOP_WAIT, node_timeout
@@ -449,15 +449,31 @@ class AuditRun:
         self._finish(node)
 
 
-async def run_audit(inventory: Inventory, **options: Any) -> Report:
-    """Audit the inventory (`options`: `AuditRun`'s); unreachable or broken nodes are
-    results, not exceptions.
+#: `AuditRun`'s arguments, which `run_audit` takes as they are.
+_RunOptions = ParamSpec("_RunOptions")
 
-    When `audit_timeout` (or the inventory's) passes, or the task is cancelled (Ctrl-C under
-    asyncio.run), the report is returned with `interrupted=True` and the unfinished nodes as
-    errors. For KeyboardInterrupt outside asyncio's handling, use `AuditRun.partial_report()`.
-    """
-    return await AuditRun(inventory, **options).run()
+
+def _run_with(make: Callable[_RunOptions, AuditRun]
+              ) -> Callable[_RunOptions, Coroutine[Any, Any, Report]]:
+    """`run_audit`, taking `make`'s own arguments: typed (mypy) and shown (`help()`) as
+    `AuditRun`'s, without writing them out a second time."""
+
+    @functools.wraps(make, assigned=("__module__",))
+    async def run_audit(*args: _RunOptions.args, **kwargs: _RunOptions.kwargs) -> Report:
+        """Audit the inventory (the arguments: `AuditRun`'s); unreachable or broken nodes are
+        results, not exceptions.
+
+        When `audit_timeout` (or the inventory's) passes, or the task is cancelled (Ctrl-C
+        under asyncio.run), the report is returned with `interrupted=True` and the unfinished
+        nodes as errors. For KeyboardInterrupt outside asyncio's handling, use
+        `AuditRun.partial_report()`.
+        """
+        return await make(*args, **kwargs).run()
+
+    return run_audit
+
+
+run_audit = _run_with(AuditRun)
 
 
 def local_node_result(

@@ -24,7 +24,7 @@ from typing import Any
 from fleetcheck import __version__, kinds
 from fleetcheck.errors import FleetcheckError
 from fleetcheck.kinds import Grammar
-from fleetcheck.transport.gatekeeper import shipped_text
+from fleetcheck.transport.gatekeeper import shipped_script, shipped_text
 
 DEFAULT_SCRIPT_PATH = "/usr/local/lib/fleetcheck/gatekeeper.py"
 DEFAULT_HASH_PATH = "/etc/fleetcheck/probe.sha256"
@@ -47,10 +47,16 @@ def script_source(grammar: Grammar | None = None) -> str:
     word classes and whole shapes (`kinds.gatekeeper_grammar`), written into its KIND_WORDS
     and KIND_SHAPES."""
     source = shipped_text()
-    words, shapes = kinds.gatekeeper_chains()
-    extra_words, extra_shapes = grammar or ({}, {})
-    for name, value in (("KIND_WORDS", {**words, **extra_words}),
-                        ("KIND_SHAPES", {**shapes, **extra_shapes})):
+    words, shapes = kinds.joined_grammar(kinds.gatekeeper_chains(), grammar or ({}, {}))
+    # The script reads KIND_WORDS over its own WORDS and KIND_SHAPES beside its own shapes:
+    # a kind naming one of those would replace it (a generic word class widened everywhere).
+    shipped = shipped_script()
+    for what, given, own in (("word class", words, shipped.WORDS),
+                             ("shape", shapes, shipped.SHAPES)):
+        taken = sorted(set(given) & set(own))
+        if taken:
+            raise ValueError(f"a node kind gives the gatekeeper's own {what} {taken[0]!r}")
+    for name, value in (("KIND_WORDS", words), ("KIND_SHAPES", shapes)):
         marker = f"\n{name} = {{}}\n"
         if marker not in source:
             raise AssertionError(f"the gatekeeper script lost its {name} constant")

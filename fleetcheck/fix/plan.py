@@ -131,12 +131,6 @@ def container_kind(node: NodeResult) -> kinds.NodeKind | None:
     return next((k for k in kinds.all_kinds() if found and k.where_name == found), None)
 
 
-def container_of(node: NodeResult) -> str:
-    """lxc, docker, podman, kubernetes or "": the container the node is (facts.where's word)."""
-    kind = container_kind(node)
-    return kind.where_name or "" if kind is not None else ""
-
-
 def failing_causes(node: NodeResult) -> list[Check]:
     """The node's failing causes in causal order (the root cause first).
 

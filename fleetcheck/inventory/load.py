@@ -9,7 +9,7 @@ from fleetcheck.budget import node_timeout
 from fleetcheck.errors import FleetcheckError
 from fleetcheck.inventory.errors import InventoryError
 from fleetcheck.inventory.limit import pattern_problem
-from fleetcheck.inventory.model import HostSpec, Inventory
+from fleetcheck.inventory.model import HostSpec, Inventory, declaration_fields
 from fleetcheck.inventory.ranges import RangeError, expand_nodes, has_range
 from fleetcheck.inventory.reader import InventoryReader, address_problem
 from fleetcheck.inventory.schema import (
@@ -34,9 +34,6 @@ from fleetcheck.inventory.yamlsrc import (
     load_yaml,
     read_source,
 )
-
-#: HostSpec's fields: a kind's key with one of them is read into it (`containers:`).
-_HOST_FIELDS = frozenset(f.name for f in dataclasses.fields(HostSpec))
 
 
 def schema_keys() -> tuple[str, ...]:
@@ -199,13 +196,11 @@ class _Builder(InventoryReader):
             transport == "local" or (ctx["probe_host"] and transport == "ssh"))
         probe_host = self.boolean(raw.get("probe_host", default_probe), (*path, "probe_host"))
         # What each declares goes into HostSpec's field of the key's name where it has one
-        # (the kinds fleetcheck shipped first), else into `declarations`.
+        # (the kinds fleetcheck shipped first), else into `declarations` (declaration_fields).
         declared = {key: kind.read_declaration(self, raw[key], (*path, key), transport)
                     for key, kind in readers.items()}
         for kind in readers.values():
             kind.check_host(self, path, declared)
-        fields = {key: value for key, value in declared.items() if key in _HOST_FIELDS}
-        declarations = {key: value for key, value in declared.items() if key not in fields}
         if not probe_host and not any(declared.values()):
             # The keys this names are the message users know, not the registry's list.
             raise self.fail(path, "nothing to probe: set containers, vms, oci or probe_host: true "
@@ -235,7 +230,7 @@ class _Builder(InventoryReader):
             transport=transport,
             ssh=self.ssh(ssh_items),
             probe_host=probe_host,
-            **fields,
+            **declaration_fields(declared),
             python=self.optional(raw, path, "python", self.python, ctx["python"]),
             env=env,
             labels=labels,
@@ -246,7 +241,6 @@ class _Builder(InventoryReader):
             # API when it ends up with a url, or when it has an api: section of its own.
             api=self.api(api_items, path, name) if api_raw or "url" in api_items else None,
             origin=origin or f"{self.doc.path}:{self.doc.line(path)}",
-            declarations=declarations,
         )
         return spec, enabled
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -167,6 +168,25 @@ class HostSpec:
     #: What the host declares under the keys of node kinds that have no field above (a
     #: kind's `inventory_key`, read by the kind: `fleetcheck/kinds/`), by key.
     declarations: Mapping[str, Any] = field(default_factory=dict)
+
+    def declaration(self, key: str) -> Any:
+        """What the entry declares under a node kind's `key`: the field of that name (the
+        kinds fleetcheck shipped first: containers, vms, oci, kubernetes), else
+        `declarations` (a kind added since), else None."""
+        return getattr(self, key) if key in _HOST_FIELDS else self.declarations.get(key)
+
+
+#: HostSpec's fields: a node kind's key with one of them is kept in it.
+_HOST_FIELDS = frozenset(f.name for f in dataclasses.fields(HostSpec))
+
+
+def declaration_fields(declared: Mapping[str, Any]) -> dict[str, Any]:
+    """HostSpec's keyword arguments for what the node kinds read of one entry (key -> value):
+    each key into the field of its name where HostSpec has one, the others into
+    `declarations` (`HostSpec.declaration` reads either)."""
+    fields = {key: value for key, value in declared.items() if key in _HOST_FIELDS}
+    return {**fields,
+            "declarations": {key: value for key, value in declared.items() if key not in fields}}
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,10 @@ from fleetcheck.errors import FleetcheckError
 from fleetcheck.inventory.yamlsrc import KeyPath, YamlDocument
 from fleetcheck.text import did_you_mean
 
-#: What one list item reads as (`YamlReader.unique`).
+#: What a value reads as (`YamlReader.unique`'s items, `YamlReader.optional`'s value) and an
+#: absent key's default.
 T = TypeVar("T")
+D = TypeVar("D")
 
 
 def show(value: Any) -> str:
@@ -57,9 +59,9 @@ class YamlReader:
         raw: Mapping[str, Any],
         path: KeyPath,
         key: str,
-        convert: Callable[[Any, KeyPath], Any],
-        default: Any,
-    ) -> Any:
+        convert: Callable[[Any, KeyPath], T],
+        default: D,
+    ) -> T | D:
         """`raw[key]` checked by `convert`, or `default` when the key is absent."""
         return convert(raw[key], (*path, key)) if key in raw else default
 

@@ -135,11 +135,20 @@ def gatekeeper_grammar() -> Grammar:
     """The word classes and whole shapes the registry's kinds write out themselves
     (`gatekeeper_words`, `gatekeeper_shapes`), which `fleetcheck host-setup` adds to the
     composed chains (`gatekeeper_chains`) in the script it installs."""
+    return joined_grammar(*((each.gatekeeper_words, each.gatekeeper_shapes)
+                            for each in all_kinds()))
+
+
+def joined_grammar(*grammars: Grammar) -> Grammar:
+    """The grammars as one; a word class or shape named in two of them must be the same in
+    both (ValueError), so that no kind's part of the grammar widens another's."""
     words: dict[str, str] = {}
     shapes: dict[str, list[Any]] = {}
-    for each in all_kinds():
-        words.update(each.gatekeeper_words)
-        shapes.update(each.gatekeeper_shapes)
+    for some_words, some_shapes in grammars:
+        for name, pattern in some_words.items():
+            _add(words, name, pattern, "word class")
+        for name, items in some_shapes.items():
+            _add(shapes, name, items, "shape")
     return words, shapes
 
 
@@ -225,6 +234,7 @@ __all__ = [
     "gatekeeper_grammar",
     "host_target",
     "id_shapes",
+    "joined_grammar",
     "kind",
     "needs_listing",
     "open_transport",

@@ -87,7 +87,7 @@ class NodeKind(abc.ABC):
         """Its `inventory_key`'s value read and checked with the loader's typed reader
         (`inventory/reader.py`: `reader.mapping`, `reader.string`, `reader.local_path`,
         `reader.unique`, `reader.shown`, `reader.fail(path, problem)`...); `transport` is the
-        host's ("local": paths are this machine's). The result is what `declaration` finds:
+        host's ("local": paths are this machine's). The result is what `HostSpec.declaration` finds:
         the HostSpec field of that name where HostSpec has one, else
         `host.declarations[inventory_key]`."""
         raise NotImplementedError(f"{self.name}: no inventory key of its own")
@@ -108,7 +108,7 @@ class NodeKind(abc.ABC):
     def inventory_json(self, host: HostSpec) -> dict[str, Any]:
         """Its declaration in `fleetcheck inventory --json`'s host object (its key: value)."""
         key = self.inventory_key
-        return {} if key is None else {key: jsonable(declaration(host, key))}
+        return {} if key is None else {key: jsonable(host.declaration(key))}
 
     @abc.abstractmethod
     def declared(self, parent: Target) -> str | Sequence[Any] | None:
@@ -254,18 +254,6 @@ class NotMine:
 
 
 NOT_MINE = NotMine()
-
-
-def declaration(host: HostSpec, key: str) -> Any:
-    """What `host`'s entry declares under `key`: the HostSpec field of that name (the kinds
-    fleetcheck shipped first: containers, vms, oci, kubernetes), else the loader's
-    `declarations` (a kind added since), else None."""
-    if key in _HOST_FIELDS:
-        return getattr(host, key)
-    return host.declarations.get(key)
-
-
-_HOST_FIELDS = frozenset(f.name for f in dataclasses.fields(HostSpec))
 
 
 def jsonable(value: Any) -> Any:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import socket
 from pathlib import Path
 
 import pytest
 
-from fleetcheck.audit import local_node_result, run_audit
+from fleetcheck.audit import AuditRun, local_node_result, run_audit
 from fleetcheck.inventory.model import HostSpec, Inventory
 from fleetcheck.transport.interface import NodeBudget
 from tests.nodeenv import make_node
@@ -45,3 +46,9 @@ def probe_deadline(timeout: float) -> float:
 
 def test_probe_deadline_stays_short_of_the_node_timeout() -> None:
     assert [probe_deadline(t) for t in (60, 20, 6, 2, 0.5)] == [55.0, 15.0, 3.0, 1.0, 0.2]
+
+
+def test_run_audit_takes_exactly_the_runs_options() -> None:
+    # AuditRun's keyword options, by name and type (help() shows them, mypy checks a call),
+    # not `**options: Any`, which let any misspelt option through the type check.
+    assert inspect.signature(run_audit).parameters == inspect.signature(AuditRun).parameters

@@ -15,7 +15,9 @@ from fleetcheck.inventory.model import (
     ContainerSpec,
     HostSpec,
     SshOptions,
+    declaration_fields,
 )
+from fleetcheck.inventory.schema import kind_keys
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "inventory.example.yaml"
@@ -647,3 +649,18 @@ def test_vms_and_oci_resolve_into_kinds_ids_and_parents() -> None:
     assert (trainer.python, dict(trainer.env), trainer.user, trainer.vmid) == (
         "/opt/py", {"A": "1", "B": "2"}, "1000", 101)
     assert nodes[4].timeout == 90
+
+
+def test_what_each_kind_reads_is_kept_where_the_host_gives_it_back() -> None:
+    # One rule, HostSpec's: a kind's key goes into the field of its name where there is one
+    # (containers, vms, oci, kubernetes), else into `declarations`; read back the same way.
+    inventory = parse_inventory(
+        BASE + "    containers: [101]\n    vms: all\n    oci: {runtime: docker}\n", "inv.yaml")
+    host = inventory.hosts[0]
+    assert [host.declaration(key) for key in ("containers", "vms", "oci")] == [
+        host.containers, "all", host.oci]
+    assert host.declaration("kubernetes") is None and host.declarations == {}
+    declared = {**{key: f"read by {key}" for key in kind_keys()}, "widgets": ("alpha",)}
+    built = HostSpec(name="h", address="h", **declaration_fields(declared))
+    assert built.declarations == {"widgets": ("alpha",)}
+    assert {key: built.declaration(key) for key in declared} == declared

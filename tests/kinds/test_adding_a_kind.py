@@ -24,7 +24,7 @@ from fleetcheck import failures, kinds
 from fleetcheck.audit import node_from_result, run_audit
 from fleetcheck.budget import LISTING_TIMEOUT, BudgetFor
 from fleetcheck.failures import Refusal
-from fleetcheck.gatekeeper import HostSetup, script_module, script_source, script_with
+from fleetcheck.gatekeeper import HostSetup, script_module, script_with
 from fleetcheck.inventory import InventoryError, check_limit, parse_inventory
 from fleetcheck.inventory.graph import inventory_to_json, render_inventory_graph
 from fleetcheck.inventory.load import schema_keys
@@ -295,6 +295,8 @@ def test_the_gatekeeper_allows_what_its_module_says_and_refuses_the_rest(
         "pct list"
     setup = HostSetup(public_key="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA test", grammar=grammar)
     assert "'widget probe'" in setup.installer()
-    # Without a kind that brings commands, the script is installed exactly as shipped.
-    assert kinds.gatekeeper_grammar() != ({}, {})
-    assert script_source(({}, {})) == script_source()
+    # Its whole shapes are written in beside the registry's composed chains, which stay as
+    # they are (a host set up without the kind has exactly those).
+    chains = script_module().KIND_SHAPES
+    assert not set(chains) & set(grammar[1])
+    assert installed.KIND_SHAPES == {**chains, **grammar[1]}

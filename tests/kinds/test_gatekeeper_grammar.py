@@ -6,6 +6,7 @@ chains of the kinds above it for a kind added inside another."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
@@ -241,3 +242,34 @@ def test_two_kinds_may_not_give_one_shape_two_grammars(monkeypatch: pytest.Monke
     with pytest.raises(ValueError, match="two node kinds give the gatekeeper's shape 'pct list' "
                                          "differently"):
         kinds.gatekeeper_chains()
+
+
+class Widening(BoxKind):
+    """A kind that writes whole shapes (`gatekeeper_shapes`) over what is already there."""
+
+    runs_in = ("host",)
+    gatekeeper_wrapper = None
+    gatekeeper_commands: ClassVar[Mapping[str, list[Any]]] = {}
+
+
+WIDENING = Widening("widening")
+
+
+@pytest.mark.parametrize(("words", "shapes", "problem"), [
+    # A whole shape under a composed chain's name: `pct list` would take any words after it.
+    ({}, {"pct list": [("ref", "sudo"), "pct", "list", ("rep", [("WORD", "BOX")])]},
+     "two node kinds give the gatekeeper's shape 'pct list' differently"),
+    # The script's own: the host's probe, its clean-up, its generic word classes.
+    ({}, {"host probe": ["sh", "-c", ("WORD", "BOX")]},
+     "a node kind gives the gatekeeper's own shape 'host probe'"),
+    ({"PYTHON": r"[^ ]+"}, {}, "a node kind gives the gatekeeper's own word class 'PYTHON'"),
+])
+def test_whole_shapes_widen_nothing_already_there(
+    monkeypatch: pytest.MonkeyPatch, words: dict[str, str], shapes: dict[str, list[Any]],
+    problem: str
+) -> None:
+    monkeypatch.setattr(WIDENING, "gatekeeper_words", {**BoxKind.gatekeeper_words, **words})
+    monkeypatch.setattr(WIDENING, "gatekeeper_shapes", shapes)
+    monkeypatch.setitem(kinds.KINDS, "widening", f"{__name__}:WIDENING")
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        script_source(kinds.gatekeeper_grammar())
