@@ -80,10 +80,17 @@ def script_with(grammar: Grammar) -> ModuleType:
     return module
 
 
-@functools.cache
 def script_module() -> ModuleType:
-    """The gatekeeper as `fleetcheck host-setup` installs it for the registry's kinds (their
-    composed chains; read once), loaded as a module: its grammar, exit status and texts."""
+    """The gatekeeper as `fleetcheck host-setup` installs it for the registry's kinds as they
+    are now (their composed chains), loaded as a module: its grammar, exit status and texts."""
+    return _script_for(tuple(kinds.KINDS.items()))
+
+
+@functools.cache
+def _script_for(registry: tuple[tuple[str, str], ...]) -> ModuleType:
+    """`script_module` built once for each state of the registry (`registry`: its lines, the
+    cache's key; the kinds themselves are read from it)."""
+    del registry
     return script_with(({}, {}))
 
 

@@ -273,3 +273,15 @@ def test_whole_shapes_widen_nothing_already_there(
     monkeypatch.setitem(kinds.KINDS, "widening", f"{__name__}:WIDENING")
     with pytest.raises(ValueError, match=re.escape(problem)):
         script_source(kinds.gatekeeper_grammar())
+
+
+def test_the_installed_script_is_the_registry_as_it_is_now(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # script_module() is read once per registry: a kind registered (by a test, here) or
+    # gone again is not answered with the script of the registry it was first asked under.
+    before = script_module()
+    monkeypatch.setitem(kinds.KINDS, "box", f"{__name__}:BOX")
+    assert "pct exec box probe" in script_module().SHAPES
+    monkeypatch.delitem(kinds.KINDS, "box")
+    assert script_module().SHAPES == before.SHAPES
