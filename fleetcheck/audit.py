@@ -21,6 +21,7 @@ from typing import Any, ParamSpec
 
 from fleetcheck import failures, kinds
 from fleetcheck.budget import STOP_WAIT, node_timeout
+from fleetcheck.gpustate import graded
 from fleetcheck.inventory import (
     DiscoveryError,
     HostSpec,
@@ -146,7 +147,9 @@ def node_from_result(
     status, reason = evaluate_node(output.checks, output.triton, policy, facts=output.facts)
     # How the node was reached is the transport's to say, never the node's (it could lie).
     facts = {**output.facts, **transport.connection_facts()}
-    return _node(target, status, reason, triton=output.triton, checks=tuple(output.checks),
+    # The GPU-state checks as the playbook graded them, so their fix stands beside the status.
+    checks = graded(output.checks, policy.gpu, policy.name)
+    return _node(target, status, reason, triton=output.triton, checks=checks,
                  facts=facts, **timing)
 
 

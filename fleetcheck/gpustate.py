@@ -8,7 +8,7 @@ for memory repairs, fail) by default; `regrade` applies a playbook's `max_gpu_me
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,17 +50,18 @@ def _with(check: Check, status: str, note: str) -> Check:
 
 
 def regrade(check: Check, gpu: GpuPolicy, playbook: str) -> Check:
-    """The check as this playbook grades it (other checks are returned as they are)."""
+    """The check as this playbook grades it (other checks are returned as they are); a check
+    already graded by it is returned unchanged."""
     if check.status not in ("pass", "warn", "fail"):
         return check
     if check.id == MEMORY_CHECK and gpu.max_memory_used is not None:
         share = _share(check)
         if share is None:
             return check
-        if share > gpu.max_memory_used:
+        if share > gpu.max_memory_used and check.status != "fail":
             return _with(check, "fail", f"playbook {playbook} allows "
                                         f"{gpu.max_memory_used:.0%} in use")
-        if check.status != "pass":
+        if share <= gpu.max_memory_used and check.status != "pass":
             return _with(check, "pass", f"within playbook {playbook}'s "
                                         f"{gpu.max_memory_used:.0%}")
         return check
@@ -74,6 +75,12 @@ def regrade(check: Check, gpu: GpuPolicy, playbook: str) -> Check:
     if check.id == HEALTH_CHECK and check.status == "fail" and gpu.memory_health == "warn":
         return _with(check, "warn", f"playbook {playbook} only warns on memory health")
     return check
+
+
+def graded(checks: Iterable[Check], gpu: GpuPolicy, playbook: str) -> tuple[Check, ...]:
+    """A node's checks with its GPU-state checks graded by the playbook: what the node's
+    report and gate line show (their fix beside the status they gave the node)."""
+    return tuple(regrade(check, gpu, playbook) for check in checks)
 
 
 def usable_gpus(facts: Mapping[str, Any] | None) -> int | None:

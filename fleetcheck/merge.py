@@ -28,6 +28,7 @@ from pathlib import Path
 
 from fleetcheck.consistency import fleet_checks
 from fleetcheck.errors import FleetcheckError
+from fleetcheck.gpustate import graded
 from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
 from fleetcheck.nodedoc import ORIGIN_FIELDS, NodeDocument, NodeDocumentError, documents_from_json
 from fleetcheck.timestamps import REPORT_FORMAT
@@ -289,9 +290,10 @@ def _judged(node: NodeResult, policy: Policy) -> NodeResult:
     if not node.checks or node.status not in PROBE_STATUSES:
         return node
     status, reason = evaluate_node(node.checks, node.triton, policy, facts=node.facts)
-    if (status, reason) == (node.status, node.reason):
+    checks = graded(node.checks, policy.gpu, policy.name)
+    if (status, reason, checks) == (node.status, node.reason, node.checks):
         return node
-    return dataclasses.replace(node, status=status, reason=reason)
+    return dataclasses.replace(node, status=status, reason=reason, checks=checks)
 
 
 def _natural(node_id: str) -> list[tuple[int, int | str]]:

@@ -175,12 +175,14 @@ int nvmlDeviceGetComputeMode(void *h, int *mode) { (void)h; *mode = COMPUTE_MODE
 #: Each GPU's state as NVML reports it (scripts/gpustate.py reads it), set at run time by the
 #: node's FLEETCHECK_STUB_GPU_STATE (`gpu_state_env`): one record per GPU, `;` between them,
 #: `USED_MIB,PERSISTENCE,REMAP_PENDING,REMAP_FAILURE,ECC_UNCORRECTED[,PID:MIB...]` (a PID
-#: without `:MIB` has its memory not available, as NVML says in containers). Unset: every GPU
+#: without `:MIB` has its memory not available, as NVML says in containers; the PID `parent`
+#: is the pid of the caller's parent: the probe, whose stage reads NVML). Unset: every GPU
 #: idle, persistence mode on, healthy.
 NVML_STATE_C = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 typedef struct { unsigned long long total, free, used; } mem1_t;
 typedef struct { unsigned int version; unsigned long long total, reserved, free, used; } mem2_t;
 typedef struct { unsigned int pid; unsigned long long used; unsigned int gi, ci; } proc_t;
@@ -209,7 +211,9 @@ static void state_of(void *h, struct state *s) {
         default:
             if (s->nprocs < 8) {
                 char *colon = strchr(tok, ':');
-                s->pids[s->nprocs] = (unsigned int)strtoul(tok, 0, 10);
+                /* "parent": the pid of the process that runs NVML's caller (the probe) */
+                s->pids[s->nprocs] = strncmp(tok, "parent", 6) == 0 ? (unsigned int)getppid()
+                                     : (unsigned int)strtoul(tok, 0, 10);
                 s->proc_mib[s->nprocs] = colon ? strtoull(colon + 1, 0, 10) : ~0ULL;
                 s->nprocs++;
             }
