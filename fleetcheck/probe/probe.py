@@ -2898,6 +2898,17 @@ def visible_devices(env):
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def the_job_s(gpu, visible):
+    """Whether the job may use this GPU: every GPU without CUDA_VISIBLE_DEVICES, else those it
+    names by NVML index or by (a prefix of) UUID. A GPU of another job on a shared node (a
+    Slurm prolog's neighbours) is not this job's business."""
+    if visible is None:
+        return True
+    uuid = gpu.get("uuid") or ""
+    return any(item == str(gpu.get("index")) or (item.startswith("GPU-") and uuid.startswith(
+        item)) for item in visible)
+
+
 class GpuStateFacts(Part):
     """The NVML stage, started before any stage that may create a CUDA context, and read while
     the probe's own subprocesses are alive (so their pids are known as its own)."""
@@ -2943,6 +2954,7 @@ class GpuStateFacts(Part):
         """facts.gpu_state: per GPU memory (MiB), processes, modes, health; the count CUDA
         opens; the kernel log's Xid events."""
         info: dict = self.gpu_state_info
+        visible = visible_devices(self.env)
         gpus = []
         for gpu in info.get("gpus") or []:
             memory: dict = gpu.get("memory") or {}
@@ -2956,7 +2968,7 @@ class GpuStateFacts(Part):
                              dict(p, used_mib=p["used"] // MIB if p.get("used") is not None
                                   else None) for p in gpu["processes"])],
                      "processes_error": gpu.get("processes_error"),
-                     "health": gpu.get("health") or {}}
+                     "health": gpu.get("health") or {}, "job": the_job_s(gpu, visible)}
             if memory.get("total"):
                 used = max(0, memory.get("used", 0) - own_used)
                 entry.update({"total_mib": memory["total"] // MIB,
@@ -2969,7 +2981,7 @@ class GpuStateFacts(Part):
                  "nvml_error": info.get("nvml_error"), "gpus": gpus,
                  "listed": len(gpus) if gpus else len(self.gpus),
                  "cuda_count": cuda.get("count") if cuda.get("init") == 0 else None,
-                 "visible_devices": visible_devices(self.env)}
+                 "visible_devices": visible}
         if self.vendor == "nvidia" and self.possible_gpu:
             state["xid"] = xid_events([gpu["bus"].lower() for gpu in self.proc["gpus"]])
         self.facts["gpu_state"] = state
@@ -4852,14 +4864,17 @@ class GpuStateChecks(Part):
     def gpu_state(self):
         return self.facts.get("gpu_state") or {}
 
+    def job_gpus(self):
+        """The GPUs the job may use (CUDA_VISIBLE_DEVICES's, or all)."""
+        return [g for g in self.gpu_state().get("gpus") or [] if g.get("job", True)]
+
     def state_unread(self):
         state = self.gpu_state()
         return ("skip", "GPU state not read (%s)" % (
             state.get("error") or "no NVML, no nvidia-smi"), "", {"error": state.get("error")})
 
     def check_gpu_memory_in_use(self):
-        state = self.gpu_state()
-        gpus = [g for g in state.get("gpus") or [] if g.get("total_mib")]
+        gpus = [g for g in self.job_gpus() if g.get("total_mib")]
         if not gpus:
             return self.state_unread()
         worst = max(gpus, key=lambda g: g["held_share"])
@@ -4881,8 +4896,7 @@ class GpuStateChecks(Part):
         return ("warn", "; ".join(parts), HOLDER_FIX, evidence)
 
     def check_gpu_foreign_processes(self):
-        state = self.gpu_state()
-        gpus = state.get("gpus") or []
+        gpus = self.job_gpus()
         if not gpus:
             return self.state_unread()
         found, unseen, unread = [], [], []
@@ -4912,9 +4926,9 @@ class GpuStateChecks(Part):
         return ("pass", "no other process on the GPUs", "", evidence)
 
     def check_gpu_memory_health(self):
-        gpus = [g for g in self.gpu_state().get("gpus") or [] if g.get("health")]
+        gpus = [g for g in self.job_gpus() if g.get("health")]
         if not gpus:
-            return self.state_unread() if not self.gpu_state().get("gpus") else (
+            return self.state_unread() if not self.job_gpus() else (
                 "skip", "memory-health counters not readable (NVML: not supported here)", "",
                 {})
         pending, failed, ecc, retired = [], [], [], []
@@ -4971,8 +4985,7 @@ class GpuStateChecks(Part):
         return ("pass", "CUDA opens the %d GPU(s) the driver lists" % cuda, "", evidence)
 
     def check_gpu_persistence_mode(self):
-        gpus = [g for g in self.gpu_state().get("gpus") or []
-                if g.get("persistence_mode") is not None]
+        gpus = [g for g in self.job_gpus() if g.get("persistence_mode") is not None]
         if not gpus:
             return ("skip", "persistence mode not read", "", {})
         off = [g["index"] for g in gpus if g["persistence_mode"] == 0]

@@ -212,7 +212,8 @@ def gpu_memory_text(facts: Mapping[str, Any], problem: bool) -> str | None:
     """The GPU memory column: '0.5/140G' (the fullest GPU's memory in use, of its total), or
     'held 131G python' when its GPU-state checks found memory held or another process."""
     sized: list[tuple[Mapping[str, Any], float, float]] = []
-    for gpu in _gpu_states(facts):
+    # The GPUs the job may use (CUDA_VISIBLE_DEVICES's), not a neighbour's on a shared node.
+    for gpu in (g for g in _gpu_states(facts) if g.get("job") is not False):
         held, total = _number(gpu.get("held_mib")), _number(gpu.get("total_mib"))
         if held is not None and total is not None and total > 0:
             sized.append((gpu, held, total))

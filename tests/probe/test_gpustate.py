@@ -151,8 +151,10 @@ def test_a_healthy_gpu_passes_and_an_unread_kernel_log_is_never_clean(tmp_path) 
 
 def test_memory_held_by_no_process_listed_is_another_namespace_s(tmp_path) -> None:
     # A container sees the host's processes only as memory in use; the job's own GPU is the
-    # only one CUDA_VISIBLE_DEVICES gives it, so nothing is missing.
-    env = {**gpu_state_env((65536, 1, 0, 0, 0)), "CUDA_VISIBLE_DEVICES": "0"}
+    # only one CUDA_VISIBLE_DEVICES gives it, so nothing is missing, and GPU 1, another job's
+    # on a shared node (busy, persistence off), is none of its business.
+    env = {**gpu_state_env((65536, 1, 0, 0, 0), (100000, 0, 0, 0, 0, f"{ELSEWHERE}:100000")),
+           "CUDA_VISIBLE_DEVICES": "0"}
     node = make_node(tmp_path / "node", gpus=2, cuda_missing=1, env=env)
     _, doc, _ = run_probe(node)
     checks = checks_of(doc)
@@ -163,6 +165,8 @@ def test_memory_held_by_no_process_listed_is_another_namespace_s(tmp_path) -> No
         "GPU 0: 64.0 GiB of 140.4 GiB in use (46%) by no process this node can list (another "
         "pid namespace's)")
     assert checks["gpu_missing_for_cuda"]["status"] == "pass"
+    assert checks["gpu_persistence_mode"]["status"] == "pass"
+    assert [g["job"] for g in doc["facts"]["gpu_state"]["gpus"]] == [True, False]  # type: ignore[index]
 
 
 def test_nvidia_smi_queries_give_the_nvml_stage_s_shape() -> None:

@@ -42,14 +42,17 @@ class GpuStateChecks(Part):
     def gpu_state(self):
         return self.facts.get("gpu_state") or {}
 
+    def job_gpus(self):
+        """The GPUs the job may use (CUDA_VISIBLE_DEVICES's, or all)."""
+        return [g for g in self.gpu_state().get("gpus") or [] if g.get("job", True)]
+
     def state_unread(self):
         state = self.gpu_state()
         return ("skip", "GPU state not read (%s)" % (
             state.get("error") or "no NVML, no nvidia-smi"), "", {"error": state.get("error")})
 
     def check_gpu_memory_in_use(self):
-        state = self.gpu_state()
-        gpus = [g for g in state.get("gpus") or [] if g.get("total_mib")]
+        gpus = [g for g in self.job_gpus() if g.get("total_mib")]
         if not gpus:
             return self.state_unread()
         worst = max(gpus, key=lambda g: g["held_share"])
@@ -71,8 +74,7 @@ class GpuStateChecks(Part):
         return ("warn", "; ".join(parts), HOLDER_FIX, evidence)
 
     def check_gpu_foreign_processes(self):
-        state = self.gpu_state()
-        gpus = state.get("gpus") or []
+        gpus = self.job_gpus()
         if not gpus:
             return self.state_unread()
         found, unseen, unread = [], [], []
@@ -102,9 +104,9 @@ class GpuStateChecks(Part):
         return ("pass", "no other process on the GPUs", "", evidence)
 
     def check_gpu_memory_health(self):
-        gpus = [g for g in self.gpu_state().get("gpus") or [] if g.get("health")]
+        gpus = [g for g in self.job_gpus() if g.get("health")]
         if not gpus:
-            return self.state_unread() if not self.gpu_state().get("gpus") else (
+            return self.state_unread() if not self.job_gpus() else (
                 "skip", "memory-health counters not readable (NVML: not supported here)", "",
                 {})
         pending, failed, ecc, retired = [], [], [], []
@@ -161,8 +163,7 @@ class GpuStateChecks(Part):
         return ("pass", "CUDA opens the %d GPU(s) the driver lists" % cuda, "", evidence)
 
     def check_gpu_persistence_mode(self):
-        gpus = [g for g in self.gpu_state().get("gpus") or []
-                if g.get("persistence_mode") is not None]
+        gpus = [g for g in self.job_gpus() if g.get("persistence_mode") is not None]
         if not gpus:
             return ("skip", "persistence mode not read", "", {})
         off = [g["index"] for g in gpus if g["persistence_mode"] == 0]

@@ -273,6 +273,17 @@ def visible_devices(env):
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def the_job_s(gpu, visible):
+    """Whether the job may use this GPU: every GPU without CUDA_VISIBLE_DEVICES, else those it
+    names by NVML index or by (a prefix of) UUID. A GPU of another job on a shared node (a
+    Slurm prolog's neighbours) is not this job's business."""
+    if visible is None:
+        return True
+    uuid = gpu.get("uuid") or ""
+    return any(item == str(gpu.get("index")) or (item.startswith("GPU-") and uuid.startswith(
+        item)) for item in visible)
+
+
 class GpuStateFacts(Part):
     """The NVML stage, started before any stage that may create a CUDA context, and read while
     the probe's own subprocesses are alive (so their pids are known as its own)."""
@@ -318,6 +329,7 @@ class GpuStateFacts(Part):
         """facts.gpu_state: per GPU memory (MiB), processes, modes, health; the count CUDA
         opens; the kernel log's Xid events."""
         info: dict = self.gpu_state_info
+        visible = visible_devices(self.env)
         gpus = []
         for gpu in info.get("gpus") or []:
             memory: dict = gpu.get("memory") or {}
@@ -331,7 +343,7 @@ class GpuStateFacts(Part):
                              dict(p, used_mib=p["used"] // MIB if p.get("used") is not None
                                   else None) for p in gpu["processes"])],
                      "processes_error": gpu.get("processes_error"),
-                     "health": gpu.get("health") or {}}
+                     "health": gpu.get("health") or {}, "job": the_job_s(gpu, visible)}
             if memory.get("total"):
                 used = max(0, memory.get("used", 0) - own_used)
                 entry.update({"total_mib": memory["total"] // MIB,
@@ -344,7 +356,7 @@ class GpuStateFacts(Part):
                  "nvml_error": info.get("nvml_error"), "gpus": gpus,
                  "listed": len(gpus) if gpus else len(self.gpus),
                  "cuda_count": cuda.get("count") if cuda.get("init") == 0 else None,
-                 "visible_devices": visible_devices(self.env)}
+                 "visible_devices": visible}
         if self.vendor == "nvidia" and self.possible_gpu:
             state["xid"] = xid_events([gpu["bus"].lower() for gpu in self.proc["gpus"]])
         self.facts["gpu_state"] = state
