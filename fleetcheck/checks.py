@@ -94,18 +94,19 @@ CHECKS: tuple[CheckInfo, ...] = (
     CheckInfo("workload_env", "no variable moves or slows the kernels", "triton", False),
     CheckInfo("inductor_ready", "torch.compile's own path (user, cache dir)", "triton",
               False),
-    # The GPUs' state before a job (docs/checks.md, "GPU state"): a playbook decides whether
-    # each fails or warns (max_gpu_memory_used, foreign_processes, memory_health, min_gpus).
+    # The GPUs' state before a job (docs/checks.md, "The GPUs' state before a job"): a playbook
+    # decides whether each fails or warns (max_gpu_memory_used, foreign_processes,
+    # memory_health, min_gpus).
     CheckInfo("gpu_memory_in_use", "GPU memory free (not held by another process)",
-              "gpu_memory", False),
-    CheckInfo("gpu_foreign_processes", "no other process on the GPUs", "gpu_memory", False),
-    CheckInfo("gpu_memory_health", "no pending or failed GPU memory repair", "gpus", False,
+              "gpu_memory"),
+    CheckInfo("gpu_foreign_processes", "no other process on the GPUs", "gpu_memory"),
+    CheckInfo("gpu_memory_health", "no pending or failed GPU memory repair", "gpus",
               vendor="nvidia"),
-    CheckInfo("gpu_missing_for_cuda", "CUDA opens every GPU the driver lists", "gpus", False,
+    CheckInfo("gpu_missing_for_cuda", "CUDA opens every GPU the driver lists", "gpus",
               vendor="nvidia"),
-    CheckInfo("gpu_persistence_mode", "persistence mode on", "gpus", False, vendor="nvidia"),
+    CheckInfo("gpu_persistence_mode", "persistence mode on", "gpus", vendor="nvidia"),
     CheckInfo("gpu_xid_events", "no critical Xid event in the kernel log (last hour)", "gpus",
-              False, vendor="nvidia"),
+              vendor="nvidia"),
 )
 
 CHECKS_BY_ID: dict[str, CheckInfo] = {info.id: info for info in CHECKS}
