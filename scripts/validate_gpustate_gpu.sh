@@ -79,8 +79,9 @@ doc = json.load(open(sys.argv[1]))
 gpus = (doc["facts"].get("gpu_state") or {}).get("gpus") or []
 foreign = [p for g in gpus for p in g.get("processes") or [] if not p.get("own")]
 held = max([g.get("held_share") or 0 for g in gpus] or [0])
-print("EXPECT probe's own context not counted: %s (foreign processes %d, largest share held %.3f)"
-      % ("OK" if not foreign and held <= 0.05 else "MISMATCH", len(foreign), held))
+print("EXPECT probe's own context not counted: %s (GPUs read %d, foreign processes %d, largest "
+      "share held %.3f)" % ("OK" if gpus and not foreign and held <= 0.05 else "MISMATCH",
+                           len(gpus), len(foreign), held))
 PYEOF
 case_ healthy_gate_pretraining "$py" -m fleetcheck gate "$work/local.yaml" --playbook pre-training
 expect healthy_gate_pretraining 0 "$rc"
