@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ from fleetcheck.inventory.schema import kind_keys
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "inventory.example.yaml"
-HOME = os.path.expanduser("~")
+#: SSH paths' `~` is the passwd entry's home, as OpenSSH reads it, whatever `HOME` says.
+HOME = pwd.getpwuid(os.getuid()).pw_dir
 
 BASE = "hosts:\n  pve1:\n    address: 10.1.2.6\n"
 
