@@ -13,7 +13,7 @@ from fleetcheck.errors import FleetcheckError
 from fleetcheck.verdict import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
 
 if TYPE_CHECKING:  # the CLI imports stages lazily, so that `--help` and `probe --script` stay fast
-    from fleetcheck.inventory.model import Inventory
+    from fleetcheck.spec.model import Inventory
     from fleetcheck.verdict import Policy
 
 
@@ -477,7 +477,7 @@ def _default_inventory() -> Inventory:
     """The embedded default: this machine only, through the local transport."""
     import socket
 
-    from fleetcheck.inventory.model import HostSpec, Inventory
+    from fleetcheck.spec.model import HostSpec, Inventory
 
     host = HostSpec(name=socket.gethostname() or "localhost", address=None, transport="local",
                     probe_host=True)

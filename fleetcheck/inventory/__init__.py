@@ -1,9 +1,13 @@
-"""The inventory stage: load and validate inventory.yaml, select nodes, discover containers."""
+"""The inventory stage: load and validate inventory.yaml, select nodes, discover containers.
+
+Above the node kinds, which it asks for their keys, id shapes and expansions; the data and
+readers the kinds need are below them, in `fleetcheck/spec/`, and re-exported here as the
+stage's API (`HostSpec`, `InventoryError`...). Nothing below the kinds imports this package.
+"""
 
 from __future__ import annotations
 
 from fleetcheck.inventory.discovery import parse_pct_list, targets_for_host
-from fleetcheck.inventory.errors import DiscoveryError, InventoryError
 from fleetcheck.inventory.graph import inventory_to_json, render_inventory_graph
 from fleetcheck.inventory.limit import (
     check_limit,
@@ -15,7 +19,8 @@ from fleetcheck.inventory.limit import (
     unmatched_patterns,
 )
 from fleetcheck.inventory.load import load_inventory, parse_inventory
-from fleetcheck.inventory.model import (
+from fleetcheck.spec.errors import DiscoveryError, InventoryError
+from fleetcheck.spec.model import (
     ALL_CONTAINERS,
     ApiOptions,
     ContainerSpec,
@@ -26,7 +31,7 @@ from fleetcheck.inventory.model import (
     SshOptions,
     Target,
 )
-from fleetcheck.inventory.pveapi import discover_via_api
+from fleetcheck.spec.pveapi import discover_via_api
 
 __all__ = [
     "ALL_CONTAINERS",

@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 
 from fleetcheck.inventory import InventoryError, load_inventory, parse_inventory
+from fleetcheck.inventory.hostkeys import kind_keys
 from fleetcheck.inventory.load import schema_keys
-from fleetcheck.inventory.model import (
+from fleetcheck.spec.model import (
     ApiOptions,
     ContainerSpec,
     HostSpec,
     SshOptions,
     declaration_fields,
 )
-from fleetcheck.inventory.schema import kind_keys
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "inventory.example.yaml"
