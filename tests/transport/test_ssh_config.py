@@ -322,8 +322,10 @@ def test_the_default_files_are_the_passwd_homes_not_HOMEs(other_home: Path) -> N
     assert settings.known_hosts[:2] == tuple(shown["userknownhostsfile"].split(" ")) == (
         f"{home}/.ssh/known_hosts", f"{home}/.ssh/known_hosts2")
     assert shown_keys and all(path.startswith("~/") for path in shown_keys)
-    assert list(settings.identity_files) == [os.path.join(home, path[2:])
-                                             for path in shown_keys]
+    # In OpenSSH's order; an OpenSSH that has dropped a key type (id_dsa in 10.0) lists fewer.
+    expected = [os.path.join(home, path[2:]) for path in shown_keys]
+    assert [path for path in settings.identity_files if path in expected] == expected
+    assert all(path.startswith(f"{home}/.ssh/id_") for path in settings.identity_files)
     assert not any(path.startswith(str(other_home)) for path in settings.identity_files)
 
 
