@@ -321,7 +321,63 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("new")
     diff.add_argument("--json", action="store_true", help="JSON instead of text")
     _add_host_setup(sub)
+    _add_contracts(sub)
     return parser
+
+
+def _add_contracts(sub: Any) -> None:
+    """`schema`, `completion`, `manpage`: what fleetcheck publishes about itself."""
+    schema = sub.add_parser(
+        "schema", help="print the JSON Schema of a document fleetcheck writes",
+        description="Print the JSON Schema (draft 2020-12) of the probe's document "
+        "(fleetcheck.probe/1), the node document (fleetcheck.node/1) or the audit report "
+        "(fleetcheck.audit/1); without NAME, or with --list, list them. The same files are "
+        "in docs/schemas/.",
+    )
+    schema.add_argument("name", nargs="?", choices=("probe", "node", "audit"), metavar="NAME",
+                        help="probe, node or audit")
+    schema.add_argument("--list", action="store_true", help="list the schemas and exit")
+    completion = sub.add_parser(
+        "completion", help="print the shell completion script for bash or zsh",
+        description="Print the completion script of SHELL, e.g. "
+        "fleetcheck completion bash > /usr/share/bash-completion/completions/fleetcheck, or "
+        "fleetcheck completion zsh > /usr/local/share/zsh/site-functions/_fleetcheck "
+        "(scripts/install.sh does both as root).",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh"), metavar="SHELL",
+                            help="bash or zsh")
+    sub.add_parser(
+        "manpage", help="print the man page (roff)",
+        description="Print fleetcheck's man page: fleetcheck manpage > "
+        "/usr/local/share/man/man1/fleetcheck.1, or read it now: fleetcheck manpage | man -l -",
+    )
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from fleetcheck.schemas import DOCUMENTS, TITLES, file_name, shipped
+
+    if args.name is None or args.list:
+        if args.name is not None:
+            raise UsageError("schema: give NAME or --list, not both")
+        _emit("".join(f"{name:<6} {tag:<20} {file_name(tag):<14} {TITLES[name]}\n"
+                      for name, tag in DOCUMENTS.items()), None)
+        return EXIT_PASS
+    _emit(shipped(args.name), None)
+    return EXIT_PASS
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    from fleetcheck.completion import shipped
+
+    _emit(shipped(args.shell), None)
+    return EXIT_PASS
+
+
+def cmd_manpage(args: argparse.Namespace) -> int:
+    from fleetcheck.completion import shipped
+
+    _emit(shipped(None), None)
+    return EXIT_PASS
 
 
 def _add_host_setup(sub: Any) -> None:
@@ -791,6 +847,9 @@ COMMANDS = {
     "health": cmd_health,
     "host-setup": cmd_host_setup,
     "fix": cmd_fix,
+    "schema": cmd_schema,
+    "completion": cmd_completion,
+    "manpage": cmd_manpage,
 }
 
 
