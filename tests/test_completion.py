@@ -4,10 +4,12 @@ option of it (the parser walked), shipped fresh, and completing in a real bash."
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -129,3 +131,33 @@ def test_zsh_loads_the_shipped_script(tmp_path) -> None:
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert "function" in done.stdout
+
+
+def test_install_puts_each_file_where_its_folder_is_and_says_how_otherwise(tmp_path) -> None:
+    root = tmp_path / "root"
+    (root / "usr/local/share/zsh/site-functions").mkdir(parents=True)
+    command = tmp_path / "fleetcheck"
+    command.write_text(f"#!/bin/sh\nexec {sys.executable} -m fleetcheck \"$@\"\n")
+    command.chmod(0o755)
+    script = Path(__file__).resolve().parents[1] / "scripts" / "install-completion.sh"
+    done = subprocess.run([str(script)], env={**os.environ, "DESTDIR": str(root),
+                                              "FLEETCHECK": str(command)},
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    bash_dir = root / "usr/share/bash-completion/completions"
+    assert done.stderr.splitlines() == [
+        f"bash completion: not installed (no {bash_dir}); for one user: {command} completion "
+        "bash > ~/.local/share/bash-completion/completions/fleetcheck",
+        f"zsh completion: {root}/usr/local/share/zsh/site-functions/_fleetcheck",
+        f"man page: {root}/usr/local/share/man/man1/fleetcheck.1"]
+    zsh = root / "usr/local/share/zsh/site-functions/_fleetcheck"
+    assert zsh.read_text() == completion.shipped("zsh")
+    assert (root / "usr/local/share/man/man1/fleetcheck.1").read_text() == completion.shipped()
+    bash_dir.mkdir(parents=True)
+    again = subprocess.run([str(script)], env={**os.environ, "DESTDIR": str(root),
+                                               "FLEETCHECK": str(command)},
+                           capture_output=True, text=True, timeout=120, check=False)
+    assert again.stderr.splitlines()[0] == f"bash completion: {bash_dir}/fleetcheck"
+    assert (bash_dir / "fleetcheck").read_text() == completion.shipped("bash")
+    assert oct((bash_dir / "fleetcheck").stat().st_mode & 0o777) == "0o644"
+    assert sorted(path.name for path in bash_dir.iterdir()) == ["fleetcheck"]
