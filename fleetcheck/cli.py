@@ -159,9 +159,10 @@ def build_parser() -> argparse.ArgumentParser:
                       "the playbook's consistency checks run across them (instead of --limit)")
     gate.add_argument("--documents", action="append", default=None, metavar="PATH",
                       help="with --nodes, instead of an inventory: gate from the node documents "
-                      "the nodes wrote (`fleetcheck probe --format json`; files, folders, "
-                      "tarballs, as for `merge`), probing nothing; a node without a document, "
-                      "or with one older than --max-age, is unverified")
+                      "the nodes wrote (`fleetcheck probe --format json`, or the bare probe "
+                      "script's output; files, folders, tarballs, as for `merge`), probing "
+                      "nothing; a node without a document, or with one older than --max-age, "
+                      "is unverified")
     _add_max_age(gate, "with --documents: oldest document that counts")
     gate.add_argument("--playbook", "-p", metavar="FILE|NAME", default="pre-training",
                       help="requirements (default: the built-in pre-training playbook)")
@@ -292,9 +293,11 @@ def build_parser() -> argparse.ArgumentParser:
         "merge", help="one audit report from node documents gathered by Slurm, Kubernetes, "
         "timers",
         description="Assemble the node documents that `fleetcheck probe --format json` printed "
-        "on each node (files, folders of *.json, tarballs, - for stdin; node caches and saved "
-        "audits too) into one audit report with the playbook's fleet checks, history and every "
-        "format, as `fleetcheck audit` would have written it. A node given twice keeps its "
+        "on each node, or the probe script itself where fleetcheck is not installed "
+        "(`fleetcheck probe --script | python3 -`), into one audit report (files, folders of "
+        "*.json, tarballs, - for stdin; node caches and saved audits too) with the playbook's "
+        "fleet checks, history and every format, as `fleetcheck audit` would have written it: "
+        "each node judged as an audit judges its probe's reply. A node given twice keeps its "
         "newest document; a document older than --max-age leaves its node unverified; an input "
         "that cannot be read is named. Each is one line on stderr and a finding in the report. "
         "See docs/integrations.md.",
@@ -305,7 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output(merge)
     merge.add_argument("--id", dest="id_template", default="auto", metavar="TEMPLATE",
                        help="how merged nodes are named: 'auto' (default: the Slurm node name, "
-                       "else the Kubernetes node name, else the document's id) or a template "
+                       "else the Kubernetes node name, else the document's id, which is the "
+                       "probed machine's host name, else the file's name) or a template "
                        "of {id} {hostname} {slurm_node} {slurm_job} {k8s_node} {pod} "
                        "{namespace} {file}")
     _add_max_age(merge, "a document probed longer ago leaves its node unverified")
