@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.contracts import validated_json
 from tests.nodeenv import make_node
 
 from .slurmkit import SlurmCluster, skip_without_slurm, write_script
@@ -189,8 +190,7 @@ def test_srun_fan_out_of_the_bare_probe_script_merges_into_the_direct_audits_rep
     # gpu03's probe fails (exit 1), so the step does too; every document is written anyway.
     assert done.returncode == 1, done.stderr + cluster.logs()
     files = sorted(docs.iterdir())
-    documents = [json.loads(path.read_text()) for path in files]
-    assert {d["schema"] for d in documents} == {"fleetcheck.probe/1"}
+    documents = [validated_json(path.read_text(), "probe") for path in files]
     assert sorted(d["facts"]["hostname"] for d in documents) == list(NODES)
 
     merged_path = tmp_path / "merged.json"
@@ -201,8 +201,8 @@ def test_srun_fan_out_of_the_bare_probe_script_merges_into_the_direct_audits_rep
     direct = run(sys.executable, "-m", "fleetcheck", "audit", str(cluster.root / "inventory.yaml"),
                  "--format", "json", "-o", str(direct_path), "--no-progress")
     assert direct.returncode == 1, direct.stderr
-    merged = json.loads(merged_path.read_text())
-    assert comparable(merged) == comparable(json.loads(direct_path.read_text()))
+    merged = validated_json(merged_path.read_text(), "audit")
+    assert comparable(merged) == comparable(validated_json(direct_path.read_text(), "audit"))
     statuses = {node: status for node, status, *_ in comparable(merged)["nodes"]}
     assert statuses == {"gpu01": "ok", "gpu02": "ok", "gpu03": "fail", "gpu04": "ok"}
     assert [c["id"] for c in merged["fleet_checks"]] == ["fleet_torch_mismatch"]
