@@ -34,6 +34,7 @@ from fleetcheck.probe.results import (
     probe_output_from_json,
 )
 from fleetcheck.reportio import node_from_dict, node_to_dict
+from fleetcheck.text import clip
 from fleetcheck.timestamps import parse_time
 from fleetcheck.verdict import PROBE_STATUSES, Policy, evaluate_node
 
@@ -255,13 +256,13 @@ def documents_from_json(data: Any, source: str) -> list[NodeDocument]:
         if _looks_like_node(data):
             return [_one_node(data, source, (None, ""),
                               note="written by an older fleetcheck (no schema tag)")]
-        keys = ", ".join(repr(key) for key in list(data)[:4]) or "no keys"
+        keys = clip(", ".join(repr(key) for key in list(data)[:4]), 80) or "no keys"
         raise NodeDocumentError(f"{source}: a JSON object without 'schema' ({keys}), not a "
                                 f"fleetcheck document; {EXPECTED}")
     if isinstance(tag, str):
         for known in (PROBE_SCHEMA, NODE_SCHEMA, CACHE_SCHEMA, AUDIT_SCHEMA):
             _refuse_newer(tag, known, source)
-        shown = tag[:80]
+        shown = clip(tag, 80)
         what = (f"a {shown} document" if _schema_version(tag) else
                 f"a document of schema {shown!r}")
         raise NodeDocumentError(f"{source}: {what}, which holds no node; {EXPECTED}")
