@@ -123,8 +123,11 @@ def test_bash_completes_from_the_shipped_script(line: str, offered: list[str]) -
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="needs zsh")
-def test_zsh_loads_the_shipped_script(tmp_path) -> None:
+def test_zsh_parses_and_loads_the_shipped_script(tmp_path) -> None:
     (tmp_path / "_fleetcheck").write_text(completion.shipped("zsh"))
+    parsed = subprocess.run(["zsh", "-f", "-n", str(tmp_path / "_fleetcheck")],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert (parsed.returncode, parsed.stderr) == (0, "")
     done = subprocess.run(["zsh", "-f", "-c", f"fpath=({tmp_path} $fpath); autoload -Uz "
                            "compinit && compinit -u && autoload -Uz _fleetcheck && "
                            "whence -w _fleetcheck"], capture_output=True, text=True,
