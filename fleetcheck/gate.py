@@ -99,7 +99,7 @@ def documents_gate_report(inputs: list[str], nodelist: str, policy: Policy,
     checks = fleet_checks(selected, policy) + tuple(
         check for check in outcome.report.fleet_checks if check.id == DUPLICATE_CHECK)
     report = dataclasses.replace(outcome.report, nodes=tuple(selected), fleet_checks=checks)
-    return report, problem_lines(outcome, names)
+    return report, problem_lines(outcome, names, command="gate")
 
 
 def _blocking(report: Report) -> list[dict[str, str]]:
