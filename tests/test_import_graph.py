@@ -44,8 +44,18 @@ def imported(tree: ast.AST, package: str, modules: Mapping[str, Path]) -> set[st
             # `from package import module` depends on the module, else on the package.
             targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
                        for alias in node.names]
-        found |= {t for t in targets if t in modules}
+        found |= {_existing(t, modules) for t in targets} - {""}
     return found
+
+
+def _existing(target: str, modules: Mapping[str, Path]) -> str:
+    """`target`, or the package above it that has it as an alias (`fleetcheck.inventory.model`,
+    the old name of `fleetcheck.spec.model`, is an import of `fleetcheck.inventory`); "" for a
+    module of no package here."""
+    parts = target.split(".")
+    while parts and ".".join(parts) not in modules:
+        parts.pop()
+    return ".".join(parts)
 
 
 def with_packages(name: str, targets: set[str], modules: Mapping[str, Path]) -> set[str]:
@@ -125,6 +135,8 @@ def test_the_graph_sees_deferred_and_type_checking_imports_and_packages() -> Non
                      "def later():\n    from f import x\n"
                      "class K:\n    def m(self):\n        from a.b.c import y\n")
     assert imported(tree, "z", modules) == {"d", "e", "f", "a.b.c"}
+    # A name no file has (a package's alias for a module moved elsewhere) is its package's.
+    assert imported(ast.parse("from a.b.gone import x\nimport os\n"), "z", modules) == {"a.b"}
     # Importing a.b.c from outside runs a/__init__ and a/b/__init__ first; from inside a.b,
     # the package is already being imported.
     assert with_packages("z", {"a.b.c"}, modules) == {"a", "a.b", "a.b.c"}
@@ -181,3 +193,12 @@ def test_transport_does_not_depend_on_the_kinds(graph: dict[str, set[str]]) -> N
             reached.add(module)
             todo += graph[module]
     assert not {m for m in reached if m.startswith("fleetcheck.kinds")}
+
+
+def test_the_old_names_of_the_modules_moved_below_the_kinds_are_the_same_modules() -> None:
+    import fleetcheck.inventory.model as old_model
+
+    from fleetcheck.inventory import yamlsrc as old_yamlsrc
+    from fleetcheck.spec import model, yamlsrc
+
+    assert (old_model, old_yamlsrc) == (model, yamlsrc)

@@ -242,7 +242,7 @@ def audited(name: str, stdout: bytes, policy: Any) -> Any:
     """The node an audit makes of the same reply from a node of that name (audit.py's own
     node_from_result, on the local transport)."""
     from fleetcheck.audit import node_from_result
-    from fleetcheck.inventory.model import HostSpec, Target
+    from fleetcheck.spec.model import HostSpec, Target
     from fleetcheck.transport.interface import CommandResult
     from fleetcheck.transport.local import LocalTransport
 
