@@ -10,9 +10,9 @@ from typing import Any
 from fleetcheck.checks import CHECKS_BY_ID
 from fleetcheck.errors import FleetcheckError
 from fleetcheck.gpustate import FOREIGN_LEVELS, HEALTH_LEVELS, GpuPolicy
-from fleetcheck.inventory.yamlread import YamlReader
-from fleetcheck.inventory.yamlsrc import YamlWording, load_yaml, read_source
 from fleetcheck.model import VERDICTS
+from fleetcheck.spec.yamlread import YamlReader
+from fleetcheck.spec.yamlsrc import YamlWording, load_yaml, read_source
 from fleetcheck.text import did_you_mean
 from fleetcheck.verdict import CONSISTENCY_KEYS, DEFAULT_POLICY, Policy
 

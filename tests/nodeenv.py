@@ -1271,7 +1271,9 @@ def run_probe(node: NodeEnv, *args: str, isolated: bool = False, python: str | N
                           timeout=timeout, cwd=node.root)
     lines = done.stdout.decode().splitlines()
     assert len(lines) == 1, done.stdout.decode()[:2000] + done.stderr.decode()[:2000]
-    return done.returncode, json.loads(lines[0]), done.stderr.decode()
+    from tests.contracts import validated_json
+
+    return done.returncode, validated_json(lines[0], "probe"), done.stderr.decode()
 
 
 #: Mounts a small tmpfs at $0 inside a private mount namespace, fills it to the last block

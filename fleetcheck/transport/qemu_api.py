@@ -23,9 +23,9 @@ from typing import Any
 
 from fleetcheck.budget import BudgetFor, NodeBudget
 from fleetcheck.failures import ACCESS_DENIED, UNREACHABLE, Refusal
-from fleetcheck.inventory.errors import DiscoveryError
-from fleetcheck.inventory.model import ApiOptions
-from fleetcheck.inventory.pveapi import api_client, call_api, read_token_secret
+from fleetcheck.spec.errors import DiscoveryError
+from fleetcheck.spec.model import ApiOptions
+from fleetcheck.spec.pveapi import api_client, call_api, read_token_secret
 from fleetcheck.transport.interface import (
     CommandResult,
     RunCommand,
