@@ -731,6 +731,7 @@ def make_dirs(path, made, tries=3):
                     _os.mkdir(one)
                 except FileExistsError:
                     if not _os.path.isdir(one):
+                        _os.makedirs(path, exist_ok=True)
                         raise
                     continue
                 made.append(one)
@@ -3673,6 +3674,10 @@ class CacheChecks(Part):
             return skipped
         evidence = {"cache_dir": cache, "mount": mount[0] if mount else None,
                     "options": mount[1] if mount else None}
+        space = (self.stages.get("own") or {}).get("cache_space") or {}
+        if space.get("noexec") and not (mount and "noexec" in mount[1].split(",")):
+            mount = (space.get("path") or cache, "noexec")
+            evidence.update(mount=mount[0], options=mount[1], seen_by="statvfs ST_NOEXEC")
         if mount and "noexec" in mount[1].split(","):
             evidence["expected_error"] = ("ImportError: cuda_utils.so: failed to map segment "
                                           "from shared object")

@@ -28,19 +28,28 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 IS_ROOT = os.geteuid() == 0
 
 #: The workload's own start, as it meets Triton: get_current_target() (the driver module), the
-#: launcher of a kernel it ran before, then one of a kernel new to the cache.
+#: launcher of a kernel it ran before, then one of a kernel new to the cache. It says which step
+#: failed: "FAIL new-compiler ..." when only the new kernel's build failed in the compiler (a
+#: warm cache hides a broken toolchain until the first new kernel: fleetcheck's
+#: stale_cache_masks_compiler, a gpu verdict with that cause).
 TRUTH = r"""
-import os, sys
+import os, subprocess, sys
+step = "target"
 try:
     import triton
     from triton.runtime.driver import cache_dir
     driver = triton.runtime.driver.active
     driver.get_current_target()
+    step = "old"
     driver.build_launcher(os.path.join(cache_dir(), "launcher-add_one"))
+    step = "new"
     if "--warm-only" not in sys.argv:
         driver.build_launcher(os.path.join(cache_dir(), "launcher-new_kernel"))
 except BaseException as e:
-    print("FAIL %s: %s" % (type(e).__name__, e))
+    if step == "new" and (isinstance(e, subprocess.CalledProcessError)
+                          or "Failed to find C compiler" in str(e)):
+        step = "new-compiler"
+    print("FAIL %s %s: %s" % (step, type(e).__name__, e))
     sys.exit(1)
 print("OK")
 """

@@ -46,6 +46,12 @@ class CacheChecks(Part):
             return skipped
         evidence = {"cache_dir": cache, "mount": mount[0] if mount else None,
                     "options": mount[1] if mount else None}
+        # statvfs of the cache's file system, as the workload's process sees it (its own
+        # mount namespace, a bind mount the mountinfo prefix match cannot place).
+        space = (self.stages.get("own") or {}).get("cache_space") or {}
+        if space.get("noexec") and not (mount and "noexec" in mount[1].split(",")):
+            mount = (space.get("path") or cache, "noexec")
+            evidence.update(mount=mount[0], options=mount[1], seen_by="statvfs ST_NOEXEC")
         if mount and "noexec" in mount[1].split(","):
             evidence["expected_error"] = ("ImportError: cuda_utils.so: failed to map segment "
                                           "from shared object")

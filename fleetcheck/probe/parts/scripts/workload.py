@@ -147,6 +147,9 @@ def make_dirs(path, made, tries=3):
                     # Another process (a job, a second probe) made it since: Triton's own
                     # os.makedirs(exist_ok=True) goes on, and so do we; it is not ours to remove.
                     if not _os.path.isdir(one):
+                        # A file or a dangling link: os.makedirs says it its own way (a
+                        # FileNotFoundError beneath a dangling link): the workload's words.
+                        _os.makedirs(path, exist_ok=True)
                         raise
                     continue
                 made.append(one)
