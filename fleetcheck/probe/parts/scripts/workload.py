@@ -334,10 +334,11 @@ def entry_problem(path, name, uid, rebuilds):
             if _stat.S_ISDIR(file_st.st_mode):
                 # os.replace() cannot put a file over it: no rebuild helps.
                 return problem("corrupt", "a dir where Triton keeps a file", where=file_path)
+            damage = elf_damage(file_path) if file_name.endswith(".so") else None
             if not _os.access(file_path, _os.R_OK):
                 why, kind = "not readable (mode %s)" % oct(file_st.st_mode & 0o777), "unreadable"
-            elif file_name.endswith(".so") and elf_damage(file_path):
-                why, kind = elf_damage(file_path), "corrupt"
+            elif damage is not None:
+                why, kind = damage, "corrupt"
                 if not rebuilds:
                     return problem(kind, why + "; this Triton raises instead of rebuilding it",
                                    where=file_path)
