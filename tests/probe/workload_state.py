@@ -108,10 +108,21 @@ def workload_base() -> Iterator[Path]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+#: Whether the interpreter has Python.h where Triton looks (posix_local -> posix_prefix).
+HAS_HEADERS = ("import os, sysconfig; raise SystemExit(not os.path.exists(os.path.join("
+               "sysconfig.get_paths('posix_prefix')['include'], 'Python.h')))")
+
+
+def _system_python_builds() -> bool:
+    if not Path(SYSTEM_PYTHON).exists():
+        return False
+    return subprocess.run([SYSTEM_PYTHON, "-c", HAS_HEADERS], capture_output=True).returncode == 0
+
+
 def workload_node(base: Path, name: str = "node", **options: object) -> WorkloadNode:
     """A real-build node under `base`, its home and temp dir the workload user's."""
-    if IS_ROOT and not Path(SYSTEM_PYTHON).exists():
-        pytest.skip("no system Python to run as another user")
+    if IS_ROOT and not _system_python_builds():
+        pytest.skip(f"no {SYSTEM_PYTHON} with its Python.h to run as another user")
     node = real_triton_build(make_node(base / name, **options))  # type: ignore[arg-type]
     tmp = node.root / "job-tmp"
     tmp.mkdir()
