@@ -824,7 +824,9 @@ def rebuilds_bad_entries(triton):
 KEY_NAME = r"^(?:[A-Z2-7]{52}|[0-9a-f]{64})$"
 
 
-def audit_entries(cache, rebuilds, skip=".fleetcheck-probe"):
+def audit_entries(cache, rebuilds, skip=".fleetcheck-probe", budget=3.0):
+    import time
+    end = time.monotonic() + budget
     out = {"cache_dir": cache, "count": 0, "problems": []}
     try:
         names = sorted(_os.listdir(cache))
@@ -834,9 +836,12 @@ def audit_entries(cache, rebuilds, skip=".fleetcheck-probe"):
         out["error"] = failure_of(e)
         return out
     uid = _os.geteuid()
-    for name in names:
+    for index, name in enumerate(names):
         if name.startswith(skip):
             continue
+        if time.monotonic() > end:
+            out["unread"] = len(names) - index
+            break
         out["count"] += 1
         problem = entry_problem(_os.path.join(cache, name), name, uid, rebuilds)
         if problem is not None:
@@ -3712,11 +3717,15 @@ class CacheChecks(Part):
             return None, ("skip", "entries not read: this Triton's cache manager is not "
                           "Triton's FileCacheManager", "", evidence)
         evidence["entries"] = entries.get("count")
+        evidence["unread"] = entries.get("unread")
         found = [p for p in entries.get("problems") or [] if p.get("kind") == kind]
         evidence["problems"] = found[:8]
         if not found:
-            return None, ("pass", "%d entries of %s usable" % (
-                entries.get("count") or 0, own.get("cache_dir")), "", evidence)
+            unread = entries.get("unread")
+            return None, ("pass", "%d entries of %s usable%s" % (
+                entries.get("count") or 0, own.get("cache_dir"),
+                " (%d more not read within the probe's time)" % unread if unread else ""),
+                "", evidence)
         return found, evidence
 
     @staticmethod

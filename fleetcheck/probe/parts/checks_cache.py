@@ -87,11 +87,15 @@ class CacheChecks(Part):
             return None, ("skip", "entries not read: this Triton's cache manager is not "
                           "Triton's FileCacheManager", "", evidence)
         evidence["entries"] = entries.get("count")
+        evidence["unread"] = entries.get("unread")
         found = [p for p in entries.get("problems") or [] if p.get("kind") == kind]
         evidence["problems"] = found[:8]
         if not found:
-            return None, ("pass", "%d entries of %s usable" % (
-                entries.get("count") or 0, own.get("cache_dir")), "", evidence)
+            unread = entries.get("unread")
+            return None, ("pass", "%d entries of %s usable%s" % (
+                entries.get("count") or 0, own.get("cache_dir"),
+                " (%d more not read within the probe's time)" % unread if unread else ""),
+                "", evidence)
         return found, evidence
 
     @staticmethod

@@ -251,10 +251,13 @@ def rebuilds_bad_entries(triton):
 KEY_NAME = r"^(?:[A-Z2-7]{52}|[0-9a-f]{64})$"
 
 
-def audit_entries(cache, rebuilds, skip=".fleetcheck-probe"):
+def audit_entries(cache, rebuilds, skip=".fleetcheck-probe", budget=3.0):
     """Every entry of the workload's cache as Triton meets it with this user's rights: an entry
     is usable when its files load (a hit) or when it takes a rebuilt file (a miss, a corrupt
-    .so that this Triton rebuilds); what is neither is a problem, with its owner."""
+    .so that this Triton rebuilds); what is neither is a problem, with its owner. A cache too
+    large to read within `budget` seconds is read that far (`unread` says how many are left)."""
+    import time
+    end = time.monotonic() + budget
     out = {"cache_dir": cache, "count": 0, "problems": []}
     try:
         names = sorted(_os.listdir(cache))
@@ -264,9 +267,12 @@ def audit_entries(cache, rebuilds, skip=".fleetcheck-probe"):
         out["error"] = failure_of(e)
         return out
     uid = _os.geteuid()
-    for name in names:
+    for index, name in enumerate(names):
         if name.startswith(skip):
             continue
+        if time.monotonic() > end:
+            out["unread"] = len(names) - index
+            break
         out["count"] += 1
         problem = entry_problem(_os.path.join(cache, name), name, uid, rebuilds)
         if problem is not None:
