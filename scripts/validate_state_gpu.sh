@@ -78,6 +78,7 @@ one() {
   esac
   report "$name"
 }
+since() { awk -v a="$(date +%s.%N)" -v b="$1" 'BEGIN{printf "%.3f", a - b}'; }
 timings() {  # medians of $RUNS: bare target, probe on a cold cache, probe on a warm cache
   fresh_home timings
   local bare=() cold=() warm=() i t0
@@ -86,13 +87,13 @@ timings() {  # medians of $RUNS: bare target, probe on a cold cache, probe on a 
   for i in $(seq "$RUNS"); do
     t0=$(date +%s.%N)
     as_user "$PY" -c "import torch, triton; triton.runtime.driver.active.get_current_target()"
-    bare+=("$(echo "$(date +%s.%N) - $t0" | bc)")
+    bare+=("$(since "$t0")")
     rm -rf "$H/.triton/cache"; as_user mkdir -p "$H/.triton/cache"
     t0=$(date +%s.%N); as_user "$PY" - < "$PROBE" > "$OUT/timings.cold.$i.json" 2>/dev/null
-    cold+=("$(echo "$(date +%s.%N) - $t0" | bc)")
+    cold+=("$(since "$t0")")
     warm_as_user
     t0=$(date +%s.%N); as_user "$PY" - < "$PROBE" > "$OUT/timings.warm.$i.json" 2>/dev/null
-    warm+=("$(echo "$(date +%s.%N) - $t0" | bc)")
+    warm+=("$(since "$t0")")
   done
   unset TRITON_CACHE_DIR
   med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }

@@ -891,7 +891,7 @@ def entry_problem(path, name, uid, rebuilds):
         names = sorted(_os.listdir(path))
     except OSError:
         return None
-    files = [n for n in names if not n.startswith("tmp.pid_")]
+    files = [n for n in names if not n.startswith("tmp.pid_") and n != "lock"]
     if not files:
         if writable:
             return None

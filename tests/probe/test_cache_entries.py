@@ -94,3 +94,20 @@ def test_a_cache_too_large_for_the_time_is_read_that_far(tmp_path: Path, script:
     out = script["audit_entries"](str(tmp_path), True, budget=-1)
     assert (out["count"], out["unread"]) == (0, 5)
     assert script["audit_entries"](str(tmp_path), True)["count"] == 5
+
+
+def test_a_half_written_entry_is_a_problem_only_where_it_cannot_be_written(
+        tmp_path: Path, script: dict) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root writes every dir")
+    entry = tmp_path / key(1)
+    (entry / ("tmp.pid_4242_" + "0" * 32)).mkdir(parents=True)
+    (entry / "lock").write_text("")
+    assert script["audit_entries"](str(tmp_path), True)["problems"] == []
+    entry.chmod(0o555)
+    try:
+        found = script["audit_entries"](str(tmp_path), True)["problems"]
+    finally:
+        entry.chmod(0o755)
+    assert [(p["kind"], p["why"]) for p in found] == [
+        ("unreadable", "half-written (lock, tmp.pid_4242_" + "0" * 32 + ") and not writable")]

@@ -237,8 +237,8 @@ def elf_damage(path):
 
 
 def rebuilds_bad_entries(triton):
-    """Whether this Triton rebuilds a cached module it cannot load (runtime/build.py logs
-    'could not be loaded' and builds it again, 3.4+) instead of raising the loader's error."""
+    """Whether this Triton rebuilds a cached module it cannot load (its runtime/build.py logs
+    'could not be loaded' and builds it again) instead of raising the loader's error."""
     path = _os.path.join(_os.path.dirname(triton.__file__), "runtime", "build.py")
     try:
         with open(path, encoding="utf-8") as handle:
@@ -323,7 +323,8 @@ def entry_problem(path, name, uid, rebuilds):
         names = sorted(_os.listdir(path))
     except OSError:
         return None  # searchable but not listable: Triton never lists it
-    files = [n for n in names if not n.startswith("tmp.pid_")]
+    # A put's tmp dir and the dump manager's lock are never read by a lookup.
+    files = [n for n in names if not n.startswith("tmp.pid_") and n != "lock"]
     if not files:
         if writable:
             return None
