@@ -3,10 +3,10 @@
 Each is a change to one component of the workload's paths (its home, ~/.triton, the cache, an
 entry dir, a cached module, its temp dir): another owner, a mode, a link (dangling, a loop, to a
 file), a file in its place, a truncated module, a half-written entry; or a file system mounted
-there in a private mount namespace (full, out of inodes, read-only, noexec); or a resource
-limit (prlimit); or the environment (TRITON_CACHE_DIR, TMPDIR); or a tool removed (the
-compiler, the linker). `apply` makes it, and returns the command prefix the workload and the
-probe run under.
+there in a private mount namespace (full, out of inodes, read-only, noexec); or a resource limit
+(prlimit); or the environment (TRITON_CACHE_DIR, TMPDIR); or a tool or a package part removed
+(the compiler, the linker, the driver's libcuda.so.1 link). `apply` makes it, and returns the
+command prefix the workload and the probe run under.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ ENTRY_CHANGES = ("truncated", "not-elf", "half-written", "dir-instead")
 MOUNTS = ("full", "no-inodes", "read-only", "noexec")
 LIMITS = ("fsize-4k", "nofile-64")
 ENVS = ("cache-under-file", "cache-elsewhere", "tmpdir-missing", "tmpdir-file")
-TOOLS = ("no-gcc", "no-ld")
+TOOLS = ("no-gcc", "no-ld", "no-libcuda-link")
 
 #: The components of the workload's paths a change may hit.
 COMPONENTS = ("home", "triton", "cache", "driver-entry", "launcher-entry", "driver-module",
@@ -148,6 +148,10 @@ def apply(state: WorkloadNode, p: Perturbation) -> tuple[str, ...]:
             for name in ("gcc", "cc", "clang"):
                 if os.path.lexists(bindir / name):
                     (bindir / name).unlink()
+        elif p.change == "no-libcuda-link":
+            # The driver package's libcuda.so.1 link gone (a half-removed driver): the linker
+            # cache still names it.
+            (state.node.root / "lib" / "libcuda.so.1").unlink()
         elif p.change == "no-ld":
             for name in ("ld", "ld.bfd", "ld.gold"):
                 if os.path.lexists(bindir / name):

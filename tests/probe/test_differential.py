@@ -2,15 +2,15 @@
 
 The node's Triton builds its driver module and launchers with the newest release's own
 runtime/build.py and runtime/cache.py against the suite's driver stub (tests/nodeenv.py,
-real_triton_build). For each generated state (tests/probe/perturb.py: owners, modes and links
-of every component of the home, cache and temp paths; entries truncated, half-written, of
-another type; file systems full, out of inodes, read-only, noexec in a private mount namespace;
-prlimit; the environment; the compiler or the linker removed), on a warm or a cold cache, the
-workload's own start (TRUTH: get_current_target(), an earlier kernel's launcher, a new one) is
-run as the workload user beside the probe. The probe's gpu must be the workload's outcome (a
-toolchain failure the warm cache hides until a new kernel is gpu with the cause
-stale_cache_masks_compiler, as fleetcheck words it), a cpu-fallback must name a cause with a
-fix, and the probe must leave the home and temp dirs as it found them.
+real_triton_build). For each generated state (tests/probe/perturb.py: owners, modes and links of
+every component of the home, cache and temp paths; entries truncated, half-written, of another
+type; file systems full, out of inodes, read-only, noexec in a private mount namespace; prlimit;
+the environment; the compiler, the linker or the driver's libcuda.so.1 link removed), on a warm
+or a cold cache, the workload's own start (TRUTH: get_current_target(), an earlier kernel's
+launcher, a new one) is run as the workload user beside the probe. The probe's gpu must be the
+workload's outcome (a toolchain failure the warm cache hides until a new kernel is gpu with the
+cause stale_cache_masks_compiler, as fleetcheck words it), a cpu-fallback must name a cause with
+a fix, and the probe must leave the home and temp dirs as it found them.
 """
 
 from __future__ import annotations
