@@ -111,3 +111,21 @@ def test_a_half_written_entry_is_a_problem_only_where_it_cannot_be_written(
         entry.chmod(0o755)
     assert [(p["kind"], p["why"]) for p in found] == [
         ("unreadable", "half-written (lock, tmp.pid_4242_" + "0" * 32 + ") and not writable")]
+
+
+def test_a_proof_killed_midway_leaves_no_tmp_dir_in_the_real_entries(tmp_path: Path) -> None:
+    from fleetcheck.probe.parts.facts_cache import remove_throwaway
+    name = ".fleetcheck-probe-42-abcd"
+    cache = tmp_path / "cache"
+    made_by_proof = cache / key(1)       # the proof made it for its key: empty once swept
+    (made_by_proof / f"tmp.pid_42_{name}").mkdir(parents=True)
+    real = cache / key(2)                # a real entry the proof was writing beside
+    module(real, ELF)
+    (real / f"tmp.pid_42_{name}" / "cuda_utils.so").parent.mkdir()
+    (real / f"tmp.pid_42_{name}" / "cuda_utils.so").write_bytes(ELF)
+    other = cache / key(3) / "tmp.pid_7_5f0c"  # another process's put: not ours
+    other.mkdir(parents=True)
+    remove_throwaway(name, str(cache), {}, [])
+    assert sorted(p.relative_to(cache).as_posix() for p in cache.rglob("*")) == sorted([
+        key(2), f"{key(2)}/cuda_utils.cpython-311-x86_64-linux-gnu.so", key(3),
+        f"{key(3)}/tmp.pid_7_5f0c"])
