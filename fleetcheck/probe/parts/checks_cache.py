@@ -100,9 +100,10 @@ class CacheChecks(Part):
 
     @staticmethod
     def _paths(found):
-        """The entry dirs (<cache>/<key>) to remove, a few of them."""
+        """The entry dirs (<cache>/<key>) to remove, a few of them, quoted for a shell."""
+        import shlex
         paths = sorted({p.get("entry") or p["path"] for p in found})
-        return " ".join(paths[:6]) + (" ..." if len(paths) > 6 else "")
+        return " ".join(shlex.quote(p) for p in paths[:6]) + (" ..." if len(paths) > 6 else "")
 
     def check_cache_entry_foreign_owner(self):
         found, evidence = self._entry_problems("foreign_owner")
@@ -117,7 +118,8 @@ class CacheChecks(Part):
                     " (%d such entries)" % len(found) if len(found) > 1 else ""),
                 "remove the entries %s left in the cache (it ran the workload as %s, e.g. with "
                 "sudo): sudo rm -rf %s; or give them back: sudo chown -R %s %s" % (
-                    owner, owner, self._paths(found), me, evidence.get("cache_dir")),
+                    owner, owner, self._paths(found), me,
+                    self._paths([{"path": evidence.get("cache_dir") or ""}])),
                 evidence)
 
     def check_cache_entry_unreadable(self):
@@ -140,9 +142,10 @@ class CacheChecks(Part):
 
 
 def user_name():
-    """This process's user name (the workload's: the probe runs as it), else its uid."""
+    """This process's user name (the workload's: the probe runs as it), else its uid (chown
+    takes either)."""
     try:
         import pwd
         return pwd.getpwuid(os.geteuid()).pw_name
     except (ImportError, KeyError):
-        return "uid %d" % os.geteuid()
+        return str(os.geteuid())
