@@ -31,6 +31,12 @@ command -v clush >/dev/null 2>&1 || need+=(clustershell)
 if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1; then
   need+=(python3-venv)
 fi
+# tests/probe/workload_state.py runs the workload as another user with Debian's python3, whose
+# Triton builds include Python.h.
+if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import os, sysconfig
+raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths("posix_prefix")["include"], "Python.h")))'; then
+  need+=(python3-dev)
+fi
 if [ "${#need[@]}" -gt 0 ]; then
   echo "installing Debian packages: ${need[*]}" >&2
   sudo=()

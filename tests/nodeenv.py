@@ -1545,3 +1545,66 @@ def make_amd_node(
     node_env.update(env or {})
     return NodeEnv(env=node_env, sysroot=sysroot, python=node.python, root=node.root,
                    home=node.home, bindir=node.bindir, site=site)
+
+
+#: The driver's and launchers' modules built as Triton builds them: the stub driver's cuda_utils
+#: and each kernel's launcher go through the newest release's runtime/build.py
+#: (compile_module_from_src: its cache key, FileCacheManager's get_file/put in
+#: runtime/cache.py, the load of the cached module, the rebuild of one that does not load).
+REAL_BUILD_DRIVER = r'''
+
+# ---- real build (tests/nodeenv.py, real_triton_build) ----
+MODULE_SOURCE = (
+    "#include <Python.h>\n#include <dlfcn.h>\n/* %s */\n"
+    "static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, \"%s\", NULL, -1, NULL};\n"
+    "PyMODINIT_FUNC PyInit_%s(void) { return PyModule_Create(&def); }\n")
+
+def real_module(name, tag):
+    from triton.runtime.build import compile_module_from_src
+    return compile_module_from_src(MODULE_SOURCE % (tag, name, name), name,
+                                   library_dirs=libcuda_dirs(), include_dirs=[],
+                                   libraries=["libcuda.so.1"])
+
+def _real_init(self):
+    if _CONFIG["error"]:
+        raise RuntimeError(_CONFIG["error"])
+    self.utils = real_module("cuda_utils", "the driver's utilities")
+
+CudaDriver.__init__ = _real_init
+CudaDriver.build_launcher = lambda self, so_dir: real_module(
+    "__triton_launcher", "launcher of " + os.path.basename(so_dir))
+'''
+
+LIBTRITON = '''"""Stub of triton._C.libtriton's environment readers (knobs.py imports them)."""
+import os
+
+def getenv(key, default=None):
+    value = os.environ.get(key)
+    return default if value is None else value
+
+def getenv_bool(key, default=False):
+    value = os.environ.get(key)
+    return default if value is None else value.strip().lower() in ("1", "true", "on")
+
+import _fleetcheck_stub_api  # the rest of the extension stays the suite's stub
+__getattr__ = _fleetcheck_stub_api.module_getattr(__name__)
+'''
+
+
+def real_triton_build(node: NodeEnv) -> NodeEnv:
+    """The node's stub Triton builds its driver module and launchers with the newest release's
+    own runtime/build.py, runtime/cache.py and knobs.py (`.test-wheels/triton-3.9.0`): keys,
+    cache entries, loads and rebuilds are Triton's; only the GPU behind them is the stub's."""
+    real = TEST_WHEELS / "triton-3.9.0" / "triton"
+    triton = node.site / "triton"
+    for rel in ("knobs.py", "_utils.py", "runtime/cache.py", "runtime/build.py"):
+        shutil.copy2(real / rel, triton / rel)
+    _write(triton / "_C/__init__.py", "")
+    _write(triton / "_C/libtriton/__init__.py", LIBTRITON)  # a package, as the stub was
+    init = triton / "__init__.py"
+    # Imported by name: the stub's module __getattr__ would answer `from . import knobs`.
+    init.write_text(init.read_text() + "\nknobs = __import__('importlib').import_module("
+                    "__name__ + '.knobs')\n")
+    driver = triton / "runtime/driver.py"
+    driver.write_text(driver.read_text() + REAL_BUILD_DRIVER)
+    return node

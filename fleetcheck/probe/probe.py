@@ -127,6 +127,7 @@ CHECK_IDS = (
     "python_headers_missing", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
     "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "libhip_path_invalid",
     "libamdhip64_not_found", "libamdhip64_other_rocm", "cache_dir_unwritable",
+    "cache_entry_foreign_owner", "cache_entry_unreadable", "cache_entry_corrupt",
     "cache_dir_noexec", "cache_on_network_fs", "cache_dir_full", "tmp_dir_unusable",
     "ptxas_missing", "ptxas_override_unparsed",
     "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas", "triton_target",
@@ -182,6 +183,9 @@ CAUSE_LABELS = {
     "libamdhip64_not_found": "libamdhip64.so not found",
     "libamdhip64_other_rocm": "libamdhip64 from another ROCm than torch's",
     "cache_dir_unwritable": "Triton cache not writable",
+    "cache_entry_foreign_owner": "Triton cache entries owned by another user",
+    "cache_entry_unreadable": "Triton cache entries unreadable",
+    "cache_entry_corrupt": "Triton cache entries corrupt",
     "cache_dir_noexec": "Triton cache on a noexec mount",
     "ptxas_missing": "bundled ptxas missing",
     "ptxas_override_unparsed": "TRITON_PTXAS_PATH unusable",
@@ -625,14 +629,13 @@ FLA_LAYOUTS = (("utils/hardware.py", "fla.utils.hardware"),  # 0.6
 
 STACK_SCRIPT = (HELPER_PRELUDE + PY_INCLUDE + "FLA_LAYOUTS = %r\n" % (FLA_LAYOUTS,)
                 + r'''
-import errno as _errno, os as _os, shutil as _shutil, subprocess as _subprocess
+import errno as _errno, os as _os, shutil as _shutil, stat as _stat, subprocess as _subprocess
 import tempfile as _tempfile
 
 COMPILER_RUNS = []
 
 
 def trace_compiler():
-    """Record each subprocess.check_call (Triton's compiler call: runtime/build.py)."""
     original = _subprocess.check_call
 
     def check_call(*popenargs, **kwargs):
@@ -653,7 +656,7 @@ def trace_compiler():
         text = stderr.decode("utf-8", "replace")
         run["stderr"] = text[-4000:]
         try:
-            sys.stderr.write(text)  # where it went without us
+            sys.stderr.write(text)
         except Exception:
             pass
         if run["rc"]:
@@ -663,7 +666,6 @@ def trace_compiler():
 
 
 def failure_of(e):
-    """What a failed step raised: its text, errno name, paths, a compiler's command."""
     out = {"error": err(e), "type": type(e).__name__}
     code = getattr(e, "errno", None)
     if isinstance(code, int):
@@ -678,8 +680,6 @@ def failure_of(e):
 
 
 def gcc_tempdir(env):
-    """The temp dir gcc and binutils use (libiberty's choose_tmpdir): TMPDIR, TMP, TEMP, then
-    /tmp, /var/tmp, /usr/tmp; the first that is a directory with read, write and search."""
     for path in [env.get(k) for k in ("TMPDIR", "TMP", "TEMP")] + ["/tmp", "/var/tmp",
                                                                   "/usr/tmp"]:
         if path and _os.path.isdir(path) and _os.access(path, _os.R_OK | _os.W_OK | _os.X_OK):
@@ -688,8 +688,6 @@ def gcc_tempdir(env):
 
 
 def python_tempdir(env):
-    """The temp dir tempfile chooses for this environment (it writes a test file in each
-    candidate), or the FileNotFoundError it raises when none works."""
     saved = {k: _os.environ.get(k) for k in ("TMPDIR", "TEMP", "TMP")}
     saved_dir = _tempfile.tempdir
     try:
@@ -712,21 +710,19 @@ def python_tempdir(env):
 
 
 def triton_knobs(triton):
-    """triton.knobs (3.4+) when this Triton has the module, else None."""
     import types
     knobs = getattr(triton, "knobs", None)
     return knobs if isinstance(knobs, types.ModuleType) else None
 
 
 def triton_cache_dir(triton, env):
-    """The cache dir as this Triton resolves it for the workload's environment."""
     knobs = triton_knobs(triton)
     if env.get("TRITON_CACHE_DIR"):
         return env["TRITON_CACHE_DIR"]
     home = env.get("TRITON_HOME")
     if home is None and knobs is not None:
         try:
-            home = knobs.cache.home_dir  # TRITON_HOME, default ~/ (read when knobs loaded)
+            home = knobs.cache.home_dir
         except Exception:
             home = None
         home = home if isinstance(home, str) else None
@@ -734,9 +730,6 @@ def triton_cache_dir(triton, env):
 
 
 def make_dirs(path, made, tries=3):
-    """os.makedirs(path) as Triton's cache does it, noting each directory it creates. A parent
-    found existing and removed before its child is made (a second probe sharing the home
-    removing the ~/.triton it had made, now empty) is walked again, up to `tries` times."""
     for attempt in range(tries):
         missing = []
         probe = path
@@ -751,9 +744,8 @@ def make_dirs(path, made, tries=3):
                 try:
                     _os.mkdir(one)
                 except FileExistsError:
-                    # Another process (a job, a second probe) made it since: Triton's own
-                    # os.makedirs(exist_ok=True) goes on, and so do we; it is not ours to remove.
                     if not _os.path.isdir(one):
+                        _os.makedirs(path, exist_ok=True)
                         raise
                     continue
                 made.append(one)
@@ -764,7 +756,6 @@ def make_dirs(path, made, tries=3):
 
 
 def space_of(path):
-    """statvfs of the nearest existing dir: free bytes and inodes for this user, read-only."""
     while path and not _os.path.exists(path):
         path = _os.path.dirname(path)
     try:
@@ -785,7 +776,6 @@ def space_of(path):
 
 
 def write_test(directory, size):
-    """Write `size` bytes in `directory` as Triton's cache and build do; None or the errno."""
     path = _os.path.join(directory, "fleetcheck-write-test")
     try:
         with open(path, "wb") as handle:
@@ -801,22 +791,233 @@ def write_test(directory, size):
 
 
 def reset_driver(triton):
-    """Make Triton build its driver again (DriverConfig caches it per process)."""
     holder = getattr(getattr(triton, "runtime", None), "driver", None)
     for name in ("_default", "_active"):
         if hasattr(holder, name):
             setattr(holder, name, None)
 
 
+def owner_name(uid):
+    try:
+        import pwd
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return None
+
+
+def elf_damage(path):
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64)
+        size = _os.path.getsize(path)
+    except OSError as e:
+        return err(e)
+    if head[:4] != b"\x7fELF":
+        return "not an ELF file (%d bytes)" % size
+    if head[4:5] != b"\x02" or len(head) < 64:
+        return None if len(head) >= 52 else "file too short (%d bytes)" % size
+    import struct
+    order = "<" if head[5:6] == b"\x01" else ">"
+    phoff, shoff = struct.unpack(order + "QQ", head[32:48])
+    phsize, phnum, shsize, shnum = struct.unpack(order + "HHHH", head[54:62])
+    end = max(phoff + phsize * phnum, shoff + shsize * shnum)
+    if end > size:
+        return "file too short (%d bytes, its headers end at %d)" % (size, end)
+    return None
+
+
+def rebuilds_bad_entries(triton):
+    path = _os.path.join(_os.path.dirname(triton.__file__), "runtime", "build.py")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return "could not be loaded" in handle.read()
+    except OSError:
+        return False
+
+
+KEY_NAME = r"^(?:[A-Z2-7]{52}|[0-9a-f]{64})$"
+
+
+def audit_entries(cache, rebuilds, skip=".fleetcheck-probe", budget=3.0):
+    import time
+    end = time.monotonic() + budget
+    out = {"cache_dir": cache, "count": 0, "problems": []}
+    try:
+        names = sorted(_os.listdir(cache))
+    except FileNotFoundError:
+        return out
+    except OSError as e:
+        out["error"] = failure_of(e)
+        return out
+    uid = _os.geteuid()
+    for index, name in enumerate(names):
+        if name.startswith(skip):
+            continue
+        if time.monotonic() > end:
+            out["unread"] = len(names) - index
+            break
+        out["count"] += 1
+        problem = entry_problem(_os.path.join(cache, name), name, uid, rebuilds)
+        if problem is not None:
+            problem["entry"] = _os.path.join(cache, name)
+            if len(out["problems"]) < 20:
+                out["problems"].append(problem)
+            out["unusable"] = out.get("unusable", 0) + 1
+    return out
+
+
+def entry_problem(path, name, uid, rebuilds):
+    import re as _re
+    key_like = bool(_re.match(KEY_NAME, name))
+
+    def problem(kind, why, st=None, where=path):
+        out = {"path": where, "kind": kind, "why": why}
+        if st is not None:
+            out.update(owner_uid=st.st_uid, owner=owner_name(st.st_uid),
+                       mode=oct(st.st_mode & 0o7777))
+            if st.st_uid != uid and kind != "corrupt":
+                out["kind"] = "foreign_owner"
+        return out
+    try:
+        st = _os.stat(path)
+    except OSError as e:
+        if not key_like:
+            return None
+        if _os.path.islink(path):
+            try:
+                target = _os.readlink(path)
+            except OSError:
+                target = "?"
+            if e.errno == _errno.ENOENT:
+                return problem("corrupt", "a link to %s, which does not exist" % target)
+            if e.errno == _errno.ELOOP:
+                return problem("corrupt", "a link loop (%s)" % target)
+        try:
+            return problem("unreadable", err(e), _os.lstat(path))
+        except OSError:
+            return problem("unreadable", err(e))
+    if not _stat.S_ISDIR(st.st_mode):
+        return problem("corrupt", "a file where Triton keeps an entry dir") if key_like else None
+    writable = _os.access(path, _os.W_OK | _os.X_OK)
+    if not _os.access(path, _os.X_OK):
+        return problem("unreadable", "cannot be entered (mode %s)" % oct(st.st_mode & 0o777), st)
+    try:
+        names = sorted(_os.listdir(path))
+    except OSError:
+        return None
+    files = [n for n in names if not n.startswith("tmp.pid_") and n != "lock"]
+    if not files:
+        if writable:
+            return None
+        return problem("unreadable", "half-written (%s) and not writable" % (
+            ", ".join(names[:3]) or "empty"), st)
+    for file_name in files:
+        file_path = _os.path.join(path, file_name)
+        try:
+            file_st = _os.stat(file_path)
+        except OSError as e:
+            why, bad_st, kind = err(e), None, "corrupt"
+        else:
+            bad_st = file_st
+            if _stat.S_ISDIR(file_st.st_mode):
+                return problem("corrupt", "a dir where Triton keeps a file", where=file_path)
+            damage = elf_damage(file_path) if file_name.endswith(".so") else None
+            if not _os.access(file_path, _os.R_OK):
+                why, kind = "not readable (mode %s)" % oct(file_st.st_mode & 0o777), "unreadable"
+            elif damage is not None:
+                why, kind = damage, "corrupt"
+                if not rebuilds:
+                    return problem(kind, why + "; this Triton raises instead of rebuilding it",
+                                   where=file_path)
+            else:
+                continue
+        if writable and not (st.st_mode & _stat.S_ISVTX and bad_st is not None
+                             and bad_st.st_uid != uid and st.st_uid != uid):
+            continue
+        found = problem(kind, why + "; its dir %s is not writable" % path, bad_st,
+                        where=file_path)
+        if bad_st is None or bad_st.st_uid == uid:
+            found.update(owner_uid=st.st_uid, owner=owner_name(st.st_uid))
+            if st.st_uid != uid and kind != "corrupt":
+                found["kind"] = "foreign_owner"
+        return found
+    return None
+
+
+def replace_blocked(source, target):
+    try:
+        st = _os.lstat(target)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return e
+    if _stat.S_ISDIR(st.st_mode):
+        return IsADirectoryError(_errno.EISDIR, _os.strerror(_errno.EISDIR), source, None,
+                                 target)
+    uid = _os.geteuid()
+    parent = _os.stat(_os.path.dirname(target))
+    if parent.st_mode & _stat.S_ISVTX and uid not in (0, st.st_uid, parent.st_uid):
+        return PermissionError(_errno.EPERM, _os.strerror(_errno.EPERM), source, None, target)
+    return None
+
+
+def proof_manager(base, cache, made, written, keys, name):
+
+    def __init__(self, key, override=False, dump=False):
+        if not (override or dump):
+            keys.append(key)
+            try:
+                make_dirs(_os.path.join(cache, key), made)
+            except OSError:
+                pass
+        base.__init__(self, key, override=override, dump=dump)
+
+    def put(self, data, filename, binary=True):
+        if not str(getattr(self, "cache_dir", None) or "").startswith(cache):
+            return base.put(self, data, filename, binary)
+        binary = isinstance(data, bytes)
+        temp_dir = _os.path.join(self.cache_dir, "tmp.pid_%d_%s" % (_os.getpid(), name))
+        make_dirs(temp_dir, written)
+        temp_path = _os.path.join(temp_dir, filename)
+        with open(temp_path, "wb" if binary else "w") as handle:
+            handle.write(data if binary else str(data))
+        blocked = replace_blocked(temp_path, self._make_path(filename))
+        if blocked is not None:
+            raise blocked
+        return temp_path
+    return type(base.__name__, (base,), {"__init__": __init__, "put": put})
+
+
 class OwnPath:
-    """The workload's real build in throw-away subdirectories of its own dirs."""
 
     def __init__(self, triton, env, name, size):
         self.triton, self.env, self.name, self.size = triton, env, name, size
-        self.made = []      # directories created, parents first: removed in reverse
-        self.throwaway = []  # our own subdirectories: removed whole
+        self.made = []
+        self.throwaway = []
+        self.written = []
+        self.keys = []
         self.report = {"cache_dir": triton_cache_dir(triton, env)}
         self.saved = {}
+        self.patched = None
+
+    def real_manager(self):
+        if self.env.get("TRITON_CACHE_MANAGER") or _os.environ.get("TRITON_CACHE_MANAGER"):
+            return None
+        try:
+            import triton.runtime.cache as cache_module
+        except BaseException:
+            return None
+        base = getattr(cache_module, "FileCacheManager", None)
+        if not isinstance(base, type) or not callable(
+                getattr(cache_module, "get_cache_manager", None)):
+            return None
+        knobs = triton_knobs(self.triton)
+        try:
+            if knobs is not None and knobs.cache.manager_class:
+                return None
+        except Exception:
+            pass
+        return cache_module, base
 
     def prepare(self):
         rep = self.report
@@ -829,10 +1030,12 @@ class OwnPath:
         if failure:
             failure["where"] = "tmp"
             return failure
-        probe_cache = _os.path.join(cache, self.name)
+        real = self.real_manager()
+        probe_cache = cache if real else _os.path.join(cache, self.name)
         rep["probe_cache"] = probe_cache
-        # From here on this process runs as the workload does, whatever fails next: FLA and
-        # the frameworks' detections meet the same dirs (and the same failure) afterwards.
+        rep["through"] = "entries" if real else "subdir"
+        if real:
+            rep["entries"] = audit_entries(cache, rebuilds_bad_entries(self.triton), self.name)
         self.saved = {"TRITON_CACHE_DIR": _os.environ.get("TRITON_CACHE_DIR"),
                       "TMPDIR": _os.environ.get("TMPDIR"), "tempdir": _tempfile.tempdir}
         _os.environ["TRITON_CACHE_DIR"] = probe_cache
@@ -843,7 +1046,13 @@ class OwnPath:
             failure["where"] = "cache"
             failure["step"] = "os.makedirs(%s)" % probe_cache
             return failure
-        self.throwaway.append(probe_cache)
+        if real:
+            cache_module, base = real
+            cache_module.FileCacheManager = proof_manager(base, cache, self.made, self.written,
+                                                          self.keys, self.name)
+            self.patched = real
+        else:
+            self.throwaway.append(probe_cache)
         subs = {}
         for key, where in (("python_tmp", py_tmp), ("gcc_tmp", rep["gcc_tmp"])):
             if where in subs:
@@ -856,7 +1065,6 @@ class OwnPath:
                 subs[where] = None
                 rep[key + "_error"] = failure_of(e)
         emit("own-made", {"made": self.made, "throwaway": self.throwaway})
-        # Run as the workload runs: its cache (in our subdir), its temp dirs (in ours).
         gcc_sub = subs.get(rep["gcc_tmp"])
         if gcc_sub:
             _os.environ["TMPDIR"] = gcc_sub
@@ -886,10 +1094,13 @@ class OwnPath:
                     "where"):
                 failure["where"] = self.locate(failure["errno"])
             rep["failure"] = failure
+        if self.patched:
+            rep["keys"] = sorted(set(self.keys))
+            emit("own-made", {"made": self.made, "throwaway": self.throwaway,
+                              "written": self.written})
         return rep
 
     def locate(self, code):
-        """A bare OSError (a write has no path): do the same write in each dir it may be."""
         for where, directory in (("cache", self.report.get("probe_cache")),
                                  ("tmp", _tempfile.tempdir),
                                  ("tmp", _os.environ.get("TMPDIR"))):
@@ -901,6 +1112,10 @@ class OwnPath:
         return None
 
     def restore(self):
+        if self.patched:
+            cache_module, base = self.patched
+            cache_module.FileCacheManager = base
+            self.patched = None
         for key in ("TRITON_CACHE_DIR", "TMPDIR"):
             if key not in self.saved:
                 continue
@@ -913,27 +1128,33 @@ class OwnPath:
 
     def clean(self):
         self.restore()
+        for path in reversed(self.written):
+            if _os.path.basename(path).startswith("tmp.pid_"):
+                _shutil.rmtree(path, ignore_errors=True)
+            else:
+                try:
+                    _os.rmdir(path)
+                except OSError:
+                    pass
         for path in reversed(self.throwaway):
             _shutil.rmtree(path, ignore_errors=True)
         for path in reversed(self.made):
             try:
-                _os.rmdir(path)  # only if empty: another job may have written there since
+                _os.rmdir(path)
             except OSError:
                 pass
 
 
 def truthy(value):
-    """Triton's getenv_bool: on, true or 1, any case."""
     return (value or "").strip().lower() in ("1", "true", "on")
 
 
 def knob_report(triton, env):
-    """The environment as this Triton reads it (its knobs where it has them)."""
     knobs = triton_knobs(triton)
     out = {"knobs": knobs is not None}
     try:
         value = knobs.runtime.interpret if knobs is not None else (
-            env.get("TRITON_INTERPRET", "0") == "1")  # Triton <= 3.3
+            env.get("TRITON_INTERPRET", "0") == "1")
         out["interpret"] = value if isinstance(value, bool) else None
     except Exception as e:
         out["interpret_error"] = err(e)
@@ -956,9 +1177,6 @@ def knob_report(triton, env):
 
 
 def inductor_report(torch_dir, env, py_tmp, name, deep=False):
-    """torch.compile's way to its first kernel, outside Triton: the user name it looks up,
-    its cache dir (TORCHINDUCTOR_CACHE_DIR, else <tempdir>/torchinductor_<user>) created as
-    inductor does, has_triton() as inductor asks it."""
     out = {}
     import getpass
     try:
@@ -990,8 +1208,6 @@ def inductor_report(torch_dir, env, py_tmp, name, deep=False):
                     pass
         out["cache_space"] = space_of(cache)
     if deep:
-        # has_triton() imports torch._dynamo (seconds); torch 2.11's torch/_dynamo/package.py
-        # calls inductor's cache_dir() at import, so this also proves that import works.
         try:
             from torch.utils._triton import has_triton
             found = has_triton()
@@ -1008,7 +1224,6 @@ def inductor_report(torch_dir, env, py_tmp, name, deep=False):
     return out
 
 
-#: The frameworks' own copies of FLA's device detection: (framework, file under the package).
 VENDORED_FLA = (
     ("vllm", "vllm", "third_party/flash_linear_attention/ops/utils.py"),
     ("vllm", "vllm", "model_executor/layers/fla/ops/utils.py"),
@@ -1019,7 +1234,6 @@ VENDORED_FLA = (
 
 
 def detection_function(path, names=("get_available_device", "_cpu_device_warning")):
-    """The framework's own detection functions, compiled from its installed source file."""
     import ast
     with open(path, encoding="utf-8") as handle:
         tree = ast.parse(handle.read(), path)
@@ -1032,7 +1246,6 @@ def detection_function(path, names=("get_available_device", "_cpu_device_warning
 
 
 def run_detection(code, triton):
-    """Call the compiled get_available_device() with Triton; (backend, warnings, exception)."""
     import functools, warnings
     space = {"triton": triton, "warnings": warnings, "functools": functools,
              "cache": getattr(functools, "cache", functools.lru_cache(maxsize=None)),
@@ -1047,10 +1260,6 @@ def run_detection(code, triton):
 
 
 def backend_report(triton):
-    """Triton's backends as it discovers them (entry points, or TRITON_BACKENDS_IN_TREE=1),
-    which drivers say they are active (what `N active drivers` counts), and which one the
-    installed Triton's own `_create_driver()` (runtime/driver.py) picks: its source is run on
-    the discovered backends, with each driver's real is_active() and no driver built."""
     out = {"in_tree": _os.environ.get("TRITON_BACKENDS_IN_TREE", "") == "1",
            "default": _os.environ.get("TRITON_DEFAULT_BACKEND")}
     try:
@@ -1083,8 +1292,6 @@ def backend_report(triton):
 
 
 def selection(found):
-    """What the installed Triton's `_create_driver()` does with these backends: the name it
-    picks, or the text it raises."""
     import triton.runtime as runtime
     path = _os.path.join(_os.path.dirname(runtime.__file__), "driver.py")
     try:
@@ -1106,7 +1313,7 @@ def selection(found):
 
     def stand_in(name, backend):
         def built(self):
-            raise Chosen(name)  # _create_driver() builds the driver it picked: stop there
+            raise Chosen(name)
         driver = Named("Picked", (object,), {"real": backend.driver, "__init__": built,
                                              "is_active": staticmethod(backend.driver.is_active)})
         return type("Backend", (object,), {"driver": driver, "compiler": None})
@@ -1125,11 +1332,6 @@ def selection(found):
 
 
 def vllm_report():
-    """vLLM's own decision, by importing its real modules as the workload does: `import
-    vllm.logger` (vllm/__init__, env_override), `vllm.platforms.current_platform` (its platform
-    plugins, then the platform class) and `vllm.triton_utils.importing.HAS_TRITON`. vLLM logs
-    its reasons (most at debug level, on stdout): its handlers are swapped for one that keeps
-    the records while it decides, and put back afterwards."""
     import logging
     records = []
 
@@ -1141,7 +1343,7 @@ def vllm_report():
                 pass
     out = {}
     try:
-        import vllm.logger  # noqa: F401  (vllm/__init__ and its logging configuration)
+        import vllm.logger
     except BaseException as e:
         out["import_error"] = failure_of(e)
         return out
@@ -1169,20 +1371,16 @@ def vllm_report():
     return out
 
 
-#: What FLA's kernels import (fla/ops, fla/modules): the requirements of its distributions the
-#: probe judges (transformers and datasets serve its models and benchmarks only).
 FLA_KERNEL_NEEDS = ("einops", "torch", "triton", "fla-core")
 
 
 def release_key(text):
-    """(2, 7, 0) from '2.7.0+cu130', '2.7.0rc1', '2.7'; () when it starts with no number."""
     import re as _re
     found = _re.match(r"\s*v?(\d+(?:\.\d+)*)", text or "")
     return tuple(int(p) for p in found.group(1).split(".")) if found else ()
 
 
 def satisfies(version, spec):
-    """PEP 440's comparison operators on release numbers (local and pre-release parts ignored)."""
     have = release_key(version)
     for clause in [c.strip() for c in spec.split(",") if c.strip()]:
         for op in ("~=", "==", "!=", ">=", "<=", ">", "<"):
@@ -1204,8 +1402,6 @@ def satisfies(version, spec):
 
 
 def fla_requirements():
-    """Each installed FLA distribution's requirements that its kernels import (unconditional,
-    or of its "cuda" extra) against what is installed: the unmet ones."""
     import re as _re
     try:
         from importlib import metadata
@@ -1248,10 +1444,6 @@ def fla_requirements():
 
 
 def framework_imports(meta):
-    """xformers, Liger-Kernel, mamba-ssm and causal-conv1d as the workload meets them: each
-    package really imported (their kernels and compiled extensions load at import), then its
-    own device decision called: xformers' `_is_triton_available()`, Liger-Kernel's
-    `infer_device()`. Their warnings and log records (xformers logs why Triton is off) kept."""
     import importlib, logging, warnings
     records = []
 
@@ -1303,7 +1495,6 @@ def spec_dir(name):
     locs = list(spec.submodule_search_locations or [])
     return locs[0] if locs else (os.path.dirname(spec.origin) if spec.origin else None)
 def spec_dirs(name):
-    # Every folder of a package: fla-core and flash-linear-attention both fill fla/ (0.3.2+).
     try:
         spec = importlib.util.find_spec(name)
     except Exception:
@@ -1388,7 +1579,6 @@ meta["fla_dir"] = spec_dir("fla")
 meta["fla_dirs"] = spec_dirs("fla")
 meta["vllm_dir"] = spec_dir("vllm")
 if meta["vllm_dir"]:
-    # vLLM's rocm_platform_plugin() needs amdsmi (vllm/platforms/__init__.py).
     meta["amdsmi_dir"] = spec_dir("amdsmi")
     dists = distributions("vllm", ("vllm",))
     meta["vllm_version"] = dists[0]["version"] if dists else None
@@ -1463,12 +1653,6 @@ else:
     emit("torch", {"installed": False})
 
 def mirror_cache(cache):
-    # The warm attempt must read the user's cache and never write to it: a job may be using it
-    # right now. Triton's cache is <dir>/<key>/<files>; a hit only checks that <key>/<file>
-    # exists and loads it, a miss writes <key>/tmp.pid_*/<file> and renames it into <key>/.
-    # So the attempt runs on a copy made of real key dirs holding a symlink to each of the
-    # user's files: hits read through the links, anything written lands in the copy, which goes
-    # with the probe's temp dir (rmtree removes links, never their targets).
     mirror = os.path.join(os.path.dirname(fresh), "warm-cache")
     os.mkdir(mirror)
     try:
@@ -1488,7 +1672,7 @@ def mirror_cache(cache):
         for name in names:
             path = os.path.join(source, name)
             if os.path.isdir(path):
-                continue  # a tmp.pid_* dir: another process is writing this entry now
+                continue
             try:
                 os.symlink(os.path.abspath(path), os.path.join(target, name))
             except OSError:
@@ -1540,10 +1724,6 @@ own = None
 if triton is not None:
     emit("knobs", knob_report(triton, own_env))
     emit("backends", backend_report(triton))
-    # The workload's own path: its real get_current_target() in throw-away subdirectories of
-    # its own cache and temp dirs (as its Triton and compilers choose them), which FLA and the
-    # frameworks' detections below then use too; removed at the end (the probe removes them
-    # again if this process dies first: the "own-made" stage names them).
     built = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(fresh)
              for f in names if f.endswith(".so")]
     own = OwnPath(triton, own_env, own_name, max(built) if built else 65536)
@@ -1553,16 +1733,12 @@ if triton is not None:
     emit("own", report)
 
 if meta["fla_dir"]:
-    # FLA's device detection has moved between releases; import the module that holds it in
-    # the installed layout, without fla/__init__.py (which imports every layer and model).
-    # FLA swallows the exception and only warns: the warning is raised inside its except
-    # block, so sys.exc_info() at that moment is the very exception it threw away.
     data = {"layout": None}
     t0 = time.time()
     if own is None:
         os.environ["TRITON_CACHE_DIR"] = fresh
     else:
-        reset_driver(triton)  # FLA decides as the workload's own process would
+        reset_driver(triton)
     swallowed, shown = [], []
     def show(message, category, filename, lineno, file=None, line=None):
         text = str(message)
@@ -1585,7 +1761,6 @@ if meta["fla_dir"]:
                 import types
                 pkg = types.ModuleType("fla")
                 pkg.__path__ = list(meta["fla_dirs"])
-                # fla.utils imports `from fla import __version__` since 0.3 (0.6: decorators.py)
                 pkg.__version__ = meta.get("fla_version") or "0"
                 sys.modules["fla"] = pkg
             import importlib
@@ -1607,8 +1782,6 @@ if meta["fla_dir"]:
     data["seconds"] = round(time.time() - t0, 3)
     emit("fla", data)
 if own is not None:
-    # The frameworks' own copies of FLA's detection, each run as it is written in the
-    # installed release (its own except clause), with the workload's dirs.
     found = []
     for fw, path in meta.get("vendored_fla") or []:
         item = {"framework": fw, "file": path}
@@ -1625,7 +1798,6 @@ if own is not None:
     emit("vendored", {"detections": found})
     own.clean()
 if meta["vllm_dir"]:
-    # Last: it imports vLLM as the workload does (seconds), after every other stage reported.
     t0 = time.time()
     try:
         data = vllm_report()
@@ -1703,8 +1875,6 @@ if rc == 0:
                 pass
         devices.append(info)
     out["devices"] = devices
-# NVML, as nvidia-smi and vLLM's platform detection (pynvml.nvmlInit) reach it: its load, its
-# init (999 "Unknown Error" when the device cgroup revoked access), each GPU's compute mode.
 try:
     nvml = ctypes.CDLL("libnvidia-ml.so.1")
 except OSError as e:
@@ -1728,9 +1898,6 @@ if nvml is not None:
     except Exception as e:
         out["nvml_error"] = str(e)[:500]
 out["compute_modes"] = {str(k): v for k, v in modes.items()}
-# A GPU in exclusive-process (3) or prohibited (2) mode: can this process have a context?
-# (46 CUDA_ERROR_DEVICE_UNAVAILABLE: another process holds it). Default-mode GPUs are not
-# touched: a context costs time and memory.
 contexts = {}
 for i, mode in modes.items():
     if mode not in (2, 3):
@@ -1777,7 +1944,6 @@ def locate():
         return found(str(rocm_sdk.find_libraries("amdhip64")[0]), "rocm_sdk (TheRock)")
     except Exception:
         pass
-    # In a workload that imported torch first, Triton finds torch's libamdhip64 already mapped.
     bundled = os.path.join(torch_dir, "lib", lib_name) if torch_dir else ""
     if bundled and os.path.exists(bundled):
         return found(bundled, "mapped by torch")
@@ -1922,7 +2088,6 @@ try:
             with torch.cuda.device(index):
                 fleetcheck_add_one[(1,)](x, y, 64, B=64)
             torch.cuda.synchronize(index)
-            # Arithmetic, not a fill: a zero-fill may be a memset that proves nothing.
             info["ok"] = bool((y == x + 1).all())
             if not info["ok"]:
                 info["error"] = "wrong result: y != x + 1"
@@ -2480,6 +2645,24 @@ def remove_throwaway(name, cache, env, created):
         path = os.path.join(where, name) if where else None
         if path and os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
+    try:
+        keys = os.listdir(cache) if cache and not os.path.islink(cache) else []
+    except OSError:
+        keys = []
+    for key in keys:
+        entry = os.path.join(cache, key)
+        try:
+            mine = [n for n in os.listdir(entry) if n.startswith("tmp.pid_") and n.endswith(
+                "_" + name)] if os.path.isdir(entry) and not os.path.islink(entry) else []
+        except OSError:
+            continue
+        for found in mine:
+            shutil.rmtree(os.path.join(entry, found), ignore_errors=True)
+        if mine:
+            try:
+                os.rmdir(entry)  # only if the proof made it: empty once its tmp dir is gone
+            except OSError:
+                pass
     for path in created:
         try:
             os.rmdir(path)
@@ -3985,6 +4168,10 @@ class CacheChecks(Part):
             return skipped
         evidence = {"cache_dir": cache, "mount": mount[0] if mount else None,
                     "options": mount[1] if mount else None}
+        space = (self.stages.get("own") or {}).get("cache_space") or {}
+        if space.get("noexec") and not (mount and "noexec" in mount[1].split(",")):
+            mount = (space.get("path") or cache, "noexec")
+            evidence.update(mount=mount[0], options=mount[1], seen_by="statvfs ST_NOEXEC")
         if mount and "noexec" in mount[1].split(","):
             evidence["expected_error"] = ("ImportError: cuda_utils.so: failed to map segment "
                                           "from shared object")
@@ -4006,6 +4193,80 @@ class CacheChecks(Part):
                     "export TRITON_CACHE_DIR=<a node-local dir>, e.g. /tmp/triton-$USER", evidence)
         return ("pass", "cache on %s (%s)" % (mount[0], mount[1]) if mount else
                 "cache mount unknown", "", evidence)
+
+    def _entry_problems(self, kind):
+        own = self.stages.get("own") or {}
+        entries = own.get("entries")
+        evidence = {"cache_dir": own.get("cache_dir"), "through": own.get("through"),
+                    "keys": own.get("keys")}
+        if not own:
+            return None, ("skip", "the workload's own path was not tried", "", evidence)
+        if entries is None:
+            return None, ("skip", "entries not read: this Triton's cache manager is not "
+                          "Triton's FileCacheManager", "", evidence)
+        evidence["entries"] = entries.get("count")
+        evidence["unread"] = entries.get("unread")
+        found = [p for p in entries.get("problems") or [] if p.get("kind") == kind]
+        evidence["problems"] = found[:8]
+        if not found:
+            unread = entries.get("unread")
+            return None, ("pass", "%d entries of %s usable%s" % (
+                entries.get("count") or 0, own.get("cache_dir"),
+                " (%d more not read within the probe's time)" % unread if unread else ""),
+                "", evidence)
+        return found, evidence
+
+    @staticmethod
+    def _paths(found):
+        """The entry dirs (<cache>/<key>) to remove, a few of them, quoted for a shell."""
+        import shlex
+        paths = sorted({p.get("entry") or p["path"] for p in found})
+        return " ".join(shlex.quote(p) for p in paths[:6]) + (" ..." if len(paths) > 6 else "")
+
+    def check_cache_entry_foreign_owner(self):
+        found, evidence = self._entry_problems("foreign_owner")
+        if found is None:
+            return evidence
+        first = found[0]
+        owner = first.get("owner") or "uid %s" % first.get("owner_uid")
+        me = user_name()
+        return ("fail", "Triton cache entry %s is %s's (mode %s): %s; the workload (%s) can "
+                "neither use nor replace it%s" % (
+                    first["path"], owner, first.get("mode"), first.get("why"), me,
+                    " (%d such entries)" % len(found) if len(found) > 1 else ""),
+                "remove the entries %s left in the cache (it ran the workload as %s, e.g. with "
+                "sudo): sudo rm -rf %s; or give them back: sudo chown -R %s %s" % (
+                    owner, owner, self._paths(found), me,
+                    self._paths([{"path": evidence.get("cache_dir") or ""}])),
+                evidence)
+
+    def check_cache_entry_unreadable(self):
+        found, evidence = self._entry_problems("unreadable")
+        if found is None:
+            return evidence
+        first = found[0]
+        return ("fail", "Triton cache entry %s is unusable: %s" % (first["path"], first.get(
+                    "why")), "chmod -R u+rwX %s (or remove it: rm -rf %s)" % (
+                    self._paths(found), self._paths(found)), evidence)
+
+    def check_cache_entry_corrupt(self):
+        found, evidence = self._entry_problems("corrupt")
+        if found is None:
+            return evidence
+        first = found[0]
+        return ("fail", "Triton cache entry %s is corrupt: %s" % (first["path"], first.get(
+                    "why")), "rm -rf %s (Triton builds the entry again)" % self._paths(found),
+                evidence)
+
+
+def user_name():
+    """This process's user name (the workload's: the probe runs as it), else its uid (chown
+    takes either)."""
+    try:
+        import pwd
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except (ImportError, KeyError):
+        return str(os.geteuid())
 
 
 # --- checks_triton --------------------------------------------------------------------------------

@@ -46,6 +46,12 @@ class CacheChecks(Part):
             return skipped
         evidence = {"cache_dir": cache, "mount": mount[0] if mount else None,
                     "options": mount[1] if mount else None}
+        # statvfs of the cache's file system, as the workload's process sees it (its own
+        # mount namespace, a bind mount the mountinfo prefix match cannot place).
+        space = (self.stages.get("own") or {}).get("cache_space") or {}
+        if space.get("noexec") and not (mount and "noexec" in mount[1].split(",")):
+            mount = (space.get("path") or cache, "noexec")
+            evidence.update(mount=mount[0], options=mount[1], seen_by="statvfs ST_NOEXEC")
         if mount and "noexec" in mount[1].split(","):
             evidence["expected_error"] = ("ImportError: cuda_utils.so: failed to map segment "
                                           "from shared object")
@@ -67,3 +73,79 @@ class CacheChecks(Part):
                     "export TRITON_CACHE_DIR=<a node-local dir>, e.g. /tmp/triton-$USER", evidence)
         return ("pass", "cache on %s (%s)" % (mount[0], mount[1]) if mount else
                 "cache mount unknown", "", evidence)
+
+    # The workload's real entries, as the stack's proof met them (scripts/workload.py,
+    # audit_entries): one check per kind of entry Triton can neither load nor replace.
+    def _entry_problems(self, kind):
+        own = self.stages.get("own") or {}
+        entries = own.get("entries")
+        evidence = {"cache_dir": own.get("cache_dir"), "through": own.get("through"),
+                    "keys": own.get("keys")}
+        if not own:
+            return None, ("skip", "the workload's own path was not tried", "", evidence)
+        if entries is None:
+            return None, ("skip", "entries not read: this Triton's cache manager is not "
+                          "Triton's FileCacheManager", "", evidence)
+        evidence["entries"] = entries.get("count")
+        evidence["unread"] = entries.get("unread")
+        found = [p for p in entries.get("problems") or [] if p.get("kind") == kind]
+        evidence["problems"] = found[:8]
+        if not found:
+            unread = entries.get("unread")
+            return None, ("pass", "%d entries of %s usable%s" % (
+                entries.get("count") or 0, own.get("cache_dir"),
+                " (%d more not read within the probe's time)" % unread if unread else ""),
+                "", evidence)
+        return found, evidence
+
+    @staticmethod
+    def _paths(found):
+        """The entry dirs (<cache>/<key>) to remove, a few of them, quoted for a shell."""
+        import shlex
+        paths = sorted({p.get("entry") or p["path"] for p in found})
+        return " ".join(shlex.quote(p) for p in paths[:6]) + (" ..." if len(paths) > 6 else "")
+
+    def check_cache_entry_foreign_owner(self):
+        found, evidence = self._entry_problems("foreign_owner")
+        if found is None:
+            return evidence
+        first = found[0]
+        owner = first.get("owner") or "uid %s" % first.get("owner_uid")
+        me = user_name()
+        return ("fail", "Triton cache entry %s is %s's (mode %s): %s; the workload (%s) can "
+                "neither use nor replace it%s" % (
+                    first["path"], owner, first.get("mode"), first.get("why"), me,
+                    " (%d such entries)" % len(found) if len(found) > 1 else ""),
+                "remove the entries %s left in the cache (it ran the workload as %s, e.g. with "
+                "sudo): sudo rm -rf %s; or give them back: sudo chown -R %s %s" % (
+                    owner, owner, self._paths(found), me,
+                    self._paths([{"path": evidence.get("cache_dir") or ""}])),
+                evidence)
+
+    def check_cache_entry_unreadable(self):
+        found, evidence = self._entry_problems("unreadable")
+        if found is None:
+            return evidence
+        first = found[0]
+        return ("fail", "Triton cache entry %s is unusable: %s" % (first["path"], first.get(
+                    "why")), "chmod -R u+rwX %s (or remove it: rm -rf %s)" % (
+                    self._paths(found), self._paths(found)), evidence)
+
+    def check_cache_entry_corrupt(self):
+        found, evidence = self._entry_problems("corrupt")
+        if found is None:
+            return evidence
+        first = found[0]
+        return ("fail", "Triton cache entry %s is corrupt: %s" % (first["path"], first.get(
+                    "why")), "rm -rf %s (Triton builds the entry again)" % self._paths(found),
+                evidence)
+
+
+def user_name():
+    """This process's user name (the workload's: the probe runs as it), else its uid (chown
+    takes either)."""
+    try:
+        import pwd
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except (ImportError, KeyError):
+        return str(os.geteuid())

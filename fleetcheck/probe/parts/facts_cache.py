@@ -96,6 +96,26 @@ def remove_throwaway(name, cache, env, created):
         path = os.path.join(where, name) if where else None
         if path and os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
+    # The proof through the real entries writes only tmp.pid_<pid>_<name> dirs inside them
+    # (scripts/workload.py, proof_manager): a stack killed mid-proof leaves them behind.
+    try:
+        keys = os.listdir(cache) if cache and not os.path.islink(cache) else []
+    except OSError:
+        keys = []
+    for key in keys:
+        entry = os.path.join(cache, key)
+        try:
+            mine = [n for n in os.listdir(entry) if n.startswith("tmp.pid_") and n.endswith(
+                "_" + name)] if os.path.isdir(entry) and not os.path.islink(entry) else []
+        except OSError:
+            continue
+        for found in mine:
+            shutil.rmtree(os.path.join(entry, found), ignore_errors=True)
+        if mine:
+            try:
+                os.rmdir(entry)  # only if the proof made it: empty once its tmp dir is gone
+            except OSError:
+                pass
     for path in created:
         try:
             os.rmdir(path)

@@ -3,8 +3,11 @@
 Functions only. `trace_compiler` records every compiler run Triton makes with the compiler's
 own stderr (Triton sends only its stdout away, so the text also still reaches stderr);
 `workload_dirs` says where the workload's Triton and compilers write, as each of them chooses
-(Triton's knobs, Python's tempfile, gcc's libiberty); `own_attempt` runs the workload's real
-get_current_target() in throw-away subdirectories of exactly those dirs; `knob_report` reads
+(Triton's knobs, Python's tempfile, gcc's libiberty); `OwnPath` runs the workload's real
+get_current_target() through the workload's real cache dir and the entries already in it (its
+cache manager reads the real entries, and what it would write stays in a tmp.pid_* dir of the
+real entry, removed afterwards: `proof_manager`), after `audit_entries` has looked at every
+entry as Triton would meet it; the temp dirs are throw-away subdirectories; `knob_report` reads
 the environment the way Triton's knobs do; `inductor_report` follows torch.compile's own way
 to its first kernel (its cache dir, the user name it needs); `vendored_detections` runs the
 frameworks' own copies of FLA's device detection from their installed sources.
@@ -15,7 +18,7 @@ import sys
 from fleetcheck.probe.parts.scripts.prelude import emit, err
 
 # ---- sent as is: everything below this line is the script ----
-import errno as _errno, os as _os, shutil as _shutil, subprocess as _subprocess
+import errno as _errno, os as _os, shutil as _shutil, stat as _stat, subprocess as _subprocess
 import tempfile as _tempfile
 
 COMPILER_RUNS = []
@@ -144,6 +147,9 @@ def make_dirs(path, made, tries=3):
                     # Another process (a job, a second probe) made it since: Triton's own
                     # os.makedirs(exist_ok=True) goes on, and so do we; it is not ours to remove.
                     if not _os.path.isdir(one):
+                        # A file or a dangling link: os.makedirs says it its own way (a
+                        # FileNotFoundError beneath a dangling link): the workload's words.
+                        _os.makedirs(path, exist_ok=True)
                         raise
                     continue
                 made.append(one)
@@ -198,15 +204,253 @@ def reset_driver(triton):
             setattr(holder, name, None)
 
 
+def owner_name(uid):
+    """The user name of a uid, or None (the probe names who left an entry)."""
+    try:
+        import pwd
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return None
+
+
+def elf_damage(path):
+    """Why a shared object cannot be what dlopen maps (too short, no ELF magic, headers past
+    its end), or None: Triton's loader fails on such an entry as on a missing one."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64)
+        size = _os.path.getsize(path)
+    except OSError as e:
+        return err(e)
+    if head[:4] != b"\x7fELF":
+        return "not an ELF file (%d bytes)" % size
+    if head[4:5] != b"\x02" or len(head) < 64:
+        return None if len(head) >= 52 else "file too short (%d bytes)" % size
+    import struct
+    order = "<" if head[5:6] == b"\x01" else ">"
+    phoff, shoff = struct.unpack(order + "QQ", head[32:48])
+    phsize, phnum, shsize, shnum = struct.unpack(order + "HHHH", head[54:62])
+    end = max(phoff + phsize * phnum, shoff + shsize * shnum)
+    if end > size:
+        return "file too short (%d bytes, its headers end at %d)" % (size, end)
+    return None
+
+
+def rebuilds_bad_entries(triton):
+    """Whether this Triton rebuilds a cached module it cannot load (its runtime/build.py logs
+    'could not be loaded' and builds it again) instead of raising the loader's error."""
+    path = _os.path.join(_os.path.dirname(triton.__file__), "runtime", "build.py")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return "could not be loaded" in handle.read()
+    except OSError:
+        return False
+
+
+#: Entry names Triton's cache manager uses: base32 of a sha256 (3.x), or hex (older).
+KEY_NAME = r"^(?:[A-Z2-7]{52}|[0-9a-f]{64})$"
+
+
+def audit_entries(cache, rebuilds, skip=".fleetcheck-probe", budget=3.0):
+    """Every entry of the workload's cache as Triton meets it with this user's rights: an entry
+    is usable when its files load (a hit) or when it takes a rebuilt file (a miss, a corrupt
+    .so that this Triton rebuilds); what is neither is a problem, with its owner. A cache too
+    large to read within `budget` seconds is read that far (`unread` says how many are left)."""
+    import time
+    end = time.monotonic() + budget
+    out = {"cache_dir": cache, "count": 0, "problems": []}
+    try:
+        names = sorted(_os.listdir(cache))
+    except FileNotFoundError:
+        return out
+    except OSError as e:
+        out["error"] = failure_of(e)
+        return out
+    uid = _os.geteuid()
+    for index, name in enumerate(names):
+        if name.startswith(skip):
+            continue
+        if time.monotonic() > end:
+            out["unread"] = len(names) - index
+            break
+        out["count"] += 1
+        problem = entry_problem(_os.path.join(cache, name), name, uid, rebuilds)
+        if problem is not None:
+            problem["entry"] = _os.path.join(cache, name)
+            if len(out["problems"]) < 20:
+                out["problems"].append(problem)
+            out["unusable"] = out.get("unusable", 0) + 1
+    return out
+
+
+def entry_problem(path, name, uid, rebuilds):
+    """The problem of one cache entry (<cache>/<key>), or None when Triton can use it."""
+    import re as _re
+    key_like = bool(_re.match(KEY_NAME, name))
+
+    def problem(kind, why, st=None, where=path):
+        out = {"path": where, "kind": kind, "why": why}
+        if st is not None:
+            out.update(owner_uid=st.st_uid, owner=owner_name(st.st_uid),
+                       mode=oct(st.st_mode & 0o7777))
+            if st.st_uid != uid and kind != "corrupt":
+                out["kind"] = "foreign_owner"
+        return out
+    try:
+        st = _os.stat(path)  # Triton's os.makedirs and os.path.exists follow links
+    except OSError as e:
+        if not key_like:
+            return None
+        if _os.path.islink(path):
+            try:
+                target = _os.readlink(path)
+            except OSError:
+                target = "?"
+            if e.errno == _errno.ENOENT:
+                return problem("corrupt", "a link to %s, which does not exist" % target)
+            if e.errno == _errno.ELOOP:
+                return problem("corrupt", "a link loop (%s)" % target)
+        try:
+            return problem("unreadable", err(e), _os.lstat(path))
+        except OSError:
+            return problem("unreadable", err(e))
+    if not _stat.S_ISDIR(st.st_mode):
+        return problem("corrupt", "a file where Triton keeps an entry dir") if key_like else None
+    writable = _os.access(path, _os.W_OK | _os.X_OK)
+    if not _os.access(path, _os.X_OK):
+        return problem("unreadable", "cannot be entered (mode %s)" % oct(st.st_mode & 0o777), st)
+    try:
+        names = sorted(_os.listdir(path))
+    except OSError:
+        return None  # searchable but not listable: Triton never lists it
+    # A put's tmp dir and the dump manager's lock are never read by a lookup.
+    files = [n for n in names if not n.startswith("tmp.pid_") and n != "lock"]
+    if not files:
+        if writable:
+            return None
+        return problem("unreadable", "half-written (%s) and not writable" % (
+            ", ".join(names[:3]) or "empty"), st)
+    for file_name in files:
+        file_path = _os.path.join(path, file_name)
+        try:
+            file_st = _os.stat(file_path)
+        except OSError as e:
+            why, bad_st, kind = err(e), None, "corrupt"
+        else:
+            bad_st = file_st
+            if _stat.S_ISDIR(file_st.st_mode):
+                # os.replace() cannot put a file over it: no rebuild helps.
+                return problem("corrupt", "a dir where Triton keeps a file", where=file_path)
+            damage = elf_damage(file_path) if file_name.endswith(".so") else None
+            if not _os.access(file_path, _os.R_OK):
+                why, kind = "not readable (mode %s)" % oct(file_st.st_mode & 0o777), "unreadable"
+            elif damage is not None:
+                why, kind = damage, "corrupt"
+                if not rebuilds:
+                    return problem(kind, why + "; this Triton raises instead of rebuilding it",
+                                   where=file_path)
+            else:
+                continue
+        if writable and not (st.st_mode & _stat.S_ISVTX and bad_st is not None
+                             and bad_st.st_uid != uid and st.st_uid != uid):
+            continue  # Triton builds it again and replaces it
+        found = problem(kind, why + "; its dir %s is not writable" % path, bad_st,
+                        where=file_path)
+        if bad_st is None or bad_st.st_uid == uid:
+            found.update(owner_uid=st.st_uid, owner=owner_name(st.st_uid))
+            if st.st_uid != uid and kind != "corrupt":
+                found["kind"] = "foreign_owner"
+        return found
+    return None
+
+
+def replace_blocked(source, target):
+    """The error os.replace(source, target) would raise, without replacing the real entry:
+    a dir at the target, or a sticky entry dir and another user's file."""
+    try:
+        st = _os.lstat(target)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return e
+    if _stat.S_ISDIR(st.st_mode):
+        return IsADirectoryError(_errno.EISDIR, _os.strerror(_errno.EISDIR), source, None,
+                                 target)
+    uid = _os.geteuid()
+    parent = _os.stat(_os.path.dirname(target))
+    if parent.st_mode & _stat.S_ISVTX and uid not in (0, st.st_uid, parent.st_uid):
+        return PermissionError(_errno.EPERM, _os.strerror(_errno.EPERM), source, None, target)
+    return None
+
+
+def proof_manager(base, cache, made, written, keys, name):
+    """Triton's own FileCacheManager over the workload's real cache, read as it is: it creates
+    the entry dir a key needs (removed again if the proof leaves it empty), reads and loads the
+    real entries, and writes what Triton would put into a tmp.pid_* dir of the real entry (as
+    Triton does before its os.replace), from which the module is loaded; the real entry is never
+    replaced. `written` collects those dirs for removal."""
+
+    def __init__(self, key, override=False, dump=False):
+        if not (override or dump):
+            keys.append(key)
+            try:
+                make_dirs(_os.path.join(cache, key), made)
+            except OSError:
+                pass  # Triton's own os.makedirs below raises it as the workload sees it
+        base.__init__(self, key, override=override, dump=dump)
+
+    def put(self, data, filename, binary=True):
+        if not str(getattr(self, "cache_dir", None) or "").startswith(cache):
+            return base.put(self, data, filename, binary)
+        binary = isinstance(data, bytes)
+        temp_dir = _os.path.join(self.cache_dir, "tmp.pid_%d_%s" % (_os.getpid(), name))
+        make_dirs(temp_dir, written)  # Triton's os.makedirs(temp_dir), each dir noted
+        temp_path = _os.path.join(temp_dir, filename)
+        with open(temp_path, "wb" if binary else "w") as handle:
+            handle.write(data if binary else str(data))
+        blocked = replace_blocked(temp_path, self._make_path(filename))
+        if blocked is not None:
+            raise blocked
+        return temp_path
+    return type(base.__name__, (base,), {"__init__": __init__, "put": put})
+
+
 class OwnPath:
-    """The workload's real build in throw-away subdirectories of its own dirs."""
+    """The workload's real build through its real cache dir and entries (`proof_manager`), or,
+    where this Triton has no FileCacheManager to read them through (or the workload sets its
+    own TRITON_CACHE_MANAGER), in a throw-away subdirectory of it; its temp dirs in
+    throw-away subdirectories."""
 
     def __init__(self, triton, env, name, size):
         self.triton, self.env, self.name, self.size = triton, env, name, size
         self.made = []      # directories created, parents first: removed in reverse
         self.throwaway = []  # our own subdirectories: removed whole
+        self.written = []   # what the proof's cache manager created in real entries
+        self.keys = []      # the keys Triton asked its cache manager for
         self.report = {"cache_dir": triton_cache_dir(triton, env)}
         self.saved = {}
+        self.patched = None
+
+    def real_manager(self):
+        """(triton.runtime.cache, its FileCacheManager) when the proof can go through the
+        real entries, else None."""
+        if self.env.get("TRITON_CACHE_MANAGER") or _os.environ.get("TRITON_CACHE_MANAGER"):
+            return None  # the workload's own manager keeps its entries elsewhere
+        try:
+            import triton.runtime.cache as cache_module
+        except BaseException:
+            return None
+        base = getattr(cache_module, "FileCacheManager", None)
+        if not isinstance(base, type) or not callable(
+                getattr(cache_module, "get_cache_manager", None)):
+            return None
+        knobs = triton_knobs(self.triton)
+        try:
+            if knobs is not None and knobs.cache.manager_class:
+                return None
+        except Exception:
+            pass
+        return cache_module, base
 
     def prepare(self):
         rep = self.report
@@ -219,8 +463,12 @@ class OwnPath:
         if failure:
             failure["where"] = "tmp"
             return failure
-        probe_cache = _os.path.join(cache, self.name)
+        real = self.real_manager()
+        probe_cache = cache if real else _os.path.join(cache, self.name)
         rep["probe_cache"] = probe_cache
+        rep["through"] = "entries" if real else "subdir"
+        if real:
+            rep["entries"] = audit_entries(cache, rebuilds_bad_entries(self.triton), self.name)
         # From here on this process runs as the workload does, whatever fails next: FLA and
         # the frameworks' detections meet the same dirs (and the same failure) afterwards.
         self.saved = {"TRITON_CACHE_DIR": _os.environ.get("TRITON_CACHE_DIR"),
@@ -233,7 +481,13 @@ class OwnPath:
             failure["where"] = "cache"
             failure["step"] = "os.makedirs(%s)" % probe_cache
             return failure
-        self.throwaway.append(probe_cache)
+        if real:
+            cache_module, base = real
+            cache_module.FileCacheManager = proof_manager(base, cache, self.made, self.written,
+                                                          self.keys, self.name)
+            self.patched = real
+        else:
+            self.throwaway.append(probe_cache)
         subs = {}
         for key, where in (("python_tmp", py_tmp), ("gcc_tmp", rep["gcc_tmp"])):
             if where in subs:
@@ -276,6 +530,10 @@ class OwnPath:
                     "where"):
                 failure["where"] = self.locate(failure["errno"])
             rep["failure"] = failure
+        if self.patched:
+            rep["keys"] = sorted(set(self.keys))
+            emit("own-made", {"made": self.made, "throwaway": self.throwaway,
+                              "written": self.written})
         return rep
 
     def locate(self, code):
@@ -291,6 +549,10 @@ class OwnPath:
         return None
 
     def restore(self):
+        if self.patched:
+            cache_module, base = self.patched
+            cache_module.FileCacheManager = base
+            self.patched = None
         for key in ("TRITON_CACHE_DIR", "TMPDIR"):
             if key not in self.saved:
                 continue
@@ -303,6 +565,14 @@ class OwnPath:
 
     def clean(self):
         self.restore()
+        for path in reversed(self.written):
+            if _os.path.basename(path).startswith("tmp.pid_"):
+                _shutil.rmtree(path, ignore_errors=True)
+            else:
+                try:
+                    _os.rmdir(path)
+                except OSError:
+                    pass
         for path in reversed(self.throwaway):
             _shutil.rmtree(path, ignore_errors=True)
         for path in reversed(self.made):

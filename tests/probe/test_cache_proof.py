@@ -1,0 +1,117 @@
+"""The gpu proof goes through the workload's real Triton cache: its entries, as its user.
+
+The node's Triton builds its driver module and launchers with the newest release's own
+runtime/build.py and runtime/cache.py (tests/probe/workload_state.py); the workload's own start
+(TRUTH: get_current_target(), an earlier kernel's launcher, a new one) is run beside the probe.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.probe.workload_state import (
+    IS_ROOT,
+    checks,
+    snapshot,
+    workload_base,  # noqa: F401  (a fixture)
+    workload_node,
+)
+
+
+def test_root_owned_entries_left_by_a_sudo_run_fail_the_node_naming_root(
+        workload_base: Path) -> None:  # noqa: F811
+    if not IS_ROOT:
+        pytest.skip("entries owned by another user need root to make")
+    state = workload_node(workload_base)
+    state.cache.mkdir(parents=True)
+    state.give(state.node.home / ".triton")
+    # The job run once as root (sudo -E) with umask 077: root-only entry dirs in the cache.
+    assert state.as_root("--warm-only") == (True, "OK")
+    entries = sorted(state.cache.iterdir())
+    assert len(entries) == 2 and all(e.stat().st_uid == 0 for e in entries)
+    before = snapshot(state.node.home, state.tmp)
+    doc = state.probe()
+    assert snapshot(state.node.home, state.tmp) == before
+    ok, said = state.truth()
+    assert not ok and "Permission denied" in said and str(state.cache) in said
+    assert doc["triton"]["verdict"] == "cpu-fallback"
+    assert doc["triton"]["cause"] == "cache_entry_foreign_owner"
+    check = checks(doc)["cache_entry_foreign_owner"]
+    assert check["status"] == "fail"
+    assert "is root's (mode 0o700)" in check["summary"]
+    assert "sudo rm -rf" in check["fix"] and str(entries[0]) in check["fix"]
+    assert doc["triton"]["fix"].startswith("Triton cache entries owned by another user: ")
+
+
+def test_a_warm_cache_is_read_in_place_and_left_as_it_was(workload_base: Path) -> None:  # noqa: F811
+    state = workload_node(workload_base)
+    state.cache.mkdir(parents=True)
+    state.give(state.node.home / ".triton")
+    assert state.truth("--warm-only", prefix=()) == (True, "OK")
+    before = snapshot(state.node.home, state.tmp)
+    doc = state.probe()
+    assert snapshot(state.node.home, state.tmp) == before
+    assert doc["triton"]["verdict"] == "gpu"
+    own = checks(doc)["triton_own_path"]
+    assert own["status"] == "pass"
+    # The key Triton asked for is the entry the workload's own run wrote.
+    keys = checks(doc)["cache_entry_corrupt"]["evidence"]["keys"]
+    assert keys and all((state.cache / key).is_dir() for key in keys)
+
+
+def test_a_cold_cache_leaves_nothing_behind(workload_base: Path) -> None:  # noqa: F811
+    state = workload_node(workload_base)
+    before = snapshot(state.node.home, state.tmp)
+    doc = state.probe()
+    assert snapshot(state.node.home, state.tmp) == before
+    assert not (state.node.home / ".triton").exists()
+    assert doc["triton"]["verdict"] == "gpu"
+    assert state.truth() == (True, "OK")
+
+
+def test_a_corrupt_module_this_triton_rebuilds_is_gpu_and_stays_untouched(
+        workload_base: Path) -> None:  # noqa: F811
+    state = workload_node(workload_base)
+    state.cache.mkdir(parents=True)
+    state.give(state.node.home / ".triton")
+    assert state.truth("--warm-only") == (True, "OK")
+    for module in state.cache.glob("*/cuda_utils*.so"):
+        module.write_bytes(module.read_bytes()[:100])  # an interrupted copy
+    before = snapshot(state.node.home, state.tmp)
+    doc = state.probe()
+    assert snapshot(state.node.home, state.tmp) == before
+    assert doc["triton"]["verdict"] == "gpu"
+    assert state.truth() == (True, "OK")
+
+
+@pytest.mark.parametrize("damage", ["file", "dangling-link", "mode-000"])
+def test_an_entry_triton_cannot_use_or_replace_fails_the_node(
+        workload_base: Path, damage: str) -> None:  # noqa: F811
+    state = workload_node(workload_base)
+    state.cache.mkdir(parents=True)
+    state.give(state.node.home / ".triton")
+    assert state.truth("--warm-only") == (True, "OK")
+    entry = next(e for e in state.cache.iterdir() if any(e.glob("cuda_utils*")))
+    if damage == "mode-000":
+        entry.chmod(0)
+    else:
+        for child in entry.iterdir():
+            child.unlink()
+        entry.rmdir()
+        if damage == "file":
+            entry.write_text("")
+        else:
+            entry.symlink_to(state.base / "scratch-not-mounted" / "entry")
+        state.give(entry)
+    before = snapshot(state.node.home, state.tmp)
+    doc = state.probe()
+    assert snapshot(state.node.home, state.tmp) == before
+    ok, said = state.truth()
+    assert not ok, said
+    cause = {"file": "cache_entry_corrupt", "dangling-link": "cache_entry_corrupt",
+             "mode-000": "cache_entry_unreadable"}[damage]
+    assert (doc["triton"]["verdict"], doc["triton"]["cause"]) == ("cpu-fallback", cause)
+    assert str(entry) in checks(doc)[cause]["summary"]
+    assert checks(doc)[cause]["fix"]
