@@ -2123,11 +2123,9 @@ class ProcessV2(ctypes.Structure):
 class ProcessV1(ctypes.Structure):
     _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong)]
 def call(name, *args):
-    """NVML's return code of `name`, or None where this libnvidia-ml lacks it."""
     fn = getattr(nvml, name, None)
     return None if fn is None else fn(*args)
 def processes(handle):
-    """[(pid, bytes or None)], or an error text: the newest entry point this NVML has."""
     for name, kind in (("nvmlDeviceGetComputeRunningProcesses_v3", ProcessV2),
                        ("nvmlDeviceGetComputeRunningProcesses_v2", ProcessV2),
                        ("nvmlDeviceGetComputeRunningProcesses", ProcessV1)):
@@ -2138,7 +2136,7 @@ def processes(handle):
             count = ctypes.c_uint(size)
             buf = (kind * size)()
             rc = call(name, handle, ctypes.byref(count), buf)
-            if rc == 7:  # NVML_ERROR_INSUFFICIENT_SIZE: count says how many there are
+            if rc == 7:
                 size = count.value + 16
                 continue
             if rc != 0:
@@ -2200,14 +2198,12 @@ try:
         gpu["persistence_mode"] = uint("nvmlDeviceGetPersistenceMode", handle)
         gpu["compute_mode"] = uint("nvmlDeviceGetComputeMode", handle)
         health = {}
-        # Row remapping (Ampere and later): pending needs a GPU reset; a failure, service.
         corr, unc, pending, failed = (ctypes.c_uint(0) for _ in range(4))
         if call("nvmlDeviceGetRemappedRows", handle, ctypes.byref(corr), ctypes.byref(unc),
                 ctypes.byref(pending), ctypes.byref(failed)) == 0:
             health["remapped_rows"] = {"correctable": corr.value, "uncorrectable": unc.value,
                                        "pending": bool(pending.value),
                                        "failure": bool(failed.value)}
-        # Page retirement (before Ampere): pages retired, and whether some wait for a reboot.
         retired = {}
         for cause, key in ((0, "single_bit"), (1, "double_bit")):
             pages = ctypes.c_uint(0)
@@ -2215,7 +2211,7 @@ try:
                        None)
             if prc is None:
                 prc = call("nvmlDeviceGetRetiredPages", handle, cause, ctypes.byref(pages), None)
-            if prc in (0, 7):  # 7: INSUFFICIENT_SIZE with a NULL buffer, pages has the count
+            if prc in (0, 7):
                 retired[key] = pages.value
         if retired:
             health["retired_pages"] = retired
@@ -2223,7 +2219,6 @@ try:
         if pend is not None:
             health["retired_pages_pending"] = bool(pend)
         ecc = ctypes.c_ulonglong(0)
-        # NVML_MEMORY_ERROR_TYPE_UNCORRECTED (1), NVML_VOLATILE_ECC (0): since the last boot.
         if call("nvmlDeviceGetTotalEccErrors", handle, 1, 0, ctypes.byref(ecc)) == 0:
             health["ecc_uncorrected_volatile"] = ecc.value
         gpu["health"] = health
