@@ -26,54 +26,50 @@ _TRITON_REINSTALL = ("{pip} install --force-reinstall --no-deps triton=={triton}
 #: Every cause: the checks in causal order (the first failing one is the root cause), and the
 #: causes only a message, an errno, an object or a limit names, where their texts are tried.
 CAUSES = (
-    Cause("gpu_present", "no GPU visible", "load the GPU driver on the host and pass the GPU "
-          "into the container (docker --gpus all, LXC lxc.mount.entry for /dev/nvidia*)",
+    Cause("gpu_present", "no GPU visible", "load the GPU driver; pass the GPU into the "
+          "container (docker --gpus all)",
           check=True, repair="host"),
-    Cause("dev_nodes_missing", "GPU device nodes unusable", "pass /dev/nvidiactl, "
-          "/dev/nvidia-uvm and /dev/nvidiaN into the container (docker --gpus all; LXC "
-          "lxc.mount.entry and lxc.cgroup2.devices.allow lines)", check=True, repair="host"),
+    Cause("dev_nodes_missing", "GPU device nodes unusable", "pass /dev/nvidia* "
+          "into the container (docker --gpus all)", check=True, repair="host"),
     Cause("cgroup_devices_revoked", "GPU access revoked under the running container",
-          "restart the container (nvidia-ctk system create-dev-char-symlinks --create-all "
-          "keeps the device rules across daemon-reload)", "nvidia", True, repair="host"),
+          "restart the container; nvidia-ctk system "
+          "create-dev-char-symlinks --create-all", "nvidia", True, repair="host"),
     Cause("fabric_manager_not_ready", "NVSwitch fabric not ready (fabric manager)",
-          "start the fabric manager of the kernel module's version on the host: systemctl "
-          "enable --now nvidia-fabricmanager", "nvidia", True,
+          "systemctl enable --now nvidia-fabricmanager (of "
+          "the driver's version)", "nvidia", True,
           texts=(r"Error 802|system not yet initialized|SYSTEM_NOT_READY",), repair="host"),
     Cause("cuda_compat_on_unsupported_gpu", "CUDA forward-compat libcuda on unsupported hardware",
-          "take the cuda-compat dir (e.g. /usr/local/cuda/compat) off LD_LIBRARY_PATH and "
-          "ld.so.conf, then run ldconfig", "nvidia", True,
+          "take the cuda compat dir off LD_LIBRARY_PATH and "
+          "ld.so.conf; run ldconfig", "nvidia", True,
           texts=(r"Error 804|forward compatibility was attempted",), repair="ldcache"),
     Cause("libcuda_stub_shadowing", "the link-time stub libcuda is loaded",
-          "take the CUDA toolkit's stubs dir off LD_LIBRARY_PATH and ld.so.conf, then run "
+          "take the stubs dir off LD_LIBRARY_PATH and ld.so.conf; run "
           "ldconfig", "nvidia", True, texts=(r"driver is a stub library|STUB_LIBRARY",),
           repair="ldcache"),
     Cause("driver_userspace_mismatch", "driver library/kernel module mismatch",
-          "install the driver userspace of the kernel module's version (or reboot into the "
-          "new module)", check=True, amd_label="ROCm userspace does not match the amdgpu "
+          "install the driver userspace of the kernel module's "
+          "version, or reboot", check=True, amd_label="ROCm userspace does not match the amdgpu "
           "driver", repair="host"),
-    Cause("zero_active_drivers", "CUDA driver does not initialise", "make libcuda.so.1 "
-          "loadable and the GPU visible: install the driver userspace, pass the GPUs into "
-          "the container, unset a CUDA_VISIBLE_DEVICES that names none", check=True,
+    Cause("zero_active_drivers", "CUDA driver does not initialise", "install the "
+          "driver userspace (libcuda.so.1), pass the GPUs in, fix CUDA_VISIBLE_DEVICES", check=True,
           amd_label="HIP runtime finds no GPU",
           texts=(r"libcuda\.so\.1: cannot open shared object file",
                  r"\b0 active drivers|no ROCm-capable device is detected"), repair="host"),
     Cause("gpu_exclusive_busy", "GPU in exclusive-process mode, held by another process",
-          "set the compute mode back on the host (nvidia-smi -i N -c DEFAULT), or wait for "
-          "the process holding the GPU", "nvidia", True, repair="host"),
-    Cause("driver_too_old", "driver too old for torch's CUDA", "upgrade the NVIDIA driver, or "
-          "install a torch built for the driver's CUDA ({pip} install torch --index-url "
-          "https://download.pytorch.org/whl/cuXYZ)", "nvidia", True,
+          "nvidia-smi -i N -c DEFAULT on the host, or "
+          "wait for the holder", "nvidia", True, repair="host"),
+    Cause("driver_too_old", "driver too old for torch's CUDA", "upgrade the driver, or {pip} "
+          "install a torch of the driver's CUDA", "nvidia", True,
           texts=(r"undefined symbol: cu[A-Z]\w*",), repair="host"),
     Cause("torch_install_broken", "the torch installation is incomplete",
           "reinstall torch: {pip} install --force-reinstall --no-deps torch=={torch}",
           check=True, texts=(r"No module named .torch\.",)),
-    Cause("torch_cuda", "PyTorch does not see the GPU", "install a CUDA (or ROCm) build of "
-          "torch for {python}: {pip} install torch --index-url "
-          "https://download.pytorch.org/whl/cuXYZ", check=True),
-    Cause("torch_lacks_arch", "PyTorch not built for this GPU", "install a torch whose CUDA "
-          "build lists this GPU's arch ({pip} install --upgrade torch)", check=True),
-    Cause("gpu_arch_unsupported", "GPU too old for Triton", "run on a GPU of compute "
-          "capability >= 7.0 (Triton's minimum)", check=True,
+    Cause("torch_cuda", "PyTorch does not see the GPU", "{pip} install a CUDA (or ROCm) "
+          "build of torch", check=True),
+    Cause("torch_lacks_arch", "PyTorch not built for this GPU", "{pip} install "
+          "--upgrade torch (a build for this GPU)", check=True),
+    Cause("gpu_arch_unsupported", "GPU too old for Triton", "use a GPU of capability >= "
+          "7.0", check=True,
           amd_label="gfx arch not supported by Triton", repair="host"),
     Cause("triton_installed", "Triton installation", "keep one Triton distribution: {pip} "
           "uninstall -y {dists}, then {pip} install triton=={triton}", check=True),
@@ -86,8 +82,8 @@ CAUSES = (
     Cause("triton_no_backends", "Triton finds no backend (installed without its metadata)",
           _TRITON_REINSTALL + ", or set TRITON_BACKENDS_IN_TREE=1"),
     Cause("triton_backends_conflict", "more than one active Triton backend",
-          "{pip} uninstall the extra backend's package ({pip} list | grep -i triton), or set "
-          "TRITON_DEFAULT_BACKEND=nvidia (Triton >= 3.9)",
+          "{pip} uninstall the extra "
+          "backend's package, or set TRITON_DEFAULT_BACKEND=nvidia",
           texts=(r"\b([2-9]|\d\d+) active drivers",)),
     Cause("triton_default_backend", "TRITON_DEFAULT_BACKEND names no active backend",
           "unset TRITON_DEFAULT_BACKEND, or set it to nvidia",
@@ -97,8 +93,8 @@ CAUSES = (
     Cause("no_c_compiler", "no C compiler", "{install} {pkg_cc}, or set CC", check=True,
           texts=(r"Failed to find C compiler",), repair="packages"),
     Cause("compiler_incomplete", "the C compiler is missing its own parts (cc1, collect2)",
-          "reinstall the compiler with its cc1: {install} --reinstall {pkg_cc} (Debian: "
-          "gcc-N cpp-N), or set CC to a complete one",
+          "{install} --reinstall {pkg_cc} "
+          "cpp (cc1), or set CC",
           texts=(r"cannot execute .(cc1|cc1plus|collect2).|error trying to exec .cc1."
                  r"|\bcc1: not found",), repair="packages"),
     Cause("no_linker", "no linker", "{install} binutils", check=True,
@@ -109,27 +105,29 @@ CAUSES = (
     Cause("libc_crt_missing", "libc's startup files (crti.o, crt1.o) missing",
           "{install} {pkg_libc}", texts=(r"cannot find (crt[\w]*\.o|-lc\b)",),
           repair="packages"),
-    Cause("compiler_killed", "the C compiler was killed (out of memory)", "raise the memory "
-          "limit of the job or container (cgroup memory.max, ulimit -v): the compiler needs "
-          "a few hundred MB", texts=(r"Killed signal terminated program|out of memory "
+    Cause("compiler_killed", "the C compiler was killed (out of memory)", "raise the job's "
+          "memory limit (memory.max, ulimit -v)",
+          texts=(r"Killed signal terminated program|out of memory "
                                      r"allocating|virtual memory exhausted|internal compiler "
                                      r"error: (Killed|Segmentation fault) signal",)),
-    Cause("cc_rejects_flags", "the C compiler rejects Triton's flags", "set CC to gcc or "
-          "clang (export CC=/usr/bin/gcc): this one rejects the flags Triton passes",
+    Cause("cc_rejects_flags", "the C compiler rejects Triton's flags", "set CC to "
+          "gcc or clang (export CC=/usr/bin/gcc)",
           texts=(r"unrecognized command[- ]line option|bad value .* for .-m[\w-]+=. switch"
                  r"|unknown argument: |unsupported option",)),
     Cause("include_dir_unreadable", "an include dir is unreadable for the workload's user",
-          "make {path} and its parents readable by the workload's user (chmod o+rx), or use "
-          "an interpreter installed for that user",
+          "chmod o+rx {path} and its "
+          "parents",
           texts=(r"(error|fatal error): (\S+): Permission denied",)),
     Cause("libc_headers_missing", "no libc headers", "{install} {pkg_libc}", check=True,
-          repair="packages"),
+          texts=(r"fatal error: (?!.?Python\.h).?[\w./-]+\.h.?(: No such file| file not found)",
+                 r"\b(stdio|dlfcn|stdlib|string|limits|stddef|features)\.h\b"
+                 r"|no include path in which"), repair="packages"),
     Cause("python_headers_missing", "no Python headers", "{install} {pkg_python} (headers "
           "for {python})", check=True, texts=(r"\bPython\.h\b",), repair="packages"),
     Cause("ldconfig_binary_missing", "no /sbin/ldconfig", "set TRITON_LIBCUDA_PATH="
           "{libcuda_dir}, or {install} libc-bin", "nvidia", True, repair="packages"),
     Cause("ld_so_cache_missing", "no linker cache (/etc/ld.so.cache)", "run /sbin/ldconfig as "
-          "root (it writes /etc/ld.so.cache), or set TRITON_LIBCUDA_PATH={libcuda_dir}",
+          "root (writes /etc/ld.so.cache), or set TRITON_LIBCUDA_PATH={libcuda_dir}",
           "nvidia", texts=(r"Can't open cache file|ld\.so\.cache",), repair="ldcache"),
     Cause("libcuda_not_in_ldcache", "libcuda.so.1 not in the linker cache", "run ldconfig (an "
           "/etc/ld.so.conf.d entry for {libcuda_dir}), or set TRITON_LIBCUDA_PATH="
@@ -137,22 +135,22 @@ CAUSES = (
           texts=(r"libcuda\.so cannot found", r"cannot find -l:?libcuda\.so\.1"),
           repair="ldcache"),
     Cause("ldcache_stale_libcuda_entry", "stale libcuda.so.1 entry in the linker cache",
-          "run ldconfig (as root) so that the cache drops the missing libcuda.so.1, or set "
+          "run ldconfig as root, or set "
           "TRITON_LIBCUDA_PATH={libcuda_dir}", "nvidia", True,
           texts=(r"Possible files are located at",), repair="ldcache"),
     Cause("libcuda_unversioned_missing", "no unversioned libcuda.so", "ln -s libcuda.so.1 "
           "{libcuda_dir}/libcuda.so (or upgrade to Triton >= 3.6)", "nvidia", True,
           texts=(r"cannot find -lcuda\b",), repair="symlink"),
     Cause("libhip_path_invalid", "TRITON_LIBHIP_PATH invalid", "point TRITON_LIBHIP_PATH at "
-          "ROCm's libamdhip64.so (e.g. /opt/rocm/lib/libamdhip64.so), or unset it", "amd", True,
+          "/opt/rocm/lib/libamdhip64.so, or unset it", "amd", True,
           texts=(r"TRITON_LIBHIP_PATH '.*' does not point to a valid",)),
     Cause("libamdhip64_not_found", "libamdhip64.so not found", "install ROCm's HIP runtime "
           "({install} hip-runtime-amd) or export TRITON_LIBHIP_PATH=/opt/rocm/lib/"
           "libamdhip64.so", "amd", True,
           texts=(r"cannot (locate|open) libamdhip64\.so",), repair="packages"),
     Cause("libamdhip64_other_rocm", "libamdhip64 from another ROCm than torch's",
-          "point TRITON_LIBHIP_PATH (or ROCM_PATH) at the ROCm torch was built for, or "
-          "install the torch of this ROCm", "amd", True,
+          "point TRITON_LIBHIP_PATH at "
+          "torch's ROCm", "amd", True,
           texts=(r"libamdhip64 version .* is not supported|refusing to mix ROCm installations",)),
     Cause("cache_dir_unwritable", "Triton cache not writable", "make {cache_dir} writable by "
           "the workload's user (chown), or export TRITON_CACHE_DIR=/tmp/triton_$USER",
@@ -175,40 +173,39 @@ CAUSES = (
           "--upgrade torch triton (Triton >= 3.3; >= 3.6 for sm_121)", "nvidia", True,
           texts=(r"for option 'gpu-name'|is not a recognized processor",)),
     Cause("driver_too_old_for_bundled_ptxas", "driver older than Triton's ptxas", "upgrade the "
-          "NVIDIA driver, or set TRITON_PTXAS_PATH to a ptxas no newer than the driver's CUDA",
+          "driver, or set TRITON_PTXAS_PATH to an older ptxas",
           "nvidia", True, texts=(r"device kernel image is invalid",), repair="host"),
     Cause("triton_target", "get_current_target() fails", "run {python} -c 'import triton; "
-          "triton.runtime.driver.active.get_current_target()' in the workload's environment "
-          "and fix the error it prints", check=True),
+          "triton.runtime.driver.active.get_current_target()' and fix what it prints", check=True),
     Cause("triton_own_path", "get_current_target() fails where the workload builds",
-          "run {python} -c 'import triton; triton.runtime.driver.active.get_current_target()'"
-          " as the workload's user and fix the error it prints", check=True),
+          "run {python} -c 'import triton; "
+          "triton.runtime.driver.active.get_current_target()' as the workload's user, with "
+          "its TRITON_CACHE_DIR and TMPDIR, and fix what it prints", check=True),
     Cause("stale_cache_masks_compiler", "works only thanks to a warm cache", "{install} "
           "{pkg_cc}: kernels with a new signature still compile a launcher", check=True),
-    Cause("triton_kernel", "Triton kernel does not run", "run one @triton.jit kernel with "
-          "{python} on each GPU and fix the error it prints", check=True),
-    Cause("blackwell_no_allocator", "FLA registers no allocator on Blackwell", "upgrade "
-          "flash-linear-attention: {pip} install --upgrade flash-linear-attention (>= 0.5.0)",
+    Cause("triton_kernel", "Triton kernel does not run", "run a @triton.jit kernel with "
+          "{python}; fix what it prints", check=True),
+    Cause("blackwell_no_allocator", "FLA registers no allocator on Blackwell", "{pip} "
+          "install --upgrade flash-linear-attention",
           "nvidia", True, texts=(r"no allocator was set",)),
     Cause("fla_fallback_hidden", "flash-linear-attention falls back to CPU", "{pip} install "
-          "--upgrade flash-linear-attention, then fix the cause its swallowed error names",
+          "--upgrade flash-linear-attention",
           check=True),
     Cause("fla_import_fails", "flash-linear-attention cannot be imported", "{pip} install "
-          "--force-reinstall flash-linear-attention (with the einops, torch and triton it "
-          "requires)"),
+          "--force-reinstall flash-linear-attention"),
     Cause("workload_env", "the environment moves the kernels off the GPU", "unset the "
-          "variable it names in the workload's environment", check=True),
-    Cause("inductor_ready", "torch.compile fails before Triton", "set USER for the workload, "
+          "variable named", check=True),
+    Cause("inductor_ready", "torch.compile fails before Triton", "set USER, "
           "or export TORCHINDUCTOR_CACHE_DIR=<a writable dir>", check=True),
     # Named from a message, an errno, the object it names or the limit that explains it.
-    Cause("glibc_too_old", "glibc too old for this Triton", "a newer OS image (this Triton "
-          "wheel needs manylinux_2_27+), or {pip} install an older triton",
+    Cause("glibc_too_old", "glibc too old for this Triton", "a newer OS "
+          "image, or {pip} install an older triton",
           texts=(r"version .GLIBC_[\d.]+. not found",)),
     Cause("cache_entry_corrupt", "a damaged Triton cache entry", "rm -r {component} (Triton "
           "rebuilds it), or the whole cache: rm -r {cache_dir}",
           texts=(r"file too short|invalid ELF header",)),
-    Cause("shared_library_missing", "a shared library is missing", "install the package that "
-          "ships {library} ({install} ...), or add its dir to LD_LIBRARY_PATH",
+    Cause("shared_library_missing", "a shared library is missing", "install the package of "
+          "{library}, or add its dir to LD_LIBRARY_PATH",
           texts=(r"cannot open shared object file",)),
     Cause("address_space_limit", "the job's address-space limit (ulimit -v)", "raise the "
           "job's address-space limit {limit}={value}: ulimit -v unlimited (Grid Engine h_vmem, "
@@ -249,8 +246,8 @@ CAUSES = (
     Cause("path_noexec", "a noexec mount where a library is loaded", "export TRITON_CACHE_DIR"
           " / TMPDIR=<a dir on an exec mount>, or remount {mount} without noexec"),
     Cause("fs_out_of_inodes", "no free inodes on a file system (bytes are left)", "delete "
-          "files on {mount} (it has {free} free but no inodes: many small files, e.g. an old "
-          "Triton cache) or export TRITON_CACHE_DIR=<another file system>"),
+          "files on {mount}: it has {free} free but no inode left (many small files, e.g. an "
+          "old Triton cache); or export TRITON_CACHE_DIR=<another file system>"),
     Cause("disk_full", "no space left on a file system Triton writes", "free space on "
           "{mount}, or point the workload at another file system (TRITON_CACHE_DIR, TMPDIR)",
           errnos=("ENOSPC",)),
@@ -259,7 +256,9 @@ CAUSES = (
           "<a dir outside the quota>", errnos=("EDQUOT",)),
     Cause("loader_map_failed", "the loader cannot map a library", "check {path} with ldd and "
           "`file`; rebuild it (rm -r {component})"),
-    Cause("os_error", "an OS error on a path", "{errno} on {path}: fix {component} ({missing})"),
+    Cause("os_error", "an OS error on a path", "{errno} on {path}: make {component} usable "
+          "by the workload's user ({missing}), or point the workload elsewhere "
+          "(TRITON_CACHE_DIR, TMPDIR)"),
 )
 
 CAUSES_BY_ID = dict((c.id, c) for c in CAUSES)
