@@ -316,10 +316,6 @@ CAUSES = (
           "the cgroup's pids.max (docker --pids-limit, TasksMax=)", errnos=("EAGAIN",)),
     Cause("file_size_limit", "the job's file-size limit (ulimit -f)", "raise {limit}={value}: "
           "ulimit -f unlimited", errnos=("EFBIG",)),
-    Cause("locked_memory_limit", "the job's locked-memory limit (ulimit -l)", "raise "
-          "{limit}={value}: ulimit -l unlimited (LimitMEMLOCK=infinity)"),
-    Cause("stack_limit", "the job's stack limit (ulimit -s)", "raise {limit}={value}: "
-          "ulimit -s 8192 or more"),
     Cause("process_limits", "a process, file or memory limit of the job", "raise the job's "
           "process, open-file and memory limits (ulimit -u/-n/-v, cgroup pids.max, "
           "memory.max)", errnos=("ENFILE", "ENOMEM")),
@@ -2434,8 +2430,7 @@ def explain(errno_name, path, text, mountinfo, limits, place=None, top=None):
         return [("shared_library_missing", dict(values, library=loader[1]))]
     if errno_name in ("ENOMEM", "EAGAIN", "EMFILE", "ENFILE", "EFBIG"):
         names = {"ENOMEM": (("AS", "address_space_limit"), ("DATA", "address_space_limit"),
-                            ("memory.max", "memory_cgroup_limit"),
-                            ("MEMLOCK", "locked_memory_limit")),
+                            ("memory.max", "memory_cgroup_limit")),
                  "EAGAIN": (("pids.max", "process_limit"), ("NPROC", "process_limit"),
                             ("memory.max", "memory_cgroup_limit")),
                  "EMFILE": (("NOFILE", "open_files_limit"),),
@@ -2503,23 +2498,11 @@ def explain(errno_name, path, text, mountinfo, limits, place=None, top=None):
 
 # --- diagnose -------------------------------------------------------------------------------------
 
-DIAGNOSIS_LABELS = dict((c.id, c.label) for c in CAUSES if not c.check)
-
 TOOLCHAIN_CAUSES = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker",
                               "libc_headers_missing", "python_headers_missing",
                               "libcuda_unversioned_missing", "include_dir_unreadable",
                               "cc_rejects_flags", "compiler_killed", "compiler_incomplete",
                               "libc_crt_missing"})
-
-
-def diagnosis_fix(cause, context):
-    fix = fill_fix(cause, context)
-    return "%s: %s" % (CAUSE_LABELS.get(cause, cause), fix) if fix else ""
-
-
-def tool_cause(text):
-    found = message_causes(text)
-    return found[0] if found else (None, "")
 
 
 def inside(path, top):
@@ -2569,10 +2552,6 @@ def object_causes(text, errno_name, filename, where, places, node):
     found = explain(errno_name, filename, text, node.get("mountinfo"), node.get("limits") or {},
                     place, top)
     return [(cause, line, values) for cause, values in found]
-
-
-def text_paths(text):
-    return re.findall(r"(?:'|‘|\bto |\bfile )(/[^'’:\s]+)", text or "")
 
 
 def compiler_causes(run, places, node):
@@ -4939,6 +4918,8 @@ class Evaluation(Part):
                 result = ("error", "check failed inside the probe: " + error_text(exc), "",
                           {"exception": error_text(exc)})
             status, summary, fix, evidence = result
+            if status == "fail" and not fix:
+                fix = self.cause_fix((evidence or {}).get("matches") or check_id)
             self.statuses[check_id] = status
             checks.append({"id": check_id, "status": status, "summary": clip_head(summary, 400),
                            "fix": clip_head(fix, 600), "evidence": bounded(evidence)})

@@ -194,3 +194,46 @@ def test_a_cache_out_of_inodes_says_inodes_not_space(tmp_path: Path) -> None:
     assert (rc, triton["verdict"], triton["cause"]) == (1, "cpu-fallback", "fs_out_of_inodes")
     assert "inodes" in triton["fix"] and str(full) in triton["fix"]
     assert "free space" not in triton["fix"]
+
+
+def _as_limit(gib: int) -> list[str] | None:
+    prlimit = shutil.which("prlimit")
+    return [prlimit, f"--as={gib << 30}", "--"] if prlimit else None
+
+
+def test_cuda_out_of_memory_under_an_address_space_limit_names_the_limit(tmp_path: Path) -> None:
+    # The case: `ulimit -v 16G`, cuInit answers CUDA_ERROR_OUT_OF_MEMORY (2).
+    prefix = _as_limit(16)
+    if prefix is None:
+        pytest.skip("no prlimit here")
+    node = make_node(tmp_path / "node", init_rc=2)
+    rc, doc, _ = run_probe(node, prefix=prefix)
+    triton = doc["triton"]
+    assert isinstance(triton, dict)
+    assert (rc, triton["verdict"], triton["cause"]) == (1, "cpu-fallback", "address_space_limit")
+    assert "AS (ulimit -v)=16 GiB (16777216 KiB)" in triton["fix"]
+    assert "ulimit -v unlimited" in triton["fix"]
+    facts = doc["facts"]
+    assert isinstance(facts, dict) and facts["limits"]["AS"]["soft"] == 16 << 30
+    # Without the limit the same cuInit error is the driver's.
+    rc, doc, _ = run_probe(node)
+    assert isinstance(doc["triton"], dict) and doc["triton"]["cause"] == "zero_active_drivers"
+
+
+def test_failed_to_map_segment_is_never_noexec_on_an_exec_mount(tmp_path: Path) -> None:
+    error = ("ImportError: /home/job/.triton/cache/AB/cuda_utils.cpython-312-x86_64-linux-gnu.so:"
+             " failed to map segment from shared object")
+    prefix = _as_limit(16)
+    if prefix is None:
+        pytest.skip("no prlimit here")
+    node = make_node(tmp_path / "node", triton_error=error)
+    rc, doc, _ = run_probe(node, prefix=prefix)
+    checks = {check["id"]: check for check in doc["checks"]}
+    triton = doc["triton"]
+    assert isinstance(triton, dict)
+    assert checks["cache_dir_noexec"]["status"] == "pass"
+    assert (rc, triton["cause"]) == (1, "address_space_limit")
+    assert "ulimit -v" in triton["fix"]
+    # No limit: the library that does not map is named, still not the mount.
+    rc, doc, _ = run_probe(node)
+    assert isinstance(doc["triton"], dict) and doc["triton"]["cause"] == "loader_map_failed"

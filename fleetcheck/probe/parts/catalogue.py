@@ -220,10 +220,6 @@ CAUSES = (
           "the cgroup's pids.max (docker --pids-limit, TasksMax=)", errnos=("EAGAIN",)),
     Cause("file_size_limit", "the job's file-size limit (ulimit -f)", "raise {limit}={value}: "
           "ulimit -f unlimited", errnos=("EFBIG",)),
-    Cause("locked_memory_limit", "the job's locked-memory limit (ulimit -l)", "raise "
-          "{limit}={value}: ulimit -l unlimited (LimitMEMLOCK=infinity)"),
-    Cause("stack_limit", "the job's stack limit (ulimit -s)", "raise {limit}={value}: "
-          "ulimit -s 8192 or more"),
     Cause("process_limits", "a process, file or memory limit of the job", "raise the job's "
           "process, open-file and memory limits (ulimit -u/-n/-v, cgroup pids.max, "
           "memory.max)", errnos=("ENFILE", "ENOMEM")),

@@ -13,12 +13,8 @@ the real ones of gcc 12/13, clang 14, GNU ld 2.40/2.42 and glibc's loader
 import os
 import re
 
-from fleetcheck.probe.parts.catalogue import CAUSE_LABELS, CAUSES, fill_fix
 from fleetcheck.probe.parts.classify import message_causes
 from fleetcheck.probe.parts.objects import explain, parse_oserror
-
-#: The causes only a message names (no check of their own): kept for older callers.
-DIAGNOSIS_LABELS = dict((c.id, c.label) for c in CAUSES if not c.check)
 
 #: A diagnosis that names a toolchain cause a warm cache hides (see evaluate.MASKABLE).
 TOOLCHAIN_CAUSES = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker",
@@ -26,18 +22,6 @@ TOOLCHAIN_CAUSES = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker",
                               "libcuda_unversioned_missing", "include_dir_unreadable",
                               "cc_rejects_flags", "compiler_killed", "compiler_incomplete",
                               "libc_crt_missing"})
-
-
-def diagnosis_fix(cause, context):
-    """'label: fix' of a cause filled with the node's values ('' for no cause)."""
-    fix = fill_fix(cause, context)
-    return "%s: %s" % (CAUSE_LABELS.get(cause, cause), fix) if fix else ""
-
-
-def tool_cause(text):
-    """(cause, the line that names it) from a tool's or the loader's text, or (None, '')."""
-    found = message_causes(text)
-    return found[0] if found else (None, "")
 
 
 def inside(path, top):
@@ -90,11 +74,6 @@ def object_causes(text, errno_name, filename, where, places, node):
     found = explain(errno_name, filename, text, node.get("mountinfo"), node.get("limits") or {},
                     place, top)
     return [(cause, line, values) for cause, values in found]
-
-
-def text_paths(text):
-    """Absolute paths a message names (quoted or after 'to '/'file ')."""
-    return re.findall(r"(?:'|‘|\bto |\bfile )(/[^'’:\s]+)", text or "")
 
 
 def compiler_causes(run, places, node):

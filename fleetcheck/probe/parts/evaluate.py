@@ -73,6 +73,9 @@ class Evaluation(Part):
                 result = ("error", "check failed inside the probe: " + error_text(exc), "",
                           {"exception": error_text(exc)})
             status, summary, fix, evidence = result
+            if status == "fail" and not fix:
+                # Every failing check says what to change: its cause's record, for this node.
+                fix = self.cause_fix((evidence or {}).get("matches") or check_id)
             self.statuses[check_id] = status
             checks.append({"id": check_id, "status": status, "summary": clip_head(summary, 400),
                            "fix": clip_head(fix, 600), "evidence": bounded(evidence)})

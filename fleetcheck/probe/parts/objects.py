@@ -254,8 +254,7 @@ def explain(errno_name, path, text, mountinfo, limits, place=None, top=None):
         return [("shared_library_missing", dict(values, library=loader[1]))]
     if errno_name in ("ENOMEM", "EAGAIN", "EMFILE", "ENFILE", "EFBIG"):
         names = {"ENOMEM": (("AS", "address_space_limit"), ("DATA", "address_space_limit"),
-                            ("memory.max", "memory_cgroup_limit"),
-                            ("MEMLOCK", "locked_memory_limit")),
+                            ("memory.max", "memory_cgroup_limit")),
                  "EAGAIN": (("pids.max", "process_limit"), ("NPROC", "process_limit"),
                             ("memory.max", "memory_cgroup_limit")),
                  "EMFILE": (("NOFILE", "open_files_limit"),),
