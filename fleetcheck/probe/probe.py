@@ -4050,7 +4050,7 @@ class TritonChecks(Part):
         summary = "get_current_target() in a fresh cache: " + (
             "%s (%s)" % (line, (target.get("failure") or {}).get("type") or "error")
             if line and line not in first_line(error) else first_line(error))
-        return ("fail", summary, fix, evidence)
+        return ("fail", summary + self.object_note(evidence["matches"], values), fix, evidence)
 
     def check_stale_cache_masks_compiler(self):
         target = self.stages.get("target")
@@ -4292,9 +4292,9 @@ class WorkloadChecks(Part):
             "user with the same environment to investigate" % (
                 line or first_line(failure.get("error"))))
         told = first_line(failure.get("error"))
-        return ("fail", "the workload's own get_current_target() fails: %s" % (
+        return ("fail", "the workload's own get_current_target() fails: %s%s" % (
             "%s (%s)" % (line, failure.get("type") or "error") if line and line not in told
-            else told), fix, evidence)
+            else told, self.object_note(cause, values)), fix, evidence)
 
     def installed_libraries(self):
         meta = self.stages.get("meta", {})
@@ -4994,6 +4994,19 @@ class Evaluation(Part):
             if "limit" in values:
                 return cause, values
         return None
+
+    def object_note(self, cause, values):
+        if not values or not cause:
+            return ""
+        if values.get("limit"):
+            what = "%s = %s" % (values["limit"], values.get("value"))
+        elif values.get("target"):
+            what = "%s -> %s (missing)" % (values.get("component"), values["target"])
+        elif values.get("owner"):
+            what = "%s (owner %s)" % (values.get("component"), values["owner"])
+        else:
+            what = values.get("component") or values.get("library") or ""
+        return "; %s: %s" % (self.cause_label(cause), what) if what else ""
 
     def name_failure(self, failure, places, more=""):
         found = diagnoses(failure, places, {"mountinfo": getattr(self, "mountinfo", None),

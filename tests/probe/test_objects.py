@@ -237,3 +237,19 @@ def test_failed_to_map_segment_is_never_noexec_on_an_exec_mount(tmp_path: Path) 
     # No limit: the library that does not map is named, still not the mount.
     rc, doc, _ = run_probe(node)
     assert isinstance(doc["triton"], dict) and doc["triton"]["cause"] == "loader_map_failed"
+
+
+def test_a_dangling_triton_home_is_named_on_the_node(tmp_path: Path) -> None:
+    # ~/.triton a link to a scratch file system not mounted here: Triton's os.makedirs raises
+    # FileExistsError; the probe names the link, its target and the two ways out.
+    node = make_node(tmp_path / "node")
+    missing = tmp_path / "scratch-not-mounted" / ".triton"
+    (node.home / ".triton").symlink_to(missing)
+    rc, doc, _ = run_probe(node)
+    triton = doc["triton"]
+    assert isinstance(triton, dict)
+    assert (rc, triton["verdict"], triton["cause"]) == (1, "cpu-fallback", "path_dangling_link")
+    assert f"create {missing}" in triton["fix"]
+    assert f"rm {node.home / '.triton'}" in triton["fix"]
+    own = {c["id"]: c for c in doc["checks"]}["triton_own_path"]
+    assert f"{node.home / '.triton'} -> {missing} (missing)" in own["summary"]

@@ -233,7 +233,7 @@ class TritonChecks(Part):
         summary = "get_current_target() in a fresh cache: " + (
             "%s (%s)" % (line, (target.get("failure") or {}).get("type") or "error")
             if line and line not in first_line(error) else first_line(error))
-        return ("fail", summary, fix, evidence)
+        return ("fail", summary + self.object_note(evidence["matches"], values), fix, evidence)
 
     def check_stale_cache_masks_compiler(self):
         target = self.stages.get("target")

@@ -116,9 +116,9 @@ class WorkloadChecks(Part):
             "user with the same environment to investigate" % (
                 line or first_line(failure.get("error"))))
         told = first_line(failure.get("error"))
-        return ("fail", "the workload's own get_current_target() fails: %s" % (
+        return ("fail", "the workload's own get_current_target() fails: %s%s" % (
             "%s (%s)" % (line, failure.get("type") or "error") if line and line not in told
-            else told), fix, evidence)
+            else told, self.object_note(cause, values)), fix, evidence)
 
     def installed_libraries(self):
         meta = self.stages.get("meta", {})

@@ -156,6 +156,20 @@ class Evaluation(Part):
                 return cause, values
         return None
 
+    def object_note(self, cause, values):
+        """'; LABEL: the object or limit' for a summary ('' when the cause names none)."""
+        if not values or not cause:
+            return ""
+        if values.get("limit"):
+            what = "%s = %s" % (values["limit"], values.get("value"))
+        elif values.get("target"):
+            what = "%s -> %s (missing)" % (values.get("component"), values["target"])
+        elif values.get("owner"):
+            what = "%s (owner %s)" % (values.get("component"), values["owner"])
+        else:
+            what = values.get("component") or values.get("library") or ""
+        return "; %s: %s" % (self.cause_label(cause), what) if what else ""
+
     def name_failure(self, failure, places, more=""):
         """(cause, line, values) of a failed step: the first cause its message, errno, object
         or limit names whose own check did not pass; (None, line, {}) when none does."""
