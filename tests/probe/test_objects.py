@@ -253,3 +253,55 @@ def test_a_dangling_triton_home_is_named_on_the_node(tmp_path: Path) -> None:
     assert f"rm {node.home / '.triton'}" in triton["fix"]
     own = {c["id"]: c for c in doc["checks"]}["triton_own_path"]
     assert f"{node.home / '.triton'} -> {missing} (missing)" in own["summary"]
+
+
+def test_ldconfig_without_its_cache_on_the_node_gets_the_ldconfig_run(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node")
+    # What /sbin/ldconfig -p prints, as root's ldconfig does, where /etc/ld.so.cache is absent.
+    ldconfig = node.sysroot / "sbin" / "ldconfig"
+    ldconfig.write_text("#!/bin/sh\nprintf \"/sbin/ldconfig: Can't open cache file "
+                        "/etc/ld.so.cache\\n: No such file or directory\\n\" >&2\nexit 1\n")
+    rc, doc, _ = run_probe(node)
+    checks = {c["id"]: c for c in doc["checks"]}
+    triton = doc["triton"]
+    assert isinstance(triton, dict)
+    assert checks["ldconfig_binary_missing"]["status"] == "pass"
+    assert checks["libcuda_not_in_ldcache"]["status"] == "fail"
+    assert (rc, triton["cause"]) == (1, "ld_so_cache_missing")
+    assert "run /sbin/ldconfig as root (writes /etc/ld.so.cache)" in triton["fix"]
+
+
+def test_a_gcc_without_cc1_gets_the_compilers_reinstall(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node")
+    # gcc 12 as Debian leaves it when cpp-12 (which ships cc1) is gone: its own words.
+    gcc = node.bindir / "gcc"
+    gcc.unlink()
+    gcc.write_text("#!/bin/sh\necho \"gcc: fatal error: cannot execute 'cc1': execvp: No such "
+                   "file or directory\" >&2\necho 'compilation terminated.' >&2\nexit 1\n")
+    gcc.chmod(0o755)
+    rc, doc, _ = run_probe(node)
+    checks = {c["id"]: c for c in doc["checks"]}
+    triton = doc["triton"]
+    assert isinstance(triton, dict)
+    assert checks["no_c_compiler"]["status"] == "pass"
+    assert (rc, triton["cause"]) == (1, "compiler_incomplete")
+    assert "apt-get install -y --reinstall gcc" in triton["fix"]
+
+
+def test_a_gcc_without_libcs_startup_files_names_them(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node")
+    # Debian's gcc installed with --no-install-recommends: no libc6-dev, so no crti.o.
+    gcc = node.bindir / "gcc"
+    gcc.unlink()
+    gcc.write_text("#!/bin/sh\necho '/usr/bin/ld: cannot find crti.o: No such file or "
+                   "directory' >&2\necho 'collect2: error: ld returned 1 exit status' >&2\n"
+                   "exit 1\n")
+    gcc.chmod(0o755)
+    rc, doc, _ = run_probe(node)
+    checks = {c["id"]: c for c in doc["checks"]}
+    triton = doc["triton"]
+    assert isinstance(triton, dict)
+    assert (checks["no_linker"]["status"], checks["libc_headers_missing"]["status"]) == (
+        "pass", "pass")
+    assert (rc, triton["cause"]) == (1, "libc_crt_missing")
+    assert triton["fix"].endswith("apt-get install -y libc6-dev")
