@@ -2472,9 +2472,6 @@ def explain(errno_name, path, text, mountinfo, limits, place=None, top=None):
                 and (state.get("inodes") or 0) > 0 and (state.get("free_bytes") or 0) > 0):
             return [("fs_out_of_inodes", values)]
         generic = "disk_full" if errno_name == "ENOSPC" else "quota_exceeded"
-        name, limit = limited(limits, "FSIZE")
-        if name:
-            found.append(("file_size_limit", dict(values, **limit_values(name, limit))))
     elif errno_name == "EROFS" or (errno_name in ("EACCES", "EPERM") and state.get("read_only")
                                    and not finding):
         generic = "path_read_only"
@@ -4040,6 +4037,7 @@ class TritonChecks(Part):
         cause, line, values = self.name_failure(target.get("failure") or {"error": error}, places,
                                                 self.stack_result["stderr"][-4000:])
         evidence["matches"] = cause
+        evidence["object"] = values or None
         evidence["message"] = line or None
         backends = self.stages.get("backends") or {}
         evidence["backends"] = backends or None
@@ -4288,6 +4286,7 @@ class WorkloadChecks(Part):
         failure = own.get("failure") or {}
         cause, line, values = self.own_diagnosis()
         evidence["matches"] = cause
+        evidence["object"] = values or None
         evidence["message"] = line or first_line(failure.get("error"))
         runs = [r for r in failure.get("compiler") or [] if r.get("rc") or r.get("error")]
         if runs:

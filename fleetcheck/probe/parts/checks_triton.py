@@ -214,6 +214,7 @@ class TritonChecks(Part):
         cause, line, values = self.name_failure(target.get("failure") or {"error": error}, places,
                                                 self.stack_result["stderr"][-4000:])
         evidence["matches"] = cause
+        evidence["object"] = values or None
         evidence["message"] = line or None
         backends = self.stages.get("backends") or {}
         evidence["backends"] = backends or None

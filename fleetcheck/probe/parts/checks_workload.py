@@ -106,6 +106,7 @@ class WorkloadChecks(Part):
         failure = own.get("failure") or {}
         cause, line, values = self.own_diagnosis()
         evidence["matches"] = cause
+        evidence["object"] = values or None
         evidence["message"] = line or first_line(failure.get("error"))
         runs = [r for r in failure.get("compiler") or [] if r.get("rc") or r.get("error")]
         if runs:

@@ -297,9 +297,6 @@ def explain(errno_name, path, text, mountinfo, limits, place=None, top=None):
                 and (state.get("inodes") or 0) > 0 and (state.get("free_bytes") or 0) > 0):
             return [("fs_out_of_inodes", values)]
         generic = "disk_full" if errno_name == "ENOSPC" else "quota_exceeded"
-        name, limit = limited(limits, "FSIZE")
-        if name:
-            found.append(("file_size_limit", dict(values, **limit_values(name, limit))))
     elif errno_name == "EROFS" or (errno_name in ("EACCES", "EPERM") and state.get("read_only")
                                    and not finding):
         generic = "path_read_only"
