@@ -146,6 +146,10 @@ def _foreign_entry(tmp_path: Path) -> None:
 def test_ldconfig_without_its_cache_is_not_a_missing_ldconfig() -> None:
     text = "/sbin/ldconfig: Can't open cache file /etc/ld.so.cache\n: No such file or directory"
     assert causes(diagnoses({"error": text}, {}))[0] == "ld_so_cache_missing"
+    # Triton's own libcuda_dirs() runs it with check_output: only the exit status is said.
+    triton = ("CalledProcessError: Command '['/sbin/ldconfig', '-p']' returned non-zero exit "
+              "status 1.")
+    assert causes(diagnoses({"error": triton}, {}))[0] == "ld_so_cache_missing"
 
 
 @pytest.mark.parametrize(("text", "cause"), [

@@ -128,7 +128,9 @@ CAUSES = (
           "{libcuda_dir}, or {install} libc-bin", "nvidia", True, repair="packages"),
     Cause("ld_so_cache_missing", "no linker cache (/etc/ld.so.cache)", "run /sbin/ldconfig as "
           "root (writes /etc/ld.so.cache), or set TRITON_LIBCUDA_PATH={libcuda_dir}",
-          "nvidia", texts=(r"Can't open cache file|ld\.so\.cache",), repair="ldcache"),
+          "nvidia", texts=(r"Can't open cache file|ld\.so\.cache"
+                          r"|ldconfig', '-p'\]' returned non-zero",),
+          repair="ldcache"),
     Cause("libcuda_not_in_ldcache", "libcuda.so.1 not in the linker cache", "run ldconfig (an "
           "/etc/ld.so.conf.d entry for {libcuda_dir}), or set TRITON_LIBCUDA_PATH="
           "{libcuda_dir}", "nvidia", True,
