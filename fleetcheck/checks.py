@@ -1,4 +1,6 @@
-"""The check catalogue: ids, titles, causal order and the report columns they feed.
+"""The check catalogue on the host: titles and report columns of the probe's checks, whose ids,
+causal order, vendors, labels and fixes come from the probe's cause records
+(fleetcheck/probe/parts/catalogue.py, the module the probe is built from).
 
 Ids marked `catalogue=True` come from the failure catalogue (docs/checks.md lists them with
 their error texts); the others are fleetcheck's own checks around them.
@@ -8,6 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from fleetcheck.probe.parts.catalogue import CAUSES, CAUSES_BY_ID, cause_label, fill_fix
 
 
 @dataclass(frozen=True)
@@ -23,94 +28,89 @@ class CheckInfo:
     amd_title: str | None = None
 
 
+#: How each check is shown (title, report column; whether it is a catalogue row, the AMD
+#: title); the ids, their causal order and vendors come from the cause records.
+_SHOWN: dict[str, tuple[str, str, bool, str | None]] = {
+    "gpu_present": ("NVIDIA GPU present", "gpus", False, "AMD GPU present"),
+    "dev_nodes_missing": ("/dev/nvidia* nodes usable", "gpus", True,
+                          "/dev/kfd and /dev/dri render nodes usable"),
+    "cgroup_devices_revoked": ("GPU access not revoked under the container", "gpus", True, None),
+    "fabric_manager_not_ready": ("NVSwitch fabric ready (cuInit not 802)", "driver", True, None),
+    "cuda_compat_on_unsupported_gpu": ("no forward-compat libcuda on unsupported HW", "driver",
+                                       True,
+                                       None),
+    "libcuda_stub_shadowing": ("libcuda is the driver's, not the link stub", "driver", True, None),
+    "driver_userspace_mismatch": ("driver libraries match kernel module", "driver", True,
+                                  "ROCm userspace works with the amdgpu driver"),
+    "zero_active_drivers": ("CUDA driver initialises", "driver", True,
+                            "HIP runtime finds the GPUs"),
+    "gpu_exclusive_busy": ("GPU not held exclusively by another process", "driver", True, None),
+    "driver_too_old": ("driver new enough for torch's CUDA", "driver", True, None),
+    "torch_cuda": ("PyTorch sees the GPUs", "torch", False, "PyTorch (ROCm build) sees the GPUs"),
+    "torch_lacks_arch": ("PyTorch built for this GPU", "torch", True,
+                         "PyTorch built for this gfx arch"),
+    "gpu_arch_unsupported": ("GPU capability >= 7.0 (Triton, inductor)", "gpus", False,
+                             "gfx arch supported by Triton's AMD backend"),
+    "triton_installed": ("Triton installed (one distribution)", "triton", False, None),
+    "triton_2x": ("Triton 3.x", "triton", True, None),
+    "triton_backends": ("Triton selects one backend (entry points, active drivers)", "triton", True,
+                        None),
+    "cc_env_invalid": ("$CC points at a compiler", "compiler", True, None),
+    "no_c_compiler": ("C compiler (CC, gcc or clang)", "compiler", True, None),
+    "no_linker": ("linker (ld)", "compiler", True, None),
+    "libc_headers_missing": ("libc headers", "headers", True, None),
+    "python_headers_missing": ("Python.h for the interpreter", "headers", True, None),
+    "ldconfig_binary_missing": ("/sbin/ldconfig present", "libcuda", True, None),
+    "libcuda_not_in_ldcache": ("libcuda.so.1 found as Triton finds it", "libcuda", True, None),
+    "ldcache_stale_libcuda_entry": ("ldconfig's libcuda.so.1 exists here", "libcuda", True, None),
+    "libcuda_unversioned_missing": ("libcuda.so for Triton < 3.6", "libcuda", True, None),
+    "libhip_path_invalid": ("TRITON_LIBHIP_PATH names a libamdhip64.so (AMD)", "libcuda", True,
+                            None),
+    "libamdhip64_not_found": ("libamdhip64.so found as Triton finds it (AMD)", "libcuda", True,
+                              None),
+    "libamdhip64_other_rocm": ("libamdhip64 of torch's ROCm (AMD)", "libcuda", True, None),
+    "cache_dir_unwritable": ("Triton cache writable", "cache", True, None),
+    "cache_dir_noexec": ("Triton cache on an exec mount", "cache", True, None),
+    "cache_on_network_fs": ("Triton cache node-local (not NFS/Lustre/FUSE)", "cache", True, None),
+    "cache_dir_full": ("Triton cache has space for a build", "cache", False, None),
+    "tmp_dir_unusable": ("temp dir usable for Triton's build", "cache", False, None),
+    "ptxas_missing": ("bundled ptxas", "triton", True, None),
+    "ptxas_override_unparsed": ("TRITON_PTXAS_PATH usable", "triton", True, None),
+    "triton_too_old_for_gpu": ("Triton's ptxas knows this GPU", "triton", True, None),
+    "driver_too_old_for_bundled_ptxas": ("driver loads the cubins of Triton's ptxas", "driver",
+                                         True,
+                                         None),
+    "triton_target": ("get_current_target() in a fresh cache", "verdict", False, None),
+    "triton_own_path": ("get_current_target() in the workload's own dirs", "verdict", False, None),
+    "stale_cache_masks_compiler": ("works without relying on a warm cache", "cache", True, None),
+    "triton_kernel": ("JIT kernel runs on every GPU (--deep)", "verdict", False, None),
+    "blackwell_no_allocator": ("FLA registers an allocator on Blackwell", "fla", True, None),
+    "fla_fallback_hidden": ("flash-linear-attention on the GPU", "fla", True, None),
+    "workload_env": ("no variable moves or slows the kernels", "triton", False, None),
+    "inductor_ready": ("torch.compile's own path (user, cache dir)", "triton", False, None),
+    "torch_install_broken": ("torch's installed files complete", "torch", True, None),
+    "triton_install_broken": ("Triton's installed files complete (RECORD, backend)",
+                              "triton", True, None),
+    "cache_entry_foreign_owner": ("Triton cache entries not another user's", "cache", True, None),
+    "cache_entry_unreadable": ("Triton cache entries readable", "cache", True, None),
+    "cache_entry_corrupt": ("Triton cache entries intact", "cache", True, None),
+    # The GPUs' state before a job (fleetcheck/gpustate.py: the playbook decides whether each
+    # fails or warns: max_gpu_memory_used, foreign_processes, memory_health, min_gpus).
+    "gpu_memory_in_use": ("GPU memory free (not held by another process)", "gpu_memory", True,
+                          None),
+    "gpu_foreign_processes": ("no other process on the GPUs", "gpu_memory", True, None),
+    "gpu_memory_health": ("no pending or failed GPU memory repair", "gpus", True, None),
+    "gpu_missing_for_cuda": ("CUDA opens every GPU the driver lists", "gpus", True, None),
+    "gpu_persistence_mode": ("persistence mode on", "gpus", True, None),
+    "gpu_xid_events": ("no critical Xid event in the kernel log (last hour)", "gpus", True,
+                       None),
+}
+
 #: Every check the probe emits, in causal order: the first failing one is the root cause.
-CHECKS: tuple[CheckInfo, ...] = (
-    CheckInfo("gpu_present", "NVIDIA GPU present", "gpus", catalogue=False,
-              amd_title="AMD GPU present"),
-    CheckInfo("dev_nodes_missing", "/dev/nvidia* nodes usable", "gpus",
-              amd_title="/dev/kfd and /dev/dri render nodes usable"),
-    CheckInfo("cgroup_devices_revoked", "GPU access not revoked under the container", "gpus",
-              vendor="nvidia"),
-    CheckInfo("fabric_manager_not_ready", "NVSwitch fabric ready (cuInit not 802)", "driver",
-              vendor="nvidia"),
-    CheckInfo("cuda_compat_on_unsupported_gpu", "no forward-compat libcuda on unsupported HW",
-              "driver", vendor="nvidia"),
-    CheckInfo("libcuda_stub_shadowing", "libcuda is the driver's, not the link stub", "driver",
-              vendor="nvidia"),
-    CheckInfo("driver_userspace_mismatch", "driver libraries match kernel module", "driver",
-              amd_title="ROCm userspace works with the amdgpu driver"),
-    CheckInfo("zero_active_drivers", "CUDA driver initialises", "driver",
-              amd_title="HIP runtime finds the GPUs"),
-    CheckInfo("gpu_exclusive_busy", "GPU not held exclusively by another process", "driver",
-              vendor="nvidia"),
-    CheckInfo("driver_too_old", "driver new enough for torch's CUDA", "driver", vendor="nvidia"),
-    CheckInfo("torch_cuda", "PyTorch sees the GPUs", "torch", catalogue=False,
-              amd_title="PyTorch (ROCm build) sees the GPUs"),
-    CheckInfo("torch_lacks_arch", "PyTorch built for this GPU", "torch",
-              amd_title="PyTorch built for this gfx arch"),
-    CheckInfo("gpu_arch_unsupported", "GPU capability >= 7.0 (Triton, inductor)", "gpus",
-              catalogue=False, amd_title="gfx arch supported by Triton's AMD backend"),
-    CheckInfo("triton_installed", "Triton installed (one distribution)", "triton", False),
-    CheckInfo("triton_2x", "Triton 3.x", "triton"),
-    CheckInfo("triton_backends", "Triton selects one backend (entry points, active drivers)",
-              "triton"),
-    CheckInfo("cc_env_invalid", "$CC points at a compiler", "compiler"),
-    CheckInfo("no_c_compiler", "C compiler (CC, gcc or clang)", "compiler"),
-    CheckInfo("no_linker", "linker (ld)", "compiler"),
-    CheckInfo("libc_headers_missing", "libc headers", "headers"),
-    CheckInfo("python_headers_missing", "Python.h for the interpreter", "headers"),
-    CheckInfo("ldconfig_binary_missing", "/sbin/ldconfig present", "libcuda", vendor="nvidia"),
-    CheckInfo("libcuda_not_in_ldcache", "libcuda.so.1 found as Triton finds it", "libcuda",
-              vendor="nvidia"),
-    CheckInfo("ldcache_stale_libcuda_entry", "ldconfig's libcuda.so.1 exists here", "libcuda",
-              vendor="nvidia"),
-    CheckInfo("libcuda_unversioned_missing", "libcuda.so for Triton < 3.6", "libcuda",
-              vendor="nvidia"),
-    CheckInfo("libhip_path_invalid", "TRITON_LIBHIP_PATH names a libamdhip64.so (AMD)",
-              "libcuda", vendor="amd"),
-    CheckInfo("libamdhip64_not_found", "libamdhip64.so found as Triton finds it (AMD)", "libcuda",
-              vendor="amd"),
-    CheckInfo("libamdhip64_other_rocm", "libamdhip64 of torch's ROCm (AMD)", "libcuda",
-              vendor="amd"),
-    CheckInfo("cache_dir_unwritable", "Triton cache writable", "cache"),
-    CheckInfo("cache_entry_foreign_owner", "Triton cache entries not another user's", "cache"),
-    CheckInfo("cache_entry_unreadable", "Triton cache entries readable", "cache"),
-    CheckInfo("cache_entry_corrupt", "Triton cache entries intact", "cache"),
-    CheckInfo("cache_dir_noexec", "Triton cache on an exec mount", "cache"),
-    CheckInfo("cache_on_network_fs", "Triton cache node-local (not NFS/Lustre/FUSE)", "cache"),
-    CheckInfo("cache_dir_full", "Triton cache has space for a build", "cache", catalogue=False),
-    CheckInfo("tmp_dir_unusable", "temp dir usable for Triton's build", "cache",
-              catalogue=False),
-    CheckInfo("ptxas_missing", "bundled ptxas", "triton", vendor="nvidia"),
-    CheckInfo("ptxas_override_unparsed", "TRITON_PTXAS_PATH usable", "triton", vendor="nvidia"),
-    CheckInfo("triton_too_old_for_gpu", "Triton's ptxas knows this GPU", "triton", vendor="nvidia"),
-    CheckInfo("driver_too_old_for_bundled_ptxas", "driver loads the cubins of Triton's ptxas",
-              "driver", vendor="nvidia"),
-    CheckInfo("triton_target", "get_current_target() in a fresh cache", "verdict", False),
-    CheckInfo("triton_own_path", "get_current_target() in the workload's own dirs", "verdict",
-              False),
-    CheckInfo("stale_cache_masks_compiler", "works without relying on a warm cache", "cache"),
-    CheckInfo("triton_kernel", "JIT kernel runs on every GPU (--deep)", "verdict", False),
-    CheckInfo("blackwell_no_allocator", "FLA registers an allocator on Blackwell", "fla",
-              vendor="nvidia"),
-    CheckInfo("fla_fallback_hidden", "flash-linear-attention on the GPU", "fla"),
-    CheckInfo("workload_env", "no variable moves or slows the kernels", "triton", False),
-    CheckInfo("inductor_ready", "torch.compile's own path (user, cache dir)", "triton",
-              False),
-    # The GPUs' state before a job (docs/checks.md, "The GPUs' state before a job"): a playbook
-    # decides whether each fails or warns (max_gpu_memory_used, foreign_processes,
-    # memory_health, min_gpus).
-    CheckInfo("gpu_memory_in_use", "GPU memory free (not held by another process)",
-              "gpu_memory"),
-    CheckInfo("gpu_foreign_processes", "no other process on the GPUs", "gpu_memory"),
-    CheckInfo("gpu_memory_health", "no pending or failed GPU memory repair", "gpus",
-              vendor="nvidia"),
-    CheckInfo("gpu_missing_for_cuda", "CUDA opens every GPU the driver lists", "gpus",
-              vendor="nvidia"),
-    CheckInfo("gpu_persistence_mode", "persistence mode on", "gpus", vendor="nvidia"),
-    CheckInfo("gpu_xid_events", "no critical Xid event in the kernel log (last hour)", "gpus",
-              vendor="nvidia"),
-)
+CHECKS: tuple[CheckInfo, ...] = tuple(
+    CheckInfo(cause.id, *_SHOWN[cause.id][:3], vendor=cause.vendor,
+              amd_title=_SHOWN[cause.id][3])
+    for cause in CAUSES if cause.check)
 
 CHECKS_BY_ID: dict[str, CheckInfo] = {info.id: info for info in CHECKS}
 
@@ -152,3 +152,60 @@ def causal_rank(check_id: str) -> int:
         if info.id == check_id:
             return index
     return len(CHECKS)
+
+
+def _section(facts: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = facts.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def node_fix_values(facts: object) -> dict[str, str]:
+    """The values a cause's fix is filled with, from a node's facts (the probe's own names)."""
+    if not isinstance(facts, Mapping):
+        return {}
+    python, os_info, triton, torch = (_section(facts, key) for key in (
+        "python", "os", "triton", "torch"))
+    executable = str(python.get("executable") or "python3")
+    version = ".".join(str(python.get("version") or "3").split(".")[:2])
+    rhel = str(os_info.get("id") or "") in ("rhel", "centos", "rocky", "almalinux", "fedora",
+                                            "ol", "amzn")
+    return {"python": executable, "pip": f"{executable} -m pip",
+            "install": "dnf install -y" if rhel else "apt-get install -y",
+            "pkg_cc": f"gcc glibc-devel python{version}-devel" if rhel
+            else f"gcc libc6-dev python{version}-dev",
+            "pkg_libc": "glibc-devel" if rhel else "libc6-dev",
+            "pkg_python": f"python{version}-devel" if rhel else f"python{version}-dev",
+            "triton": str(triton.get("version") or ""), "torch": str(torch.get("version") or ""),
+            "cache_dir": str(facts.get("triton_cache_dir") or "")}
+
+
+def cause_fix(cause_id: str | None, facts: object = None) -> str:
+    """'label: fix' of a cause from its record, filled with the node's values ('' for none)."""
+    if not cause_id or cause_id not in CAUSES_BY_ID:
+        return ""
+    vendor = facts.get("gpu_vendor") if isinstance(facts, Mapping) else None
+    return f"{cause_label(cause_id, vendor)}: {fill_fix(cause_id, node_fix_values(facts))}"
+
+
+#: Where docs/checks.md holds the table of causes generated from the records.
+CAUSES_TABLE_START = "<!-- causes: generated from fleetcheck/probe/parts/catalogue.py -->"
+CAUSES_TABLE_END = "<!-- end of causes -->"
+
+
+def causes_table() -> str:
+    """docs/checks.md's table of causes, one row per record (a test pins the file to it)."""
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    rows = [CAUSES_TABLE_START, "",
+            "| cause | label | named from | fix (filled with the node's values) "
+            "| `fleetcheck fix` |",
+            "|---|---|---|---|---|"]
+    for cause in CAUSES:
+        named = ["its check"] if cause.check else []
+        named += [f"`{cell(text)}`" for text in cause.texts]
+        named += [f"errno {name}" for name in cause.errnos]
+        source = "; ".join(named) or "its object or limit"
+        rows.append(f"| `{cause.id}` | {cell(cause.label)} | {source} | {cell(cause.fix)} "
+                    f"| {cause.repair or 'printed'} |")
+    return "\n".join([*rows, "", CAUSES_TABLE_END])

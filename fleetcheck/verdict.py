@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck import failures
-from fleetcheck.checks import causal_rank
+from fleetcheck.checks import causal_rank, cause_fix
 from fleetcheck.gpustate import GpuPolicy, regrade, usable_gpus
 from fleetcheck.model import Check, NodeResult, TritonVerdict
 
@@ -208,11 +208,18 @@ def root_cause(node: NodeResult) -> Check | None:
 
 
 def node_fix(node: NodeResult) -> str:
-    """The fix shown beside a node in the matrix, the HTML report and the terminal."""
+    """The fix shown beside a node in the matrix, the HTML report and the terminal.
+
+    A check or a verdict without a fix of its own (a report of an older probe) gets its
+    cause's record, filled with the node's facts: a failing node always says what to change.
+    """
     cause = root_cause(node)
-    if node.triton.verdict == "cpu-fallback" and node.triton.fix:
-        return node.triton.fix
-    return cause.fix if cause is not None else ""
+    if node.triton.verdict == "cpu-fallback":
+        return node.triton.fix or cause_fix(node.triton.cause, node.facts) or (
+            cause_fix(cause.id, node.facts) if cause is not None else "")
+    if cause is None:
+        return ""
+    return cause.fix or (cause_fix(cause.id, node.facts) if cause.status == "fail" else "")
 
 
 _UNVERIFIED_FIX = {
@@ -275,10 +282,14 @@ def blocking_fix(node: NodeResult) -> str:
     # A failing verdict is the root cause the reason names; its fix comes first.
     if node.triton.verdict not in ("gpu", "unknown") and node.triton.fix:
         return node.triton.fix
-    hits = sorted((c for c in node.checks if c.status == node.status and c.fix),
+    if node.triton.verdict == "cpu-fallback" and cause_fix(node.triton.cause, node.facts):
+        return cause_fix(node.triton.cause, node.facts)
+    hits = sorted((c for c in node.checks if c.status == node.status),
                   key=lambda c: causal_rank(c.id))
-    if hits:
-        return hits[0].fix
+    for hit in hits:
+        fix = hit.fix or (cause_fix(hit.id, node.facts) if hit.status == "fail" else "")
+        if fix:
+            return fix
     return node.triton.fix or _UNVERIFIED_FIX.get(node.status, "")
 
 

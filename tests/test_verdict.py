@@ -103,3 +103,32 @@ def test_failing_fleet_check_fails_the_audit() -> None:
     failing = Report(base.started_at, base.finished_at, base.nodes,
                      fleet_checks=(Check("fleet_driver_mismatch", "fail", "drivers differ"),))
     assert exit_code_for(failing) == 1
+
+
+#: A node of an older probe: its verdict names a cause, with no fix text of its own.
+FACTS = {"python": {"executable": "/opt/venv/bin/python", "version": "3.12.3"},
+         "os": {"id": "rocky"}, "triton": {"version": "3.6.0"}}
+
+
+def test_a_failing_verdict_without_a_fix_gets_its_causes_record() -> None:
+    from fleetcheck.verdict import blocking_fix, node_fix
+    failing = NodeResult(id="n", host="n", vmid=None, name="n", status="fail",
+                         reason="Triton cpu-fallback",
+                         triton=TritonVerdict("cpu-fallback", None, "libc_crt_missing", ""),
+                         checks=(Check("triton_target", "fail", "crti.o", ""),), facts=FACTS)
+    fix = "libc's startup files (crti.o, crt1.o) missing: dnf install -y glibc-devel"
+    assert node_fix(failing) == fix
+    assert blocking_fix(failing) == fix
+
+
+def test_a_failing_check_without_a_fix_gets_its_record_filled_for_the_node() -> None:
+    from fleetcheck.verdict import blocking_fix, node_fix
+    failing = NodeResult(id="n", host="n", vmid=None, name="n", status="fail", reason="x",
+                         triton=TritonVerdict("gpu", "cuda"),
+                         checks=(Check("inductor_ready", "pass", "ok", ""),
+                                 Check("triton_install_broken", "fail", "files gone", "")),
+                         facts=FACTS)
+    expected = ("/opt/venv/bin/python -m pip install --force-reinstall --no-deps "
+                "triton==3.6.0")
+    assert expected in node_fix(failing)
+    assert expected in blocking_fix(failing)

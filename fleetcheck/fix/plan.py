@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetcheck import kinds
-from fleetcheck.checks import CHECKS_BY_ID, causal_rank
+from fleetcheck.checks import CHECKS_BY_ID, causal_rank, node_fix_values
 from fleetcheck.fix.distro import (
     Family,
     UnsafeName,
@@ -26,6 +26,7 @@ from fleetcheck.fix.distro import (
     python_xy,
 )
 from fleetcheck.model import Check, NodeResult, Report
+from fleetcheck.probe.parts.catalogue import CAUSES, fill_fix
 from fleetcheck.verdict import UNVERIFIED_STATUSES
 
 #: Our own ld.so.conf.d file: one line, ours alone, so the step is idempotent and revertible.
@@ -47,9 +48,7 @@ LEAVES_ALONE = (
     "the host: container configuration, drivers, services",
 )
 #: Causes that are the host's (its admin's) to fix, never run from the node.
-HOST_CAUSES = frozenset({"dev_nodes_missing", "zero_active_drivers", "driver_userspace_mismatch",
-                         "driver_too_old", "fabric_manager_not_ready", "gpu_present",
-                         "driver_too_old_for_bundled_ptxas", "gpu_arch_unsupported"})
+HOST_CAUSES = frozenset(cause.id for cause in CAUSES if cause.repair == "host")
 
 
 @dataclass(frozen=True)
@@ -217,8 +216,7 @@ def _manual_for(node: NodeResult, check: Check) -> ManualAction:
         return ManualAction(check.id, "host", check.summary, (
             f"# on {node.host}: nvidia-fabricmanager at exactly the driver's version {module}",
             "systemctl enable --now nvidia-fabricmanager",))
-    who = "host" if check.id in HOST_CAUSES else "person"
-    return ManualAction(check.id, who, check.summary, (check.fix,) if check.fix else ())
+    return _printed_fix(node, check)
 
 
 def _manual_for_amd(node: NodeResult, check: Check) -> ManualAction:
@@ -232,8 +230,14 @@ def _manual_for_amd(node: NodeResult, check: Check) -> ManualAction:
             f"install, on {node.host}, the amdgpu-dkms of the ROCm release the node's userspace "
             f"comes from (HIP {hip}), or give the node a ROCm userspace that supports the "
             f"host's amdgpu driver ({amdgpu})",))
+    return _printed_fix(node, check)
+
+
+def _printed_fix(node: NodeResult, check: Check) -> ManualAction:
+    """The check's own fix, else its cause's record filled with the node's facts."""
     who = "host" if check.id in HOST_CAUSES else "person"
-    return ManualAction(check.id, who, check.summary, (check.fix,) if check.fix else ())
+    fix = check.fix or fill_fix(check.id, node_fix_values(node.facts))
+    return ManualAction(check.id, who, check.summary, (fix,) if fix else ())
 
 
 #: Causes where the node sees no GPU that its host gives it: its kind says how to pass it in.

@@ -12,8 +12,9 @@ The parts are joined in `parts.PARTS` order into one standard-library file (docs
   of the file, once each, sorted;
 - keeps the rest as it is written, except that `stage_script("NAME")` becomes the text of
   parts/scripts/NAME.py after its SCRIPT_MARK line, as a raw string literal, and that lines
-  holding only a comment are left out (the parts keep them; the shipped probe must fit the
-  QEMU guest agent API's 64 KiB input once compressed: transport/qemu_api.py).
+  holding only a comment, and the docstrings of functions and classes, are left out (the parts
+  keep them; the shipped probe must fit the QEMU guest agent API's 64 KiB input once
+  compressed: transport/qemu_api.py).
 
 Imports of other kinds at a part's top level, a top-level import after other code, or a name
 that two parts define are errors (`FILE:LINE: problem`, exit 2).
@@ -23,15 +24,13 @@ from __future__ import annotations
 
 import argparse
 import ast
-import io
 import sys
-import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from fleetcheck.probe.parts import PARTS
-from fleetcheck.probe.parts.scripts import script_text
+from fleetcheck.probe.parts.scripts import script_text, shipped
 
 HERE = Path(__file__).resolve().parent
 PARTS_DIR = HERE / "parts"
@@ -170,14 +169,6 @@ def read_part(name: str, parts_dir: Path = PARTS_DIR) -> Part:
     return Part(name, path, imports, future, body, _defined(statements), uses)
 
 
-def _without_comment_lines(body: str) -> str:
-    """`body` without its lines that hold only a comment (comments inside strings stay)."""
-    alone = {tok.start[0] for tok in tokenize.generate_tokens(io.StringIO(body).readline)
-             if tok.type == tokenize.COMMENT and not tok.line[:tok.start[1]].strip()}
-    return "".join(line for number, line in enumerate(body.splitlines(keepends=True), 1)
-                   if number not in alone)
-
-
 def build(parts_dir: Path = PARTS_DIR, order: Sequence[str] = PARTS) -> str:
     """The text of the shipped probe, built from the parts in `parts_dir`, in `order`."""
     listed = set(order)
@@ -221,7 +212,7 @@ def build(parts_dir: Path = PARTS_DIR, order: Sequence[str] = PARTS) -> str:
         rule = f"# --- {part.name} "
         gap = "\n" if index == 0 else "\n\n"  # isort's one blank line after the imports
         out.append(gap + rule + "-" * (WIDTH - len(rule)) + "\n\n"
-                   + _without_comment_lines(part.body))
+                   + shipped(part.body))
     return "".join(out)
 
 

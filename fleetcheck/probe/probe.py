@@ -9,12 +9,15 @@ Exit code: 0 ok or warn, 1 fail, 3 error or unknown.
 # Built by `python -m fleetcheck.probe.build` from fleetcheck/probe/parts/ (docs/architecture.md:
 # "The probe's sources"). Edit the parts, then rebuild; tests/probe/test_build.py checks.
 
+import collections
+import csv
 import errno
 import json
 import os
 import platform
 import pwd
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -42,14 +45,12 @@ SYSROOT = os.environ.get("FLEETCHECK_SYSROOT") or "/"
 
 
 def host_path(path):
-    """A node path (/dev/..., /proc/...) under FLEETCHECK_SYSROOT."""
     if SYSROOT in ("", "/"):
         return path
     return SYSROOT.rstrip("/") + path
 
 
 def clip(text, limit=MAX_TEXT):
-    """Bound a text for the JSON (keeps the end of long compiler output, where errors are)."""
     if text is None:
         return None
     text = str(text)
@@ -59,13 +60,11 @@ def clip(text, limit=MAX_TEXT):
 
 
 def clip_head(text, limit):
-    """Bound a one-line text, keeping its start (summaries, fixes, reasons)."""
     text = str(text or "")
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def bounded(value, depth=0):
-    """A JSON-safe copy of `value` with every string clipped and nesting limited."""
     if depth > 8:
         return None
     if isinstance(value, str):
@@ -82,7 +81,6 @@ def bounded(value, depth=0):
 
 
 def error_text(exc):
-    """Exception text as Triton users see it: type name, then str() (repr drops OSError paths)."""
     return clip(type(exc).__name__ + ": " + str(exc))
 
 
@@ -102,7 +100,6 @@ def first_line(text):
 
 
 def version_tuple(text):
-    """(3, 6, 0) from '3.6.0+git...'; () when there is no leading number."""
     parts = []
     for piece in re.split(r"[.+\-]", str(text or "")):
         match = re.match(r"\d+", piece)
@@ -114,101 +111,312 @@ def version_tuple(text):
     return tuple(parts)
 
 
+CheckResult = collections.namedtuple("CheckResult", "status summary fix evidence")
+
+
 # --- catalogue ------------------------------------------------------------------------------------
 
-CHECK_IDS = (
-    "gpu_present", "dev_nodes_missing", "cgroup_devices_revoked", "fabric_manager_not_ready",
-    "cuda_compat_on_unsupported_gpu", "libcuda_stub_shadowing", "driver_userspace_mismatch",
-    "zero_active_drivers", "gpu_exclusive_busy", "driver_too_old", "torch_cuda",
-    "torch_lacks_arch",
-    "gpu_arch_unsupported", "triton_installed", "triton_2x",
-    "triton_backends",
-    "cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
-    "python_headers_missing", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
-    "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "libhip_path_invalid",
-    "libamdhip64_not_found", "libamdhip64_other_rocm", "cache_dir_unwritable",
-    "cache_entry_foreign_owner", "cache_entry_unreadable", "cache_entry_corrupt",
-    "cache_dir_noexec", "cache_on_network_fs", "cache_dir_full", "tmp_dir_unusable",
-    "ptxas_missing", "ptxas_override_unparsed",
-    "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas", "triton_target",
-    "triton_own_path", "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator",
-    "fla_fallback_hidden", "workload_env", "inductor_ready",
-    "gpu_memory_in_use", "gpu_foreign_processes", "gpu_memory_health", "gpu_missing_for_cuda",
-    "gpu_persistence_mode", "gpu_xid_events",
+Cause = collections.namedtuple(
+    "Cause", "id label fix vendor check amd_label texts errnos repair",
+    defaults=(None, False, None, (), (), None))
+
+_HOLDER_FIX = ("stop what holds it before the job: nvidia-smi --query-compute-apps=pid,"
+               "used_memory --format=csv lists the processes, fuser -v /dev/nvidia* who has "
+               "the GPUs open; in a container, run these on the host")
+
+_TRITON_REINSTALL = ("{pip} install --force-reinstall --no-deps triton=={triton} "
+                     "(the wheel torch {torch} pins)")
+
+CAUSES = (
+    Cause("gpu_present", "no GPU visible", "load the GPU driver; pass the GPU into the "
+          "container (docker --gpus all)",
+          check=True, repair="host"),
+    Cause("dev_nodes_missing", "GPU device nodes unusable", "pass /dev/nvidia* "
+          "into the container (docker --gpus all)", check=True, repair="host"),
+    Cause("cgroup_devices_revoked", "GPU access revoked under the running container",
+          "restart the container; nvidia-ctk system "
+          "create-dev-char-symlinks --create-all", "nvidia", True, repair="host"),
+    Cause("fabric_manager_not_ready", "NVSwitch fabric not ready (fabric manager)",
+          "systemctl enable --now nvidia-fabricmanager (of "
+          "the driver's version)", "nvidia", True,
+          texts=(r"Error 802|system not yet initialized|SYSTEM_NOT_READY",), repair="host"),
+    Cause("cuda_compat_on_unsupported_gpu", "CUDA forward-compat libcuda on unsupported hardware",
+          "take the cuda compat dir off LD_LIBRARY_PATH and "
+          "ld.so.conf; run ldconfig", "nvidia", True,
+          texts=(r"Error 804|forward compatibility was attempted",), repair="ldcache"),
+    Cause("libcuda_stub_shadowing", "the link-time stub libcuda is loaded",
+          "take the stubs dir off LD_LIBRARY_PATH and ld.so.conf; run "
+          "ldconfig", "nvidia", True, texts=(r"driver is a stub library|STUB_LIBRARY",),
+          repair="ldcache"),
+    Cause("driver_userspace_mismatch", "driver library/kernel module mismatch",
+          "install the driver userspace of the kernel module's "
+          "version, or reboot", check=True, amd_label="ROCm userspace does not match the amdgpu "
+          "driver", repair="host"),
+    Cause("zero_active_drivers", "CUDA driver does not initialise", "install the "
+          "driver userspace (libcuda.so.1), pass the GPUs in, fix CUDA_VISIBLE_DEVICES", check=True,
+          amd_label="HIP runtime finds no GPU",
+          texts=(r"libcuda\.so\.1: cannot open shared object file",
+                 r"\b0 active drivers|no ROCm-capable device is detected"), repair="host"),
+    Cause("gpu_exclusive_busy", "GPU in exclusive-process mode, held by another process",
+          "nvidia-smi -i N -c DEFAULT on the host, or "
+          "wait for the holder", "nvidia", True, repair="host"),
+    Cause("driver_too_old", "driver too old for torch's CUDA", "upgrade the driver, or {pip} "
+          "install a torch of the driver's CUDA", "nvidia", True,
+          texts=(r"undefined symbol: cu[A-Z]\w*",), repair="host"),
+    Cause("torch_install_broken", "the torch installation is incomplete",
+          "reinstall torch: {pip} install --force-reinstall --no-deps torch=={torch}",
+          check=True, texts=(r"No module named .torch\.",)),
+    Cause("torch_cuda", "PyTorch does not see the GPU", "{pip} install a CUDA (or ROCm) "
+          "build of torch", check=True),
+    Cause("torch_lacks_arch", "PyTorch not built for this GPU", "{pip} install "
+          "--upgrade torch (a build for this GPU)", check=True),
+    Cause("gpu_arch_unsupported", "GPU too old for Triton", "use a GPU of capability >= "
+          "7.0", check=True,
+          amd_label="gfx arch not supported by Triton", repair="host"),
+    Cause("triton_installed", "Triton installation", "keep one Triton distribution: {pip} "
+          "uninstall -y {dists}, then {pip} install triton=={triton}", check=True),
+    Cause("triton_install_broken", "the Triton installation is incomplete", _TRITON_REINSTALL,
+          check=True, texts=(r"No module named .triton[\w.]*|cannot import name .* from "
+                             r".triton",)),
+    Cause("triton_2x", "Triton 2.x", "upgrade to Triton >= 3.3 with torch >= 2.7: {pip} "
+          "install --upgrade torch triton", check=True, texts=(r"no attribute 'active'",)),
+    Cause("triton_backends", "Triton's backend selection fails", _TRITON_REINSTALL, check=True),
+    Cause("triton_no_backends", "Triton finds no backend (installed without its metadata)",
+          _TRITON_REINSTALL + ", or set TRITON_BACKENDS_IN_TREE=1"),
+    Cause("triton_backends_conflict", "more than one active Triton backend",
+          "{pip} uninstall the extra "
+          "backend's package, or set TRITON_DEFAULT_BACKEND=nvidia",
+          texts=(r"\b([2-9]|\d\d+) active drivers",)),
+    Cause("triton_default_backend", "TRITON_DEFAULT_BACKEND names no active backend",
+          "unset TRITON_DEFAULT_BACKEND, or set it to nvidia",
+          texts=(r"Unknown backend device|Backend device '[^']*' is not active",)),
+    Cause("cc_env_invalid", "invalid $CC", "fix or unset CC (export CC=/usr/bin/gcc)",
+          check=True),
+    Cause("no_c_compiler", "no C compiler", "{install} {pkg_cc}, or set CC", check=True,
+          texts=(r"Failed to find C compiler",), repair="packages"),
+    Cause("compiler_incomplete", "the C compiler is missing its own parts (cc1, collect2)",
+          "{install} --reinstall {pkg_cc} "
+          "cpp (cc1), or set CC",
+          texts=(r"cannot execute .(cc1|cc1plus|collect2).|error trying to exec .cc1."
+                 r"|\bcc1: not found",), repair="packages"),
+    Cause("no_linker", "no linker", "{install} binutils", check=True,
+          texts=(r"cannot find .ld.|\"ld\" doesn't exist|cannot execute .ld."
+                 r"|error trying to exec .ld.",
+                 r"cannot execute .as.|\"as\" doesn't exist|error trying to exec .as."),
+          repair="packages"),
+    Cause("libc_crt_missing", "libc's startup files (crti.o, crt1.o) missing",
+          "{install} {pkg_libc}", texts=(r"cannot find (crt[\w]*\.o|-lc\b)",),
+          repair="packages"),
+    Cause("compiler_killed", "the C compiler was killed (out of memory)", "raise the job's "
+          "memory limit (memory.max, ulimit -v)",
+          texts=(r"Killed signal terminated program|out of memory "
+                                     r"allocating|virtual memory exhausted|internal compiler "
+                                     r"error: (Killed|Segmentation fault) signal",)),
+    Cause("cc_rejects_flags", "the C compiler rejects Triton's flags", "set CC to "
+          "gcc or clang (export CC=/usr/bin/gcc)",
+          texts=(r"unrecognized command[- ]line option|bad value .* for .-m[\w-]+=. switch"
+                 r"|unknown argument: |unsupported option",)),
+    Cause("include_dir_unreadable", "an include dir is unreadable for the workload's user",
+          "chmod o+rx {path} and its "
+          "parents",
+          texts=(r"(error|fatal error): (\S+): Permission denied",)),
+    Cause("libc_headers_missing", "no libc headers", "{install} {pkg_libc}", check=True,
+          texts=(r"fatal error: (?!.?Python\.h).?[\w./-]+\.h.?(: No such file| file not found)",
+                 r"\b(stdio|dlfcn|stdlib|string|limits|stddef|features)\.h\b"
+                 r"|no include path in which"), repair="packages"),
+    Cause("python_headers_missing", "no Python headers", "{install} {pkg_python} (headers "
+          "for {python})", check=True, texts=(r"\bPython\.h\b",), repair="packages"),
+    Cause("ldconfig_binary_missing", "no /sbin/ldconfig", "set TRITON_LIBCUDA_PATH="
+          "{libcuda_dir}, or {install} libc-bin", "nvidia", True, repair="packages"),
+    Cause("ld_so_cache_missing", "no linker cache (/etc/ld.so.cache)", "run /sbin/ldconfig as "
+          "root (writes /etc/ld.so.cache), or set TRITON_LIBCUDA_PATH={libcuda_dir}",
+          "nvidia", texts=(r"Can't open cache file|ld\.so\.cache"
+                          r"|ldconfig', '-p'\]' returned non-zero",),
+          repair="ldcache"),
+    Cause("libcuda_not_in_ldcache", "libcuda.so.1 not in the linker cache", "run ldconfig (an "
+          "/etc/ld.so.conf.d entry for {libcuda_dir}), or set TRITON_LIBCUDA_PATH="
+          "{libcuda_dir}", "nvidia", True,
+          texts=(r"libcuda\.so cannot found", r"cannot find -l:?libcuda\.so\.1"),
+          repair="ldcache"),
+    Cause("ldcache_stale_libcuda_entry", "stale libcuda.so.1 entry in the linker cache",
+          "run ldconfig as root, or set "
+          "TRITON_LIBCUDA_PATH={libcuda_dir}", "nvidia", True,
+          texts=(r"Possible files are located at",), repair="ldcache"),
+    Cause("libcuda_unversioned_missing", "no unversioned libcuda.so", "ln -s libcuda.so.1 "
+          "{libcuda_dir}/libcuda.so (or upgrade to Triton >= 3.6)", "nvidia", True,
+          texts=(r"cannot find -lcuda\b",), repair="symlink"),
+    Cause("libhip_path_invalid", "TRITON_LIBHIP_PATH invalid", "point TRITON_LIBHIP_PATH at "
+          "/opt/rocm/lib/libamdhip64.so, or unset it", "amd", True,
+          texts=(r"TRITON_LIBHIP_PATH '.*' does not point to a valid",)),
+    Cause("libamdhip64_not_found", "libamdhip64.so not found", "install ROCm's HIP runtime "
+          "({install} hip-runtime-amd) or export TRITON_LIBHIP_PATH=/opt/rocm/lib/"
+          "libamdhip64.so", "amd", True,
+          texts=(r"cannot (locate|open) libamdhip64\.so",), repair="packages"),
+    Cause("libamdhip64_other_rocm", "libamdhip64 from another ROCm than torch's",
+          "point TRITON_LIBHIP_PATH at "
+          "torch's ROCm", "amd", True,
+          texts=(r"libamdhip64 version .* is not supported|refusing to mix ROCm installations",)),
+    Cause("cache_dir_unwritable", "Triton cache not writable", "make {cache_dir} writable by "
+          "the workload's user (chown), or export TRITON_CACHE_DIR=/tmp/triton_$USER",
+          check=True),
+    Cause("cache_entry_foreign_owner", "Triton cache entries owned by another user",
+          "remove the entries another user left in {cache_dir} (a run as root, e.g. with "
+          "sudo -E): sudo rm -rf <the entries named>; or give them back: sudo chown -R "
+          "<the workload's user> {cache_dir}", check=True),
+    Cause("cache_entry_unreadable", "Triton cache entries unreadable", "chmod -R u+rwX "
+          "<the entries named> under {cache_dir} (or remove them)", check=True),
+    Cause("cache_entry_corrupt", "a damaged Triton cache entry", "rm -r {component} (Triton "
+          "rebuilds it), or the whole cache: rm -r {cache_dir}", check=True,
+          texts=(r"file too short|invalid ELF header",)),
+    Cause("cache_dir_noexec", "Triton cache on a noexec mount", "export TRITON_CACHE_DIR=<a "
+          "dir on an exec mount>, or remount {mount} without noexec", check=True),
+    Cause("cache_on_network_fs", "Triton cache on a network file system", "export "
+          "TRITON_CACHE_DIR=<a node-local dir> (e.g. /tmp/triton_$USER)", check=True),
+    Cause("cache_dir_full", "Triton cache full", "free space on {mount} (it holds {cache_dir}), "
+          "or export TRITON_CACHE_DIR=<a dir with space>", check=True),
+    Cause("tmp_dir_unusable", "temp dir unusable for Triton's build", "export TMPDIR=<a "
+          "writable dir with space> (now {tmp_dir})", check=True,
+          texts=(r"No usable temporary directory found|IO failure on output stream"
+                 r"|cannot open output file .*: (Permission denied|Read-only file system)",)),
+    Cause("ptxas_missing", "bundled ptxas missing", _TRITON_REINSTALL, "nvidia", True,
+          texts=(r"Cannot find ptxas",)),
+    Cause("ptxas_override_unparsed", "TRITON_PTXAS_PATH unusable", "unset TRITON_PTXAS_PATH "
+          "and upgrade Triton instead", "nvidia", True, texts=(r"Triton only support CUDA",)),
+    Cause("triton_too_old_for_gpu", "Triton too old for this GPU", "upgrade: {pip} install "
+          "--upgrade torch triton (Triton >= 3.3; >= 3.6 for sm_121)", "nvidia", True,
+          texts=(r"for option 'gpu-name'|is not a recognized processor",)),
+    Cause("driver_too_old_for_bundled_ptxas", "driver older than Triton's ptxas", "upgrade the "
+          "driver, or set TRITON_PTXAS_PATH to an older ptxas",
+          "nvidia", True, texts=(r"device kernel image is invalid",), repair="host"),
+    Cause("triton_target", "get_current_target() fails", "run {python} -c 'import triton; "
+          "triton.runtime.driver.active.get_current_target()' and fix what it prints", check=True),
+    Cause("triton_own_path", "get_current_target() fails where the workload builds",
+          "run {python} -c 'import triton; "
+          "triton.runtime.driver.active.get_current_target()' as the workload's user, with "
+          "its TRITON_CACHE_DIR and TMPDIR, and fix what it prints", check=True),
+    Cause("stale_cache_masks_compiler", "works only thanks to a warm cache", "{install} "
+          "{pkg_cc}: kernels with a new signature still compile a launcher", check=True),
+    Cause("triton_kernel", "Triton kernel does not run", "run a @triton.jit kernel with "
+          "{python}; fix what it prints", check=True),
+    Cause("blackwell_no_allocator", "FLA registers no allocator on Blackwell", "{pip} "
+          "install --upgrade flash-linear-attention",
+          "nvidia", True, texts=(r"no allocator was set",)),
+    Cause("fla_fallback_hidden", "flash-linear-attention falls back to CPU", "{pip} install "
+          "--upgrade flash-linear-attention",
+          check=True),
+    Cause("fla_import_fails", "flash-linear-attention cannot be imported", "{pip} install "
+          "--force-reinstall flash-linear-attention"),
+    Cause("workload_env", "the environment moves the kernels off the GPU", "unset the "
+          "variable named", check=True),
+    Cause("inductor_ready", "torch.compile fails before Triton", "set USER, "
+          "or export TORCHINDUCTOR_CACHE_DIR=<a writable dir>", check=True),
+    Cause("gpu_memory_in_use", "GPU memory already in use", _HOLDER_FIX, check=True,
+          repair="host"),
+    Cause("gpu_foreign_processes", "another process on the GPU", _HOLDER_FIX, check=True,
+          repair="host"),
+    Cause("gpu_memory_health", "GPU memory repair pending or failed", "drain the node and "
+          "reset the GPU (nvidia-smi -r -i N, no process on it) or reboot, so that pending row "
+          "remaps or page retirements take effect; a failed remap: replace the GPU",
+          "nvidia", True, repair="host"),
+    Cause("gpu_missing_for_cuda", "a GPU the driver lists that CUDA cannot open", "check "
+          "CUDA_VISIBLE_DEVICES and the container's device list against nvidia-smi -L; a GPU "
+          "that has fallen off the bus needs a reset or reboot", "nvidia", True, repair="host"),
+    Cause("gpu_persistence_mode", "persistence mode off", "nvidia-smi -pm 1 (or enable "
+          "nvidia-persistenced) on the host", "nvidia", True, repair="host"),
+    Cause("gpu_xid_events", "critical Xid events in the kernel log", "drain the node and read "
+          "the Xid in NVIDIA's Xid catalogue (dmesg | grep -i xid): most critical ones need a "
+          "GPU reset or reboot", "nvidia", True, repair="host"),
+    Cause("glibc_too_old", "glibc too old for this Triton", "a newer OS "
+          "image, or {pip} install an older triton",
+          texts=(r"version .GLIBC_[\d.]+. not found",)),
+    Cause("shared_library_missing", "a shared library is missing", "install the package of "
+          "{library}, or add its dir to LD_LIBRARY_PATH",
+          texts=(r"cannot open shared object file",)),
+    Cause("address_space_limit", "the job's address-space limit (ulimit -v)", "raise the "
+          "job's address-space limit {limit}={value}: ulimit -v unlimited (Grid Engine h_vmem, "
+          "Slurm VSizeFactor/--mem, LimitAS=infinity in the unit): CUDA reserves address space "
+          "far beyond the memory it uses"),
+    Cause("memory_cgroup_limit", "the job's cgroup memory limit", "raise the job's or "
+          "container's memory limit ({path} is {value}): docker --memory, Slurm --mem, "
+          "systemd MemoryMax="),
+    Cause("open_files_limit", "the job's open-file limit (ulimit -n)", "raise {limit}={value}: "
+          "ulimit -n 65536 (LimitNOFILE= in the unit)", errnos=("EMFILE",)),
+    Cause("process_limit", "the job's process limit", "raise {limit}={value}: ulimit -u, "
+          "the cgroup's pids.max (docker --pids-limit, TasksMax=)", errnos=("EAGAIN",)),
+    Cause("file_size_limit", "the job's file-size limit (ulimit -f)", "raise {limit}={value}: "
+          "ulimit -f unlimited", errnos=("EFBIG",)),
+    Cause("process_limits", "a process, file or memory limit of the job", "raise the job's "
+          "process, open-file and memory limits (ulimit -u/-n/-v, cgroup pids.max, "
+          "memory.max)", errnos=("ENFILE", "ENOMEM")),
+    Cause("path_dangling_link", "a symbolic link to a path that does not exist",
+          "create {target} (or mount the file system it is on), or replace the link: rm "
+          "{component} && mkdir -p {component}"),
+    Cause("path_missing", "a path that does not exist", "create {component} (mkdir -p "
+          "{component}), or point the workload at a dir that exists"),
+    Cause("path_link_loop", "a loop of symbolic links", "replace the link {component} with a "
+          "dir (rm {component} && mkdir {component})", errnos=("ELOOP",)),
+    Cause("path_not_a_dir", "a file where a directory is expected", "move the file "
+          "{component} aside (mv {component} {component}.old) so that the dir can be made"),
+    Cause("path_foreign_owner", "a path owned by another user", "give {component} back to the "
+          "workload's user (chown -R {user} {component}, as root) or remove it; or export "
+          "TRITON_CACHE_DIR=/tmp/triton_$USER"),
+    Cause("path_permission_denied", "a path the workload's user may not use", "chmod u+rwx "
+          "{component} (owner {owner}), or point the workload at a dir of its own"),
+    Cause("path_read_only", "a read-only file system", "point the workload at a writable dir "
+          "(TRITON_CACHE_DIR, TMPDIR), or remount {mount} read-write", errnos=("EROFS",)),
+    Cause("path_noexec", "a noexec mount where a library is loaded", "export TRITON_CACHE_DIR"
+          " / TMPDIR=<a dir on an exec mount>, or remount {mount} without noexec"),
+    Cause("fs_out_of_inodes", "no free inodes on a file system (bytes are left)", "delete "
+          "files on {mount}: it has {free} free but no inode left (many small files, e.g. an "
+          "old Triton cache); or export TRITON_CACHE_DIR=<another file system>"),
+    Cause("disk_full", "no space left on a file system Triton writes", "free space on "
+          "{mount}, or point the workload at another file system (TRITON_CACHE_DIR, TMPDIR)",
+          errnos=("ENOSPC",)),
+    Cause("quota_exceeded", "the user's disk quota is used up", "free space under {mount} "
+          "(quota -s shows the limit), or ask for a higher quota, or export TRITON_CACHE_DIR="
+          "<a dir outside the quota>", errnos=("EDQUOT",)),
+    Cause("loader_map_failed", "the loader cannot map a library", "check {path} with ldd and "
+          "`file`; rebuild it (rm -r {component})"),
+    Cause("os_error", "an OS error on a path", "{errno} on {path}: make {component} usable "
+          "by the workload's user ({missing}), or point the workload elsewhere "
+          "(TRITON_CACHE_DIR, TMPDIR)"),
 )
 
-CUDA_ONLY = frozenset({
-    "fabric_manager_not_ready", "cuda_compat_on_unsupported_gpu", "libcuda_stub_shadowing",
-    "driver_too_old", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
-    "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "ptxas_missing",
-    "ptxas_override_unparsed", "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas",
-    "blackwell_no_allocator", "cgroup_devices_revoked", "gpu_exclusive_busy",
-    "gpu_memory_health", "gpu_missing_for_cuda", "gpu_persistence_mode", "gpu_xid_events",
-})
+CAUSES_BY_ID = dict((c.id, c) for c in CAUSES)
 
-HIP_ONLY = frozenset({"libhip_path_invalid", "libamdhip64_not_found", "libamdhip64_other_rocm"})
+CHECK_IDS = tuple(c.id for c in CAUSES if c.check)
 
-HIP_CAUSE_LABELS = {
-    "driver_userspace_mismatch": "ROCm userspace does not match the amdgpu driver",
-    "zero_active_drivers": "HIP runtime finds no GPU",
-    "gpu_arch_unsupported": "gfx arch not supported by Triton",
-}
+CUDA_ONLY = frozenset(c.id for c in CAUSES if c.check and c.vendor == "nvidia")
 
-CAUSE_LABELS = {
-    "dev_nodes_missing": "GPU device nodes unusable",
-    "fabric_manager_not_ready": "NVSwitch fabric not ready (fabric manager)",
-    "cuda_compat_on_unsupported_gpu": "CUDA forward-compat libcuda on unsupported hardware",
-    "libcuda_stub_shadowing": "the link-time stub libcuda is loaded",
-    "gpu_arch_unsupported": "GPU too old for Triton",
-    "ldcache_stale_libcuda_entry": "stale libcuda.so.1 entry in the linker cache",
-    "cache_on_network_fs": "Triton cache on a network file system",
-    "driver_too_old_for_bundled_ptxas": "driver older than Triton's ptxas",
-    "driver_userspace_mismatch": "driver library/kernel module mismatch",
-    "zero_active_drivers": "CUDA driver does not initialise",
-    "driver_too_old": "driver too old for torch's CUDA",
-    "torch_cuda": "PyTorch does not see the GPU",
-    "torch_lacks_arch": "PyTorch not built for this GPU",
-    "triton_installed": "Triton installation",
-    "triton_2x": "Triton 2.x",
-    "triton_backends": "Triton's backend selection fails",
-    "cc_env_invalid": "invalid $CC",
-    "no_c_compiler": "no C compiler",
-    "no_linker": "no linker",
-    "libc_headers_missing": "no libc headers",
-    "python_headers_missing": "no Python headers",
-    "ldconfig_binary_missing": "no /sbin/ldconfig",
-    "libcuda_not_in_ldcache": "libcuda.so.1 not in the linker cache",
-    "libcuda_unversioned_missing": "no unversioned libcuda.so",
-    "libhip_path_invalid": "TRITON_LIBHIP_PATH invalid",
-    "libamdhip64_not_found": "libamdhip64.so not found",
-    "libamdhip64_other_rocm": "libamdhip64 from another ROCm than torch's",
-    "cache_dir_unwritable": "Triton cache not writable",
-    "cache_entry_foreign_owner": "Triton cache entries owned by another user",
-    "cache_entry_unreadable": "Triton cache entries unreadable",
-    "cache_entry_corrupt": "Triton cache entries corrupt",
-    "cache_dir_noexec": "Triton cache on a noexec mount",
-    "ptxas_missing": "bundled ptxas missing",
-    "ptxas_override_unparsed": "TRITON_PTXAS_PATH unusable",
-    "triton_too_old_for_gpu": "Triton too old for this GPU",
-    "triton_target": "get_current_target() fails",
-    "stale_cache_masks_compiler": "works only thanks to a warm cache",
-    "triton_kernel": "Triton kernel does not run",
-    "blackwell_no_allocator": "FLA registers no allocator on Blackwell",
-    "fla_fallback_hidden": "flash-linear-attention falls back to CPU",
-    "cache_dir_full": "Triton cache full",
-    "cgroup_devices_revoked": "GPU access revoked under the running container",
-    "gpu_exclusive_busy": "GPU in exclusive-process mode, held by another process",
-    "tmp_dir_unusable": "temp dir unusable for Triton's build",
-    "triton_own_path": "get_current_target() fails where the workload builds",
-    "workload_env": "the environment moves the kernels off the GPU",
-    "inductor_ready": "torch.compile fails before Triton",
-    "gpu_memory_in_use": "GPU memory already in use",
-    "gpu_foreign_processes": "another process on the GPU",
-    "gpu_memory_health": "GPU memory repair pending or failed",
-    "gpu_missing_for_cuda": "a GPU the driver lists that CUDA cannot open",
-    "gpu_persistence_mode": "persistence mode off",
-    "gpu_xid_events": "critical Xid events in the kernel log",
-}
+HIP_ONLY = frozenset(c.id for c in CAUSES if c.check and c.vendor == "amd")
+
+CAUSE_LABELS = dict((c.id, c.label) for c in CAUSES if c.id != "gpu_present")
+HIP_CAUSE_LABELS = dict((c.id, c.amd_label) for c in CAUSES if c.amd_label)
+
+MESSAGE_RULES = tuple((text, c.id) for c in CAUSES for text in c.texts)
+
+ERRNO_RULES = dict((name, c.id) for c in CAUSES for name in c.errnos)
+
+
+class _Filled(dict):
+    def __missing__(self, key):
+        return "<%s>" % key
+
+
+def fill_fix(cause_id, context):
+    cause = CAUSES_BY_ID.get(cause_id)
+    if cause is None:
+        return ""
+    values = _Filled((k, v) for k, v in (context or {}).items() if v not in (None, ""))
+    return re.sub(r"\s+", " ", cause.fix.format_map(values)).strip()
+
+
+def cause_label(cause_id, vendor=None):
+    cause = CAUSES_BY_ID.get(cause_id)
+    if cause is None:
+        return cause_id
+    return cause.amd_label if vendor == "amd" and cause.amd_label else cause.label
+
 
 GPU_STATE_IDS = frozenset({"gpu_memory_in_use", "gpu_foreign_processes", "gpu_memory_health",
                            "gpu_missing_for_cuda", "gpu_persistence_mode", "gpu_xid_events"})
@@ -216,222 +424,22 @@ GPU_STATE_IDS = frozenset({"gpu_memory_in_use", "gpu_foreign_processes", "gpu_me
 
 # --- classify -------------------------------------------------------------------------------------
 
-ERROR_PATTERNS = (
-    (r"Failed to find C compiler", "no_c_compiler"),
-    (r"cannot find .ld.|cannot execute .(as|ld).|error trying to exec .as.|\"ld\" doesn't exist",
-     "no_linker"),
-    (r"\bPython\.h\b", "python_headers_missing"),
-    (r"\b(stdio|dlfcn|stdlib|string|limits|stddef|features)\.h\b|no include path in which",
-     "libc_headers_missing"),
-    (r"Error 802|system not yet initialized|SYSTEM_NOT_READY", "fabric_manager_not_ready"),
-    (r"Error 804|forward compatibility was attempted", "cuda_compat_on_unsupported_gpu"),
-    (r"driver is a stub library|STUB_LIBRARY", "libcuda_stub_shadowing"),
-    (r"device kernel image is invalid", "driver_too_old_for_bundled_ptxas"),
-    (r"Possible files are located at", "ldcache_stale_libcuda_entry"),
-    (r"libcuda\.so cannot found", "libcuda_not_in_ldcache"),
-    (r"TRITON_LIBHIP_PATH '.*' does not point to a valid", "libhip_path_invalid"),
-    (r"cannot (locate|open) libamdhip64\.so", "libamdhip64_not_found"),
-    (r"libamdhip64 version .* is not supported|refusing to mix ROCm installations",
-     "libamdhip64_other_rocm"),
-    (r"no ROCm-capable device is detected", "zero_active_drivers"),
-    (r"/sbin/ldconfig", "ldconfig_binary_missing"),
-    (r"cannot find -lcuda", "libcuda_unversioned_missing"),
-    (r"failed to map segment", "cache_dir_noexec"),
-    (r"active drivers", "zero_active_drivers"),
-    (r"Cannot find ptxas", "ptxas_missing"),
-    (r"Triton only support CUDA", "ptxas_override_unparsed"),
-    (r"for option 'gpu-name'|is not a recognized processor", "triton_too_old_for_gpu"),
-    (r"no attribute 'active'", "triton_2x"),
-    (r"no allocator was set", "blackwell_no_allocator"),
-    (r"Permission denied", "cache_dir_unwritable"),
-)
+def message_causes(text):
+    found: list = []
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    for pattern, cause in MESSAGE_RULES:
+        if any(cause == seen for seen, _ in found):
+            continue
+        for line in lines:
+            if re.search(pattern, line):
+                found.append((cause, line))
+                break
+    return found
 
 
 def classify_error(text):
-    """The catalogue id a Triton error text belongs to, or None."""
-    for pattern, check_id in ERROR_PATTERNS:
-        if re.search(pattern, text or ""):
-            return check_id
-    return None
-
-
-# --- diagnose -------------------------------------------------------------------------------------
-
-TOOL_TEXTS = (
-    (r"cannot find .ld.|\"ld\" doesn't exist|cannot execute .ld.|error trying to exec .ld.",
-     "no_linker"),
-    (r"cannot execute .as.|\"as\" doesn't exist|error trying to exec .as.", "no_linker"),
-    (r"cannot execute .(cc1|cc1plus|collect2).|error trying to exec .cc1.", "no_c_compiler"),
-    (r"Killed signal terminated program|out of memory allocating|virtual memory exhausted"
-     r"|internal compiler error: (Killed|Segmentation fault) signal", "compiler_killed"),
-    (r"unrecognized command[- ]line option|bad value .* for .-m[\w-]+=. switch"
-     r"|unknown argument: |unsupported option", "cc_rejects_flags"),
-    (r"(error|fatal error): (\S+): Permission denied", "include_dir_unreadable"),
-    (r"\bPython\.h.?(: No such file| file not found)", "python_headers_missing"),
-    (r"fatal error: .?[\w./-]+\.h.?(: No such file| file not found)", "libc_headers_missing"),
-    (r"cannot find -lcuda\b", "libcuda_unversioned_missing"),
-    (r"cannot find -l:?libcuda\.so\.1", "libcuda_not_in_ldcache"),
-    (r"No space left on device|Disk quota exceeded|IO failure on output stream"
-     r"|cannot open output file .*: (Permission denied|Read-only file system)"
-     r"|No usable temporary directory found", "tmp_dir_unusable"),
-    (r"failed to map segment from shared object", "cache_dir_noexec"),
-    (r"libcuda\.so\.1: cannot open shared object file", "zero_active_drivers"),
-    (r"undefined symbol: cu[A-Z]\w*", "driver_too_old"),
-    (r"version .GLIBC_[\d.]+. not found", "glibc_too_old"),
-    (r"file too short|invalid ELF header", "cache_entry_corrupt"),
-    (r"Unknown backend device|Backend device '[^']*' is not active", "triton_default_backend"),
-    (r"\b([2-9]|\d\d+) active drivers", "triton_backends_conflict"),
-)
-
-DIAGNOSIS_FIXES = {
-    "compiler_killed": "the compiler was killed (out of memory): raise the memory limit of the "
-                       "job or container (cgroup memory.max, ulimit -v)",
-    "cc_rejects_flags": "set CC to gcc or clang (this one rejects the flags Triton passes)",
-    "include_dir_unreadable": "make the include dir (and its parents) readable by the workload's "
-                              "user, or use an interpreter installed for that user",
-    "cache_entry_corrupt": "remove the damaged entry from the Triton cache (or the whole cache "
-                           "dir): Triton rebuilds it",
-    "glibc_too_old": "this Triton wheel needs a newer glibc (manylinux_2_27+): a newer OS image",
-    "process_limits": "raise the job's process, open-file or memory limit (pids.max, ulimit)",
-    "disk_full": "free space on the file system the failing write went to",
-    "triton_default_backend": "unset TRITON_DEFAULT_BACKEND, or set it to nvidia",
-    "triton_no_backends": "reinstall Triton with pip (its dist-info's entry_points.txt names the "
-                          "backends), or set TRITON_BACKENDS_IN_TREE=1",
-    "triton_backends_conflict": "remove the extra Triton backend package (pip list | grep -i "
-                                "triton), or set TRITON_DEFAULT_BACKEND=nvidia (Triton >= 3.9)",
-}
-
-DIAGNOSIS_LABELS = {
-    "compiler_killed": "the C compiler was killed (out of memory)",
-    "cc_rejects_flags": "the C compiler rejects Triton's flags",
-    "include_dir_unreadable": "an include dir is unreadable for the workload's user",
-    "cache_entry_corrupt": "a damaged Triton cache entry",
-    "glibc_too_old": "glibc too old for this Triton",
-    "process_limits": "a process, file or memory limit of the job",
-    "disk_full": "no space left on a file system Triton writes",
-    "triton_default_backend": "TRITON_DEFAULT_BACKEND names no active backend",
-    "triton_backends_conflict": "more than one active Triton backend",
-    "triton_no_backends": "Triton finds no backend (installed without its metadata)",
-    "fla_import_fails": "flash-linear-attention cannot be imported",
-}
-
-TOOLCHAIN_CAUSES = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker",
-                              "libc_headers_missing", "python_headers_missing",
-                              "libcuda_unversioned_missing", "include_dir_unreadable",
-                              "cc_rejects_flags", "compiler_killed"})
-
-
-ERRNO_CAUSES = {
-    "ENOSPC": ("cache_dir_full", "tmp_dir_unusable", "disk_full"),
-    "EDQUOT": ("cache_dir_full", "tmp_dir_unusable", "disk_full"),
-    "EACCES": ("cache_dir_unwritable", "tmp_dir_unusable", None),
-    "EPERM": ("cache_dir_unwritable", "tmp_dir_unusable", None),
-    "EROFS": ("cache_dir_unwritable", "tmp_dir_unusable", None),
-    "ENOTDIR": ("cache_dir_unwritable", "tmp_dir_unusable", None),
-    "EAGAIN": ("process_limits",) * 3,
-    "EMFILE": ("process_limits",) * 3,
-    "ENFILE": ("process_limits",) * 3,
-    "ENOMEM": ("process_limits",) * 3,
-}
-
-
-def tool_cause(text):
-    """(cause, the line that names it) from a tool's or the loader's text, or (None, '')."""
-    for pattern, cause in TOOL_TEXTS:
-        for line in (text or "").splitlines():
-            if re.search(pattern, line):
-                return cause, line.strip()
-    return None, ""
-
-
-def inside(path, top):
-    """Whether `path` is `top` or below it (both as given and resolved)."""
-    if not path or not top:
-        return False
-    for one, other in ((path, top), (os.path.realpath(path), os.path.realpath(top))):
-        if one == other or one.startswith(other.rstrip("/") + "/"):
-            return True
-    return False
-
-
-def place_of(path, places):
-    """'cache', 'tmp' or None: which of the workload's dirs a path is in."""
-    if any(inside(path, top) for top in places.get("cache") or []):
-        return "cache"
-    if any(inside(path, top) for top in places.get("tmp") or []):
-        return "tmp"
-    return None
-
-
-def text_paths(text):
-    """Absolute paths a message names (quoted or after 'to '/'file ')."""
-    return re.findall(r"(?:'|‘|\bto |\bfile )(/[^'’:\s]+)", text or "")
-
-
-def compiler_cause(run, places):
-    """(cause, line) from one failed compiler run: its stderr, read with its argv."""
-    stderr = run.get("stderr") or ""
-    cause, line = tool_cause(stderr)
-    if cause == "include_dir_unreadable":
-        named = re.search(r": (/\S+): Permission denied", line)
-        if named and place_of(named.group(1), places) == "tmp":
-            cause = "tmp_dir_unusable"
-    elif cause == "tmp_dir_unusable":
-        for path in text_paths(line):
-            if place_of(path, places) == "cache":
-                cause = "cache_dir_full"
-    if cause is None and run.get("error"):
-        cause, line = error_cause(run["error"], run.get("errno"), run.get("filename"),
-                                  None, places)
-    return cause, line
-
-
-def error_cause(text, errno_name, filename, where, places):
-    """(cause, line) from an exception: its errno and the dir it failed in, then its text."""
-    if errno_name in ("ENOENT", "ENOEXEC") and filename and filename == places.get("cc"):
-        return "cc_env_invalid", first_text_line(text)
-    if errno_name == "ENOENT" and "No usable temporary directory" in (text or ""):
-        return "tmp_dir_unusable", first_text_line(text)
-    if errno_name in ERRNO_CAUSES:
-        at = place_of(filename, places) if filename else None
-        at = at or where
-        cache, tmp, other = ERRNO_CAUSES[errno_name]
-        cause = cache if at == "cache" else tmp if at == "tmp" else other
-        if cause:
-            return cause, first_text_line(text)
-    cause, line = tool_cause(text)
-    if cause:
-        return cause, line
-    for pattern, check_id in ERROR_PATTERNS:
-        for line in (text or "").splitlines():
-            if re.search(pattern, line):
-                return check_id, line.strip()
-    return None, ""
-
-
-def first_text_line(text):
-    for line in (text or "").splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
-
-
-def diagnose(failure, places):
-    """(cause or None, the message line that names it) for a failed Triton step.
-
-    failure: {"error": the exception text, "errno": its errno name, "filename": its path,
-    "where": "cache"/"tmp" (the dir a reproduced file operation failed in), "compiler": the
-    compiler runs Triton made, each {"argv", "rc", "stderr", "error", "errno", "filename"}}.
-    places: {"cache": [dirs], "tmp": [dirs], "include": [dirs], "cc": the compiler path}.
-    """
-    for run in reversed(failure.get("compiler") or []):
-        if run.get("rc") not in (0, None) or run.get("error"):
-            cause, line = compiler_cause(run, places)
-            if cause:
-                return cause, line
-            return None, first_text_line(run.get("stderr") or run.get("error"))
-    return error_cause(failure.get("error"), failure.get("errno"), failure.get("filename"),
-                       failure.get("where"), places)
+    found = message_causes(text)
+    return found[0][0] if found else None
 
 
 # --- spawn ----------------------------------------------------------------------------------------
@@ -442,7 +450,6 @@ MARK = "@@fleetcheck@@ "
 
 
 class Deadline:
-    """One deadline for the whole probe; every subprocess timeout is taken from it."""
 
     def __init__(self, seconds):
         self.start = time.monotonic()
@@ -476,7 +483,6 @@ def kill_live():
 
 
 class Spawned:
-    """A subprocess started now and collected later, killed (with its group) at its timeout."""
 
     def __init__(self, argv, timeout, env=None, cwd=None, max_out=1 << 20):
         self.argv = list(argv)
@@ -527,7 +533,6 @@ class Spawned:
                 pass
 
     def result(self):
-        """{rc, stdout, stderr, timed_out, error, seconds}; waits at most until the timeout."""
         if self._result is not None:
             return self._result
         timed_out = False
@@ -558,7 +563,6 @@ class Spawned:
 
 
 def stage_lines(stdout):
-    """The JSON lines a helper script printed behind MARK, by stage."""
     stages = {}
     for line in stdout.splitlines():
         if not line.startswith(MARK):
@@ -573,7 +577,6 @@ def stage_lines(stdout):
 
 
 def run_inline(script):
-    """Run a helper script in this interpreter, capturing what it prints."""
     import io
     buffer = io.StringIO()
     saved = sys.stdout
@@ -586,8 +589,6 @@ def run_inline(script):
 
 
 def stage_answer(result, what, last_line=False):
-    """A stage's JSON answer (its whole stdout, or its last line), or {"error": ...} naming why
-    it gave none: `what` timed out (with "timed_out"), else the stage's error or stderr."""
     if result["timed_out"]:
         return {"error": "%s timed out after %.1f s" % (what, result["seconds"]),
                 "timed_out": True}
@@ -656,7 +657,7 @@ def trace_compiler():
         text = stderr.decode("utf-8", "replace")
         run["stderr"] = text[-4000:]
         try:
-            sys.stderr.write(text)
+            sys.stderr.write(text)  # where it went without us
         except Exception:
             pass
         if run["rc"]:
@@ -722,7 +723,7 @@ def triton_cache_dir(triton, env):
     home = env.get("TRITON_HOME")
     if home is None and knobs is not None:
         try:
-            home = knobs.cache.home_dir
+            home = knobs.cache.home_dir  # TRITON_HOME, default ~/ (read when knobs loaded)
         except Exception:
             home = None
         home = home if isinstance(home, str) else None
@@ -879,7 +880,7 @@ def entry_problem(path, name, uid, rebuilds):
                 out["kind"] = "foreign_owner"
         return out
     try:
-        st = _os.stat(path)
+        st = _os.stat(path)  # Triton's os.makedirs and os.path.exists follow links
     except OSError as e:
         if not key_like:
             return None
@@ -904,7 +905,7 @@ def entry_problem(path, name, uid, rebuilds):
     try:
         names = sorted(_os.listdir(path))
     except OSError:
-        return None
+        return None  # searchable but not listable: Triton never lists it
     files = [n for n in names if not n.startswith("tmp.pid_") and n != "lock"]
     if not files:
         if writable:
@@ -933,7 +934,7 @@ def entry_problem(path, name, uid, rebuilds):
                 continue
         if writable and not (st.st_mode & _stat.S_ISVTX and bad_st is not None
                              and bad_st.st_uid != uid and st.st_uid != uid):
-            continue
+            continue  # Triton builds it again and replaces it
         found = problem(kind, why + "; its dir %s is not writable" % path, bad_st,
                         where=file_path)
         if bad_st is None or bad_st.st_uid == uid:
@@ -969,7 +970,7 @@ def proof_manager(base, cache, made, written, keys, name):
             try:
                 make_dirs(_os.path.join(cache, key), made)
             except OSError:
-                pass
+                pass  # Triton's own os.makedirs below raises it as the workload sees it
         base.__init__(self, key, override=override, dump=dump)
 
     def put(self, data, filename, binary=True):
@@ -977,7 +978,7 @@ def proof_manager(base, cache, made, written, keys, name):
             return base.put(self, data, filename, binary)
         binary = isinstance(data, bytes)
         temp_dir = _os.path.join(self.cache_dir, "tmp.pid_%d_%s" % (_os.getpid(), name))
-        make_dirs(temp_dir, written)
+        make_dirs(temp_dir, written)  # Triton's os.makedirs(temp_dir), each dir noted
         temp_path = _os.path.join(temp_dir, filename)
         with open(temp_path, "wb" if binary else "w") as handle:
             handle.write(data if binary else str(data))
@@ -992,17 +993,17 @@ class OwnPath:
 
     def __init__(self, triton, env, name, size):
         self.triton, self.env, self.name, self.size = triton, env, name, size
-        self.made = []
-        self.throwaway = []
-        self.written = []
-        self.keys = []
+        self.made = []      # directories created, parents first: removed in reverse
+        self.throwaway = []  # our own subdirectories: removed whole
+        self.written = []   # what the proof's cache manager created in real entries
+        self.keys = []      # the keys Triton asked its cache manager for
         self.report = {"cache_dir": triton_cache_dir(triton, env)}
         self.saved = {}
         self.patched = None
 
     def real_manager(self):
         if self.env.get("TRITON_CACHE_MANAGER") or _os.environ.get("TRITON_CACHE_MANAGER"):
-            return None
+            return None  # the workload's own manager keeps its entries elsewhere
         try:
             import triton.runtime.cache as cache_module
         except BaseException:
@@ -1140,7 +1141,7 @@ class OwnPath:
             _shutil.rmtree(path, ignore_errors=True)
         for path in reversed(self.made):
             try:
-                _os.rmdir(path)
+                _os.rmdir(path)  # only if empty: another job may have written there since
             except OSError:
                 pass
 
@@ -1154,7 +1155,7 @@ def knob_report(triton, env):
     out = {"knobs": knobs is not None}
     try:
         value = knobs.runtime.interpret if knobs is not None else (
-            env.get("TRITON_INTERPRET", "0") == "1")
+            env.get("TRITON_INTERPRET", "0") == "1")  # Triton <= 3.3
         out["interpret"] = value if isinstance(value, bool) else None
     except Exception as e:
         out["interpret_error"] = err(e)
@@ -1313,7 +1314,7 @@ def selection(found):
 
     def stand_in(name, backend):
         def built(self):
-            raise Chosen(name)
+            raise Chosen(name)  # _create_driver() builds the driver it picked: stop there
         driver = Named("Picked", (object,), {"real": backend.driver, "__init__": built,
                                              "is_active": staticmethod(backend.driver.is_active)})
         return type("Backend", (object,), {"driver": driver, "compiler": None})
@@ -1343,7 +1344,7 @@ def vllm_report():
                 pass
     out = {}
     try:
-        import vllm.logger
+        import vllm.logger  # noqa: F401  (vllm/__init__ and its logging configuration)
     except BaseException as e:
         out["import_error"] = failure_of(e)
         return out
@@ -1672,7 +1673,7 @@ def mirror_cache(cache):
         for name in names:
             path = os.path.join(source, name)
             if os.path.isdir(path):
-                continue
+                continue  # a tmp.pid_* dir: another process is writing this entry now
             try:
                 os.symlink(os.path.abspath(path), os.path.join(target, name))
             except OSError:
@@ -1738,7 +1739,7 @@ if meta["fla_dir"]:
     if own is None:
         os.environ["TRITON_CACHE_DIR"] = fresh
     else:
-        reset_driver(triton)
+        reset_driver(triton)  # FLA decides as the workload's own process would
     swallowed, shown = [], []
     def show(message, category, filename, lineno, file=None, line=None):
         text = str(message)
@@ -2136,7 +2137,7 @@ def processes(handle):
             count = ctypes.c_uint(size)
             buf = (kind * size)()
             rc = call(name, handle, ctypes.byref(count), buf)
-            if rc == 7:
+            if rc == 7:  # NVML_ERROR_INSUFFICIENT_SIZE: count says how many there are
                 size = count.value + 16
                 continue
             if rc != 0:
@@ -2211,7 +2212,7 @@ try:
                        None)
             if prc is None:
                 prc = call("nvmlDeviceGetRetiredPages", handle, cause, ctypes.byref(pages), None)
-            if prc in (0, 7):
+            if prc in (0, 7):  # 7: INSUFFICIENT_SIZE with a NULL buffer, pages has the count
                 retired[key] = pages.value
         if retired:
             health["retired_pages"] = retired
@@ -2276,11 +2277,6 @@ def _pid1_container():
 
 
 def where_it_runs():
-    """{"kind", "container", "virtual", "signs"}: `kind` the innermost place (lxc, docker,
-    podman, kubernetes; a hypervisor such as qemu, or vm when only the CPU's hypervisor flag
-    tells; bare-metal), `container` the container kind or None, `virtual` the hypervisor the
-    machine (or its container's host) runs on (unknown: the flag alone) or None, `signs`
-    what told."""
     signs = []
     container = None
     run = (read_text(host_path("/run/systemd/container")) or "").strip()
@@ -2333,7 +2329,6 @@ def where_it_runs():
 # --- facts_nvidia ---------------------------------------------------------------------------------
 
 def proc_nvidia():
-    """/proc/driver/nvidia: the kernel module's version and the GPUs it drives."""
     version_text = read_text(host_path("/proc/driver/nvidia/version"))
     module = None
     if version_text:
@@ -2359,7 +2354,6 @@ def proc_nvidia():
 
 
 def dev_nodes():
-    """The /dev/nvidia* names present (numbered GPUs, nvidiactl, nvidia-uvm, ...)."""
     try:
         return sorted(name for name in os.listdir(host_path("/dev")) if name.startswith("nvidia"))
     except OSError:
@@ -2367,7 +2361,6 @@ def dev_nodes():
 
 
 def open_result(path):
-    """'ok', or the errno name of opening `path` read-write (ENOENT, EPERM and EACCES differ)."""
     try:
         fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
@@ -2377,8 +2370,6 @@ def open_result(path):
 
 
 def nodes_summary(name, what, bad, count, none_there, container):
-    """The summary of device nodes that do not all open: `none_there` (and the container they
-    were not passed into) where none of the `count` exists, else the first bad one's."""
     if all(code == "ENOENT" for code in bad.values()) and len(bad) == count:
         return none_there + (" (not passed into the %s container)" % container
                              if container else "")
@@ -2387,7 +2378,6 @@ def nodes_summary(name, what, bad, count, none_there, container):
 
 
 def parse_smi(result):
-    """GPUs from `nvidia-smi --query-gpu=... --format=csv,noheader,nounits`, or its error."""
     out = {"rc": result["rc"], "timed_out": result["timed_out"]}
     if result["error"]:
         out["error"] = result["error"]
@@ -2413,7 +2403,6 @@ def parse_smi(result):
 
 
 def nvswitch_devices():
-    """NVSwitch devices the driver lists (HGX boards): /proc/driver/nvidia-nvswitch/devices."""
     try:
         return sorted(os.listdir(host_path("/proc/driver/nvidia-nvswitch/devices")))
     except OSError:
@@ -2433,7 +2422,6 @@ CUDA_ERRORS = {
 
 
 def parse_ldconfig(text):
-    """(name, path) pairs from `ldconfig -p`."""
     entries = []
     for line in (text or "").splitlines():
         line = line.strip()
@@ -2445,7 +2433,6 @@ def parse_ldconfig(text):
 
 
 class LibcudaFacts(Part):
-    """Reads the libcuda stage (CUDA_SCRIPT) run with `-I` in a subprocess."""
 
     def collect_cuda(self):
         return stage_answer(self.cuda.result(), "libcuda probe")
@@ -2466,7 +2453,6 @@ TRITON_HIP_ARCHS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1102
 
 
 def gfx_name(target_version):
-    """'gfx942' from KFD's gfx_target_version 90402 (major, minor, stepping; the last two hex)."""
     if not isinstance(target_version, int) or target_version <= 0:
         return None
     major, minor, step = target_version // 10000, target_version // 100 % 100, \
@@ -2475,7 +2461,6 @@ def gfx_name(target_version):
 
 
 def gfx_from_override(value):
-    """The gfx that HSA_OVERRIDE_GFX_VERSION=10.3.0 makes the runtime report (gfx1030)."""
     match = re.match(r"^\s*(\d+)\.(\d+)\.(\d+)\s*$", value or "")
     if not match:
         return None
@@ -2483,7 +2468,6 @@ def gfx_from_override(value):
 
 
 def kfd_gpus():
-    """GPU nodes of /sys/class/kfd/kfd/topology/nodes (CPU nodes have simd_count 0)."""
     base = host_path("/sys/class/kfd/kfd/topology/nodes")
     try:
         names = sorted(os.listdir(base), key=lambda n: int(n) if n.isdigit() else 1 << 30)
@@ -2508,14 +2492,12 @@ def kfd_gpus():
 
 
 def amdgpu_module():
-    """The amdgpu kernel driver: loaded or not, and its version (the DKMS build writes one)."""
     loaded = os.path.isdir(host_path("/sys/module/amdgpu"))
     version = first_line(read_text(host_path("/sys/module/amdgpu/version"))) or None
     return {"loaded": loaded, "version": version}
 
 
 def amd_dev_nodes():
-    """/dev/kfd and the /dev/dri/renderD* names present."""
     found = ["kfd"] if os.path.exists(host_path("/dev/kfd")) else []
     try:
         found += sorted("dri/" + n for n in os.listdir(host_path("/dev/dri"))
@@ -2526,12 +2508,10 @@ def amd_dev_nodes():
 
 
 def amd_facts():
-    """Everything the cheap reads say about AMD GPUs on this node."""
     return {"kfd_gpus": kfd_gpus(), "amdgpu": amdgpu_module(), "dev_nodes": amd_dev_nodes()}
 
 
 def parse_rocminfo(result):
-    """The gfx names `rocminfo` lists for its GPU agents (never required; evidence only)."""
     if result is None:
         return None
     if result["error"] or result["timed_out"] or result["rc"] != 0:
@@ -2542,7 +2522,6 @@ def parse_rocminfo(result):
 
 
 class AmdFacts(Part):
-    """Reads the HIP stage (HIP_SCRIPT), run in the workload interpreter as Triton would be."""
 
     def collect_hip(self):
         return stage_answer(self.hip.result(), "HIP probe", last_line=True)
@@ -2551,7 +2530,6 @@ class AmdFacts(Part):
 # --- facts_cache ----------------------------------------------------------------------------------
 
 def mount_of(path, mountinfo):
-    """(mount point, options) of the mount that holds `path`, from /proc/self/mountinfo."""
     best = None
     for line in (mountinfo or "").splitlines():
         fields = line.split()
@@ -2569,13 +2547,11 @@ NETWORK_FS = frozenset({"nfs", "nfs4", "lustre", "gpfs", "beegfs", "cifs", "smb3
 
 
 def network_fs(fstype):
-    """Whether a file-system type is a network or FUSE one (lxcfs is a local FUSE: excluded)."""
     fstype = (fstype or "").lower()
     return fstype in NETWORK_FS or (fstype.startswith("fuse.") and fstype != "fuse.lxcfs")
 
 
 def mount_fs(path, mountinfo):
-    """(mount point, file-system type, source) of the mount that holds `path`."""
     best = None
     for line in (mountinfo or "").splitlines():
         head, sep, tail = line.partition(" - ")
@@ -2599,7 +2575,6 @@ def existing_ancestor(path):
 
 
 def triton_cache_dir(env):
-    """The cache dir as Triton computes it: TRITON_CACHE_DIR, TRITON_HOME/.triton/cache, ~."""
     if env.get("TRITON_CACHE_DIR"):
         return env["TRITON_CACHE_DIR"]
     home = env.get("TRITON_HOME") or os.path.expanduser("~/")
@@ -2607,8 +2582,6 @@ def triton_cache_dir(env):
 
 
 def cuda_cache_dir(env):
-    """Where the CUDA driver keeps its JIT cache, and creates it when a process initialises
-    it (seen: ~/.nv/ComputeCache after a probe on an H100): CUDA_CACHE_PATH, else ~/.nv."""
     if env.get("CUDA_CACHE_PATH"):
         return env["CUDA_CACHE_PATH"]
     return os.path.join(env.get("HOME") or os.path.expanduser("~/"), ".nv", "ComputeCache")
@@ -2619,7 +2592,6 @@ WORKLOAD_ENV_KEYS = ("TMPDIR", "TEMP", "TMP", "TRITON_CACHE_DIR", "TRITON_HOME",
 
 
 def missing_dirs(path):
-    """The directories on the way to `path` that do not exist yet, deepest first."""
     missing = []
     while path and not os.path.exists(path):
         missing.append(path)
@@ -2631,8 +2603,6 @@ def missing_dirs(path):
 
 
 def remove_throwaway(name, cache, env, created):
-    """Remove <dir>/<name> from the cache and every temp dir candidate, then the directories
-    in `created` that are empty (deepest first; a job may have written there since)."""
     import shutil
     import tempfile
     places = [cache, tempfile.gettempdir()] + [env.get(k) for k in ("TMPDIR", "TMP", "TEMP")]
@@ -2665,15 +2635,394 @@ def remove_throwaway(name, cache, env, created):
             pass
 
 
+# --- objects --------------------------------------------------------------------------------------
+
+STRERRORS = dict((os.strerror(n), name) for n, name in sorted(errno.errorcode.items()))
+
+RLIMITS = (("AS", "ulimit -v"), ("DATA", "ulimit -d"), ("NOFILE", "ulimit -n"),
+           ("NPROC", "ulimit -u"), ("FSIZE", "ulimit -f"), ("MEMLOCK", "ulimit -l"),
+           ("STACK", "ulimit -s"))
+
+KNOWN_PATHS = {"/sbin/ldconfig": "ldconfig_binary_missing"}
+
+
+def parse_oserror(text):
+    match = re.search(r"\[Errno (\d+)\] ([^:'\n]+)(?:: '([^'\n]*)')?(?: -> '([^'\n]*)')?",
+                      text or "")
+    if match:
+        return {"errno": errno.errorcode.get(int(match.group(1))), "strerror": match.group(2),
+                "filename": match.group(3), "filename2": match.group(4)}
+    for line in (text or "").splitlines():
+        for message, name in STRERRORS.items():
+            if len(message) > 12 and message in line:
+                head = re.sub(r"^\S+?: ", "", line[:line.index(message)])
+                paths = re.findall(r"(\S*/[^\s'‘’\":,]+)", head)
+                return {"errno": name, "strerror": message,
+                        "filename": paths[-1].lstrip("'‘\"") if paths else None,
+                        "filename2": None}
+    return None
+
+
+def loader_object(text):
+    match = re.search(r"(/[^\s:]+): failed to map segment from shared object", text or "")
+    if match:
+        return "map", match.group(1)
+    if "failed to map segment" in (text or ""):
+        return "map", None
+    match = re.search(r"([\w.+-]+\.so[\w.]*): cannot open shared object file", text or "")
+    if match:
+        return "missing", match.group(1)
+    return None
+
+
+def human(value):
+    if not isinstance(value, int) or value < 0:
+        return "unlimited"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= size:
+            return "%.4g %s" % (value / float(size), unit)
+    return str(value)
+
+
+def read_limits():
+    limits = {}
+    for name, shell in RLIMITS:
+        try:
+            soft, hard = resource.getrlimit(getattr(resource, "RLIMIT_" + name))
+        except (AttributeError, ValueError, OSError):
+            continue
+        limits[name] = {"soft": None if soft == resource.RLIM_INFINITY else soft,
+                        "hard": None if hard == resource.RLIM_INFINITY else hard,
+                        "shell": shell}
+    group = None
+    for line in (read_text(host_path("/proc/self/cgroup")) or "").splitlines():
+        if line.startswith("0::"):
+            group = line[3:].strip()
+    while group is not None:
+        base = host_path("/sys/fs/cgroup" + group.rstrip("/"))
+        for name in ("memory.max", "pids.max"):
+            value = (read_text(os.path.join(base, name)) or "").strip()
+            if value.isdigit() and name not in limits:
+                limits[name] = {"soft": int(value), "path": os.path.join(
+                    "/sys/fs/cgroup" + group.rstrip("/"), name)}
+        group = None if group in ("", "/") else os.path.dirname(group.rstrip("/")) or "/"
+    return limits
+
+
+def limited(limits, *names):
+    for name in names:
+        if (limits.get(name) or {}).get("soft") is not None:
+            return name, limits[name]
+    return None, None
+
+
+def limit_values(name, limit):
+    shell = limit.get("shell") or name
+    if name in ("AS", "DATA", "FSIZE", "MEMLOCK", "STACK"):
+        value = "%s (%s KiB)" % (human(limit["soft"]), limit["soft"] // 1024)
+    elif name == "memory.max":
+        value = human(limit["soft"])
+    else:
+        value = str(limit["soft"])
+    return {"limit": "%s (%s)" % (name, shell) if name in dict(RLIMITS) else limit.get(
+        "path", name), "value": value, "path": limit.get("path", "")}
+
+
+def fs_state(path, mountinfo):
+    where = path
+    while where and not os.path.exists(where):
+        parent = os.path.dirname(where)
+        if parent == where:
+            break
+        where = parent
+    state = {"at": where}
+    try:
+        info = os.statvfs(where)
+        state.update(free_bytes=info.f_bavail * info.f_frsize, free_inodes=info.f_favail,
+                     inodes=info.f_files, read_only=bool(info.f_flag & os.ST_RDONLY),
+                     noexec=bool(info.f_flag & getattr(os, "ST_NOEXEC", 8)))
+    except OSError:
+        pass
+    mount = mount_of(os.path.realpath(where), mountinfo)
+    if mount:
+        options = mount[1].split(",")
+        state["mount"] = mount[0]
+        state["read_only"] = state.get("read_only") or "ro" in options
+        state["noexec"] = state.get("noexec") or "noexec" in options
+    return state
+
+
+def where_mounted(state):
+    at, mount = state.get("at") or "", state.get("mount") or ""
+    return "%s (mount %s)" % (at, mount) if mount and mount != at else at or mount
+
+
+def owner_name(uid):
+    try:
+        import pwd
+        return "%s (uid %d)" % (pwd.getpwuid(uid).pw_name, uid)
+    except (ImportError, KeyError):
+        return "uid %d" % uid
+
+
+def walk(path):
+    seen: list = []
+    current = "/"
+    names = [n for n in (path or "").split("/") if n]
+    uid = os.geteuid()
+    for index, name in enumerate(names):
+        current = os.path.join(current, name)
+        last = index == len(names) - 1
+        try:
+            info = os.lstat(current)
+        except OSError as exc:
+            kind = "no_search" if exc.errno == errno.EACCES else "missing"
+            return seen, {"kind": kind, "component": current}
+        entry = {"path": current, "uid": info.st_uid, "mode": "%04o" % stat.S_IMODE(
+            info.st_mode)}
+        seen.append(entry)
+        if stat.S_ISLNK(info.st_mode):
+            target = os.readlink(current)
+            entry["link"] = target
+            resolved = os.path.join(os.path.dirname(current), target)
+            try:
+                os.stat(current)
+            except OSError as exc:
+                kind = "loop" if exc.errno == errno.ELOOP else "dangling"
+                return seen, {"kind": kind, "component": current, "target": target,
+                              "resolved": os.path.normpath(resolved)}
+            current = os.path.realpath(current)
+            info = os.stat(current)
+        if not last and not stat.S_ISDIR(info.st_mode):
+            return seen, {"kind": "not_dir", "component": current}
+        if stat.S_ISDIR(info.st_mode) and not os.access(current, os.X_OK):
+            return seen, {"kind": "foreign" if info.st_uid != uid else "no_search",
+                          "component": current, "uid": info.st_uid}
+    return seen, None
+
+
+def denied(path, seen):
+    uid = os.geteuid()
+    for entry in reversed(seen):
+        where = entry["path"]
+        is_dir = os.path.isdir(where)
+        if not os.access(where, os.W_OK | (os.X_OK if is_dir else 0)) or not os.access(
+                where, os.R_OK):
+            return {"kind": "foreign" if entry["uid"] != uid else "no_write",
+                    "component": where, "uid": entry["uid"]}
+        if is_dir:
+            break
+    return None
+
+
+def place_causes(place):
+    return {"cache": {"ENOSPC": "cache_dir_full", "EDQUOT": "cache_dir_full",
+                     "EACCES": "cache_dir_unwritable", "EPERM": "cache_dir_unwritable",
+                     "EROFS": "cache_dir_unwritable", "noexec": "cache_dir_noexec"},
+           "tmp": {"ENOSPC": "tmp_dir_unusable", "EDQUOT": "tmp_dir_unusable",
+                   "EACCES": "tmp_dir_unusable", "EPERM": "tmp_dir_unusable",
+                   "EROFS": "tmp_dir_unusable", "ENOTDIR": "tmp_dir_unusable",
+                   "noexec": "tmp_dir_unusable"}}.get(place) or {}
+
+
+def explain(errno_name, path, text, mountinfo, limits, place=None, top=None):
+    values = {"path": path or "", "errno": errno_name or "", "component": path or "",
+              "user": owner_name(os.geteuid()),
+              "mount": "the file system of %s" % (path or top or "the cache and temp dirs")}
+    found = []
+    loader = loader_object(text)
+    if loader and loader[0] == "map":
+        values["path"] = values["component"] = loader[1] or ""
+        state = fs_state(loader[1], mountinfo) if loader[1] else {}
+        values["mount"] = where_mounted(state)
+        if state.get("noexec"):
+            found += [(c, values) for c in (place_causes(place).get("noexec"), "path_noexec")
+                      if c]
+        name, limit = limited(limits, "AS", "DATA")
+        if name:
+            found.append(("address_space_limit", dict(values, **limit_values(name, limit))))
+        name, limit = limited(limits, "memory.max")
+        if name:
+            found.append(("memory_cgroup_limit", dict(values, **limit_values(name, limit))))
+        return [*found, ("loader_map_failed", values)]
+    if loader and loader[0] == "missing":
+        return [("shared_library_missing", dict(values, library=loader[1]))]
+    if errno_name in ("ENOMEM", "EAGAIN", "EMFILE", "ENFILE", "EFBIG"):
+        names = {"ENOMEM": (("AS", "address_space_limit"), ("DATA", "address_space_limit"),
+                            ("memory.max", "memory_cgroup_limit")),
+                 "EAGAIN": (("pids.max", "process_limit"), ("NPROC", "process_limit"),
+                            ("memory.max", "memory_cgroup_limit")),
+                 "EMFILE": (("NOFILE", "open_files_limit"),),
+                 "EFBIG": (("FSIZE", "file_size_limit"),)}.get(errno_name, ())
+        for name, cause in names:
+            if limited(limits, name)[0]:
+                found.append((cause, dict(values, **limit_values(name, limits[name]))))
+        return [*found, ("process_limits", values)]
+    own, generic = place_causes(place), None
+    if not path:
+        rule = ERRNO_RULES.get(errno_name or "")
+        if top and errno_name in ("ENOSPC", "EDQUOT"):
+            state = fs_state(top, mountinfo)
+            values.update(path=top, component=top, mount=where_mounted(state),
+                          free=human(state.get("free_bytes")))
+            if state.get("free_inodes") == 0 and (state.get("free_bytes") or 0) > 0:
+                return [("fs_out_of_inodes", values)]
+        return [(c, values) for c in (own.get(errno_name or ""), rule) if c]
+    if path in KNOWN_PATHS and errno_name == "ENOENT" and not os.path.exists(path):
+        return [(KNOWN_PATHS[path], values)]
+    seen, finding = walk(path)
+    values["missing"] = "%s %s" % (errno_name, path)
+    state = fs_state(path, mountinfo)
+    values["mount"] = where_mounted(state)
+    if finding:
+        values["component"] = finding["component"]
+        values["missing"] = "%s: %s" % (finding["kind"].replace("_", " "), finding["component"])
+        if "uid" in finding:
+            values.update(uid=str(finding["uid"]), owner=owner_name(finding["uid"]))
+        if "target" in finding:
+            values["target"] = finding.get("resolved") or finding["target"]
+        generic = {"dangling": "path_dangling_link", "loop": "path_link_loop",
+                   "not_dir": "path_not_a_dir", "foreign": "path_foreign_owner",
+                   "no_search": "path_permission_denied", "missing": "path_missing"}[
+                       finding["kind"]]
+    if errno_name in ("ENOSPC", "EDQUOT"):
+        values["free"] = human(state.get("free_bytes"))
+        if (errno_name == "ENOSPC" and state.get("free_inodes") == 0
+                and (state.get("inodes") or 0) > 0 and (state.get("free_bytes") or 0) > 0):
+            return [("fs_out_of_inodes", values)]
+        generic = "disk_full" if errno_name == "ENOSPC" else "quota_exceeded"
+    elif errno_name == "EROFS" or (errno_name in ("EACCES", "EPERM") and state.get("read_only")
+                                   and not finding):
+        generic = "path_read_only"
+    elif errno_name in ("EACCES", "EPERM") and not finding:
+        refused = denied(path, seen)
+        if refused:
+            values.update(component=refused["component"], uid=str(refused["uid"]),
+                          owner=owner_name(refused["uid"]))
+            generic = ("path_foreign_owner" if refused["kind"] == "foreign"
+                       else "path_permission_denied")
+    if generic is None:
+        generic = ERRNO_RULES.get(errno_name or "") or "os_error"
+        values["missing"] = values["missing"] if finding else "%s (%s)" % (
+            errno_name, path)
+    cause = own.get(errno_name or "")
+    inside = top and values["component"].startswith(top.rstrip("/") + "/") and (
+        errno_name not in ("ENOSPC", "EDQUOT", "EROFS"))
+    order = (generic, cause) if inside else (cause, generic)
+    return found + [(c, values) for c in order if c]
+
+
+# --- diagnose -------------------------------------------------------------------------------------
+
+TOOLCHAIN_CAUSES = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker",
+                              "libc_headers_missing", "python_headers_missing",
+                              "libcuda_unversioned_missing", "include_dir_unreadable",
+                              "cc_rejects_flags", "compiler_killed", "compiler_incomplete",
+                              "libc_crt_missing"})
+
+
+def inside(path, top):
+    if not path or not top:
+        return False
+    for one, other in ((path, top), (os.path.realpath(path), os.path.realpath(top))):
+        if one == other or one.startswith(other.rstrip("/") + "/"):
+            return True
+    return False
+
+
+def place_of(path, places):
+    for place in ("cache", "tmp"):
+        for top in places.get(place) or []:
+            if inside(path, top):
+                return place, top
+    return None, None
+
+
+def first_text_line(text):
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def object_causes(text, errno_name, filename, where, places, node):
+    parsed = parse_oserror(text) or {}
+    errno_name = errno_name or parsed.get("errno")
+    filename = filename or parsed.get("filename")
+    line = first_text_line(text)
+    for one in (text or "").splitlines():
+        if (parsed.get("strerror") and parsed["strerror"] in one) or "failed to map" in one:
+            line = one.strip()
+            break
+    if not errno_name and "failed to map segment" not in (text or "") and (
+            "cannot open shared object" not in (text or "")):
+        return []
+    if errno_name in ("ENOENT", "ENOEXEC") and filename and filename == places.get("cc"):
+        return [("cc_env_invalid", line, {})]
+    place, top = place_of(filename, places) if filename else (None, None)
+    if place is None and where in ("cache", "tmp") and not filename:
+        place, top = where, (places.get(where) or [None])[0]
+    mapped = re.search(r"(/[^\s:]+): failed to map segment", text or "")
+    if mapped and place is None:
+        place, top = place_of(mapped.group(1), places)
+    found = explain(errno_name, filename, text, node.get("mountinfo"), node.get("limits") or {},
+                    place, top)
+    return [(cause, line, values) for cause, values in found]
+
+
+def compiler_causes(run, places, node):
+    stderr = run.get("stderr") or ""
+    found = []
+    for cause, line in message_causes(stderr):
+        if cause == "include_dir_unreadable":
+            named = re.search(r": (/\S+): Permission denied", line)
+            if named and place_of(named.group(1), places)[0] == "tmp":
+                cause = "tmp_dir_unusable"
+        found.append((cause, line, {"path": (re.findall(r"(/\S+): Permission", line)
+                                             or [""])[0]}))
+    objects = object_causes(stderr, None, None, "tmp", places, node)
+    found = objects + found if not found or found[0][0] == "tmp_dir_unusable" else (
+        found + objects)
+    if run.get("error"):
+        found += object_causes(run["error"], run.get("errno"), run.get("filename"), None,
+                               places, node)
+    return found
+
+
+def diagnoses(failure, places, node=None):
+    node = node or {}
+    for run in reversed(failure.get("compiler") or []):
+        if run.get("rc") not in (0, None) or run.get("error"):
+            return compiler_causes(run, places, node)
+    text = failure.get("error") or ""
+    if "No usable temporary directory" in text:
+        return [("tmp_dir_unusable", first_text_line(text), {})]
+    found = object_causes(text, failure.get("errno"), failure.get("filename"),
+                          failure.get("where"), places, node)
+    texts: list = [(cause, line, {}) for cause, line in message_causes(text)]
+    if "cannot open shared object" in text:
+        return texts + found
+    return found + texts
+
+
+def diagnose(failure, places, node=None):
+    found = diagnoses(failure, places, node)
+    if found:
+        return found[0][0], found[0][1]
+    runs = [r for r in failure.get("compiler") or [] if r.get("rc") not in (0, None)
+            or r.get("error")]
+    if runs:
+        return None, first_text_line(runs[-1].get("stderr") or runs[-1].get("error"))
+    return None, ""
+
+
 # --- facts_env ------------------------------------------------------------------------------------
 
 def env_on(value):
-    """Triton's getenv_bool and most `== "1"` tests: on, true or 1 (any case)."""
     return (value or "").strip().lower() in ("1", "true", "on")
 
 
 def env_one(value):
-    """`os.environ.get(NAME, "0") == "1"` (torch, xformers, vLLM, FLA)."""
     return (value or "").strip() == "1"
 
 
@@ -2738,11 +3087,6 @@ ENV_EFFECTS = (
 
 
 def env_findings(env, installed):
-    """[{variable, value, effect: moves|slows, library, text}] for the variables set here.
-
-    installed: the libraries present ({"triton", "torch", "inductor", "vllm", "xformers",
-    "fla"}); a variable of a library the node does not have changes nothing.
-    """
     found = []
     for name, test, effect, library, text in ENV_EFFECTS:
         value = env.get(name)
@@ -2765,7 +3109,6 @@ int fleetcheck_probe(void) { return (int)sizeof(PyObject) + (dlsym != 0) + (prin
 
 
 def install_hint(os_id, python_version, what):
-    """Package install line for the node's distribution (apt by default)."""
     xy = ".".join(str(python_version or "3").split(".")[:2])
     rhel = (os_id or "") in ("rhel", "centos", "rocky", "almalinux", "fedora", "ol", "amzn")
     names = {
@@ -2780,7 +3123,6 @@ def install_hint(os_id, python_version, what):
 
 
 class ToolchainFacts(Part):
-    """The workload interpreter's facts, the compiler Triton would pick, and the test compile."""
 
     def workload_pyinfo(self):
         if os.path.realpath(self.workload_python) == os.path.realpath(sys.executable):
@@ -2795,7 +3137,6 @@ class ToolchainFacts(Part):
                     "error": result["error"] or clip(result["stderr"] or "no output", 1000)}
 
     def find_compiler(self):
-        """The compiler as Triton picks it: $CC as is, else gcc, else clang (never `cc`)."""
         path = self.env.get("PATH", os.defpath)
         cc = self.env.get("CC")
         if cc is not None:
@@ -2846,7 +3187,6 @@ SMI_STATE_FIELDS = ("index,uuid,memory.total,memory.used,memory.free,persistence
 
 
 def parent_pid(pid):
-    """The parent of `pid` in this pid namespace (/proc/PID/stat), or None."""
     text = read_text("/proc/%d/stat" % pid, 4096) or ""
     fields = text.rpartition(")")[2].split()
     return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
@@ -2863,8 +3203,6 @@ def descends_from(pid, ancestor):
 
 
 def opens_gpu(pid):
-    """True if one of the process's open files is a GPU device node, False if none is, None if
-    its fds cannot be read (another user's process, without root)."""
     base = "/proc/%d/fd" % pid
     try:
         names = os.listdir(base)
@@ -2881,8 +3219,6 @@ def opens_gpu(pid):
 
 
 def describe_pid(pid, own_pids):
-    """What this pid namespace knows of a pid the driver lists: never a guess. A pid that is not
-    here belongs to another pid namespace (the host's, another container's) or has exited."""
     info = {"pid": pid, "own": False, "here": False}
     if pid in own_pids or descends_from(pid, os.getpid()):
         info["own"] = info["here"] = True
@@ -2920,7 +3256,6 @@ def smi_flag(text):
 
 
 def parse_smi_state(gpus_result, apps_result):
-    """The NVML stage's shape from `nvidia-smi --query-gpu` and `--query-compute-apps` (MiB)."""
     out: dict = {"source": "nvidia-smi"}
     if gpus_result["error"] or gpus_result["timed_out"] or gpus_result["rc"] != 0:
         out["error"] = "nvidia-smi: " + (gpus_result["error"] or (
@@ -2969,8 +3304,6 @@ def parse_smi_state(gpus_result, apps_result):
 
 
 def amd_gpu_state(kfd):
-    """Memory and KFD processes of each AMD GPU from sysfs (amdgpu's mem_info_vram_*, KFD's
-    /sys/class/kfd/kfd/proc/PID/vram_GPUID); memory health is not read on AMD."""
     gpus = []
     procs = host_path("/sys/class/kfd/kfd/proc")
     try:
@@ -2997,7 +3330,6 @@ def amd_gpu_state(kfd):
 
 
 def parse_kmsg(text, now_s, window_s, buses):
-    """Xid events of the last `window_s` seconds from /dev/kmsg records ("PRIO,SEQ,USEC,-;MSG")."""
     events = []
     for line in text.splitlines():
         head, sep, message = line.partition(";")
@@ -3020,7 +3352,6 @@ def parse_kmsg(text, now_s, window_s, buses):
 
 
 def read_kmsg(path):
-    """The kernel log's records (text) without blocking, or (None, why not)."""
     try:
         info = os.stat(path)
     except OSError as exc:
@@ -3057,8 +3388,6 @@ def read_kmsg(path):
 
 
 def xid_events(buses, window_s=XID_WINDOW_S):
-    """{"readable", "events", "window_s"} or {"readable": False, "why"}: never a clean log that
-    was not read."""
     text, why = read_kmsg(host_path("/dev/kmsg"))
     if text is None:
         return {"readable": False, "why": why, "window_s": window_s}
@@ -3069,7 +3398,6 @@ def xid_events(buses, window_s=XID_WINDOW_S):
 
 
 def visible_devices(env):
-    """The entries of CUDA_VISIBLE_DEVICES (None when unset): what the job may open."""
     value = env.get("CUDA_VISIBLE_DEVICES")
     if value is None:
         return None
@@ -3077,9 +3405,6 @@ def visible_devices(env):
 
 
 def the_job_s(gpu, visible):
-    """Whether the job may use this GPU: every GPU without CUDA_VISIBLE_DEVICES, else those it
-    names by NVML index or by (a prefix of) UUID. A GPU of another job on a shared node (a
-    Slurm prolog's neighbours) is not this job's business."""
     if visible is None:
         return True
     uuid = gpu.get("uuid") or ""
@@ -3088,8 +3413,6 @@ def the_job_s(gpu, visible):
 
 
 class GpuStateFacts(Part):
-    """The NVML stage, started before any stage that may create a CUDA context, and read while
-    the probe's own subprocesses are alive (so their pids are known as its own)."""
 
     def start_gpu_state(self):
         self.gpustate = None
@@ -3099,8 +3422,6 @@ class GpuStateFacts(Part):
                                     self.deadline.timeout(15), env=self.env)
 
     def wait_gpu_state(self):
-        """The GPU state, before the stages that create contexts start (the deep kernel, the
-        exclusive-mode context test); nvidia-smi's queries where NVML did not load."""
         if self.vendor == "amd" and self.possible_gpu:
             info = amd_gpu_state(self.amd["kfd_gpus"])
         elif self.gpustate is None:
@@ -3129,8 +3450,6 @@ class GpuStateFacts(Part):
         self.gpu_state_info = info
 
     def assemble_gpu_state(self):
-        """facts.gpu_state: per GPU memory (MiB), processes, modes, health; the count CUDA
-        opens; the kernel log's Xid events."""
         info: dict = self.gpu_state_info
         visible = visible_devices(self.env)
         gpus = []
@@ -3168,19 +3487,14 @@ class GpuStateFacts(Part):
 # --- gather ---------------------------------------------------------------------------------------
 
 def hip_version_text(version):
-    """'6.4.43482' from HIP's version number (major * 10000000 + minor * 100000 + patch)."""
     if not isinstance(version, int) or version <= 0:
         return None
     return "%d.%d.%d" % (version // 10000000, version % 10000000 // 100000, version % 100000)
 
 
 class Gather(Part):
-    """Starts every slow fact first, does the file reads meanwhile, then assembles the facts."""
 
     def remove_workload_dirs(self):
-        """The throw-away subdirectories of the workload's own dirs, and the Triton and CUDA
-        caches' dirs that did not exist before the probe, if empty: removed (the stack removes
-        its own too)."""
         name = getattr(self, "own_name", None)
         if name:
             remove_throwaway(name, triton_cache_dir(self.env), self.env, self.own_missing)
@@ -3374,8 +3688,6 @@ class Gather(Part):
         return dists[0].get("version") if dists else None
 
     def gpu_list(self):
-        """GPUs from nvidia-smi, else from libcuda, else from /proc/driver/nvidia (AMD: HIP
-        and KFD's topology)."""
         if self.vendor == "amd":
             return self.amd_gpu_list()
         smi = self.smi_info.get("gpus")
@@ -3395,7 +3707,6 @@ class Gather(Part):
                  "compute_capability": None} for i, gpu in enumerate(self.proc["gpus"])]
 
     def amd_gpu_list(self):
-        """One entry per KFD GPU node, named by the HIP runtime where it answered."""
         devices = self.hip_info.get("devices") or []
         kfd = self.amd["kfd_gpus"]
         gpus = []
@@ -3420,9 +3731,6 @@ class Gather(Part):
 # --- checks_driver --------------------------------------------------------------------------------
 
 def gpu_passthrough_fix(container):
-    """How GPUs reach a container that is not LXC (LXC's device lines, or a host's or VM's
-    nvidia-modprobe, are the fix given otherwise): an LXC device line is no fix inside
-    Docker, `--gpus`/CDI is; "" for LXC, a VM and bare metal."""
     if container == "docker":
         return ("start the container with the GPUs: docker run --gpus all (NVIDIA Container "
                 "Toolkit) or, with CDI, docker run --device nvidia.com/gpu=all (after "
@@ -3438,7 +3746,6 @@ def gpu_passthrough_fix(container):
     return ""
 
 class DriverChecks(Part):
-    """The GPU and NVIDIA driver checks."""
 
     def check_gpu_present(self):
         evidence = {"proc_gpus": [g["bus"] for g in self.proc["gpus"]],
@@ -3514,9 +3821,6 @@ class DriverChecks(Part):
         return ("fail", summary, fix, evidence)
 
     def unknown_error(self, evidence):
-        """cuInit 999 (CUDA_ERROR_UNKNOWN; torch: 'CUDA unknown error') told apart by what the
-        node shows: its causes differ, and so do their repairs (pytorch/pytorch#88639, #49081;
-        NVIDIA/nvidia-container-toolkit#48, #251)."""
         container = self.facts.get("container") or (
             "docker" if os.path.exists(host_path("/.dockerenv")) else None)
         evidence["nvml"] = self.smi_info.get("error") or self.cuda_info.get("nvml_init_text")
@@ -3544,14 +3848,11 @@ class DriverChecks(Part):
                 "CUDA_VISIBLE_DEVICES", evidence)
 
     def nvml_unknown_error(self):
-        """NVML's 'Unknown Error': nvidia-smi's text, or nvmlInit_v2's 999."""
         smi = self.smi_info.get("error") or ""
         return ("Unknown Error" in smi or self.cuda_info.get("nvml_init") == 999
                 or "Unknown Error" in (self.cuda_info.get("nvml_init_text") or ""))
 
     def access_revoked(self):
-        """Device nodes present but open() refused with EPERM, and NVML's 'Unknown Error':
-        the device cgroup no longer lets this container at the GPU."""
         names = [n for n in self.dev_names if n in ("nvidiactl", "nvidia-uvm")
                  or re.match(r"^nvidia\d+$", n)]
         codes = [open_result(host_path("/dev/" + n)) for n in names]
@@ -3636,7 +3937,10 @@ class DriverChecks(Part):
         if info.get("error"):
             return ("error", "libcuda probe failed: " + info["error"], "", evidence)
         if info.get("load_error"):
+            cause, _, values = self.name_failure({"error": info["load_error"]}, {})
+            evidence["matches"] = cause if cause not in (None, "zero_active_drivers") else None
             return ("fail", "libcuda.so.1 cannot be loaded: " + first_line(info["load_error"]),
+                    self.cause_fix(evidence["matches"], values) if evidence["matches"] else
                     "install the NVIDIA driver userspace (libcuda.so.1) matching the kernel "
                     "module, or bind-mount it into the container and run ldconfig", evidence)
         if info.get("init") != 0:
@@ -3644,9 +3948,14 @@ class DriverChecks(Part):
             name = info.get("init_name") or CUDA_ERRORS.get(code, "CUDA error")
             if code == 999:
                 return self.unknown_error(evidence)
+            limit = self.limit_named("ENOMEM") if code == 2 else None
+            if limit:
+                evidence["matches"] = limit[0]
+                return ("fail", "cuInit failed: %s (%s) under the job's %s of %s" % (
+                    name, code, limit[1]["limit"], limit[1]["value"]),
+                    self.cause_fix(*limit), evidence)
             return ("fail", "cuInit failed: %s (%s)" % (name, code),
-                    "fix the driver layer: device nodes, driver version, "
-                    "CUDA_VISIBLE_DEVICES; see the checks above", evidence)
+                    self.cause_fix("zero_active_drivers"), evidence)
         if not info.get("count"):
             visible = self.env.get("CUDA_VISIBLE_DEVICES")
             hint = " (CUDA_VISIBLE_DEVICES=%r hides them)" % visible if visible is not None else ""
@@ -3657,7 +3966,6 @@ class DriverChecks(Part):
             info["count"], self.facts["driver"]["cuda_driver_version"]), "", evidence)
 
     def cuda_code(self):
-        """(cuInit return code, its name) or (None, None) when libcuda was not reached."""
         info = self.cuda_info
         code = info.get("init")
         if not isinstance(code, int):
@@ -3665,7 +3973,6 @@ class DriverChecks(Part):
         return code, info.get("init_name") or CUDA_ERRORS.get(code) or "CUDA error"
 
     def loaded_libcuda(self):
-        """The libcuda file really mapped into the process (/proc/self/maps), resolved."""
         loaded = self.cuda_info.get("loaded")
         if not loaded or os.sep not in loaded:
             return None, None
@@ -3771,10 +4078,94 @@ class DriverChecks(Part):
                 evidence)
 
 
+# --- checks_packages ------------------------------------------------------------------------------
+
+def record_missing(dist_path, package, limit=5):
+    site = os.path.dirname(dist_path)
+    missing = []
+    try:
+        with open(os.path.join(dist_path, "RECORD"), newline="") as handle:
+            for row in csv.reader(handle):
+                name = row[0] if row else ""
+                if (name.startswith(package + "/") and not name.endswith(".pyc")
+                        and not os.path.lexists(os.path.join(site, name))):
+                    missing.append(name)
+                    if len(missing) >= limit:
+                        break
+    except (OSError, csv.Error):
+        return [], False
+    return missing, True
+
+
+def dist_infos(site, name):
+    try:
+        entries = os.listdir(site)
+    except OSError:
+        return []
+    low = name.lower().replace("-", "_")
+    return [os.path.join(site, e) for e in sorted(entries) if e.endswith(".dist-info")
+            and e.split("-")[0].lower().replace(".", "_") == low]
+
+
+def missing_module(text):
+    match = re.search(r"No module named '((triton|torch)[\w.]*)'", text or "")
+    return match.group(1) if match else None
+
+
+class PackageChecks(Part):
+
+    def package_check(self, package, top, dists, errors):
+        evidence = {"location": top, "distributions": [
+            "%s %s" % (d.get("name"), d.get("version")) for d in dists]}
+        broken = []
+        for dist in dists:
+            missing, has_record = record_missing(dist["path"], package)
+            if not has_record:
+                broken.append("%s %s has no RECORD" % (dist.get("name"), dist.get("version")))
+            elif missing:
+                broken.append("%s %s lacks %s" % (dist.get("name"), dist.get("version"),
+                                                  ", ".join(missing)))
+        for text in errors:
+            module = missing_module(text)
+            if module and (module == package or module.startswith(package + ".")):
+                broken.append("No module named '%s' (%s)" % (module, first_line(text)))
+                break
+        evidence["broken"] = broken
+        if not dists and not broken:
+            status = "fail" if package == "triton" and self.triton_version() >= (3, 4) else "warn"
+            return CheckResult(status, "no %s dist-info for %s (installed without its "
+                               "metadata)" % (package, top), self.cause_fix(
+                                   package + "_install_broken"), evidence)
+        if broken:
+            return CheckResult("fail", "the %s installation at %s is incomplete: %s" % (
+                package, top, "; ".join(broken)), self.cause_fix(package + "_install_broken"),
+                evidence)
+        return CheckResult("pass", "%s's files are all there (%s)" % (
+            package, ", ".join(evidence["distributions"])), "", evidence)
+
+    def check_triton_install_broken(self):
+        meta = self.stages.get("meta", {})
+        if not meta.get("triton_dir"):
+            return CheckResult("skip", "Triton is not installed", "", {})
+        target = self.stages.get("target") or {}
+        errors = [(self.stages.get("backends") or {}).get("error"), target.get("error")]
+        return self.package_check("triton", meta["triton_dir"], meta.get("triton_dists") or [],
+                                  [e for e in errors if e])
+
+    def check_torch_install_broken(self):
+        meta = self.stages.get("meta", {})
+        top = meta.get("torch_dir")
+        if not top:
+            return CheckResult("skip", "PyTorch not installed", "", {})
+        dists = [{"name": "torch", "version": os.path.basename(p).split("-")[1], "path": p}
+                 for p in dist_infos(os.path.dirname(top), "torch")]
+        error = (self.stages.get("torch") or {}).get("error")
+        return self.package_check("torch", top, dists, [error] if error else [])
+
+
 # --- checks_torch ---------------------------------------------------------------------------------
 
 def arch_supported(arch_list, cap):
-    """Whether torch's arch list runs on compute capability `cap` (SASS or PTX JIT)."""
     major, minor = cap
     for arch in arch_list:
         match = re.match(r"^(sm|compute)_(\d+)(\d)([af]?)$", arch)
@@ -3791,14 +4182,11 @@ def arch_supported(arch_list, cap):
 
 
 class TorchChecks(Part):
-    """The PyTorch checks."""
 
     def torch_info(self):
         return self.stages.get("torch") or {}
 
     def torch_imported(self, *extra):
-        """(None, torch's stage, the check's evidence), or (the check's result, None, None)
-        where PyTorch is not installed, its import did not report or failed."""
         torch = self.torch_info()
         if not self.stages.get("meta", {}).get("torch_dir"):
             return ("skip", "PyTorch not installed", "", {}), None, None
@@ -3876,7 +4264,6 @@ class TorchChecks(Part):
 # --- checks_toolchain -----------------------------------------------------------------------------
 
 def compiler_error_line(text):
-    """The line of compiler output that says what broke."""
     for line in (text or "").splitlines():
         if "error" in line.lower():
             return line.strip()[:300]
@@ -3889,7 +4276,6 @@ def header_missing(text):
 
 
 class ToolchainChecks(Part):
-    """The compiler, linker and header checks, read from the test compile."""
 
     def check_cc_env_invalid(self):
         cc = self.env.get("CC")
@@ -3932,7 +4318,6 @@ class ToolchainChecks(Part):
         return ("fail", summary, fix, evidence)
 
     def compile_outcome(self):
-        """'ok', 'none' (nothing compiled), 'timeout' or the compiler's stderr."""
         result = self.compile_result
         if result is None:
             return "none", {}
@@ -4004,7 +4389,6 @@ class ToolchainChecks(Part):
 # --- checks_libcuda -------------------------------------------------------------------------------
 
 class LoaderChecks(Part):
-    """The loader and linker-cache checks."""
 
     def check_ldconfig_binary_missing(self):
         path = host_path("/sbin/ldconfig")
@@ -4026,7 +4410,6 @@ class LoaderChecks(Part):
         return os.path.dirname(loaded) if loaded and os.sep in loaded else None
 
     def libcuda_dirs(self):
-        """Triton's libcuda_dirs(): (dirs, assertion text or None, ldconfig entries)."""
         env_path = self.env.get("TRITON_LIBCUDA_PATH")
         if env_path:
             return [env_path], None, []
@@ -4053,6 +4436,12 @@ class LoaderChecks(Part):
             return ("skip", "no /sbin/ldconfig to ask (see ldconfig_binary_missing)", "", {})
         if self.ld_result and self.ld_result["timed_out"]:
             return ("error", "/sbin/ldconfig -p timed out", "", {})
+        said = (self.ld_result or {}).get("stderr") or ""
+        if "Can't open cache file" in said and not self.env.get("TRITON_LIBCUDA_PATH"):
+            return ("fail", "/sbin/ldconfig -p fails: %s" % " ".join(said.split()),
+                    self.cause_fix("ld_so_cache_missing"), {
+                        "matches": "ld_so_cache_missing", "stderr": said,
+                        "rc": self.ld_result["rc"]})
         dirs, failure, entries = self.libcuda_dirs()
         locs = [p for n, p in entries if "libcuda.so.1" in n]
         if failure and locs and not self.env.get("TRITON_LIBCUDA_PATH"):
@@ -4126,7 +4515,6 @@ class LoaderChecks(Part):
 # --- checks_cache ---------------------------------------------------------------------------------
 
 class CacheChecks(Part):
-    """The cache directory checks."""
 
     def check_cache_dir_unwritable(self):
         cache = self.facts["triton_cache_dir"]
@@ -4149,8 +4537,6 @@ class CacheChecks(Part):
         return ("pass", "%s can be created under %s" % (cache, ancestor), "", evidence)
 
     def _cache_mount(self, find):
-        """The cache dir and `find`'s answer for the mount that holds it (or would hold it
-        once created): a skip result instead when there is no mountinfo to read."""
         cache = self.facts["triton_cache_dir"]
         if not self.mountinfo:
             return cache, None, ("skip", "no /proc/self/mountinfo", "", {"cache_dir": cache})
@@ -4213,7 +4599,6 @@ class CacheChecks(Part):
 
     @staticmethod
     def _paths(found):
-        """The entry dirs (<cache>/<key>) to remove, a few of them, quoted for a shell."""
         import shlex
         paths = sorted({p.get("entry") or p["path"] for p in found})
         return " ".join(shlex.quote(p) for p in paths[:6]) + (" ..." if len(paths) > 6 else "")
@@ -4255,8 +4640,6 @@ class CacheChecks(Part):
 
 
 def user_name():
-    """This process's user name (the workload's: the probe runs as it), else its uid (chown
-    takes either)."""
     try:
         import pwd
         return pwd.getpwuid(os.geteuid()).pw_name
@@ -4274,7 +4657,6 @@ PTXAS_MIN_FOR_CC = {
 
 
 class TritonChecks(Part):
-    """The Triton checks."""
 
     def check_triton_installed(self):
         meta = self.stages.get("meta", {})
@@ -4287,8 +4669,7 @@ class TritonChecks(Part):
         if len(dists) > 1:
             names = ", ".join("%s %s" % (d.get("name"), d.get("version")) for d in dists)
             return ("fail", "%d Triton distributions installed (%s)" % (len(dists), names),
-                    "keep one: pip uninstall the others (e.g. pip uninstall pytorch-triton)",
-                    evidence)
+                    self.cause_fix("triton_installed"), evidence)
         version = self.facts["triton"]["version"]
         return ("pass", "triton %s at %s" % (version, meta["triton_dir"]), "", evidence)
 
@@ -4306,8 +4687,6 @@ class TritonChecks(Part):
         return ("pass", "Triton %s" % evidence["version"], "", evidence)
 
     def check_triton_backends(self):
-        """Which backend the installed Triton picks: its own discovery (entry points or
-        TRITON_BACKENDS_IN_TREE), each driver's is_active() and its own _create_driver()."""
         found = self.stages.get("backends")
         if found is None:
             return ("skip", "Triton's backends were not read (the stack stopped before)", "", {})
@@ -4323,14 +4702,14 @@ class TritonChecks(Part):
         if found["discovered"] == [] and not found.get("in_tree"):
             evidence["matches"] = "triton_no_backends"
             return ("fail", "Triton discovers no backend: no `triton.backends` entry points "
-                    "(installed without its dist-info)", DIAGNOSIS_FIXES["triton_no_backends"],
+                    "(installed without its dist-info)", self.cause_fix("triton_no_backends"),
                     evidence)
         chosen = found.get("selection") or {}
         providers = found.get("providers") or {}
         names = ", ".join("%s (%s)" % (n, providers[n]) if n in providers else n
                           for n in found.get("active") or [])
         if chosen.get("error"):
-            cause, line = diagnose({"error": chosen["error"]}, {})
+            cause, line, values = self.name_failure({"error": chosen["error"]}, {})
             evidence["matches"] = cause
             if cause == "zero_active_drivers":
                 return ("skip", "no active Triton backend: the driver checks above say why",
@@ -4349,8 +4728,7 @@ class TritonChecks(Part):
                             chosen["error"]), " (TRITON_DEFAULT_BACKEND=%s is set, but this "
                             "Triton's runtime/driver.py does not read it)" % found["default"]
                             if ignored else ""), fix, evidence)
-            fix = DIAGNOSIS_FIXES.get(cause or "", "") or (
-                "the selection's message is in the evidence")
+            fix = self.cause_fix(cause, values) or self.cause_fix("triton_backends")
             return ("fail", "Triton's own backend selection raises %s" % (
                 line or first_line(chosen["error"])), fix, evidence)
         if chosen.get("selected"):
@@ -4469,9 +4847,10 @@ class TritonChecks(Part):
         places = {"cache": [os.path.join(self.tmp, "cache")], "tmp": [os.path.join(
             self.tmp, "tmp")], "include": [self.pyinfo.get("include") or ""],
             "cc": self.compiler.get("path") or self.env.get("CC")}
-        cause, line = diagnose(target.get("failure") or {"error": error}, places)
-        evidence["matches"] = cause or classify_error(
-            error + "\n" + self.stack_result["stderr"][-4000:])
+        cause, line, values = self.name_failure(target.get("failure") or {"error": error}, places,
+                                                self.stack_result["stderr"][-4000:])
+        evidence["matches"] = cause
+        evidence["object"] = values or None
         evidence["message"] = line or None
         backends = self.stages.get("backends") or {}
         evidence["backends"] = backends or None
@@ -4482,13 +4861,13 @@ class TritonChecks(Part):
                 if r.get("rc") or r.get("error")]
         if runs:
             evidence["compiler_stderr"] = runs[-1].get("stderr")
-        fix = DIAGNOSIS_FIXES.get(evidence["matches"], "") if evidence["matches"] else (
-            "no known cause matches this error (its message is in the evidence): run the "
-            "workload's get_current_target() with the same environment to investigate")
+        fix = self.cause_fix(evidence["matches"], values) if evidence["matches"] else (
+            "no known cause matches this error (%s): run the workload's get_current_target() "
+            "with the same environment to investigate" % (line or first_line(error)))
         summary = "get_current_target() in a fresh cache: " + (
             "%s (%s)" % (line, (target.get("failure") or {}).get("type") or "error")
             if line and line not in first_line(error) else first_line(error))
-        return ("fail", summary, fix, evidence)
+        return ("fail", summary + self.object_note(evidence["matches"], values), fix, evidence)
 
     def check_stale_cache_masks_compiler(self):
         target = self.stages.get("target")
@@ -4517,8 +4896,10 @@ class TritonChecks(Part):
         if "error" in stages:
             error = stages["error"]["error"]
             evidence["error"] = error
-            evidence["matches"] = classify_error(error + "\n" + result["stderr"][-4000:])
-            return ("fail", "kernel run failed: " + first_line(error), "", evidence)
+            cause, _, values = self.name_failure({"error": error}, {}, result["stderr"][-4000:])
+            evidence["matches"] = cause
+            return ("fail", "kernel run failed: " + first_line(error), self.cause_fix(
+                cause or "triton_kernel", values), evidence)
         if "count" not in stages:
             if result["timed_out"]:
                 return ("error", "kernel run timed out after %.1f s" % result["seconds"], "",
@@ -4528,22 +4909,24 @@ class TritonChecks(Part):
         devices = [stages.get("device%d" % i) for i in range(count)]
         evidence["devices"] = devices
         if count == 0:
-            return ("fail", "kernel run: torch sees no GPU", "", evidence)
+            return ("fail", "kernel run: torch sees no GPU", self.cause_fix("torch_cuda"),
+                    evidence)
         missing = [i for i, d in enumerate(devices) if d is None]
         if missing:
             return ("error", "kernel run timed out before GPU %d" % missing[0], "", evidence)
         bad = [d for d in devices if not d.get("ok")]
         if bad:
-            evidence["matches"] = classify_error(bad[0].get("error"))
+            cause, _, values = self.name_failure({"error": bad[0].get("error")}, {})
+            evidence["matches"] = cause
             return ("fail", "kernel failed on GPU %d: %s" % (
-                bad[0]["index"], first_line(bad[0].get("error"))), "", evidence)
+                bad[0]["index"], first_line(bad[0].get("error"))), self.cause_fix(
+                    cause or "triton_kernel", values), evidence)
         return ("pass", "JIT kernel verified on %d GPU(s) in a fresh cache" % count, "", evidence)
 
 
 # --- checks_fla -----------------------------------------------------------------------------------
 
 class FlaChecks(Part):
-    """The flash-linear-attention checks."""
 
     def check_blackwell_no_allocator(self):
         meta = self.stages.get("meta", {})
@@ -4606,15 +4989,18 @@ class FlaChecks(Part):
                                 first_line(fla["error"])), "", evidence)
             return ("fail", "FLA %s: import %s failed: %s" % (
                 version, fla.get("module"), first_line(fla["error"])),
-                "reinstall flash-linear-attention", evidence)
+                self.cause_fix("fla_import_fails"), evidence)
         if fla.get("device_platform") == "cpu" or fla.get("warnings"):
             warning = first_line((fla.get("warnings") or ["no warning"])[0])
             hidden = (fla.get("swallowed") or target.get("error")
                       or "not seen (FLA cached its verdict before the probe looked)")
+            cause, _, values = self.name_failure({"error": fla.get("swallowed") or target.get(
+                "error") or ""}, {})
+            evidence["matches"] = cause
             return ("fail", "FLA %s falls back to CPU (device_platform=%s): %s; the exception "
                     "it swallowed: %s" % (version, fla.get("device_platform"), warning,
                                           first_line(hidden)),
-                    "fix the underlying cause", evidence)
+                    self.cause_fix(cause or "fla_fallback_hidden", values), evidence)
         return ("pass", "FLA %s runs on the GPU (device_platform=%s, from fla/%s)" % (
             version, fla.get("device_platform"), fla.get("layout")), "", evidence)
 
@@ -4629,7 +5015,6 @@ def mib(value):
 
 
 class WorkloadChecks(Part):
-    """The workload's own cache, temp dir and environment, and torch.compile's own path."""
 
     def own_stage(self):
         return self.stages.get("own") or {}
@@ -4643,11 +5028,10 @@ class WorkloadChecks(Part):
                 "cc": self.compiler.get("path") or self.env.get("CC")}
 
     def own_diagnosis(self):
-        """(cause, line) of the own-path failure, or (None, '') when it worked or did not run."""
         failure = self.own_stage().get("failure")
         if not failure:
-            return None, ""
-        return diagnose(failure, self.places())
+            return None, "", {}
+        return self.name_failure(failure, self.places())
 
     def check_cache_dir_full(self):
         own = self.own_stage()
@@ -4657,15 +5041,19 @@ class WorkloadChecks(Part):
                     "reproduced": own.get("reproduced")}
         if not own:
             return ("skip", "the workload's own path was not tried", "", evidence)
-        fix = ("free space (or raise the quota) on %s, which holds the Triton cache %s, or "
-               "export TRITON_CACHE_DIR=<a dir with space>" % (space.get("path") or cache, cache))
-        cause, line = self.own_diagnosis()
+        fix = self.cause_fix("cache_dir_full", {"mount": space.get("path") or cache,
+                                                "cache_dir": cache})
+        cause, line, _ = self.own_diagnosis()
         if cause == "cache_dir_full":
             return ("fail", "Triton cache %s is full: the workload's own build fails (%s); %s "
                     "free" % (cache, line, mib(space.get("free_bytes"))), fix, evidence)
         free, inodes = space.get("free_bytes"), space.get("free_inodes")
-        if (isinstance(free, int) and free < LOW_SPACE_BYTES) or (
-                isinstance(inodes, int) and inodes < LOW_INODES):
+        if isinstance(inodes, int) and inodes < LOW_INODES and not (
+                isinstance(free, int) and free < LOW_SPACE_BYTES):
+            return ("warn", "Triton cache %s has %s inodes free (and %s): a job's kernels may "
+                    "not fit" % (cache, inodes, mib(free)), self.cause_fix("fs_out_of_inodes", {
+                        "mount": space.get("path") or cache, "free": mib(free)}), evidence)
+        if isinstance(free, int) and free < LOW_SPACE_BYTES:
             return ("warn", "Triton cache %s has %s and %s inodes free: a job's kernels may "
                     "not fit" % (cache, mib(free), inodes), fix, evidence)
         return ("pass", "%s free for the Triton cache %s" % (mib(free), cache), "", evidence)
@@ -4679,9 +5067,8 @@ class WorkloadChecks(Part):
         if not own:
             return ("skip", "the workload's own path was not tried", "", evidence)
         where = own.get("gcc_tmp") or own.get("python_tmp") or "the temp dir"
-        fix = ("give the workload a temp dir it can write with free space: export "
-               "TMPDIR=<a writable dir with space> (now %s)" % where)
-        cause, line = self.own_diagnosis()
+        fix = self.cause_fix("tmp_dir_unusable", {"tmp_dir": where})
+        cause, line, _ = self.own_diagnosis()
         if cause == "tmp_dir_unusable":
             return ("fail", "the workload's temp dir %s is unusable: its own build fails (%s)" % (
                 where, line), fix, evidence)
@@ -4710,20 +5097,22 @@ class WorkloadChecks(Part):
                     "temp dir %s" % (target.get("backend"), target.get("arch"),
                                      own.get("cache_dir"), own.get("gcc_tmp")), "", evidence)
         failure = own.get("failure") or {}
-        cause, line = self.own_diagnosis()
+        cause, line, values = self.own_diagnosis()
         evidence["matches"] = cause
+        evidence["object"] = values or None
         evidence["message"] = line or first_line(failure.get("error"))
         runs = [r for r in failure.get("compiler") or [] if r.get("rc") or r.get("error")]
         if runs:
             evidence["compiler_stderr"] = runs[-1].get("stderr")
             evidence["compiler_argv"] = runs[-1].get("argv")
-        fix = DIAGNOSIS_FIXES.get(cause, "") if cause else (
-            "no known cause matches (the captured message is in the evidence): run the "
-            "workload's get_current_target() with the same environment to investigate")
+        fix = self.cause_fix(cause, values) if cause else (
+            "no known cause matches (%s): run the workload's get_current_target() as its "
+            "user with the same environment to investigate" % (
+                line or first_line(failure.get("error"))))
         told = first_line(failure.get("error"))
-        return ("fail", "the workload's own get_current_target() fails: %s" % (
+        return ("fail", "the workload's own get_current_target() fails: %s%s" % (
             "%s (%s)" % (line, failure.get("type") or "error") if line and line not in told
-            else told), fix, evidence)
+            else told, self.object_note(cause, values)), fix, evidence)
 
     def installed_libraries(self):
         meta = self.stages.get("meta", {})
@@ -4800,12 +5189,10 @@ HIP_VISIBILITY = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_D
 
 
 def base_gfx(arch):
-    """'gfx90a' from 'gfx90a:sramecc+:xnack-' (torch's arch list and HIP's gcnArchName)."""
     return str(arch or "").split(":")[0]
 
 
 def node_group(path):
-    """The name of the group owning a device node ('render', 'video'), else its gid."""
     try:
         gid = os.stat(path).st_gid
     except OSError:
@@ -4818,10 +5205,8 @@ def node_group(path):
 
 
 class HipChecks(Part):
-    """The AMD GPU and Triton HIP backend checks."""
 
     def hip_gfx(self):
-        """The gfx of each GPU as the runtime reports it: HSA_OVERRIDE_GFX_VERSION wins."""
         real = sorted({g["gfx"] for g in self.gpus if g.get("gfx")})
         override = gfx_from_override(self.env.get("HSA_OVERRIDE_GFX_VERSION"))
         return real, ([override] if override else real), override
@@ -4888,7 +5273,6 @@ class HipChecks(Part):
         return ("fail", summary, fix, evidence)
 
     def hip_count_error(self):
-        """(rc, name) of hipGetDeviceCount, or (None, None) when the runtime was not reached."""
         rc = self.hip_info.get("count_rc")
         if not isinstance(rc, int):
             return None, None
@@ -5096,7 +5480,6 @@ def gib(mib):
 
 
 def process_words(process):
-    """'pid 1234 (python train.py, user alice)', or what is known of a pid seen elsewhere."""
     if not process.get("here"):
         return "pid %s (not in this pid namespace: another container's or the host's%s)" % (
             process["pid"], ", the same pid here is another process" if process.get(
@@ -5115,13 +5498,11 @@ def foreign(gpu):
 
 
 class GpuStateChecks(Part):
-    """One `check_<id>` per GPU-state check (facts.gpu_state, facts_gpustate.py)."""
 
     def gpu_state(self):
         return self.facts.get("gpu_state") or {}
 
     def job_gpus(self):
-        """The GPUs the job may use (CUDA_VISIBLE_DEVICES's, or all)."""
         return [g for g in self.gpu_state().get("gpus") or [] if g.get("job", True)]
 
     def state_unread(self):
@@ -5290,10 +5671,8 @@ CATCHES = {"vllm": "(RuntimeError, AttributeError): silent",
 
 
 class Frameworks(Part):
-    """Each installed framework's outcome, from the checks and the Triton verdict."""
 
     def frameworks(self, checks, triton):
-        """Per installed framework: its outcome on this node and one line saying why."""
         by_id = {c["id"]: c for c in checks}
         meta = self.stages.get("meta", {})
         torch = self.torch_info()
@@ -5393,8 +5772,6 @@ class Frameworks(Part):
         return out
 
     def vllm_outcome(self, verdict, label):
-        """(outcome, detail) from vLLM's own platform detection and HAS_TRITON, run on the node
-        (the "vllm" stage: scripts/workload.py vllm_report), with the Triton verdict."""
         real = self.stages.get("vllm")
         if real is None:
             return "unknown", "vLLM's own detection did not report (the stack stopped first)"
@@ -5436,7 +5813,6 @@ class Frameworks(Part):
             "fails: %s" % (platform, label or "Triton verdict %s" % verdict)
 
     def vendored_outcomes(self, out, active, verdict, label):
-        """The frameworks' own copies of FLA's detection, as their installed code decided."""
         for item in (self.stages.get("vendored") or {}).get("detections") or []:
             fw = item.get("framework")
             catches = CATCHES.get(fw, "?")
@@ -5464,9 +5840,6 @@ class Frameworks(Part):
                        "file": item["file"]}
 
     def other_outcomes(self, out, active, verdict, label):
-        """xformers, Liger-Kernel and mamba-ssm/causal-conv1d: each really imported on the node,
-        with its own device decision (the "imports" stage: scripts/workload.py
-        framework_imports); the Triton verdict says whether its kernels then run."""
         meta = self.stages.get("meta", {})
         found = self.stages.get("imports") or {}
 
@@ -5509,6 +5882,7 @@ class Frameworks(Part):
 # --- evaluate -------------------------------------------------------------------------------------
 
 STACK_DEPENDENT = frozenset({
+    "torch_install_broken", "triton_install_broken",
     "torch_cuda", "torch_lacks_arch", "triton_installed", "triton_2x", "triton_backends",
     "libcuda_unversioned_missing", "ptxas_missing", "ptxas_override_unparsed",
     "triton_too_old_for_gpu", "triton_target", "stale_cache_masks_compiler",
@@ -5528,7 +5902,6 @@ MASKABLE = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker", "libc_head
 
 
 class Evaluation(Part):
-    """Runs the checks in CHECK_IDS order and derives the Triton verdict."""
 
     def run_checks(self):
         meta = self.stages.get("meta", {})
@@ -5536,6 +5909,8 @@ class Evaluation(Part):
         self.triton_missing = not meta.get("triton_dir")
         self.stack_failed = "meta" not in self.stages
         checks = []
+        self.statuses = {}
+        self.facts["limits"] = self.node_limits()
         left_out = CUDA_ONLY if self.vendor == "amd" else HIP_ONLY
         for check_id in CHECK_IDS:
             if check_id in left_out:
@@ -5557,6 +5932,9 @@ class Evaluation(Part):
                 result = ("error", "check failed inside the probe: " + error_text(exc), "",
                           {"exception": error_text(exc)})
             status, summary, fix, evidence = result
+            if status == "fail" and not fix:
+                fix = self.cause_fix((evidence or {}).get("matches") or check_id)
+            self.statuses[check_id] = status
             checks.append({"id": check_id, "status": status, "summary": clip_head(summary, 400),
                            "fix": clip_head(fix, 600), "evidence": bounded(evidence)})
         self.apply_masking(checks)
@@ -5577,7 +5955,6 @@ class Evaluation(Part):
                                        "stderr": clip(result["stderr"]), "rc": result["rc"]})
 
     def stage_missing(self, stage):
-        """(error, ...) for a stage the stack never reported: it timed out or crashed before."""
         result = self.stack_result
         if result["timed_out"]:
             summary = "timed out before %s finished (deadline %.1f s)" % (
@@ -5595,13 +5972,71 @@ class Evaluation(Part):
                     or (self.cuda_info.get("count") or 0) > 0)
 
     def cause_label(self, cause):
-        """The short name of a root cause, in the node's vendor's terms."""
-        if self.vendor == "amd" and cause in HIP_CAUSE_LABELS:
-            return HIP_CAUSE_LABELS[cause]
-        return CAUSE_LABELS.get(cause) or DIAGNOSIS_LABELS.get(cause, cause)
+        return cause_label(cause, self.vendor)
+
+    def node_limits(self):
+        if getattr(self, "limits", None) is None:
+            self.limits = read_limits()
+        return self.limits
+
+    def fix_context(self, values=None):
+        python = self.facts["python"].get("executable") or self.workload_python
+        os_id, version = self.facts["os"].get("id"), self.facts["python"].get("version")
+        context = {"python": python, "pip": "%s -m pip" % python,
+                   "triton": (self.facts.get("triton") or {}).get("version"),
+                   "torch": (self.facts.get("torch") or {}).get("version"),
+                   "cache_dir": self.facts.get("triton_cache_dir"),
+                   "tmp_dir": (self.stages.get("own") or {}).get("gcc_tmp"),
+                   "dists": " ".join(d.get("name") or "" for d in self.stages.get(
+                       "meta", {}).get("triton_dists") or []) or "triton"}
+        for key, what in (("pkg_cc", "compiler"), ("pkg_libc", "libc"),
+                          ("pkg_python", "python")):
+            line = install_hint(os_id, version, what).split()
+            context["install"], context[key] = " ".join(line[:3]), " ".join(line[3:])
+        try:
+            context["libcuda_dir"] = self.libcuda_dir()
+        except Exception:
+            pass
+        context.update(values or {})
+        return context
+
+    def cause_fix(self, cause, values=None):
+        return fill_fix(cause, self.fix_context(values)) if cause else ""
+
+    def limit_named(self, errno_name):
+        for cause, values in explain(errno_name, None, "", None, self.node_limits()):
+            if "limit" in values:
+                return cause, values
+        return None
+
+    def object_note(self, cause, values):
+        if not values or not cause:
+            return ""
+        if values.get("limit"):
+            what = "%s = %s" % (values["limit"], values.get("value"))
+        elif values.get("target"):
+            what = "%s -> %s (missing)" % (values.get("component"), values["target"])
+        elif values.get("owner"):
+            what = "%s (owner %s)" % (values.get("component"), values["owner"])
+        else:
+            what = values.get("component") or values.get("library") or ""
+        return "; %s: %s" % (self.cause_label(cause), what) if what else ""
+
+    def name_failure(self, failure, places, more=""):
+        found = diagnoses(failure, places, {"mountinfo": getattr(self, "mountinfo", None),
+                                            "limits": self.node_limits()})
+        if more:
+            found += diagnoses({"error": more}, places, {"mountinfo": getattr(
+                self, "mountinfo", None), "limits": self.node_limits()})
+        for cause, line, values in found:
+            if self.statuses.get(cause) != "pass":
+                return cause, line, values
+        runs = [r for r in failure.get("compiler") or [] if r.get("rc") or r.get("error")]
+        line = first_line((runs[-1].get("stderr") or runs[-1].get("error")) if runs else
+                          failure.get("error"))
+        return None, line, {}
 
     def apply_masking(self, checks):
-        """A warm cache that hides a toolchain failure makes those failures warnings."""
         stale = next(c for c in checks if c["id"] == "stale_cache_masks_compiler")
         if stale["status"] != "warn":
             return
@@ -5615,7 +6050,6 @@ class Evaluation(Part):
                     check["summary"] + " (hidden by the warm Triton cache)", 440)
 
     def verdict(self, checks):
-        """(triton verdict dict, status, reason) from the checks in causal order."""
         by_id = {c["id"]: c for c in checks}
         fails = [c for c in checks if c["status"] == "fail"]
         errors = [c for c in checks if c["status"] == "error"]
@@ -5627,21 +6061,22 @@ class Evaluation(Part):
         elif self.triton_missing and not self.stack_failed:
             check = by_id["triton_installed"]
             triton = {"verdict": "not-installed", "backend": None, "cause": "triton_installed",
-                      "fix": check["fix"]}
+                      "fix": check["fix"] or self.cause_fix("triton_installed")}
         elif any(c["id"] not in FRAMEWORK_ONLY for c in fails):
             first = next(c for c in fails if c["id"] not in FRAMEWORK_ONLY)
             cause = first["id"]
-            if cause in ("triton_target", "triton_own_path", "triton_kernel", "triton_backends",
-                         "fla_fallback_hidden"):
-                cause = (first["evidence"] or {}).get("matches") or cause
-            fix = first["fix"] or by_id.get(cause, {}).get("fix") or ""
+            named = (first["evidence"] or {}).get("matches")
+            if named and by_id.get(named, {}).get("status") != "pass":
+                cause = named
+            fix = first["fix"] or self.cause_fix(cause)
             triton = {"verdict": "cpu-fallback", "backend": None, "cause": cause,
                       "fix": "%s: %s" % (self.cause_label(cause), fix) if fix else ""}
         elif by_id["stale_cache_masks_compiler"]["status"] == "warn":
             stale = by_id["stale_cache_masks_compiler"]
             triton = {"verdict": "gpu", "backend": "hip" if self.vendor == "amd" else "cuda",
                       "cause": "stale_cache_masks_compiler",
-                      "fix": "%s: %s" % (CAUSE_LABELS["stale_cache_masks_compiler"], stale["fix"])}
+                      "fix": "%s: %s" % (self.cause_label("stale_cache_masks_compiler"),
+                                         stale["fix"] or self.cause_fix(stale["id"]))}
         elif target.get("ok"):
             triton = {"verdict": "gpu", "backend": backend, "cause": None, "fix": ""}
         else:
@@ -5674,6 +6109,7 @@ class Probe(
         ToolchainFacts,
         Gather,
         DriverChecks,
+        PackageChecks,
         TorchChecks,
         ToolchainChecks,
         LoaderChecks,
@@ -5687,7 +6123,6 @@ class Probe(
         Frameworks,
         Evaluation,
 ):
-    """Gathers facts concurrently, then evaluates every check in causal order."""
 
     def __init__(self, deep, deadline, workload_python, tmp):
         self.deep = deep
@@ -5707,7 +6142,6 @@ PROBE_VERSION = "1"
 
 
 def parse_args(argv):
-    """(deep, deadline, python) from argv after `-`; raises ValueError on bad usage."""
     deep, deadline, python = False, None, None
     items = list(argv)
     while items:
@@ -5736,7 +6170,6 @@ def parse_args(argv):
 
 
 def failure_document(message, deep, started):
-    """The JSON printed when the probe itself breaks: every check an error, verdict unknown."""
     return {
         "schema": PROBE_SCHEMA, "probe_version": PROBE_VERSION,
         "duration_s": round(time.monotonic() - started, 3), "deep": deep, "facts": {},

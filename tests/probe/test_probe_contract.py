@@ -15,6 +15,7 @@ import pytest
 from fleetcheck.checks import CHECKS
 from fleetcheck.probe import probe as probe_module
 from fleetcheck.probe import probe_argv, probe_source
+from fleetcheck.probe.parts import catalogue
 from tests.nodeenv import make_node, run_probe
 
 PY38 = Path.home() / ".pyenv/versions/3.8.18/bin/python3"
@@ -56,7 +57,10 @@ def test_imports_only_the_standard_library() -> None:
 
 def test_check_ids_match_the_catalogue_in_causal_order() -> None:
     assert list(probe_module.CHECK_IDS) == [info.id for info in CHECKS]
-    assert set(probe_module.CAUSE_LABELS) == {info.id for info in CHECKS} - {"gpu_present"}
+    # Every check is a cause; the causes only a message, an errno, an object or a limit names
+    # come after them.
+    assert set(probe_module.CAUSE_LABELS) >= {info.id for info in CHECKS} - {"gpu_present"}
+    assert [c.id for c in probe_module.CAUSES] == [c.id for c in catalogue.CAUSES]
     assert probe_module.CUDA_ONLY == {info.id for info in CHECKS if info.vendor == "nvidia"}
     assert probe_module.HIP_ONLY == {info.id for info in CHECKS if info.vendor == "amd"}
 

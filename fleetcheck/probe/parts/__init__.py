@@ -14,9 +14,8 @@ Exit code: 0 ok or warn, 1 fail, 3 error or unknown.
 #: The parts in build order. A new fact collector or check family is one file and one line here.
 PARTS = (
     "base",             # sysroot, text clipping, bounded JSON, versions, the mixins' base
-    "catalogue",        # check ids in causal order, cause labels
-    "classify",         # Triton error texts -> catalogue rows
-    "diagnose",         # a failed step named from the compiler's, loader's or OS's own message
+    "catalogue",        # every cause as one record; the check ids in causal order
+    "classify",         # messages -> the causes whose records name them
     "spawn",            # the deadline, subprocesses, stage lines
     "stages",           # the stage scripts (scripts/*.py) as the probe sends them
     "facts_system",     # os-release, CPUs, memory
@@ -25,11 +24,14 @@ PARTS = (
     "facts_libcuda",    # cuInit error names, ldconfig -p, the libcuda stage
     "facts_amd",        # KFD topology, /dev/kfd and /dev/dri, amdgpu, the HIP stage
     "facts_cache",      # Triton's cache dir, mounts, network file systems
+    "objects",          # the path an errno names, walked as the user; the process's limits
+    "diagnose",         # a failed step named from the compiler's, loader's or OS's own message
     "facts_env",        # environment variables that move or slow the kernels
     "facts_toolchain",  # workload interpreter, C compiler, test compile
     "facts_gpustate",   # each GPU's memory, processes, modes, memory health; Xid events
     "gather",           # every fact collected, in one order
     "checks_driver",    # GPU and NVIDIA driver checks
+    "checks_packages",  # Triton's and torch's installs: RECORD, backend parts, dists
     "checks_torch",     # PyTorch checks
     "checks_toolchain",  # compiler, linker, header checks
     "checks_libcuda",   # loader and linker-cache checks

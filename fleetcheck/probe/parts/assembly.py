@@ -9,6 +9,7 @@ from fleetcheck.probe.parts.checks_fla import FlaChecks
 from fleetcheck.probe.parts.checks_gpustate import GpuStateChecks
 from fleetcheck.probe.parts.checks_hip import HipChecks
 from fleetcheck.probe.parts.checks_libcuda import LoaderChecks
+from fleetcheck.probe.parts.checks_packages import PackageChecks
 from fleetcheck.probe.parts.checks_toolchain import ToolchainChecks
 from fleetcheck.probe.parts.checks_torch import TorchChecks
 from fleetcheck.probe.parts.checks_triton import TritonChecks
@@ -28,6 +29,7 @@ class Probe(
         ToolchainFacts,
         Gather,
         DriverChecks,
+        PackageChecks,
         TorchChecks,
         ToolchainChecks,
         LoaderChecks,

@@ -1,5 +1,6 @@
 """Text and path helpers every part uses: the sysroot, clipping, bounded JSON, versions."""
 
+import collections
 import os
 import re
 
@@ -91,3 +92,7 @@ def version_tuple(text):
         if len(parts) == 3:
             break
     return tuple(parts)
+
+
+#: A check's result: status (pass, warn, fail, skip, error), one-line summary, fix, evidence.
+CheckResult = collections.namedtuple("CheckResult", "status summary fix evidence")

@@ -227,7 +227,11 @@ class DriverChecks(Part):
         if info.get("error"):
             return ("error", "libcuda probe failed: " + info["error"], "", evidence)
         if info.get("load_error"):
+            # The loader's own message: a library it misses, or a limit it hit mapping it.
+            cause, _, values = self.name_failure({"error": info["load_error"]}, {})
+            evidence["matches"] = cause if cause not in (None, "zero_active_drivers") else None
             return ("fail", "libcuda.so.1 cannot be loaded: " + first_line(info["load_error"]),
+                    self.cause_fix(evidence["matches"], values) if evidence["matches"] else
                     "install the NVIDIA driver userspace (libcuda.so.1) matching the kernel "
                     "module, or bind-mount it into the container and run ldconfig", evidence)
         if info.get("init") != 0:
@@ -235,9 +239,16 @@ class DriverChecks(Part):
             name = info.get("init_name") or CUDA_ERRORS.get(code, "CUDA error")
             if code == 999:
                 return self.unknown_error(evidence)
+            limit = self.limit_named("ENOMEM") if code == 2 else None
+            if limit:
+                # Out of memory at initialisation with a free GPU: the address space CUDA
+                # reserves is over the job's limit (ulimit -v, h_vmem).
+                evidence["matches"] = limit[0]
+                return ("fail", "cuInit failed: %s (%s) under the job's %s of %s" % (
+                    name, code, limit[1]["limit"], limit[1]["value"]),
+                    self.cause_fix(*limit), evidence)
             return ("fail", "cuInit failed: %s (%s)" % (name, code),
-                    "fix the driver layer: device nodes, driver version, "
-                    "CUDA_VISIBLE_DEVICES; see the checks above", evidence)
+                    self.cause_fix("zero_active_drivers"), evidence)
         if not info.get("count"):
             visible = self.env.get("CUDA_VISIBLE_DEVICES")
             hint = " (CUDA_VISIBLE_DEVICES=%r hides them)" % visible if visible is not None else ""

@@ -73,14 +73,17 @@ class FlaChecks(Part):
                                 first_line(fla["error"])), "", evidence)
             return ("fail", "FLA %s: import %s failed: %s" % (
                 version, fla.get("module"), first_line(fla["error"])),
-                "reinstall flash-linear-attention", evidence)
+                self.cause_fix("fla_import_fails"), evidence)
         if fla.get("device_platform") == "cpu" or fla.get("warnings"):
             warning = first_line((fla.get("warnings") or ["no warning"])[0])
             hidden = (fla.get("swallowed") or target.get("error")
                       or "not seen (FLA cached its verdict before the probe looked)")
+            cause, _, values = self.name_failure({"error": fla.get("swallowed") or target.get(
+                "error") or ""}, {})
+            evidence["matches"] = cause
             return ("fail", "FLA %s falls back to CPU (device_platform=%s): %s; the exception "
                     "it swallowed: %s" % (version, fla.get("device_platform"), warning,
                                           first_line(hidden)),
-                    "fix the underlying cause", evidence)
+                    self.cause_fix(cause or "fla_fallback_hidden", values), evidence)
         return ("pass", "FLA %s runs on the GPU (device_platform=%s, from fla/%s)" % (
             version, fla.get("device_platform"), fla.get("layout")), "", evidence)

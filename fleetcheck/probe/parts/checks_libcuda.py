@@ -56,6 +56,13 @@ class LoaderChecks(Part):
             return ("skip", "no /sbin/ldconfig to ask (see ldconfig_binary_missing)", "", {})
         if self.ld_result and self.ld_result["timed_out"]:
             return ("error", "/sbin/ldconfig -p timed out", "", {})
+        said = (self.ld_result or {}).get("stderr") or ""
+        if "Can't open cache file" in said and not self.env.get("TRITON_LIBCUDA_PATH"):
+            # ldconfig is there; its cache is not: Triton's `ldconfig -p` lists nothing.
+            return ("fail", "/sbin/ldconfig -p fails: %s" % " ".join(said.split()),
+                    self.cause_fix("ld_so_cache_missing"), {
+                        "matches": "ld_so_cache_missing", "stderr": said,
+                        "rc": self.ld_result["rc"]})
         dirs, failure, entries = self.libcuda_dirs()
         locs = [p for n, p in entries if "libcuda.so.1" in n]
         if failure and locs and not self.env.get("TRITON_LIBCUDA_PATH"):

@@ -3,8 +3,6 @@
 import os
 
 from fleetcheck.probe.parts.base import Part, clip, first_line, version_tuple
-from fleetcheck.probe.parts.classify import classify_error
-from fleetcheck.probe.parts.diagnose import DIAGNOSIS_FIXES, diagnose
 
 #: Oldest ptxas (CUDA release) that assembles for a compute capability.
 PTXAS_MIN_FOR_CC = {
@@ -27,9 +25,9 @@ class TritonChecks(Part):
                 "pip install triton (PyTorch's CUDA wheels bring it)", evidence)
         if len(dists) > 1:
             names = ", ".join("%s %s" % (d.get("name"), d.get("version")) for d in dists)
+            # Both write triton/: uninstall every one, then reinstall the one torch pins.
             return ("fail", "%d Triton distributions installed (%s)" % (len(dists), names),
-                    "keep one: pip uninstall the others (e.g. pip uninstall pytorch-triton)",
-                    evidence)
+                    self.cause_fix("triton_installed"), evidence)
         version = self.facts["triton"]["version"]
         return ("pass", "triton %s at %s" % (version, meta["triton_dir"]), "", evidence)
 
@@ -64,14 +62,14 @@ class TritonChecks(Part):
         if found["discovered"] == [] and not found.get("in_tree"):
             evidence["matches"] = "triton_no_backends"
             return ("fail", "Triton discovers no backend: no `triton.backends` entry points "
-                    "(installed without its dist-info)", DIAGNOSIS_FIXES["triton_no_backends"],
+                    "(installed without its dist-info)", self.cause_fix("triton_no_backends"),
                     evidence)
         chosen = found.get("selection") or {}
         providers = found.get("providers") or {}
         names = ", ".join("%s (%s)" % (n, providers[n]) if n in providers else n
                           for n in found.get("active") or [])
         if chosen.get("error"):
-            cause, line = diagnose({"error": chosen["error"]}, {})
+            cause, line, values = self.name_failure({"error": chosen["error"]}, {})
             evidence["matches"] = cause
             if cause == "zero_active_drivers":
                 return ("skip", "no active Triton backend: the driver checks above say why",
@@ -90,8 +88,7 @@ class TritonChecks(Part):
                             chosen["error"]), " (TRITON_DEFAULT_BACKEND=%s is set, but this "
                             "Triton's runtime/driver.py does not read it)" % found["default"]
                             if ignored else ""), fix, evidence)
-            fix = DIAGNOSIS_FIXES.get(cause or "", "") or (
-                "the selection's message is in the evidence")
+            fix = self.cause_fix(cause, values) or self.cause_fix("triton_backends")
             return ("fail", "Triton's own backend selection raises %s" % (
                 line or first_line(chosen["error"])), fix, evidence)
         if chosen.get("selected"):
@@ -214,9 +211,10 @@ class TritonChecks(Part):
         places = {"cache": [os.path.join(self.tmp, "cache")], "tmp": [os.path.join(
             self.tmp, "tmp")], "include": [self.pyinfo.get("include") or ""],
             "cc": self.compiler.get("path") or self.env.get("CC")}
-        cause, line = diagnose(target.get("failure") or {"error": error}, places)
-        evidence["matches"] = cause or classify_error(
-            error + "\n" + self.stack_result["stderr"][-4000:])
+        cause, line, values = self.name_failure(target.get("failure") or {"error": error}, places,
+                                                self.stack_result["stderr"][-4000:])
+        evidence["matches"] = cause
+        evidence["object"] = values or None
         evidence["message"] = line or None
         backends = self.stages.get("backends") or {}
         evidence["backends"] = backends or None
@@ -228,15 +226,15 @@ class TritonChecks(Part):
                 if r.get("rc") or r.get("error")]
         if runs:
             evidence["compiler_stderr"] = runs[-1].get("stderr")
-        # A cause no catalogue row names: say so, with the error, rather than guess one.
-        fix = DIAGNOSIS_FIXES.get(evidence["matches"], "") if evidence["matches"] else (
-            "no known cause matches this error (its message is in the evidence): run the "
-            "workload's get_current_target() with the same environment to investigate")
+        # A cause no record names: say so, with the step and its message, rather than guess.
+        fix = self.cause_fix(evidence["matches"], values) if evidence["matches"] else (
+            "no known cause matches this error (%s): run the workload's get_current_target() "
+            "with the same environment to investigate" % (line or first_line(error)))
         # The message that names the cause leads; Triton's wrapper (a long command) follows.
         summary = "get_current_target() in a fresh cache: " + (
             "%s (%s)" % (line, (target.get("failure") or {}).get("type") or "error")
             if line and line not in first_line(error) else first_line(error))
-        return ("fail", summary, fix, evidence)
+        return ("fail", summary + self.object_note(evidence["matches"], values), fix, evidence)
 
     def check_stale_cache_masks_compiler(self):
         target = self.stages.get("target")
@@ -265,8 +263,10 @@ class TritonChecks(Part):
         if "error" in stages:
             error = stages["error"]["error"]
             evidence["error"] = error
-            evidence["matches"] = classify_error(error + "\n" + result["stderr"][-4000:])
-            return ("fail", "kernel run failed: " + first_line(error), "", evidence)
+            cause, _, values = self.name_failure({"error": error}, {}, result["stderr"][-4000:])
+            evidence["matches"] = cause
+            return ("fail", "kernel run failed: " + first_line(error), self.cause_fix(
+                cause or "triton_kernel", values), evidence)
         if "count" not in stages:
             if result["timed_out"]:
                 return ("error", "kernel run timed out after %.1f s" % result["seconds"], "",
@@ -276,13 +276,16 @@ class TritonChecks(Part):
         devices = [stages.get("device%d" % i) for i in range(count)]
         evidence["devices"] = devices
         if count == 0:
-            return ("fail", "kernel run: torch sees no GPU", "", evidence)
+            return ("fail", "kernel run: torch sees no GPU", self.cause_fix("torch_cuda"),
+                    evidence)
         missing = [i for i, d in enumerate(devices) if d is None]
         if missing:
             return ("error", "kernel run timed out before GPU %d" % missing[0], "", evidence)
         bad = [d for d in devices if not d.get("ok")]
         if bad:
-            evidence["matches"] = classify_error(bad[0].get("error"))
+            cause, _, values = self.name_failure({"error": bad[0].get("error")}, {})
+            evidence["matches"] = cause
             return ("fail", "kernel failed on GPU %d: %s" % (
-                bad[0]["index"], first_line(bad[0].get("error"))), "", evidence)
+                bad[0]["index"], first_line(bad[0].get("error"))), self.cause_fix(
+                    cause or "triton_kernel", values), evidence)
         return ("pass", "JIT kernel verified on %d GPU(s) in a fresh cache" % count, "", evidence)

@@ -7,7 +7,6 @@ facts_env.py.
 """
 
 from fleetcheck.probe.parts.base import Part, first_line
-from fleetcheck.probe.parts.diagnose import DIAGNOSIS_FIXES, diagnose
 from fleetcheck.probe.parts.facts_env import env_findings
 
 #: Below this much free space (or these many free inodes) a real job's kernels may not fit:
@@ -34,11 +33,12 @@ class WorkloadChecks(Part):
                 "cc": self.compiler.get("path") or self.env.get("CC")}
 
     def own_diagnosis(self):
-        """(cause, line) of the own-path failure, or (None, '') when it worked or did not run."""
+        """(cause, line, values) of the own-path failure, or (None, '', {}) when it worked or
+        did not run."""
         failure = self.own_stage().get("failure")
         if not failure:
-            return None, ""
-        return diagnose(failure, self.places())
+            return None, "", {}
+        return self.name_failure(failure, self.places())
 
     def check_cache_dir_full(self):
         own = self.own_stage()
@@ -48,15 +48,19 @@ class WorkloadChecks(Part):
                     "reproduced": own.get("reproduced")}
         if not own:
             return ("skip", "the workload's own path was not tried", "", evidence)
-        fix = ("free space (or raise the quota) on %s, which holds the Triton cache %s, or "
-               "export TRITON_CACHE_DIR=<a dir with space>" % (space.get("path") or cache, cache))
-        cause, line = self.own_diagnosis()
+        fix = self.cause_fix("cache_dir_full", {"mount": space.get("path") or cache,
+                                                "cache_dir": cache})
+        cause, line, _ = self.own_diagnosis()
         if cause == "cache_dir_full":
             return ("fail", "Triton cache %s is full: the workload's own build fails (%s); %s "
                     "free" % (cache, line, mib(space.get("free_bytes"))), fix, evidence)
         free, inodes = space.get("free_bytes"), space.get("free_inodes")
-        if (isinstance(free, int) and free < LOW_SPACE_BYTES) or (
-                isinstance(inodes, int) and inodes < LOW_INODES):
+        if isinstance(inodes, int) and inodes < LOW_INODES and not (
+                isinstance(free, int) and free < LOW_SPACE_BYTES):
+            return ("warn", "Triton cache %s has %s inodes free (and %s): a job's kernels may "
+                    "not fit" % (cache, inodes, mib(free)), self.cause_fix("fs_out_of_inodes", {
+                        "mount": space.get("path") or cache, "free": mib(free)}), evidence)
+        if isinstance(free, int) and free < LOW_SPACE_BYTES:
             return ("warn", "Triton cache %s has %s and %s inodes free: a job's kernels may "
                     "not fit" % (cache, mib(free), inodes), fix, evidence)
         return ("pass", "%s free for the Triton cache %s" % (mib(free), cache), "", evidence)
@@ -70,9 +74,8 @@ class WorkloadChecks(Part):
         if not own:
             return ("skip", "the workload's own path was not tried", "", evidence)
         where = own.get("gcc_tmp") or own.get("python_tmp") or "the temp dir"
-        fix = ("give the workload a temp dir it can write with free space: export "
-               "TMPDIR=<a writable dir with space> (now %s)" % where)
-        cause, line = self.own_diagnosis()
+        fix = self.cause_fix("tmp_dir_unusable", {"tmp_dir": where})
+        cause, line, _ = self.own_diagnosis()
         if cause == "tmp_dir_unusable":
             return ("fail", "the workload's temp dir %s is unusable: its own build fails (%s)" % (
                 where, line), fix, evidence)
@@ -101,20 +104,22 @@ class WorkloadChecks(Part):
                     "temp dir %s" % (target.get("backend"), target.get("arch"),
                                      own.get("cache_dir"), own.get("gcc_tmp")), "", evidence)
         failure = own.get("failure") or {}
-        cause, line = self.own_diagnosis()
+        cause, line, values = self.own_diagnosis()
         evidence["matches"] = cause
+        evidence["object"] = values or None
         evidence["message"] = line or first_line(failure.get("error"))
         runs = [r for r in failure.get("compiler") or [] if r.get("rc") or r.get("error")]
         if runs:
             evidence["compiler_stderr"] = runs[-1].get("stderr")
             evidence["compiler_argv"] = runs[-1].get("argv")
-        fix = DIAGNOSIS_FIXES.get(cause, "") if cause else (
-            "no known cause matches (the captured message is in the evidence): run the "
-            "workload's get_current_target() with the same environment to investigate")
+        fix = self.cause_fix(cause, values) if cause else (
+            "no known cause matches (%s): run the workload's get_current_target() as its "
+            "user with the same environment to investigate" % (
+                line or first_line(failure.get("error"))))
         told = first_line(failure.get("error"))
-        return ("fail", "the workload's own get_current_target() fails: %s" % (
+        return ("fail", "the workload's own get_current_target() fails: %s%s" % (
             "%s (%s)" % (line, failure.get("type") or "error") if line and line not in told
-            else told), fix, evidence)
+            else told, self.object_note(cause, values)), fix, evidence)
 
     def installed_libraries(self):
         meta = self.stages.get("meta", {})

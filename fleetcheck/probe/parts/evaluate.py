@@ -4,17 +4,20 @@ import re
 
 from fleetcheck.probe.parts.base import Part, bounded, clip, clip_head, error_text, first_line
 from fleetcheck.probe.parts.catalogue import (
-    CAUSE_LABELS,
     CHECK_IDS,
     CUDA_ONLY,
     GPU_STATE_IDS,
-    HIP_CAUSE_LABELS,
     HIP_ONLY,
+    cause_label,
+    fill_fix,
 )
-from fleetcheck.probe.parts.diagnose import DIAGNOSIS_LABELS, TOOLCHAIN_CAUSES
+from fleetcheck.probe.parts.diagnose import TOOLCHAIN_CAUSES, diagnoses
+from fleetcheck.probe.parts.facts_toolchain import install_hint
+from fleetcheck.probe.parts.objects import explain, read_limits
 
 #: Checks that need the workload's Python stack to have answered at all.
 STACK_DEPENDENT = frozenset({
+    "torch_install_broken", "triton_install_broken",
     "torch_cuda", "torch_lacks_arch", "triton_installed", "triton_2x", "triton_backends",
     "libcuda_unversioned_missing", "ptxas_missing", "ptxas_override_unparsed",
     "triton_too_old_for_gpu", "triton_target", "stale_cache_masks_compiler",
@@ -46,6 +49,8 @@ class Evaluation(Part):
         self.triton_missing = not meta.get("triton_dir")
         self.stack_failed = "meta" not in self.stages
         checks = []
+        self.statuses = {}
+        self.facts["limits"] = self.node_limits()
         # Each vendor's document holds the shared checks and its own: an NVIDIA (or GPU-less)
         # node's is what it was before AMD support; an AMD node's shared checks answer for HIP.
         left_out = CUDA_ONLY if self.vendor == "amd" else HIP_ONLY
@@ -69,6 +74,10 @@ class Evaluation(Part):
                 result = ("error", "check failed inside the probe: " + error_text(exc), "",
                           {"exception": error_text(exc)})
             status, summary, fix, evidence = result
+            if status == "fail" and not fix:
+                # Every failing check says what to change: its cause's record, for this node.
+                fix = self.cause_fix((evidence or {}).get("matches") or check_id)
+            self.statuses[check_id] = status
             checks.append({"id": check_id, "status": status, "summary": clip_head(summary, 400),
                            "fix": clip_head(fix, 600), "evidence": bounded(evidence)})
         self.apply_masking(checks)
@@ -108,9 +117,76 @@ class Evaluation(Part):
 
     def cause_label(self, cause):
         """The short name of a root cause, in the node's vendor's terms."""
-        if self.vendor == "amd" and cause in HIP_CAUSE_LABELS:
-            return HIP_CAUSE_LABELS[cause]
-        return CAUSE_LABELS.get(cause) or DIAGNOSIS_LABELS.get(cause, cause)
+        return cause_label(cause, self.vendor)
+
+    def node_limits(self):
+        if getattr(self, "limits", None) is None:
+            self.limits = read_limits()
+        return self.limits
+
+    def fix_context(self, values=None):
+        """The node's values a cause's fix is filled with, and the object's or limit's."""
+        python = self.facts["python"].get("executable") or self.workload_python
+        os_id, version = self.facts["os"].get("id"), self.facts["python"].get("version")
+        context = {"python": python, "pip": "%s -m pip" % python,
+                   "triton": (self.facts.get("triton") or {}).get("version"),
+                   "torch": (self.facts.get("torch") or {}).get("version"),
+                   "cache_dir": self.facts.get("triton_cache_dir"),
+                   "tmp_dir": (self.stages.get("own") or {}).get("gcc_tmp"),
+                   "dists": " ".join(d.get("name") or "" for d in self.stages.get(
+                       "meta", {}).get("triton_dists") or []) or "triton"}
+        for key, what in (("pkg_cc", "compiler"), ("pkg_libc", "libc"),
+                          ("pkg_python", "python")):
+            line = install_hint(os_id, version, what).split()
+            context["install"], context[key] = " ".join(line[:3]), " ".join(line[3:])
+        try:
+            context["libcuda_dir"] = self.libcuda_dir()
+        except Exception:
+            pass
+        context.update(values or {})
+        return context
+
+    def cause_fix(self, cause, values=None):
+        """A cause's fix, filled with this node's values ('' for no cause)."""
+        return fill_fix(cause, self.fix_context(values)) if cause else ""
+
+    def limit_named(self, errno_name):
+        """(cause, values) of a limit set on this job that explains `errno_name`, or None."""
+        for cause, values in explain(errno_name, None, "", None, self.node_limits()):
+            if "limit" in values:
+                return cause, values
+        return None
+
+    def object_note(self, cause, values):
+        """'; LABEL: the object or limit' for a summary ('' when the cause names none)."""
+        if not values or not cause:
+            return ""
+        if values.get("limit"):
+            what = "%s = %s" % (values["limit"], values.get("value"))
+        elif values.get("target"):
+            what = "%s -> %s (missing)" % (values.get("component"), values["target"])
+        elif values.get("owner"):
+            what = "%s (owner %s)" % (values.get("component"), values["owner"])
+        else:
+            what = values.get("component") or values.get("library") or ""
+        return "; %s: %s" % (self.cause_label(cause), what) if what else ""
+
+    def name_failure(self, failure, places, more=""):
+        """(cause, line, values) of a failed step: the first cause its message, errno, object
+        or limit names whose own check did not pass; (None, line, {}) when none does."""
+        found = diagnoses(failure, places, {"mountinfo": getattr(self, "mountinfo", None),
+                                            "limits": self.node_limits()})
+        if more:
+            found += diagnoses({"error": more}, places, {"mountinfo": getattr(
+                self, "mountinfo", None), "limits": self.node_limits()})
+        for cause, line, values in found:
+            # A check that ran and passed has shown its cause is not there.
+            if self.statuses.get(cause) != "pass":
+                return cause, line, values
+        runs = [r for r in failure.get("compiler") or [] if r.get("rc") or r.get("error")]
+        line = first_line((runs[-1].get("stderr") or runs[-1].get("error")) if runs else
+                          failure.get("error"))
+        return None, line, {}
 
     def apply_masking(self, checks):
         """A warm cache that hides a toolchain failure makes those failures warnings."""
@@ -139,21 +215,26 @@ class Evaluation(Part):
         elif self.triton_missing and not self.stack_failed:
             check = by_id["triton_installed"]
             triton = {"verdict": "not-installed", "backend": None, "cause": "triton_installed",
-                      "fix": check["fix"]}
+                      "fix": check["fix"] or self.cause_fix("triton_installed")}
         elif any(c["id"] not in FRAMEWORK_ONLY for c in fails):
             first = next(c for c in fails if c["id"] not in FRAMEWORK_ONLY)
             cause = first["id"]
-            if cause in ("triton_target", "triton_own_path", "triton_kernel", "triton_backends",
-                         "fla_fallback_hidden"):
-                cause = (first["evidence"] or {}).get("matches") or cause
-            fix = first["fix"] or by_id.get(cause, {}).get("fix") or ""
+            named = (first["evidence"] or {}).get("matches")
+            # The cause the failing step's message names; never one whose own check passed
+            # (its fix would repair what is fine).
+            if named and by_id.get(named, {}).get("status") != "pass":
+                cause = named
+            # The fix is the failing check's own, or the cause's record filled for this node:
+            # never the fix of another check.
+            fix = first["fix"] or self.cause_fix(cause)
             triton = {"verdict": "cpu-fallback", "backend": None, "cause": cause,
                       "fix": "%s: %s" % (self.cause_label(cause), fix) if fix else ""}
         elif by_id["stale_cache_masks_compiler"]["status"] == "warn":
             stale = by_id["stale_cache_masks_compiler"]
             triton = {"verdict": "gpu", "backend": "hip" if self.vendor == "amd" else "cuda",
                       "cause": "stale_cache_masks_compiler",
-                      "fix": "%s: %s" % (CAUSE_LABELS["stale_cache_masks_compiler"], stale["fix"])}
+                      "fix": "%s: %s" % (self.cause_label("stale_cache_masks_compiler"),
+                                         stale["fix"] or self.cause_fix(stale["id"]))}
         elif target.get("ok"):
             triton = {"verdict": "gpu", "backend": backend, "cause": None, "fix": ""}
         else:

@@ -47,10 +47,16 @@ def places_for(row: dict[str, Any]) -> dict[str, Any]:
     return places
 
 
+#: Rows whose text alone no longer decides: `failed to map segment` is noexec only where the
+#: mount says noexec, an address-space limit where one is set (tests/probe/test_objects.py);
+#: here, with neither, the library that does not map is named.
+NAMED_FROM_THE_OBJECT = {"load_noexec": "loader_map_failed"}
+
+
 @pytest.mark.parametrize("row", ROWS, ids=[row["case"] for row in ROWS])
 def test_real_text_is_named(row: dict[str, Any]) -> None:
     cause, line = diagnose(failure_for(row), places_for(row))
-    assert cause == row["cause"], row["text"]
+    assert cause == NAMED_FROM_THE_OBJECT.get(row["case"], row["cause"]), row["text"]
     assert line and line in row["text"]
 
 
@@ -67,4 +73,5 @@ def test_a_message_that_names_nothing_is_shown_not_guessed() -> None:
 def test_live_tool_text_is_named(case: Any, cause: str) -> None:
     _, text = produce(case, TRITON)
     row = {"case": case.__name__[5:], "cause": cause, "where": None, "text": text}
-    assert diagnose(failure_for(row), places_for(row))[0] == cause, text
+    expected = NAMED_FROM_THE_OBJECT.get(row["case"], cause)
+    assert diagnose(failure_for(row), places_for(row))[0] == expected, text

@@ -2,10 +2,9 @@
 
 A script file is a docstring and imports for the checkers only (the names it gets from the
 scripts sent before it), then the line SCRIPT_MARK; what follows that line, from its newline on,
-is the script as it is sent, less its comments and docstrings (they are for readers: the
-shipped probe must fit the QEMU guest agent's 64 KiB input compressed). `stage_script(name)`
-reads that text; the build puts it into the shipped probe as a literal in place of the call
-(fleetcheck/probe/build.py).
+is the script as it is sent (less its comment-only lines and docstrings: `shipped`).
+`stage_script(name)` reads that text; the build puts it
+into the shipped probe as a literal in place of the call (fleetcheck/probe/build.py).
 """
 
 from __future__ import annotations
@@ -25,29 +24,39 @@ def script_text(source: str, name: str) -> str:
         raise ValueError(f"{name}.py: no line {SCRIPT_MARK!r}")
     if not head.endswith("\n") or not text.startswith("\n"):
         raise ValueError(f"{name}.py: {SCRIPT_MARK!r} must be a line of its own")
-    return _for_sending(text)
+    return shipped(text)
 
 
-def _for_sending(text: str) -> str:
-    """`text` without its comments and the docstrings of its functions and classes (one that
-    is a body's only statement stays): the same code, fewer bytes."""
-    drop, cut = set(), {}
-    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-        if tok.type == tokenize.COMMENT:
-            if tok.line[:tok.start[1]].strip():
-                cut[tok.start[0]] = tok.start[1]  # a comment after code: the code stays
-            else:
-                drop.add(tok.start[0])
-    for node in ast.walk(ast.parse(text)):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        first = node.body[0]
-        if (len(node.body) > 1 and isinstance(first, ast.Expr)
-                and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)):
-            drop.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
-    lines = text.splitlines(keepends=True)
-    return "".join(line[:cut[number]].rstrip() + "\n" if number in cut else line
-                   for number, line in enumerate(lines, 1) if number not in drop)
+def without_comment_lines(body: str) -> str:
+    """`body` without its lines that hold only a comment (comments inside strings stay)."""
+    alone = {tok.start[0] for tok in tokenize.generate_tokens(io.StringIO(body).readline)
+             if tok.type == tokenize.COMMENT and not tok.line[:tok.start[1]].strip()}
+    return "".join(line for number, line in enumerate(body.splitlines(keepends=True), 1)
+                   if number not in alone)
+
+
+def without_docstrings(body: str) -> str:
+    """`body` without the docstrings of its functions and classes (each on lines of its own;
+    one that is the whole body stays): the shipped probe must fit the guest agent's input."""
+    tree = ast.parse(body)
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and len(
+                node.body) > 1:
+            first = node.body[0]
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str) and first.end_lineno is not None
+                    and first.end_lineno < node.body[1].lineno):
+                spans.append((first.lineno, first.end_lineno))
+    lines = body.splitlines(keepends=True)
+    for start, end in sorted(spans, reverse=True):
+        del lines[start - 1:end]
+    return "".join(lines)
+
+
+def shipped(text: str) -> str:
+    """Python source as the probe ships it: without comment-only lines and docstrings."""
+    return without_docstrings(without_comment_lines(text))
 
 
 def stage_script(name: str) -> str:
