@@ -228,9 +228,10 @@ CAUSES = (
           "that has fallen off the bus needs a reset or reboot", "nvidia", True, repair="host"),
     Cause("gpu_persistence_mode", "persistence mode off", "nvidia-smi -pm 1 (or enable "
           "nvidia-persistenced) on the host", "nvidia", True, repair="host"),
-    Cause("gpu_xid_events", "critical Xid events in the kernel log", "drain the node and read "
-          "the Xid in NVIDIA's Xid catalogue (dmesg | grep -i xid): most critical ones need a "
-          "GPU reset or reboot", "nvidia", True, repair="host"),
+    Cause("gpu_xid_events", "critical Xid events in the kernel log", "drain the node, run "
+          "dmesg | grep -i xid and look each Xid up in NVIDIA's Xid catalogue: most critical "
+          "ones need a GPU reset (nvidia-smi -r -i N) or a reboot", "nvidia", True,
+          repair="host"),
     # Named from a message, an errno, the object it names or the limit that explains it.
     Cause("glibc_too_old", "glibc too old for this Triton", "a newer OS "
           "image, or {pip} install an older triton",
