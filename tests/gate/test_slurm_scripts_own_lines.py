@@ -42,7 +42,7 @@ def library_warnings() -> str:
     """Two warnings as Python prints them to stderr, each with its source line."""
     text = ""
     for lineno, line in ((32, "PyCAPrivateKey = Union[dsa.DSAPrivateKey, rsa.RSAPrivateKey,"),
-                         (38, "def __init__(self, pyca_key: PyCAKey, params: dsa.DSAParameterNumbers,")):
+                         (38, "def __init__(self, pyca_key: PyCAKey,")):
         text += warnings.formatwarning(
             "DSA is deprecated and support will be removed in a future release. "
             "Use a more modern signature algorithm.", CryptographyDeprecationWarning,
