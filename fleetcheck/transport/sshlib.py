@@ -1,4 +1,4 @@
-"""asyncssh, imported without ctypes.util.find_library's compiler run.
+"""asyncssh, imported without find_library's compiler run and cryptography's warnings about it.
 
 Importing asyncssh looks for liboqs (asyncssh.crypto.pq: `find_library("oqs")`, then
 `find_library("liboqs")`, for the sntrup761 key exchange). On Linux, for a library that is not
