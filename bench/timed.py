@@ -12,7 +12,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 
-from fleetcheck.inventory.model import HostSpec, Target
+from fleetcheck.spec.model import HostSpec, Target
 from fleetcheck.transport.factory import TransportFactory
 from fleetcheck.transport.interface import CommandResult, RunCommand, Transport
 

@@ -35,7 +35,7 @@ from fleetcheck.inventory.discovery import needs_discovery
 from fleetcheck.model import NodeResult, Report, TritonVerdict
 from fleetcheck.observer import AuditObserver, NullObserver
 from fleetcheck.probe import probe_argv, probe_source
-from fleetcheck.probe.results import ProbeOutputError, parse_probe_output
+from fleetcheck.probe.results import ProbeOutputError, judge_probe_output, parse_probe_output
 from fleetcheck.text import clip, last_line
 from fleetcheck.timestamps import utc_now
 from fleetcheck.transport.factory import TransportFactory
@@ -47,7 +47,7 @@ from fleetcheck.transport.interface import (
     Transport,
     TransportError,
 )
-from fleetcheck.verdict import DEFAULT_POLICY, Policy, evaluate_node
+from fleetcheck.verdict import DEFAULT_POLICY, Policy
 
 INTERRUPTED = "interrupted before the probe finished"
 INTERRUPTED_DISCOVERY = "interrupted before its containers were discovered"
@@ -143,11 +143,11 @@ def node_from_result(
     except ProbeOutputError as exc:
         status, reason, cause = _without_document(target, transport, result, exc)
         return _node(target, status, reason, **timing, **_failed(cause))
-    status, reason = evaluate_node(output.checks, output.triton, policy, facts=output.facts)
+    judged = judge_probe_output(output, policy)
     # How the node was reached is the transport's to say, never the node's (it could lie).
-    facts = {**output.facts, **transport.connection_facts()}
-    return _node(target, status, reason, triton=output.triton, checks=tuple(output.checks),
-                 facts=facts, **timing)
+    facts = {**judged.facts, **transport.connection_facts()}
+    return _node(target, judged.status, judged.reason, triton=judged.triton,
+                 checks=judged.checks, facts=facts, **timing)
 
 
 async def probe_target(

@@ -94,6 +94,19 @@ CHECKS: tuple[CheckInfo, ...] = (
     CheckInfo("workload_env", "no variable moves or slows the kernels", "triton", False),
     CheckInfo("inductor_ready", "torch.compile's own path (user, cache dir)", "triton",
               False),
+    # The GPUs' state before a job (docs/checks.md, "The GPUs' state before a job"): a playbook
+    # decides whether each fails or warns (max_gpu_memory_used, foreign_processes,
+    # memory_health, min_gpus).
+    CheckInfo("gpu_memory_in_use", "GPU memory free (not held by another process)",
+              "gpu_memory"),
+    CheckInfo("gpu_foreign_processes", "no other process on the GPUs", "gpu_memory"),
+    CheckInfo("gpu_memory_health", "no pending or failed GPU memory repair", "gpus",
+              vendor="nvidia"),
+    CheckInfo("gpu_missing_for_cuda", "CUDA opens every GPU the driver lists", "gpus",
+              vendor="nvidia"),
+    CheckInfo("gpu_persistence_mode", "persistence mode on", "gpus", vendor="nvidia"),
+    CheckInfo("gpu_xid_events", "no critical Xid event in the kernel log (last hour)", "gpus",
+              vendor="nvidia"),
 )
 
 CHECKS_BY_ID: dict[str, CheckInfo] = {info.id: info for info in CHECKS}
@@ -115,6 +128,8 @@ def vendor_checks(vendor: str) -> tuple[CheckInfo, ...]:
 #: Report columns in display order, with their headings.
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("gpus", "GPUs"),
+    # Memory in use on the GPUs: used/total, or `held` and by what (facts.gpu_state).
+    ("gpu_memory", "GPU mem"),
     ("driver", "Driver"),
     ("torch", "CUDA/torch"),
     ("triton", "Triton"),

@@ -13,7 +13,7 @@ from fleetcheck.errors import FleetcheckError
 from fleetcheck.verdict import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
 
 if TYPE_CHECKING:  # the CLI imports stages lazily, so that `--help` and `probe --script` stay fast
-    from fleetcheck.inventory.model import Inventory
+    from fleetcheck.spec.model import Inventory
     from fleetcheck.verdict import Policy
 
 
@@ -159,9 +159,10 @@ def build_parser() -> argparse.ArgumentParser:
                       "the playbook's consistency checks run across them (instead of --limit)")
     gate.add_argument("--documents", action="append", default=None, metavar="PATH",
                       help="with --nodes, instead of an inventory: gate from the node documents "
-                      "the nodes wrote (`fleetcheck probe --format json`; files, folders, "
-                      "tarballs, as for `merge`), probing nothing; a node without a document, "
-                      "or with one older than --max-age, is unverified")
+                      "the nodes wrote (`fleetcheck probe --format json`, or the bare probe "
+                      "script's output; files, folders, tarballs, as for `merge`), probing "
+                      "nothing; a node without a document, or with one older than --max-age, "
+                      "is unverified")
     _add_max_age(gate, "with --documents: oldest document that counts")
     gate.add_argument("--playbook", "-p", metavar="FILE|NAME", default="pre-training",
                       help="requirements (default: the built-in pre-training playbook)")
@@ -292,9 +293,11 @@ def build_parser() -> argparse.ArgumentParser:
         "merge", help="one audit report from node documents gathered by Slurm, Kubernetes, "
         "timers",
         description="Assemble the node documents that `fleetcheck probe --format json` printed "
-        "on each node (files, folders of *.json, tarballs, - for stdin; node caches and saved "
-        "audits too) into one audit report with the playbook's fleet checks, history and every "
-        "format, as `fleetcheck audit` would have written it. A node given twice keeps its "
+        "on each node, or the probe script itself where fleetcheck is not installed "
+        "(`fleetcheck probe --script | python3 -`), into one audit report (files, folders of "
+        "*.json, tarballs, - for stdin; node caches and saved audits too) with the playbook's "
+        "fleet checks, history and every format, as `fleetcheck audit` would have written it: "
+        "each node judged as an audit judges its probe's reply. A node given twice keeps its "
         "newest document; a document older than --max-age leaves its node unverified; an input "
         "that cannot be read is named. Each is one line on stderr and a finding in the report. "
         "See docs/integrations.md.",
@@ -305,7 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output(merge)
     merge.add_argument("--id", dest="id_template", default="auto", metavar="TEMPLATE",
                        help="how merged nodes are named: 'auto' (default: the Slurm node name, "
-                       "else the Kubernetes node name, else the document's id) or a template "
+                       "else the Kubernetes node name, else the document's id, which is the "
+                       "probed machine's host name, else the file's name) or a template "
                        "of {id} {hostname} {slurm_node} {slurm_job} {k8s_node} {pod} "
                        "{namespace} {file}")
     _add_max_age(merge, "a document probed longer ago leaves its node unverified")
@@ -321,7 +325,63 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("new")
     diff.add_argument("--json", action="store_true", help="JSON instead of text")
     _add_host_setup(sub)
+    _add_contracts(sub)
     return parser
+
+
+def _add_contracts(sub: Any) -> None:
+    """`schema`, `completion`, `manpage`: what fleetcheck publishes about itself."""
+    schema = sub.add_parser(
+        "schema", help="print the JSON Schema of a document fleetcheck writes",
+        description="Print the JSON Schema (draft 2020-12) of the probe's document "
+        "(fleetcheck.probe/1), the node document (fleetcheck.node/1) or the audit report "
+        "(fleetcheck.audit/1); without NAME, or with --list, list them. The same files are "
+        "in docs/schemas/.",
+    )
+    schema.add_argument("name", nargs="?", choices=("probe", "node", "audit"), metavar="NAME",
+                        help="probe, node or audit")
+    schema.add_argument("--list", action="store_true", help="list the schemas and exit")
+    completion = sub.add_parser(
+        "completion", help="print the shell completion script for bash or zsh",
+        description="Print the completion script of SHELL, e.g. "
+        "fleetcheck completion bash > /usr/share/bash-completion/completions/fleetcheck, or "
+        "fleetcheck completion zsh > /usr/local/share/zsh/site-functions/_fleetcheck "
+        "(scripts/install.sh does both as root).",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh"), metavar="SHELL",
+                            help="bash or zsh")
+    sub.add_parser(
+        "manpage", help="print the man page (roff)",
+        description="Print fleetcheck's man page: fleetcheck manpage > "
+        "/usr/local/share/man/man1/fleetcheck.1, or read it now: fleetcheck manpage | man -l -",
+    )
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from fleetcheck.schemas import DOCUMENTS, TITLES, file_name, shipped
+
+    if args.name is None or args.list:
+        if args.name is not None:
+            raise UsageError("schema: give NAME or --list, not both")
+        _emit("".join(f"{name:<6} {tag:<20} {file_name(tag):<14} {TITLES[name]}\n"
+                      for name, tag in DOCUMENTS.items()), None)
+        return EXIT_PASS
+    _emit(shipped(args.name), None)
+    return EXIT_PASS
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    from fleetcheck.completion import shipped
+
+    _emit(shipped(args.shell), None)
+    return EXIT_PASS
+
+
+def cmd_manpage(args: argparse.Namespace) -> int:
+    from fleetcheck.completion import shipped
+
+    _emit(shipped(None), None)
+    return EXIT_PASS
 
 
 def _add_host_setup(sub: Any) -> None:
@@ -477,7 +537,7 @@ def _default_inventory() -> Inventory:
     """The embedded default: this machine only, through the local transport."""
     import socket
 
-    from fleetcheck.inventory.model import HostSpec, Inventory
+    from fleetcheck.spec.model import HostSpec, Inventory
 
     host = HostSpec(name=socket.gethostname() or "localhost", address=None, transport="local",
                     probe_host=True)
@@ -791,6 +851,9 @@ COMMANDS = {
     "health": cmd_health,
     "host-setup": cmd_host_setup,
     "fix": cmd_fix,
+    "schema": cmd_schema,
+    "completion": cmd_completion,
+    "manpage": cmd_manpage,
 }
 
 

@@ -22,8 +22,8 @@ from fleetcheck.verdict import DEFAULT_POLICY, EXIT_PASS, EXIT_USAGE, Policy, ex
 
 if TYPE_CHECKING:
     from fleetcheck.audit import AuditParts
-    from fleetcheck.inventory.model import Inventory
     from fleetcheck.observer import AuditObserver
+    from fleetcheck.spec.model import Inventory
 
 @dataclass(frozen=True)
 class AuditRequest:

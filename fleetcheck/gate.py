@@ -18,7 +18,7 @@ from fleetcheck.verdict import (
 )
 
 if TYPE_CHECKING:
-    from fleetcheck.inventory.model import Inventory
+    from fleetcheck.spec.model import Inventory
     from fleetcheck.verdict import Policy
 
 GATE_SCHEMA = "fleetcheck.gate/1"
@@ -31,7 +31,7 @@ class JobNodesError(FleetcheckError):
 def job_nodes(nodelist: str) -> list[str]:
     """The names of a Slurm hostlist (`gpu[01-08]`); JobNodesError for one that does not
     parse or names no node."""
-    from fleetcheck.inventory.ranges import RangeError, expand_nodes
+    from fleetcheck.spec.ranges import RangeError, expand_nodes
 
     try:
         names = expand_nodes(nodelist.strip())
@@ -50,7 +50,7 @@ def job_limit(nodelist: str, inventory: Inventory) -> str:
     does not know cannot be verified, and a gate that skipped it would pass a job on a node
     nobody looked at, so it is refused, by name, before anything is probed.
     """
-    from fleetcheck.inventory.ranges import fold_nodes
+    from fleetcheck.spec.ranges import fold_nodes
 
     names = job_nodes(nodelist)
     known = {host.name for host in inventory.hosts}
@@ -99,7 +99,7 @@ def documents_gate_report(inputs: list[str], nodelist: str, policy: Policy,
     checks = fleet_checks(selected, policy) + tuple(
         check for check in outcome.report.fleet_checks if check.id == DUPLICATE_CHECK)
     report = dataclasses.replace(outcome.report, nodes=tuple(selected), fleet_checks=checks)
-    return report, problem_lines(outcome, names)
+    return report, problem_lines(outcome, names, command="gate")
 
 
 def _blocking(report: Report) -> list[dict[str, str]]:

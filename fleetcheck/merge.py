@@ -34,9 +34,7 @@ from fleetcheck.timestamps import REPORT_FORMAT
 from fleetcheck.verdict import (
     EXIT_PASS,
     EXIT_UNVERIFIED,
-    PROBE_STATUSES,
     Policy,
-    evaluate_node,
     exit_code_for,
 )
 
@@ -246,16 +244,32 @@ def check_id_template(template: str) -> None:
                              + ", ".join(f"{{{field}}}" for field in ID_FIELDS))
 
 
-def document_id(document: NodeDocument, template: str) -> str:
-    """The merged node's id: the template filled from the document, or `auto`'s choice."""
-    origin = document.origin
-    if template == AUTO_ID:
-        return origin.get("slurm_node") or origin.get("k8s_node") or document.node.id
-    stem = document.source.rsplit("/", 1)[-1].split(":")[-1].split("#")[0]
+def _file_stem(source: str) -> str:
+    """The name of the file a document came from, without its suffix ("" from stdin)."""
+    if source.startswith("<stdin>"):
+        return ""
+    stem = source.rsplit("/", 1)[-1].split(":")[-1].split("#")[0]
     for suffix in DOCUMENT_SUFFIXES:
         if stem.lower().endswith(suffix):
-            stem = stem[: -len(suffix)]
-            break
+            return stem[: -len(suffix)]
+    return stem
+
+
+def document_id(document: NodeDocument, template: str) -> str:
+    """The merged node's id: the template filled from the document, or `auto`'s choice.
+
+    `auto` is the Slurm node name, else the Kubernetes node's, else the document's own id
+    (for the probe script's document: the host name it found), else its file's name.
+    """
+    origin = document.origin
+    stem = _file_stem(document.source)
+    if template == AUTO_ID:
+        found = (origin.get("slurm_node") or origin.get("k8s_node") or document.node.id
+                 or stem)
+        if not found:
+            raise NodeDocumentError(f"{document.source}: names no node (no host name in its "
+                                    "facts, no file name): name it with --id")
+        return found
     fields: dict[str, str] = {"id": document.node.id, "file": stem, **origin}
     missing = [name for _, name, _, _ in string.Formatter().parse(template)
                if name is not None and not fields.get(name)]
@@ -277,21 +291,6 @@ def _renamed(node: NodeResult, node_id: str) -> NodeResult:
 
 
 # --- merging -----------------------------------------------------------------------------------
-
-
-def _judged(node: NodeResult, policy: Policy) -> NodeResult:
-    """The node judged under the merge's playbook, as an audit with it would have judged it.
-
-    A probed node's status and reason follow from its checks, Triton verdict and facts under
-    a policy (verdict.evaluate_node); the document's were the probing node's playbook's. A node
-    without checks (its probe never printed a document) keeps what it says.
-    """
-    if not node.checks or node.status not in PROBE_STATUSES:
-        return node
-    status, reason = evaluate_node(node.checks, node.triton, policy, facts=node.facts)
-    if (status, reason) == (node.status, node.reason):
-        return node
-    return dataclasses.replace(node, status=status, reason=reason)
 
 
 def _natural(node_id: str) -> list[tuple[int, int | str]]:
@@ -354,7 +353,7 @@ def merge_documents(documents: Iterable[NodeDocument], *, policy: Policy,
             continue
         if document.note:
             notes.append(f"{document.source}: {document.note}")
-        node = _judged(_renamed(document.node, node_id), policy)
+        node = _renamed(document.judged(policy), node_id)
         if node_id not in chosen:
             order.append(node_id)
             chosen[node_id] = (document, node)
@@ -429,13 +428,15 @@ def merge_inputs(inputs: Sequence[str], *, policy: Policy, id_template: str = AU
                            max_age_s=max_age_s, now=now, problems=problems, label=label)
 
 
-def problem_lines(outcome: MergeOutcome, nodes: Iterable[str] | None = None) -> list[str]:
+def problem_lines(outcome: MergeOutcome, nodes: Iterable[str] | None = None,
+                  command: str = "merge") -> list[str]:
     """stderr's lines (less the `fleetcheck: ` every line of the CLI begins with): every
-    problem, then the notes, one line each; with `nodes`, only the
-    problems about those nodes, or about inputs no node could be read from."""
+    problem, then the notes, one line each, in the words of the `command` that read the
+    documents (`merge`, `gate`); with `nodes`, only the problems about those nodes, or about
+    inputs no node could be read from."""
     wanted = None if nodes is None else set(nodes)
-    lines = [f"merge: {p.kind}: {p.message}" for p in outcome.problems
+    lines = [f"{command}: {p.kind}: {p.message}" for p in outcome.problems
              if wanted is None or not p.node or p.node in wanted]
-    lines += [f"merge: note: {note}" for note in outcome.notes]
+    lines += [f"{command}: note: {note}" for note in outcome.notes]
     return lines
 

@@ -62,18 +62,17 @@ class NodeResult:
     #: table's `default_kind` from vmid (`kindtable.py`).
     kind: str = ""
     #: The id of the node this one runs in (a guest's host, a container's guest), or None.
+    #: Given by whoever makes the node (the audit from its target, a report from its JSON,
+    #: which has carried it since it carried the kind); left out with the kind, the guest a
+    #: VMID meant then runs on its host.
     parent: str | None = None
 
     def __post_init__(self) -> None:
-        # The kind registry is imported only when a node needs it: a host-level node with
-        # its kind, all a merge of node documents makes, never does (the gate starts sooner).
-        # The kinds' table (`kindtable.py`) imports nothing.
+        # Data below the kinds: the kinds' table (`kindtable.py`, which imports nothing) is
+        # all it asks, never the registry (the kinds speak of NodeResults).
         if not self.kind:
             object.__setattr__(self, "kind", default_kind(self.vmid))
-        if self.parent is None and self.host != self.id:
-            from fleetcheck.kinds import runs_on_root
-
-            if runs_on_root(self.kind):
+            if self.parent is None and self.vmid is not None and self.host != self.id:
                 object.__setattr__(self, "parent", self.host)
 
     def check(self, check_id: str) -> Check | None:

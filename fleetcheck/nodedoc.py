@@ -6,12 +6,17 @@ host name, and the Slurm node or Kubernetes node and pod when the probe ran unde
 the unit that Slurm (`srun … fleetcheck probe`), a Kubernetes DaemonSet or a node's timer
 gathers, and that `fleetcheck merge` assembles into one audit report (fleetcheck/merge.py).
 
+The probe script's own document (`fleetcheck.probe/1`: what `fleetcheck probe --script |
+python3 -` prints on a node where fleetcheck is not installed) is read too: parsed and judged
+by the same path an audit takes for the same reply (`probe/results.py`), named by its host name.
+
 This module owns the schema tags a merge accepts, and what it does with each: read it, read it
-as an older fleetcheck wrote it, or refuse it with the reason.
+as an older fleetcheck wrote it, or refuse it saying what it is and what was expected.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import socket
@@ -21,9 +26,18 @@ from datetime import datetime, timezone
 from typing import Any
 
 from fleetcheck import __version__
-from fleetcheck.model import AUDIT_SCHEMA, NodeResult
+from fleetcheck.gpustate import graded
+from fleetcheck.model import AUDIT_SCHEMA, PROBE_SCHEMA, NodeResult
+from fleetcheck.probe.results import (
+    ProbeOutput,
+    ProbeOutputError,
+    judge_probe_output,
+    probe_output_from_json,
+)
 from fleetcheck.reportio import node_from_dict, node_to_dict
+from fleetcheck.text import clip
 from fleetcheck.timestamps import parse_time
+from fleetcheck.verdict import PROBE_STATUSES, Policy, evaluate_node
 
 #: The node document's schema tag; a later, incompatible one is refused, never guessed at.
 NODE_SCHEMA = "fleetcheck.node/1"
@@ -37,6 +51,11 @@ ORIGIN_FIELDS = ("hostname", "slurm_node", "slurm_job", "k8s_node", "pod", "name
 _K8S_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 _SCHEMA_TAG = re.compile(r"^(fleetcheck\.[a-z]+)/(\d+)$")
+
+#: What a merge reads, as every refusal says it.
+EXPECTED = (f"expected the probe script's document ({PROBE_SCHEMA}), `fleetcheck probe --format "
+            f"json`'s ({NODE_SCHEMA}), a node cache ({CACHE_SCHEMA}) or an audit report "
+            f"({AUDIT_SCHEMA})")
 
 
 class NodeDocumentError(Exception):
@@ -97,6 +116,31 @@ class NodeDocument:
     origin: Mapping[str, str] = field(default_factory=dict)
     #: A note for the reader: "written by an older fleetcheck (no schema)".
     note: str = ""
+    #: The probe script's own reply, for a `fleetcheck.probe/1` document (judged as an audit
+    #: judges that reply); None for a node document, whose node is already judged.
+    probe: ProbeOutput | None = None
+
+    def judged(self, policy: Policy) -> NodeResult:
+        """The node under the merge's playbook, as an audit with it would have judged it.
+
+        A probe document goes the audit's own way (`judge_probe_output`). A node document's
+        status and reason follow from its checks, Triton verdict and facts under the policy
+        (verdict.evaluate_node); the document's were the probing node's playbook's. A node
+        without checks (its probe never printed a document) keeps what it says.
+        """
+        node = self.node
+        if self.probe is not None:
+            judged = judge_probe_output(self.probe, policy)
+            return dataclasses.replace(node, status=judged.status, reason=judged.reason,
+                                       triton=judged.triton, checks=judged.checks,
+                                       facts=judged.facts)
+        if not node.checks or node.status not in PROBE_STATUSES:
+            return node
+        status, reason = evaluate_node(node.checks, node.triton, policy, facts=node.facts)
+        checks = graded(node.checks, policy.gpu, policy.name)
+        if (status, reason, checks) == (node.status, node.reason, node.checks):
+            return node
+        return dataclasses.replace(node, status=status, reason=reason, checks=checks)
 
 
 def _schema_version(tag: str) -> tuple[str, int] | None:
@@ -147,16 +191,39 @@ def _one_node(data: Mapping[str, Any], source: str, dated: tuple[datetime | None
                         origin=origin, note=note)
 
 
+def _probe_document(data: Mapping[str, Any], source: str) -> NodeDocument:
+    """The probe script's document: its reply parsed as an audit parses it, named by the
+    host name the probe found (merge's `--id` may name it otherwise), undated (a file's time
+    dates it)."""
+    try:
+        output = probe_output_from_json(data)
+    except ProbeOutputError as exc:
+        raise NodeDocumentError(f"{source}: malformed probe document ({PROBE_SCHEMA}): "
+                                f"{exc}") from None
+    hostname = output.facts.get("hostname")
+    name = hostname if isinstance(hostname, str) and hostname else ""
+    # As the probe judged itself; `NodeDocument.judged` judges it under the merge's playbook.
+    node = NodeResult(id=name, host=name, vmid=None, name=name, status=output.status,
+                      reason=output.reason, triton=output.triton, checks=output.checks,
+                      facts=output.facts, duration_s=output.duration_s)
+    return NodeDocument(node=node, source=source, probed_at=None,
+                        origin={"hostname": name} if name else {}, probe=output)
+
+
 def documents_from_json(data: Any, source: str) -> list[NodeDocument]:
-    """The nodes one JSON document holds: a node document, a node cache or an audit report.
+    """The nodes one JSON document holds: a probe script's document, a node document, a node
+    cache or an audit report.
 
     A node object without a schema tag is what fleetcheck printed before node documents had
-    one: it is read, undated, with a note. A later schema of any of the three is refused.
+    one: it is read, undated, with a note. A later schema of any of them is refused, and so
+    is anything else, saying what it is and what was expected.
     """
     if not isinstance(data, Mapping):
-        raise NodeDocumentError(f"{source}: not a fleetcheck node document (a JSON "
-                                f"{type(data).__name__}, not an object)")
+        raise NodeDocumentError(f"{source}: a JSON {_json_type(data)}, not a fleetcheck "
+                                f"document; {EXPECTED}")
     tag = data.get("schema")
+    if tag == PROBE_SCHEMA:
+        return [_probe_document(data, source)]
     if tag == NODE_SCHEMA:
         if not _looks_like_node(data):
             raise NodeDocumentError(f"{source}: malformed node document: needs 'id', "
@@ -191,9 +258,30 @@ def documents_from_json(data: Any, source: str) -> list[NodeDocument]:
         if _looks_like_node(data):
             return [_one_node(data, source, (None, ""),
                               note="written by an older fleetcheck (no schema tag)")]
-        raise NodeDocumentError(f"{source}: not a fleetcheck node document (no 'schema', and "
-                                "no 'id', 'status' and 'checks')")
+        keys = clip(", ".join(repr(key) for key in list(data)[:4]), 80) or "no keys"
+        raise NodeDocumentError(f"{source}: a JSON object without 'schema' ({keys}), not a "
+                                f"fleetcheck document; {EXPECTED}")
     if isinstance(tag, str):
-        for known in (NODE_SCHEMA, CACHE_SCHEMA, AUDIT_SCHEMA):
+        for known in (PROBE_SCHEMA, NODE_SCHEMA, CACHE_SCHEMA, AUDIT_SCHEMA):
             _refuse_newer(tag, known, source)
-    raise NodeDocumentError(f"{source}: not a fleetcheck node document (schema {tag!r})")
+        shown = clip(tag, 80)
+        what = (f"a {shown} document" if _schema_version(tag) else
+                f"a document of schema {shown!r}")
+        raise NodeDocumentError(f"{source}: {what}, which holds no node; {EXPECTED}")
+    raise NodeDocumentError(f"{source}: 'schema' is a JSON {_json_type(tag)}, not a schema "
+                            f"tag; {EXPECTED}")
+
+
+def _json_type(value: Any) -> str:
+    """A value's JSON type, as the document spells it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    return "object"

@@ -9,9 +9,10 @@ from typing import Any
 
 from fleetcheck.checks import CHECKS_BY_ID
 from fleetcheck.errors import FleetcheckError
-from fleetcheck.inventory.yamlread import YamlReader
-from fleetcheck.inventory.yamlsrc import YamlWording, load_yaml, read_source
+from fleetcheck.gpustate import FOREIGN_LEVELS, HEALTH_LEVELS, GpuPolicy
 from fleetcheck.model import VERDICTS
+from fleetcheck.spec.yamlread import YamlReader
+from fleetcheck.spec.yamlsrc import YamlWording, load_yaml, read_source
 from fleetcheck.text import did_you_mean
 from fleetcheck.verdict import CONSISTENCY_KEYS, DEFAULT_POLICY, Policy
 
@@ -20,7 +21,7 @@ DEFAULT_PLAYBOOK = "default"
 
 _TOP_KEYS = (
     "name", "description", "deep", "triton", "min_gpus", "consistency", "checks",
-    "strict_warnings",
+    "strict_warnings", "max_gpu_memory_used", "foreign_processes", "memory_health",
 )
 _CONSISTENCY_KEYS = ("fail", "warn")
 _CHECKS_KEYS = ("warn_only", "ignore")
@@ -78,6 +79,7 @@ def parse_playbook(text: str, source: str, default_name: str) -> Policy:
         if both:
             raise read.fail(("consistency", "warn"),
                              f"{sorted(both)[0]!r} is also listed under consistency.fail")
+    fields["gpu"] = _gpu_policy(read, top)
     if "checks" in top:
         section = read.mapping(top["checks"], ("checks",), _CHECKS_KEYS)
         for key in _CHECKS_KEYS:
@@ -85,6 +87,27 @@ def parse_playbook(text: str, source: str, default_name: str) -> Policy:
                 fields[key] = frozenset(read.names(section[key], ("checks", key),
                                                    CHECKS_BY_ID, "check id"))
     return Policy(**fields)
+
+
+def _gpu_policy(read: YamlReader, top: dict[str, Any]) -> GpuPolicy:
+    """The GPU-state keys: max_gpu_memory_used (a share, or null), foreign_processes,
+    memory_health; a key left out keeps GpuPolicy's default."""
+    fields: dict[str, Any] = {}
+    if top.get("max_gpu_memory_used") is not None:
+        value = top["max_gpu_memory_used"]
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not 0 <= value <= 1):
+            raise read.fail(("max_gpu_memory_used",),
+                            "must be a share of each GPU's memory between 0 and 1 (0.05 for "
+                            f"5 %), or null, got {read.shown(value)}")
+        fields["max_memory_used"] = float(value)
+    if "foreign_processes" in top:
+        fields["foreign_processes"] = read.choice(top["foreign_processes"],
+                                                  ("foreign_processes",), FOREIGN_LEVELS)
+    if "memory_health" in top:
+        fields["memory_health"] = read.choice(top["memory_health"], ("memory_health",),
+                                              HEALTH_LEVELS)
+    return GpuPolicy(**fields)
 
 
 def builtin_playbooks() -> list[str]:

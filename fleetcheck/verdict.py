@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleetcheck import failures
 from fleetcheck.checks import causal_rank
+from fleetcheck.gpustate import GpuPolicy, regrade, usable_gpus
 from fleetcheck.model import Check, NodeResult, TritonVerdict
 
 if TYPE_CHECKING:
@@ -77,6 +78,8 @@ class Policy:
     description: str = ""
     #: Where the policy came from: a file path, "builtin:NAME", or "" for DEFAULT_POLICY.
     source: str = ""
+    #: The GPUs' state before a job: memory in use, foreign processes, memory health.
+    gpu: GpuPolicy = GpuPolicy()  # noqa: RUF009 (frozen: one shared default is safe)
 
 
 #: What an audit applies when no playbook is given; fleetcheck/playbooks/default.yaml says
@@ -93,6 +96,7 @@ def effective_checks(checks: Iterable[Check], policy: Policy) -> list[Check]:
     for check in checks:
         if check.id in policy.ignore:
             continue
+        check = regrade(check, policy.gpu, policy.name)
         if check.status == "fail" and check.id in policy.warn_only:
             check = Check(check.id, "warn", check.summary, check.fix, check.evidence)
         elif check.status == "warn" and policy.strict_warnings:
@@ -126,6 +130,11 @@ def evaluate_node(
     seen = effective_checks(checks, policy)
     if gpu_count is None:
         gpu_count = _gpu_count(facts)
+    # A GPU the driver lists that CUDA cannot open is missing for the job (min_gpus).
+    usable = usable_gpus(facts)
+    listed = gpu_count
+    if usable is not None and gpu_count is not None and usable < gpu_count:
+        gpu_count = usable
     if triton.verdict in policy.failing_verdicts:
         cause = next((c for c in seen if c.id == triton.cause and c.status != "pass"), None)
         if cause is None and triton.cause is None:
@@ -137,7 +146,9 @@ def evaluate_node(
     if failed is not None:
         return "fail", failed.summary
     if policy.min_gpus and gpu_count is not None and gpu_count < policy.min_gpus:
-        return "fail", f"{gpu_count} GPU(s), playbook {policy.name} requires {policy.min_gpus}"
+        opens = f" CUDA can open, of {listed} listed" if listed != gpu_count else ""
+        return "fail", (f"{gpu_count} GPU(s){opens}, playbook {policy.name} requires "
+                        f"{policy.min_gpus}")
     errored = _first(seen, "error")
     if triton.verdict == "unknown" or errored is not None:
         if errored is not None:

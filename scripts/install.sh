@@ -13,6 +13,10 @@
 # (default .venv in the checkout) is where it goes. On Debian and Ubuntu, `python3 -m venv`
 # needs the python3-venv package: it is installed with apt-get when missing (as root, or
 # through `sudo -n`), else the script says which command to run.
+#
+# Shell completion (bash, zsh) and the man page then go where the system looks for them, when
+# that folder is writable (as root): scripts/install-completion.sh says where, or how to
+# install them for one user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +27,7 @@ extra=""
 wheelhouse=""
 
 die() { echo "install.sh: error: $*" >&2; exit 2; }
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 while [ "$#" -gt 0 ]; do
   case "$1" in
@@ -95,3 +99,6 @@ else
   "${pip[@]}" install .
 fi
 echo "fleetcheck installed: $VENV/bin/fleetcheck ($("$VENV/bin/fleetcheck" --version))" >&2
+
+# Shell completion and the man page, where the system looks for them (when writable).
+FLEETCHECK="$VENV/bin/fleetcheck" scripts/install-completion.sh

@@ -12,6 +12,7 @@ import pytest
 from fleetcheck.model import Check, NodeResult, TritonVerdict
 from fleetcheck.nodedoc import node_document
 from fleetcheck.timestamps import REPORT_FORMAT
+from tests.contracts import validated
 
 #: The merges here run "now" (the CLI's tests cannot be given another time): documents are
 #: dated relative to it, and the stale ones hours before it. Set again as each test starts
@@ -48,5 +49,5 @@ def write(path: Path, document: Any) -> Path:
 
 def doc(node_id: str, minutes_ago: float = 1, origin: dict[str, str] | None = None,
         **kwargs: Any) -> dict[str, Any]:
-    return node_document(node(node_id, **kwargs), when(minutes_ago),
-                         origin if origin is not None else {"hostname": node_id})
+    return validated(node_document(node(node_id, **kwargs), when(minutes_ago),
+                                   origin if origin is not None else {"hostname": node_id}))

@@ -172,21 +172,108 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **h) {
 int nvmlDeviceGetComputeMode(void *h, int *mode) { (void)h; *mode = COMPUTE_MODE; return 0; }
 """
 
+#: Each GPU's state as NVML reports it (scripts/gpustate.py reads it), set at run time by the
+#: node's FLEETCHECK_STUB_GPU_STATE (`gpu_state_env`): one record per GPU, `;` between them,
+#: `USED_MIB,PERSISTENCE,REMAP_PENDING,REMAP_FAILURE,ECC_UNCORRECTED[,PID:MIB...]` (a PID
+#: without `:MIB` has its memory not available, as NVML says in containers; the PID `parent`
+#: is the pid of the caller's parent: the probe, whose stage reads NVML). Unset: every GPU
+#: idle, persistence mode on, healthy.
+NVML_STATE_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+typedef struct { unsigned long long total, free, used; } mem1_t;
+typedef struct { unsigned int version; unsigned long long total, reserved, free, used; } mem2_t;
+typedef struct { unsigned int pid; unsigned long long used; unsigned int gi, ci; } proc_t;
+struct state { unsigned long long used_mib, ecc; int persist, pending, failure, nprocs;
+               unsigned int pids[8]; unsigned long long proc_mib[8]; };
+static void state_of(void *h, struct state *s) {
+    unsigned int i = (unsigned int)((long)h - 1), k;
+    const char *rec = getenv("FLEETCHECK_STUB_GPU_STATE");
+    char buf[512], *tok, *save = 0;
+    size_t n;
+    int field = 0;
+    memset(s, 0, sizeof *s);
+    s->persist = 1;
+    for (k = 0; k < i && rec; k++) { rec = strchr(rec, ';'); if (rec) rec++; }
+    if (!rec || !*rec || *rec == ';') return;
+    n = strcspn(rec, ";");
+    if (n >= sizeof buf) n = sizeof buf - 1;
+    memcpy(buf, rec, n); buf[n] = 0;
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(0, ",", &save), field++) {
+        switch (field) {
+        case 0: s->used_mib = strtoull(tok, 0, 10); break;
+        case 1: s->persist = atoi(tok); break;
+        case 2: s->pending = atoi(tok); break;
+        case 3: s->failure = atoi(tok); break;
+        case 4: s->ecc = strtoull(tok, 0, 10); break;
+        default:
+            if (s->nprocs < 8) {
+                char *colon = strchr(tok, ':');
+                /* "parent": the pid of the process that runs NVML's caller (the probe) */
+                s->pids[s->nprocs] = strncmp(tok, "parent", 6) == 0 ? (unsigned int)getppid()
+                                     : (unsigned int)strtoul(tok, 0, 10);
+                s->proc_mib[s->nprocs] = colon ? strtoull(colon + 1, 0, 10) : ~0ULL;
+                s->nprocs++;
+            }
+        }
+    }
+}
+int nvmlDeviceGetUUID(void *h, char *uuid, unsigned int len) {
+    snprintf(uuid, len, "GPU-%08d-fake", (int)((long)h - 1)); return 0; }
+int nvmlDeviceGetMemoryInfo_v2(void *h, mem2_t *m) {
+    struct state s; state_of(h, &s);
+    m->total = (unsigned long long)MEM_MIB << 20; m->reserved = 0;
+    m->used = s.used_mib << 20; m->free = m->total - m->used; return 0; }
+int nvmlDeviceGetMemoryInfo(void *h, mem1_t *m) {
+    struct state s; state_of(h, &s);
+    m->total = (unsigned long long)MEM_MIB << 20;
+    m->used = s.used_mib << 20; m->free = m->total - m->used; return 0; }
+int nvmlDeviceGetComputeRunningProcesses_v3(void *h, unsigned int *count, proc_t *infos) {
+    struct state s; int k; state_of(h, &s);
+    if (*count < (unsigned int)s.nprocs) { *count = (unsigned int)s.nprocs; return 7; }
+    for (k = 0; k < s.nprocs; k++) {
+        infos[k].pid = s.pids[k];
+        infos[k].used = s.proc_mib[k] == ~0ULL ? ~0ULL : s.proc_mib[k] << 20;
+        infos[k].gi = infos[k].ci = 0xFFFFFFFF;
+    }
+    *count = (unsigned int)s.nprocs; return 0; }
+int nvmlDeviceGetPersistenceMode(void *h, int *mode) {
+    struct state s; state_of(h, &s); *mode = s.persist; return 0; }
+int nvmlDeviceGetRemappedRows(void *h, unsigned int *corr, unsigned int *unc,
+                              unsigned int *pending, unsigned int *failure) {
+    struct state s; state_of(h, &s);
+    *corr = 0; *unc = (unsigned int)(s.pending || s.failure);
+    *pending = (unsigned int)s.pending; *failure = (unsigned int)s.failure; return 0; }
+int nvmlDeviceGetTotalEccErrors(void *h, int type, int counter, unsigned long long *n) {
+    struct state s; state_of(h, &s);
+    *n = (type == 1 && counter == 0) ? s.ecc : 0; return 0; }
+"""
+
+
+def gpu_state_env(*gpus: tuple[int, ...] | str) -> dict[str, str]:
+    """The node env that makes the stub NVML report these GPUs' state (NVML_STATE_C's records):
+    each a string record, or (used_mib, persistence, pending, failure, ecc, *"PID:MIB")."""
+    records = [g if isinstance(g, str) else ",".join(str(v) for v in g) for g in gpus]
+    return {"FLEETCHECK_STUB_GPU_STATE": ";".join(records)}
+
 
 def build_nvml(where: Path, *, version: str, nvml_rc: int, compute_mode: int,
-               count: int = 1) -> Path:
+               count: int = 1, memory_mib: int = 143771) -> Path:
     """A stub libnvidia-ml.so.<version> (soname libnvidia-ml.so.1)."""
     target = where / f"libnvidia-ml.so.{version}"
 
     def build() -> None:
-        source = _write(where / "nvml_stub.c", NVML_C)
+        source = _write(where / "nvml_stub.c", NVML_C + NVML_STATE_C)
         subprocess.run([GCC, str(source), "-shared", "-fPIC", "-Wl,-soname,libnvidia-ml.so.1",
                         "-o", str(target), f"-DNVML_RC={nvml_rc}",
-                        f"-DCOMPUTE_MODE={compute_mode}", f"-DCOUNT={count}"], check=True)
+                        f"-DCOMPUTE_MODE={compute_mode}", f"-DCOUNT={count}",
+                        f"-DMEM_MIB={memory_mib}"], check=True)
         source.unlink()
 
     where.mkdir(parents=True, exist_ok=True)
-    _compiled(["nvml", target.name, nvml_rc, compute_mode, count], target, build)
+    _compiled(["nvml", target.name, nvml_rc, compute_mode, count, memory_mib], target, build)
     (where / "libnvidia-ml.so.1").symlink_to(target.name)
     return target
 
@@ -1029,6 +1116,7 @@ def make_node(
     extra_backend: str | None = None,
     triton_backends: bool = True,
     triton_driver: str = "3.9.0",
+    cuda_missing: int = 0,
 ) -> NodeEnv:
     """Build a fake node under `root`.
 
@@ -1057,6 +1145,8 @@ def make_node(
     broken_gpu: the index of a GPU on which every tensor operation fails (an ECC error).
     concurrent_write: a file "another job" writes (once) whenever the stub Triton loads its stub
     from a cache - a job filling the user's cache while the probe reads it.
+    cuda_missing: GPUs the driver (NVML, nvidia-smi, /proc/driver/nvidia) lists that CUDA
+    cannot open (libcuda counts that many fewer). Each GPU's NVML state: `gpu_state_env`.
     """
     if gpu not in GPU_MODES:
         raise ValueError(f"gpu must be one of {GPU_MODES}")
@@ -1104,11 +1194,12 @@ def make_node(
     ld_entries: list[tuple[str, str]] = [("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6")]
     if has_libcuda:
         lib = build_libcuda(libdir, version=libcuda_version, init_rc=init_rc,
-                            driver_version=cuda_driver_version, count=gpus, name=gpu_name,
+                            driver_version=cuda_driver_version, count=gpus - cuda_missing,
+                            name=gpu_name,
                             cc=compute_capability, memory_mib=memory_mib, ctx_rc=ctx_rc)
         if nvml:
             build_nvml(libdir, version=libcuda_version, nvml_rc=nvml_rc,
-                       compute_mode=compute_mode, count=gpus)
+                       compute_mode=compute_mode, count=gpus, memory_mib=memory_mib)
         (libdir / "libcuda.so.1").symlink_to(lib.name)
         if libcuda_unversioned:
             (libdir / "libcuda.so").symlink_to("libcuda.so.1")
@@ -1180,7 +1271,9 @@ def run_probe(node: NodeEnv, *args: str, isolated: bool = False, python: str | N
                           timeout=timeout, cwd=node.root)
     lines = done.stdout.decode().splitlines()
     assert len(lines) == 1, done.stdout.decode()[:2000] + done.stderr.decode()[:2000]
-    return done.returncode, json.loads(lines[0]), done.stderr.decode()
+    from tests.contracts import validated_json
+
+    return done.returncode, validated_json(lines[0], "probe"), done.stderr.decode()
 
 
 #: Mounts a small tmpfs at $0 inside a private mount namespace, fills it to the last block

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
+from fleetcheck.reportio import report_to_dict
+from tests.contracts import validated
 
 
 def node(node_id: str, status: str = "ok", verdict: str = "gpu", torch: str = "2.5.1",
@@ -15,4 +17,6 @@ def node(node_id: str, status: str = "ok", verdict: str = "gpu", torch: str = "2
 
 def run(day: int, *nodes: NodeResult, fleet: tuple[Check, ...] = ()) -> Report:
     stamp = f"2026-12-{day:02d}T02:15:00Z"
-    return Report(stamp, stamp, nodes, fleet_checks=fleet)
+    report = Report(stamp, stamp, nodes, fleet_checks=fleet)
+    validated(report_to_dict(report))
+    return report

@@ -328,3 +328,56 @@ def test_finish_keeps_the_code_when_the_reader_left() -> None:
         env={key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"})
     assert piped.returncode == 1
     assert piped.stderr == ""
+
+
+def test_schema_lists_and_prints_the_published_schemas() -> None:
+    from fleetcheck.schemas import DOCUMENTS, shipped
+
+    listed = fleetcheck("schema")
+    assert listed.returncode == 0
+    assert [line.split()[:3] for line in listed.stdout.splitlines()] == [
+        ["probe", "fleetcheck.probe/1", "probe-1.json"],
+        ["node", "fleetcheck.node/1", "node-1.json"],
+        ["audit", "fleetcheck.audit/1", "audit-1.json"]]
+    assert fleetcheck("schema", "--list").stdout == listed.stdout
+    for name in DOCUMENTS:
+        printed = fleetcheck("schema", name)
+        assert (printed.returncode, printed.stdout) == (0, shipped(name))
+    assert fleetcheck("schema", "nodes").returncode == 2
+    assert_one_line_error(fleetcheck("schema", "node", "--list"), "give NAME or --list")
+
+
+def test_completion_and_manpage_print_the_shipped_files() -> None:
+    from fleetcheck.cli import build_parser
+    from fleetcheck.completion import shipped, subparsers
+
+    assert set(subparsers(build_parser())) >= {"schema", "completion", "manpage"}
+    for shell in ("bash", "zsh"):
+        printed = fleetcheck("completion", shell)
+        assert (printed.returncode, printed.stdout) == (0, shipped(shell))
+    page = fleetcheck("manpage")
+    assert (page.returncode, page.stdout) == (0, shipped(None))
+    assert page.stdout.startswith('.TH FLEETCHECK "1"')
+    assert fleetcheck("completion", "fish").returncode == 2
+
+
+def test_every_document_the_cli_prints_is_valid_under_its_published_schema(
+        tmp_path: Path) -> None:
+    from tests.contracts import validated, validated_json
+
+    script = fleetcheck("probe", "--script")
+    ran = subprocess.run([sys.executable, "-I", "-"], input=script.stdout, text=True,
+                         capture_output=True, timeout=120)
+    probe_document = validated_json(ran.stdout, "probe")
+    node_document = validated_json(fleetcheck("probe", "--format", "json").stdout, "node")
+    audit = fleetcheck("audit", "inventory.example.yaml", "--format", "json")
+    validated_json(audit.stdout, "audit")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "bare.json").write_text(json.dumps(probe_document))
+    (docs / "node.json").write_text(json.dumps(
+        {**node_document, "origin": {"hostname": "other"}, "id": "other"}))
+    merged = fleetcheck("merge", str(docs), "--format", "json")
+    report = validated(json.loads(merged.stdout))
+    assert sorted(node["id"] for node in report["nodes"]) == sorted(
+        [probe_document["facts"]["hostname"], "other"])

@@ -6,7 +6,7 @@ import socket
 from pathlib import Path
 
 from fleetcheck import commands
-from fleetcheck.inventory.model import HostSpec, Inventory
+from fleetcheck.spec.model import HostSpec, Inventory
 from fleetcheck.verdict import exit_code_for
 
 

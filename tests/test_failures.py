@@ -13,9 +13,9 @@ import pytest
 from fleetcheck import failures
 from fleetcheck.audit import node_from_result
 from fleetcheck.gatekeeper import script_module
-from fleetcheck.inventory.model import HostSpec, Target
 from fleetcheck.model import NodeResult, TritonVerdict
 from fleetcheck.reportio import node_from_dict, node_to_dict
+from fleetcheck.spec.model import HostSpec, Target
 from fleetcheck.transport import kubectl, oci, pct, qemu, refusals
 from fleetcheck.transport.interface import CommandResult, TransportError
 from fleetcheck.transport.oci import oci_exec_failure

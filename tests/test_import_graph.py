@@ -1,13 +1,17 @@
 """fleetcheck's modules import one another without a circle.
 
-The graph is read from the source (every `import`, at the top or inside a function, but not
-under `if TYPE_CHECKING:`), plus the kind registry's lines, which name modules in strings.
+The graph is read from the source: every `import`, at the top, inside a function and under
+`if TYPE_CHECKING:` (a deferred import or one for the type checker still ties two modules, and
+mypy reads both), plus the kind registry's lines, which name modules in strings. Importing
+`a.b.c` runs `a/b/__init__.py` first, so a module outside package `a.b` that imports any module
+of it depends on the package's `__init__` too: a circle through a package's `__init__` is one
+that works only by import order.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -25,14 +29,46 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node but those under `if TYPE_CHECKING:` (imports for the type checker only)."""
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            yield from (n for child in node.orelse for n in [child, *_runtime_nodes(child)])
-            continue
-        yield node
-        yield from _runtime_nodes(node)
+def imported(tree: ast.AST, package: str, modules: Mapping[str, Path]) -> set[str]:
+    """The modules of `modules` that `tree` imports, wherever the import statement stands."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            # `from package import module` depends on the module, else on the package.
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                       for alias in node.names]
+        found |= {_existing(t, modules) for t in targets} - {""}
+    return found
+
+
+def _existing(target: str, modules: Mapping[str, Path]) -> str:
+    """`target`, or the package above it that has it as an alias (`fleetcheck.inventory.model`,
+    the old name of `fleetcheck.spec.model`, is an import of `fleetcheck.inventory`); "" for a
+    module of no package here."""
+    parts = target.split(".")
+    while parts and ".".join(parts) not in modules:
+        parts.pop()
+    return ".".join(parts)
+
+
+def with_packages(name: str, targets: set[str], modules: Mapping[str, Path]) -> set[str]:
+    """`targets` and the packages whose `__init__` importing them runs first: each package
+    above a target that `name` is not inside itself."""
+    found = set(targets)
+    for target in targets:
+        parts = target.split(".")
+        for end in range(1, len(parts)):
+            package = ".".join(parts[:end])
+            if package in modules and not (name == package or name.startswith(package + ".")):
+                found.add(package)
+    return found
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -40,19 +76,8 @@ def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*anchor, *([base] if base else [])])
-                # `from package import module` depends on the module, else on the package.
-                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
-                           for alias in node.names]
-            graph[name] |= {t for t in targets if t in modules and t != name}
+        targets = imported(ast.parse(path.read_text(), str(path)), package, modules)
+        graph[name] |= with_packages(name, targets, modules) - {name}
     for line in kinds.KINDS.values():
         graph["fleetcheck.kinds"].add(line.partition(":")[0])
     return graph
@@ -102,12 +127,29 @@ def graph() -> dict[str, set[str]]:
     return import_graph()
 
 
-def test_the_graph_sees_function_level_imports_and_the_registry(
-        graph: dict[str, set[str]]) -> None:
+def test_the_graph_sees_deferred_and_type_checking_imports_and_packages() -> None:
+    modules = {name: Path(name) for name in ("a", "a.b", "a.b.c", "d", "e", "f")}
+    tree = ast.parse("from typing import TYPE_CHECKING\n"
+                     "import d\n"
+                     "if TYPE_CHECKING:\n    import e\n"
+                     "def later():\n    from f import x\n"
+                     "class K:\n    def m(self):\n        from a.b.c import y\n")
+    assert imported(tree, "z", modules) == {"d", "e", "f", "a.b.c"}
+    # A name no file has (a package's alias for a module moved elsewhere) is its package's.
+    assert imported(ast.parse("from a.b.gone import x\nimport os\n"), "z", modules) == {"a.b"}
+    # Importing a.b.c from outside runs a/__init__ and a/b/__init__ first; from inside a.b,
+    # the package is already being imported.
+    assert with_packages("z", {"a.b.c"}, modules) == {"a", "a.b", "a.b.c"}
+    assert with_packages("a.b.x", {"a.b.c"}, modules) == {"a.b.c"}
+    assert with_packages("a.b", {"a.b.c"}, modules) == {"a.b.c"}
+
+
+def test_the_graph_sees_the_registry_and_the_packages(graph: dict[str, set[str]]) -> None:
     assert "fleetcheck.kinds.lxc" in graph["fleetcheck.kinds"]
     assert "fleetcheck.transport.pct" in graph["fleetcheck.kinds.lxc"]
-    # model.py reads the registry inside a function.
-    assert "fleetcheck.kinds" in graph["fleetcheck.model"]
+    # kinds/base.py names the inventory's reader for the type checker only.
+    assert "fleetcheck.spec.reader" in graph["fleetcheck.kinds.base"]
+    assert "fleetcheck.spec" in graph["fleetcheck.kinds.base"]
 
 
 def test_no_module_imports_itself_through_others(graph: dict[str, set[str]]) -> None:
@@ -116,12 +158,25 @@ def test_no_module_imports_itself_through_others(graph: dict[str, set[str]]) -> 
 
 def test_transport_no_longer_depends_on_discovery(graph: dict[str, set[str]]) -> None:
     """Discovery lives with the kinds: transports need at most the inventory's data."""
-    allowed = {"fleetcheck.inventory.model", "fleetcheck.inventory.errors",
-               "fleetcheck.inventory.pveapi"}
+    allowed = {"fleetcheck.spec", "fleetcheck.spec.model", "fleetcheck.spec.errors",
+               "fleetcheck.spec.pveapi"}
     for module, imports in graph.items():
         if module.startswith("fleetcheck.transport."):
-            leaks = {i for i in imports if i.startswith("fleetcheck.inventory")} - allowed
+            leaks = {i for i in imports if i.startswith(("fleetcheck.inventory",
+                                                         "fleetcheck.spec"))} - allowed
             assert not leaks, (module, leaks)
+
+
+def test_nothing_below_the_inventory_stage_imports_it(graph: dict[str, set[str]]) -> None:
+    """Importing any module of `inventory/` runs its `__init__`, which re-exports the loader,
+    `--limit` and discovery, and so imports the kinds: a kind, a transport or the data below
+    them that did so would need the registry while the registry is being imported."""
+    below = [m for m in graph if m.startswith(("fleetcheck.kinds", "fleetcheck.transport.",
+                                               "fleetcheck.spec"))
+             or m in ("fleetcheck.model", "fleetcheck.kindtable")]
+    for module in below:
+        assert not {i for i in graph[module] if i == "fleetcheck.inventory"
+                    or i.startswith("fleetcheck.inventory.")}, module
 
 
 def test_transport_does_not_depend_on_the_kinds(graph: dict[str, set[str]]) -> None:
@@ -138,3 +193,12 @@ def test_transport_does_not_depend_on_the_kinds(graph: dict[str, set[str]]) -> N
             reached.add(module)
             todo += graph[module]
     assert not {m for m in reached if m.startswith("fleetcheck.kinds")}
+
+
+def test_the_old_names_of_the_modules_moved_below_the_kinds_are_the_same_modules() -> None:
+    import fleetcheck.inventory.model as old_model
+
+    from fleetcheck.inventory import yamlsrc as old_yamlsrc
+    from fleetcheck.spec import model, yamlsrc
+
+    assert (old_model, old_yamlsrc) == (model, yamlsrc)

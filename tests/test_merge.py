@@ -15,12 +15,13 @@ import pytest
 
 from fleetcheck.cli import main
 from fleetcheck.merge import merge_inputs
-from fleetcheck.nodedoc import NODE_SCHEMA
+from fleetcheck.nodedoc import EXPECTED, NODE_SCHEMA
 from fleetcheck.nodehealth import cache_document
-from fleetcheck.reportio import dumps_report, load_report
+from fleetcheck.reportio import dumps_report, load_report, report_to_dict
 from fleetcheck.timestamps import REPORT_FORMAT
 from fleetcheck.verdict import DEFAULT_POLICY
 from tests import nodedocs
+from tests.contracts import validated
 from tests.nodedocs import doc, set_now, when, write
 
 
@@ -30,9 +31,11 @@ def fresh_now(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def merge(tmp_path: Path, *inputs: str, **kwargs: Any) -> Any:
-    return merge_inputs(list(inputs), policy=DEFAULT_POLICY,
-                        now=kwargs.pop("now", nodedocs.NOW),
-                        max_age_s=kwargs.pop("max_age_s", 1800), **kwargs)
+    outcome = merge_inputs(list(inputs), policy=DEFAULT_POLICY,
+                           now=kwargs.pop("now", nodedocs.NOW),
+                           max_age_s=kwargs.pop("max_age_s", 1800), **kwargs)
+    validated(report_to_dict(outcome.report))
+    return outcome
 
 
 def test_probe_json_is_a_node_document_with_origin(capsys: pytest.CaptureFixture[str]) -> None:
@@ -135,8 +138,8 @@ def test_a_newer_schema_is_refused_and_the_rest_merged(tmp_path: Path, capsys) -
         "fleetcheck.node/2; fleetcheck 0.1.0 reads fleetcheck.node/1): upgrade fleetcheck "
         "where you merge",
         f"fleetcheck: merge: unread: {broken}:2: not valid JSON: Expecting value",
-        f"fleetcheck: merge: unread: {other}: not a fleetcheck node document (no 'schema', "
-        "and no 'id', 'status' and 'checks')",
+        f"fleetcheck: merge: unread: {other}: a JSON object without 'schema' ('kind'), not a "
+        f"fleetcheck document; {EXPECTED}",
     ]
     assert code == 3
 
@@ -218,3 +221,119 @@ def test_nodes_are_judged_under_the_merges_playbook(tmp_path: Path) -> None:
                            max_age_s=1800)
     assert [(n.status, n.reason) for n in outcome.report.nodes] == [
         ("fail", "1 GPU(s), playbook eight requires 8")]
+
+
+# --- the probe script's own document (fleetcheck.probe/1) -------------------------------------
+
+
+def probe_documents(tmp_path: Path) -> dict[str, bytes]:
+    """What the bare probe script printed on two fake nodes: one healthy, one without a C
+    compiler (its stdout, as a site's `srun … python3 - < probe.py` keeps it)."""
+    from tests.nodeenv import make_node, run_probe
+
+    printed = {}
+    for name, kind in (("gpu01", {}), ("gpu02", {"compiler": False})):
+        _code, document, _err = run_probe(make_node(tmp_path / name, **kind))
+        printed[name] = json.dumps(document).encode()
+    return printed
+
+
+def audited(name: str, stdout: bytes, policy: Any) -> Any:
+    """The node an audit makes of the same reply from a node of that name (audit.py's own
+    node_from_result, on the local transport)."""
+    from fleetcheck.audit import node_from_result
+    from fleetcheck.spec.model import HostSpec, Target
+    from fleetcheck.transport.interface import CommandResult
+    from fleetcheck.transport.local import LocalTransport
+
+    host = HostSpec(name=name, address=None, transport="local", probe_host=True)
+    target = Target(host=host, vmid=None, name=name, python="python3", env={}, labels=(),
+                    timeout=60)
+    return node_from_result(target, LocalTransport(), CommandResult(0, stdout, b""), policy,
+                            duration_s=0.0)
+
+
+def test_the_probe_scripts_documents_are_judged_as_an_audit_judges_the_reply(
+        tmp_path: Path) -> None:
+    from fleetcheck.playbook import load_playbook
+
+    printed = probe_documents(tmp_path)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, stdout in printed.items():
+        (folder / f"{name}.json").write_bytes(stdout)
+    eight = tmp_path / "eight.yaml"
+    eight.write_text("min_gpus: 8\n")
+    for policy in (DEFAULT_POLICY, load_playbook("pre-training"), load_playbook(str(eight))):
+        outcome = merge_inputs([str(folder)], policy=policy, id_template="{file}",
+                               now=nodedocs.NOW, max_age_s=1800)
+        assert outcome.problems == ()
+        merged = {node.id: node for node in outcome.report.nodes}
+        assert list(merged) == ["gpu01", "gpu02"]
+        for name, stdout in printed.items():
+            direct = audited(name, stdout, policy)
+            node = merged[name]
+            assert (node.status, node.reason, node.triton, node.checks, node.facts) == (
+                direct.status, direct.reason, direct.triton, direct.checks, direct.facts)
+            assert (node.host, node.kind, node.vmid) == (name, "host", None)
+    assert merged["gpu02"].status == "fail"
+    assert merged["gpu02"].triton.cause == "no_c_compiler"
+    # The probe reports its own status under no playbook: the merge's decides.
+    assert merged["gpu01"].status == "fail"
+    assert merged["gpu01"].reason.endswith("playbook eight requires 8")
+
+
+def test_a_probe_document_is_named_by_its_host_name_and_dated_by_its_file(
+        tmp_path: Path, capsys) -> None:
+    printed = probe_documents(tmp_path)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for index, (name, stdout) in enumerate(printed.items()):
+        document = json.loads(stdout)
+        document["facts"]["hostname"] = f"{name}.example.org"
+        write(folder / f"task-{index}.json", document)
+    outcome = merge(tmp_path, str(folder))
+    assert [(n.id, n.status) for n in outcome.report.nodes] == [
+        ("gpu01.example.org", "ok"), ("gpu02.example.org", "fail")]
+    assert outcome.problems == outcome.notes == ()
+    by_file = merge(tmp_path, str(folder), id_template="{file}")
+    assert [n.id for n in by_file.report.nodes] == ["task-0", "task-1"]
+    # No host name in its facts and no file: nothing names the node but --id.
+    nameless = json.loads(printed["gpu01"])
+    del nameless["facts"]["hostname"]
+    stdin = io.BytesIO(json.dumps(nameless).encode())
+    outcome = merge_inputs(["-"], policy=DEFAULT_POLICY, now=nodedocs.NOW, max_age_s=1800,
+                           stdin=stdin)  # type: ignore[arg-type]
+    assert outcome.report.nodes == ()
+    assert [p.message for p in outcome.problems] == [
+        "<stdin>: names no node (no host name in its facts, no file name): name it with --id"]
+    # An hour-old file is stale as any document: the file's time dates a probe document.
+    old = (nodedocs.NOW - timedelta(hours=1)).timestamp()
+    os.utime(folder / "task-0.json", (old, old))
+    stale = merge(tmp_path, str(folder))
+    assert [(n.id, n.status) for n in stale.report.nodes] == [
+        ("gpu01.example.org", "error"), ("gpu02.example.org", "fail")]
+
+
+def test_gate_from_probe_documents_speaks_in_the_gates_words(tmp_path: Path, capsys) -> None:
+    printed = probe_documents(tmp_path)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, stdout in printed.items():
+        document = json.loads(stdout)
+        document["facts"]["hostname"] = name
+        write(folder / f"{name}.json", document)
+    write(folder / "verdict.json", {"schema": "fleetcheck.gate/1", "result": "pass"})
+    # The job's own node was read: an input that holds none is said, and blocks nothing.
+    assert main(["gate", "--documents", str(folder), "--nodes", "gpu01",
+                 "--playbook", "default"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"fleetcheck: gate: unread: {folder / 'verdict.json'}: a fleetcheck.gate/1 document, "
+        f"which holds no node; {EXPECTED}"]
+    (folder / "verdict.json").unlink()
+    assert main(["gate", "--documents", str(folder), "--nodes", "gpu[01-02]",
+                 "--playbook", "default"]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(
+        "gpu02: fail: Triton cpu-fallback: no C compiler: CC unset, no gcc or clang on PATH "
+        "(fix: " + json.loads(printed["gpu02"])["triton"]["fix"] + ")"), line

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fleetcheck.gpustate import GpuPolicy
 from fleetcheck.playbook import PlaybookError, builtin_playbooks, load_playbook
 from fleetcheck.verdict import DEFAULT_POLICY
 
@@ -51,6 +52,25 @@ def test_pre_training_requires_gpu_deep_and_equal_versions() -> None:
     assert policy.failing_verdicts == {"cpu-fallback", "no-gpu", "not-installed"}
     assert policy.consistent == ("driver", "cuda", "torch", "triton", "python")
     assert policy.consistent_warn == ("fla", "gpu_model")
+
+
+def test_gpu_state_keys_of_the_builtins() -> None:
+    # What sites' pre-job checkers do: a gate fails a GPU held by another process or waiting
+    # for a memory repair; an audit (default, nightly) only warns on the held one.
+    assert {name: load_playbook(name).gpu for name in builtin_playbooks()} == {
+        "default": GpuPolicy(None, "warn", "fail"),
+        "nightly": GpuPolicy(None, "warn", "fail"),
+        "pre-training": GpuPolicy(0.05, "fail", "fail"),
+        "quick": GpuPolicy(0.05, "fail", "fail"),
+    }
+
+
+def test_gpu_state_keys_from_a_file(tmp_path: Path) -> None:
+    policy = load_playbook(write(tmp_path, "max_gpu_memory_used: 0.5\nforeign_processes: "
+                                           "ignore\nmemory_health: warn\n"))
+    assert policy.gpu == GpuPolicy(0.5, "ignore", "warn")
+    assert load_playbook(write(tmp_path, "max_gpu_memory_used: null\n")).gpu == GpuPolicy()
+    assert load_playbook(write(tmp_path, "max_gpu_memory_used: 0\n")).gpu.max_memory_used == 0
 
 
 def test_nightly_runs_everything_and_only_warns_on_differences() -> None:
@@ -111,6 +131,21 @@ def test_name_key_overrides_the_stem(tmp_path: Path) -> None:
              "or checks)"),
         ("description: ''\n", "FILE:1: description: must not be empty"),
         ("name: 3\n", "FILE:1: name: must be a string, got 3"),
+        ("max_gpu_memory_used: 5%\n",
+         "FILE:1: max_gpu_memory_used: must be a share of each GPU's memory between 0 and 1 "
+         "(0.05 for 5 %), or null, got '5%'"),
+        ("max_gpu_memory_used: 5\n",
+         "FILE:1: max_gpu_memory_used: must be a share of each GPU's memory between 0 and 1 "
+         "(0.05 for 5 %), or null, got 5"),
+        ("max_gpu_memory_used: true\n",
+         "FILE:1: max_gpu_memory_used: must be a share of each GPU's memory between 0 and 1 "
+         "(0.05 for 5 %), or null, got true"),
+        ("foreign_processes: kill\n",
+         "FILE:1: foreign_processes: must be one of fail, warn, ignore, got 'kill'"),
+        ("memory_health: ignore\n",
+         "FILE:1: memory_health: must be one of fail, warn, got 'ignore'"),
+        ("foreign_process: fail\n",
+         "FILE:1: foreign_process: unknown key (did you mean 'foreign_processes'?)"),
     ],
 )
 def test_mistakes_name_file_line_and_key(tmp_path: Path, text: str, message: str) -> None:

@@ -1,9 +1,20 @@
-"""The inventory stage: load and validate inventory.yaml, select nodes, discover containers."""
+"""The inventory stage: load and validate inventory.yaml, select nodes, discover containers.
+
+Above the node kinds, which it asks for their keys, id shapes and expansions; the data and
+readers the kinds need are below them, in `fleetcheck/spec/`, and re-exported here as the
+stage's API (`HostSpec`, `InventoryError`...). Nothing below the kinds imports this package.
+
+The modules that moved there (`fleetcheck.inventory.model` is `fleetcheck.spec.model` now, and
+so on) stay importable by their old names, as the same module objects, for code written
+against them; fleetcheck's own modules use the new names (mypy knows only those, and
+tests/test_import_graph.py reads an old name as an import of this package).
+"""
 
 from __future__ import annotations
 
+import sys
+
 from fleetcheck.inventory.discovery import parse_pct_list, targets_for_host
-from fleetcheck.inventory.errors import DiscoveryError, InventoryError
 from fleetcheck.inventory.graph import inventory_to_json, render_inventory_graph
 from fleetcheck.inventory.limit import (
     check_limit,
@@ -15,7 +26,20 @@ from fleetcheck.inventory.limit import (
     unmatched_patterns,
 )
 from fleetcheck.inventory.load import load_inventory, parse_inventory
-from fleetcheck.inventory.model import (
+from fleetcheck.spec import (
+    errors,
+    listings,
+    model,
+    patterns,
+    pveapi,
+    ranges,
+    reader,
+    schema,
+    yamlread,
+    yamlsrc,
+)
+from fleetcheck.spec.errors import DiscoveryError, InventoryError
+from fleetcheck.spec.model import (
     ALL_CONTAINERS,
     ApiOptions,
     ContainerSpec,
@@ -26,7 +50,12 @@ from fleetcheck.inventory.model import (
     SshOptions,
     Target,
 )
-from fleetcheck.inventory.pveapi import discover_via_api
+from fleetcheck.spec.pveapi import discover_via_api
+
+for _moved in (errors, listings, model, patterns, pveapi, ranges, reader, schema, yamlread,
+               yamlsrc):
+    sys.modules.setdefault(f"{__name__}.{_moved.__name__.rpartition('.')[2]}", _moved)
+del _moved
 
 __all__ = [
     "ALL_CONTAINERS",

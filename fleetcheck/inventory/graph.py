@@ -7,7 +7,7 @@ from typing import Any
 
 from fleetcheck import kinds
 from fleetcheck.inventory.discovery import static_targets
-from fleetcheck.inventory.model import (
+from fleetcheck.spec.model import (
     HostSpec,
     Inventory,
     SshOptions,

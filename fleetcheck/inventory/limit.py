@@ -6,12 +6,13 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from fleetcheck import kinds
 from fleetcheck.inventory.discovery import host_nodes, needs_discovery, static_targets
-from fleetcheck.inventory.errors import InventoryError
-from fleetcheck.inventory.model import (
+from fleetcheck.kinds.proxmox import may_select_guests
+from fleetcheck.spec.errors import InventoryError
+from fleetcheck.spec.model import (
     HostSpec,
     Inventory,
 )
-from fleetcheck.inventory.patterns import (
+from fleetcheck.spec.patterns import (
     hosts_matching,
     is_vmid_pattern,
     label_of,
@@ -19,14 +20,13 @@ from fleetcheck.inventory.patterns import (
     rpartition_outside_brackets,
     split_patterns,
 )
-from fleetcheck.inventory.ranges import (
+from fleetcheck.spec.ranges import (
     RangeError,
     expand_pattern,
     matches_name,
     partition_outside_brackets,
     split_outside_brackets,
 )
-from fleetcheck.kinds.proxmox import may_select_guests
 from fleetcheck.text import did_you_mean
 
 __all__ = [

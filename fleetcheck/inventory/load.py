@@ -7,12 +7,14 @@ from typing import Any
 
 from fleetcheck.budget import node_timeout
 from fleetcheck.errors import FleetcheckError
-from fleetcheck.inventory.errors import InventoryError
+from fleetcheck.inventory.hostkeys import host_keys, kind_keys
 from fleetcheck.inventory.limit import pattern_problem
-from fleetcheck.inventory.model import HostSpec, Inventory, declaration_fields
-from fleetcheck.inventory.ranges import RangeError, expand_nodes, has_range
-from fleetcheck.inventory.reader import InventoryReader, address_problem
-from fleetcheck.inventory.schema import (
+from fleetcheck.inventory.sources import SOURCE_KEYS, SourceEntry, read_sources
+from fleetcheck.spec.errors import InventoryError
+from fleetcheck.spec.model import HostSpec, Inventory, declaration_fields
+from fleetcheck.spec.ranges import RangeError, expand_nodes, has_range
+from fleetcheck.spec.reader import InventoryReader, address_problem
+from fleetcheck.spec.schema import (
     API_KEYS,
     DEFAULTS_KEYS,
     HOST_KEYS,
@@ -20,13 +22,10 @@ from fleetcheck.inventory.schema import (
     SSH_KEYS,
     TOP_KEYS,
     TRANSPORTS,
-    host_keys,
-    kind_keys,
     merge_settings,
 )
-from fleetcheck.inventory.sources import SOURCE_KEYS, SourceEntry, read_sources
-from fleetcheck.inventory.yamlread import show
-from fleetcheck.inventory.yamlsrc import (
+from fleetcheck.spec.yamlread import show
+from fleetcheck.spec.yamlsrc import (
     INVENTORY_WORDING,
     KeyPath,
     YamlDocument,

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fleetcheck.inventory.errors import DiscoveryError
-from fleetcheck.inventory.model import ApiOptions
-from fleetcheck.inventory.pveapi import (
+from fleetcheck.spec.errors import DiscoveryError
+from fleetcheck.spec.model import ApiOptions
+from fleetcheck.spec.pveapi import (
     GUEST_PRIVILEGE,
     api_client,
     call_api,

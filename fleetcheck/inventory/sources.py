@@ -16,8 +16,9 @@ from typing import Any
 
 from fleetcheck.budget import SOURCE_COMMAND_TIMEOUT
 from fleetcheck.inventory.ansible import AnsibleInventory
-from fleetcheck.inventory.reader import InventoryReader
-from fleetcheck.inventory.schema import API_KEYS, LABEL_RE, host_keys, merge_settings
+from fleetcheck.inventory.hostkeys import host_keys
+from fleetcheck.spec.reader import InventoryReader
+from fleetcheck.spec.schema import API_KEYS, LABEL_RE, merge_settings
 from fleetcheck.text import did_you_mean
 
 #: A host variable `fleetcheck_KEY` is the host key KEY (`fleetcheck_containers: all`).
@@ -346,10 +347,10 @@ def _read_proxmox(builder: InventoryReader, item: Mapping[str, Any], path: tuple
                   context: Mapping[str, Any], template: Mapping[str, Any]) -> SourceHosts:
     """The nodes of a Proxmox cluster, each a host listing its guests through the same API."""
     from fleetcheck import kinds
-    from fleetcheck.inventory.errors import DiscoveryError, InventoryError
-    from fleetcheck.inventory.model import ALL_CONTAINERS
     from fleetcheck.inventory.pvecluster import read_cluster
     from fleetcheck.kinds.proxmox import ProxmoxGuestKind
+    from fleetcheck.spec.errors import DiscoveryError, InventoryError
+    from fleetcheck.spec.model import ALL_CONTAINERS
 
     where = (*path, "proxmox")
     keys = tuple(k for k in API_KEYS if k != "node")

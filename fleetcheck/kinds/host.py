@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from fleetcheck.inventory.model import Target
 from fleetcheck.kinds.base import GatekeeperWrapper, NodeKind, Nodes
+from fleetcheck.spec.model import Target
 
 if TYPE_CHECKING:
     from fleetcheck.budget import BudgetFor

@@ -10,9 +10,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from fleetcheck.budget import LISTING_TIMEOUT
-from fleetcheck.inventory.errors import DiscoveryError
-from fleetcheck.inventory.listings import parse_oci_ps
-from fleetcheck.inventory.model import (
+from fleetcheck.kinds.base import NOT_MINE, GatekeeperWrapper, IdShape, NodeKind, inherited
+from fleetcheck.spec.errors import DiscoveryError
+from fleetcheck.spec.listings import parse_oci_ps
+from fleetcheck.spec.model import (
     ALL_CONTAINERS,
     ContainerSpec,
     DiscoveredOci,
@@ -22,20 +23,19 @@ from fleetcheck.inventory.model import (
     SkippedTarget,
     Target,
 )
-from fleetcheck.inventory.patterns import (
+from fleetcheck.spec.patterns import (
     may_select_inside,
     rpartition_outside_brackets,
 )
-from fleetcheck.inventory.ranges import matches_name
-from fleetcheck.kinds.base import NOT_MINE, GatekeeperWrapper, IdShape, NodeKind, inherited
+from fleetcheck.spec.ranges import matches_name
 from fleetcheck.text import clip, last_line
 from fleetcheck.transport.oci import OciTransport, oci_exec_failure, oci_list_argv
 
 if TYPE_CHECKING:
     from fleetcheck.budget import BudgetFor
-    from fleetcheck.inventory.reader import InventoryReader
     from fleetcheck.kinds.base import Discovery, Nodes, NotMine
     from fleetcheck.model import Check, NodeResult
+    from fleetcheck.spec.reader import InventoryReader
     from fleetcheck.transport.interface import Transport
 
 

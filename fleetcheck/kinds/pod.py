@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.budget import LISTING_TIMEOUT
-from fleetcheck.inventory.model import (
+from fleetcheck.kinds.base import NOT_MINE, Discovery, IdShape, NodeKind, Nodes, NotMine
+from fleetcheck.spec.model import (
     ALL_CONTAINERS,
     HostSpec,
     KubernetesSpec,
@@ -26,14 +27,13 @@ from fleetcheck.inventory.model import (
     SkippedTarget,
     Target,
 )
-from fleetcheck.kinds.base import NOT_MINE, Discovery, IdShape, NodeKind, Nodes, NotMine
 from fleetcheck.text import clip
 from fleetcheck.transport.kubectl import PodTransport, kubectl_failure, pods_argv
 
 if TYPE_CHECKING:
     from fleetcheck.budget import BudgetFor
-    from fleetcheck.inventory.reader import InventoryReader
     from fleetcheck.model import Check, NodeResult
+    from fleetcheck.spec.reader import InventoryReader
     from fleetcheck.transport.interface import Transport
 
 #: kubectl's annotation naming the container `kubectl exec` picks without `-c`.

@@ -14,21 +14,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from fleetcheck.budget import LISTING_TIMEOUT
-from fleetcheck.inventory.errors import DiscoveryError, InventoryError
-from fleetcheck.inventory.listings import parse_pvesh_json
-from fleetcheck.inventory.model import (
-    ALL_CONTAINERS,
-    VMID_MAX,
-    VMID_MIN,
-    ContainerSpec,
-    DiscoveredContainer,
-    HostSpec,
-    SkippedTarget,
-    Target,
-)
-from fleetcheck.inventory.patterns import is_vmid_pattern, plain_atoms, selects_anything
-from fleetcheck.inventory.pveapi import discover_guests_via_api
-from fleetcheck.inventory.ranges import matches_name, partition_outside_brackets
 from fleetcheck.kinds.base import (
     NOT_MINE,
     Discovery,
@@ -40,11 +25,26 @@ from fleetcheck.kinds.base import (
     merge_labels,
 )
 from fleetcheck.kinds.oci import oci_schema_keys, read_oci
+from fleetcheck.spec.errors import DiscoveryError, InventoryError
+from fleetcheck.spec.listings import parse_pvesh_json
+from fleetcheck.spec.model import (
+    ALL_CONTAINERS,
+    VMID_MAX,
+    VMID_MIN,
+    ContainerSpec,
+    DiscoveredContainer,
+    HostSpec,
+    SkippedTarget,
+    Target,
+)
+from fleetcheck.spec.patterns import is_vmid_pattern, plain_atoms, selects_anything
+from fleetcheck.spec.pveapi import discover_guests_via_api
+from fleetcheck.spec.ranges import matches_name, partition_outside_brackets
 from fleetcheck.transport.pct import pve_list_argv, pve_list_failure, sudo_prefix
 
 if TYPE_CHECKING:
-    from fleetcheck.inventory.reader import InventoryReader
     from fleetcheck.model import NodeResult
+    from fleetcheck.spec.reader import InventoryReader
     from fleetcheck.transport.interface import Transport
 
 
@@ -182,7 +182,7 @@ class ProxmoxGuestKind(NodeKind):
         self.default_name = default_name
         #: The kind's own tool, whose `TOOL list` answers when pvesh cannot (pct, qm).
         self.tool = tool
-        #: The guests in what `TOOL list` printed (its parser in `inventory/listings.py`).
+        #: The guests in what `TOOL list` printed (its parser in `spec/listings.py`).
         self.parse_listing = parse_listing
 
     def schema_keys(self) -> tuple[str, ...]:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from fleetcheck.inventory.listings import parse_qm_list
-from fleetcheck.inventory.model import Target
 from fleetcheck.kinds.base import GatekeeperWrapper
 from fleetcheck.kinds.proxmox import PVESH_GET, ProxmoxGuestKind
+from fleetcheck.spec.listings import parse_qm_list
+from fleetcheck.spec.model import Target
 from fleetcheck.transport.qemu import QemuTransport
 from fleetcheck.transport.qemu_api import ApiHostTransport, QemuApiTransport
 

@@ -13,10 +13,12 @@ import errno
 import json
 import os
 import platform
+import pwd
 import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -130,6 +132,8 @@ CHECK_IDS = (
     "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas", "triton_target",
     "triton_own_path", "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator",
     "fla_fallback_hidden", "workload_env", "inductor_ready",
+    "gpu_memory_in_use", "gpu_foreign_processes", "gpu_memory_health", "gpu_missing_for_cuda",
+    "gpu_persistence_mode", "gpu_xid_events",
 )
 
 CUDA_ONLY = frozenset({
@@ -138,6 +142,7 @@ CUDA_ONLY = frozenset({
     "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "ptxas_missing",
     "ptxas_override_unparsed", "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas",
     "blackwell_no_allocator", "cgroup_devices_revoked", "gpu_exclusive_busy",
+    "gpu_memory_health", "gpu_missing_for_cuda", "gpu_persistence_mode", "gpu_xid_events",
 })
 
 HIP_ONLY = frozenset({"libhip_path_invalid", "libamdhip64_not_found", "libamdhip64_other_rocm"})
@@ -193,7 +198,16 @@ CAUSE_LABELS = {
     "triton_own_path": "get_current_target() fails where the workload builds",
     "workload_env": "the environment moves the kernels off the GPU",
     "inductor_ready": "torch.compile fails before Triton",
+    "gpu_memory_in_use": "GPU memory already in use",
+    "gpu_foreign_processes": "another process on the GPU",
+    "gpu_memory_health": "GPU memory repair pending or failed",
+    "gpu_missing_for_cuda": "a GPU the driver lists that CUDA cannot open",
+    "gpu_persistence_mode": "persistence mode off",
+    "gpu_xid_events": "critical Xid events in the kernel log",
 }
+
+GPU_STATE_IDS = frozenset({"gpu_memory_in_use", "gpu_foreign_processes", "gpu_memory_health",
+                           "gpu_missing_for_cuda", "gpu_persistence_mode", "gpu_xid_events"})
 
 
 # --- classify -------------------------------------------------------------------------------------
@@ -1922,6 +1936,139 @@ except BaseException as e:
 emit("done", {})
 '''
 
+GPUSTATE_SCRIPT = r'''
+import ctypes, json, sys
+out = {"source": "nvml"}
+try:
+    nvml = ctypes.CDLL("libnvidia-ml.so.1")
+except OSError as e:
+    out["error"] = "libnvidia-ml.so.1: " + str(e)[:500]
+    print(json.dumps(out)); sys.exit(0)
+NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFF
+class Memory(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
+                ("used", ctypes.c_ulonglong)]
+class MemoryV2(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint), ("total", ctypes.c_ulonglong),
+                ("reserved", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
+                ("used", ctypes.c_ulonglong)]
+class ProcessV2(ctypes.Structure):
+    _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong),
+                ("gpuInstanceId", ctypes.c_uint), ("computeInstanceId", ctypes.c_uint)]
+class ProcessV1(ctypes.Structure):
+    _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong)]
+def call(name, *args):
+    """NVML's return code of `name`, or None where this libnvidia-ml lacks it."""
+    fn = getattr(nvml, name, None)
+    return None if fn is None else fn(*args)
+def processes(handle):
+    """[(pid, bytes or None)], or an error text: the newest entry point this NVML has."""
+    for name, kind in (("nvmlDeviceGetComputeRunningProcesses_v3", ProcessV2),
+                       ("nvmlDeviceGetComputeRunningProcesses_v2", ProcessV2),
+                       ("nvmlDeviceGetComputeRunningProcesses", ProcessV1)):
+        if getattr(nvml, name, None) is None:
+            continue
+        size = 64
+        for _ in range(3):
+            count = ctypes.c_uint(size)
+            buf = (kind * size)()
+            rc = call(name, handle, ctypes.byref(count), buf)
+            if rc == 7:  # NVML_ERROR_INSUFFICIENT_SIZE: count says how many there are
+                size = count.value + 16
+                continue
+            if rc != 0:
+                return "%s: %s" % (name, text(rc))
+            return [(buf[i].pid, None if buf[i].usedGpuMemory == NOT_AVAILABLE
+                     else buf[i].usedGpuMemory) for i in range(count.value)]
+        return "%s: the list kept growing" % name
+    return "no nvmlDeviceGetComputeRunningProcesses"
+def text(rc):
+    try:
+        return (nvml.nvmlErrorString(rc) or b"").decode("utf-8", "replace") or "rc %d" % rc
+    except Exception:
+        return "rc %d" % rc
+def uint(name, handle):
+    value = ctypes.c_uint(0)
+    rc = call(name, handle, ctypes.byref(value))
+    return value.value if rc == 0 else None
+try:
+    nvml.nvmlErrorString.restype = ctypes.c_char_p
+    rc = nvml.nvmlInit_v2()
+    if rc != 0:
+        out["error"] = "nvmlInit_v2: " + text(rc)
+        out["init"] = rc
+        print(json.dumps(out)); sys.exit(0)
+    count = ctypes.c_uint(0)
+    rc = nvml.nvmlDeviceGetCount_v2(ctypes.byref(count))
+    if rc != 0:
+        out["error"] = "nvmlDeviceGetCount_v2: " + text(rc)
+    gpus = []
+    for i in range(count.value if rc == 0 else 0):
+        gpu = {"index": i}
+        gpus.append(gpu)
+        handle = ctypes.c_void_p()
+        hrc = nvml.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(handle))
+        if hrc != 0:
+            gpu["error"] = "nvmlDeviceGetHandleByIndex_v2: " + text(hrc)
+            continue
+        buf = ctypes.create_string_buffer(96)
+        if call("nvmlDeviceGetUUID", handle, buf, 96) == 0:
+            gpu["uuid"] = buf.value.decode("utf-8", "replace")
+        memory = MemoryV2(version=ctypes.sizeof(MemoryV2) | (2 << 24))
+        if call("nvmlDeviceGetMemoryInfo_v2", handle, ctypes.byref(memory)) == 0:
+            gpu["memory"] = {"total": memory.total, "used": memory.used, "free": memory.free,
+                             "reserved": memory.reserved}
+        else:
+            memory1 = Memory()
+            mrc = call("nvmlDeviceGetMemoryInfo", handle, ctypes.byref(memory1))
+            if mrc == 0:
+                gpu["memory"] = {"total": memory1.total, "used": memory1.used,
+                                 "free": memory1.free}
+            else:
+                gpu["memory_error"] = "nvmlDeviceGetMemoryInfo: " + (
+                    text(mrc) if mrc is not None else "missing")
+        procs = processes(handle)
+        if isinstance(procs, str):
+            gpu["processes_error"] = procs
+        else:
+            gpu["processes"] = [{"pid": pid, "used": used} for pid, used in procs]
+        gpu["persistence_mode"] = uint("nvmlDeviceGetPersistenceMode", handle)
+        gpu["compute_mode"] = uint("nvmlDeviceGetComputeMode", handle)
+        health = {}
+        # Row remapping (Ampere and later): pending needs a GPU reset; a failure, service.
+        corr, unc, pending, failed = (ctypes.c_uint(0) for _ in range(4))
+        if call("nvmlDeviceGetRemappedRows", handle, ctypes.byref(corr), ctypes.byref(unc),
+                ctypes.byref(pending), ctypes.byref(failed)) == 0:
+            health["remapped_rows"] = {"correctable": corr.value, "uncorrectable": unc.value,
+                                       "pending": bool(pending.value),
+                                       "failure": bool(failed.value)}
+        # Page retirement (before Ampere): pages retired, and whether some wait for a reboot.
+        retired = {}
+        for cause, key in ((0, "single_bit"), (1, "double_bit")):
+            pages = ctypes.c_uint(0)
+            prc = call("nvmlDeviceGetRetiredPages_v2", handle, cause, ctypes.byref(pages), None,
+                       None)
+            if prc is None:
+                prc = call("nvmlDeviceGetRetiredPages", handle, cause, ctypes.byref(pages), None)
+            if prc in (0, 7):  # 7: INSUFFICIENT_SIZE with a NULL buffer, pages has the count
+                retired[key] = pages.value
+        if retired:
+            health["retired_pages"] = retired
+        pend = uint("nvmlDeviceGetRetiredPagesPendingStatus", handle)
+        if pend is not None:
+            health["retired_pages_pending"] = bool(pend)
+        ecc = ctypes.c_ulonglong(0)
+        # NVML_MEMORY_ERROR_TYPE_UNCORRECTED (1), NVML_VOLATILE_ECC (0): since the last boot.
+        if call("nvmlDeviceGetTotalEccErrors", handle, 1, 0, ctypes.byref(ecc)) == 0:
+            health["ecc_uncorrected_volatile"] = ecc.value
+        gpu["health"] = health
+    out["gpus"] = gpus
+    nvml.nvmlShutdown()
+except Exception as e:
+    out["error"] = (type(e).__name__ + ": " + str(e))[:500]
+print(json.dumps(out))
+'''
+
 
 # --- facts_system ---------------------------------------------------------------------------------
 
@@ -2502,6 +2649,344 @@ class ToolchainFacts(Part):
         return Spawned(argv, self.deadline.timeout(30), env=env, cwd=work)
 
 
+# --- facts_gpustate -------------------------------------------------------------------------------
+
+MIB = 1 << 20
+
+DEFAULT_MEMORY_SHARE = 0.05
+
+XID_WINDOW_S = 3600
+
+XID_CRITICAL = frozenset({48, 63, 64, 74, 79, 92, 94, 95, 119, 120})
+XID_APPLICATION = frozenset({13, 31, 43, 45})
+
+COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
+
+SMI_STATE_FIELDS = ("index,uuid,memory.total,memory.used,memory.free,persistence_mode,"
+                    "compute_mode,retired_pages.pending,remapped_rows.pending,"
+                    "remapped_rows.failure,ecc.errors.uncorrected.volatile.total")
+
+
+def parent_pid(pid):
+    """The parent of `pid` in this pid namespace (/proc/PID/stat), or None."""
+    text = read_text("/proc/%d/stat" % pid, 4096) or ""
+    fields = text.rpartition(")")[2].split()
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
+def descends_from(pid, ancestor):
+    seen = 0
+    while pid and pid > 1 and seen < 64:
+        if pid == ancestor:
+            return True
+        pid = parent_pid(pid)
+        seen += 1
+    return pid == ancestor
+
+
+def opens_gpu(pid):
+    """True if one of the process's open files is a GPU device node, False if none is, None if
+    its fds cannot be read (another user's process, without root)."""
+    base = "/proc/%d/fd" % pid
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return None
+    prefixes = tuple(host_path(p) for p in ("/dev/nvidia", "/dev/kfd", "/dev/dri/"))
+    for name in names:
+        try:
+            if os.readlink(os.path.join(base, name)).startswith(prefixes):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def describe_pid(pid, own_pids):
+    """What this pid namespace knows of a pid the driver lists: never a guess. A pid that is not
+    here belongs to another pid namespace (the host's, another container's) or has exited."""
+    info = {"pid": pid, "own": False, "here": False}
+    if pid in own_pids or descends_from(pid, os.getpid()):
+        info["own"] = info["here"] = True
+        return info
+    if not os.path.isdir("/proc/%d" % pid):
+        return info
+    holds = opens_gpu(pid)
+    if holds is False:
+        info["pid_reused"] = True
+        return info
+    info["here"] = True
+    info["gpu_fds_checked"] = holds is True
+    info["name"] = first_line(read_text("/proc/%d/comm" % pid, 256)) or None
+    cmdline = (read_text("/proc/%d/cmdline" % pid, 2048) or "").replace("\0", " ").strip()
+    info["cmdline"] = cmdline[:200] or None
+    status = read_text("/proc/%d/status" % pid, 8192) or ""
+    match = re.search(r"^Uid:\s+(\d+)", status, re.M)
+    if match:
+        info["uid"] = int(match.group(1))
+        try:
+            info["user"] = pwd.getpwuid(info["uid"]).pw_name
+        except KeyError:
+            info["user"] = None
+    return info
+
+
+def smi_number(text):
+    text = text.strip()
+    return int(text) if text.isdigit() else None
+
+
+def smi_flag(text):
+    text = text.strip().lower()
+    return True if text in ("yes", "enabled") else False if text in ("no", "disabled") else None
+
+
+def parse_smi_state(gpus_result, apps_result):
+    """The NVML stage's shape from `nvidia-smi --query-gpu` and `--query-compute-apps` (MiB)."""
+    out: dict = {"source": "nvidia-smi"}
+    if gpus_result["error"] or gpus_result["timed_out"] or gpus_result["rc"] != 0:
+        out["error"] = "nvidia-smi: " + (gpus_result["error"] or (
+            "timed out" if gpus_result["timed_out"] else first_line(gpus_result["stdout"])
+            or first_line(gpus_result["stderr"]) or "rc %s" % gpus_result["rc"]))
+        return out
+    by_uuid = {}
+    gpus = []
+    for line in gpus_result["stdout"].splitlines():
+        cells = [cell.strip() for cell in line.split(",")]
+        if len(cells) != 11 or not cells[0].isdigit():
+            continue
+        total, used, free = (smi_number(c) for c in cells[2:5])
+        gpu: dict = {"index": int(cells[0]), "uuid": cells[1], "processes": [],
+               "persistence_mode": {True: 1, False: 0}.get(smi_flag(cells[5])),
+               "compute_mode": {v: k for k, v in COMPUTE_MODES.items()}.get(cells[6]),
+               "health": {}}
+        if total is not None and used is not None:
+            gpu["memory"] = {"total": total * MIB, "used": used * MIB,
+                             "free": (free or 0) * MIB}
+        health = gpu["health"]
+        if smi_flag(cells[7]) is not None:
+            health["retired_pages_pending"] = smi_flag(cells[7])
+        if smi_flag(cells[8]) is not None or smi_flag(cells[9]) is not None:
+            health["remapped_rows"] = {"pending": bool(smi_flag(cells[8])),
+                                       "failure": bool(smi_flag(cells[9]))}
+        if smi_number(cells[10]) is not None:
+            health["ecc_uncorrected_volatile"] = smi_number(cells[10])
+        by_uuid[cells[1]] = gpu
+        gpus.append(gpu)
+    if not gpus:
+        out["error"] = "nvidia-smi listed no GPU state"
+        return out
+    if apps_result and apps_result["rc"] == 0 and not apps_result["timed_out"]:
+        for line in apps_result["stdout"].splitlines():
+            cells = [cell.strip() for cell in line.split(",")]
+            if len(cells) == 3 and cells[0] in by_uuid and cells[1].isdigit():
+                used = smi_number(cells[2])
+                by_uuid[cells[0]]["processes"].append(
+                    {"pid": int(cells[1]), "used": used * MIB if used is not None else None})
+    else:
+        for gpu in gpus:
+            gpu["processes_error"] = "nvidia-smi --query-compute-apps failed"
+    out["gpus"] = gpus
+    return out
+
+
+def amd_gpu_state(kfd):
+    """Memory and KFD processes of each AMD GPU from sysfs (amdgpu's mem_info_vram_*, KFD's
+    /sys/class/kfd/kfd/proc/PID/vram_GPUID); memory health is not read on AMD."""
+    gpus = []
+    procs = host_path("/sys/class/kfd/kfd/proc")
+    try:
+        pids = sorted(int(p) for p in os.listdir(procs) if p.isdigit())
+    except OSError:
+        pids = []
+    for index, node in enumerate(kfd):
+        gpu: dict = {"index": index, "processes": []}
+        minor = node.get("render_minor")
+        device = host_path("/sys/class/drm/renderD%s/device" % minor)
+        total = first_line(read_text(os.path.join(device, "mem_info_vram_total")))
+        used = first_line(read_text(os.path.join(device, "mem_info_vram_used")))
+        if total.isdigit() and used.isdigit():
+            gpu["memory"] = {"total": int(total), "used": int(used),
+                             "free": max(0, int(total) - int(used))}
+        gpu_id = first_line(read_text(host_path(
+            "/sys/class/kfd/kfd/topology/nodes/%s/gpu_id" % node.get("node"))))
+        for pid in pids:
+            vram = first_line(read_text(os.path.join(procs, str(pid), "vram_" + gpu_id)))
+            if gpu_id and vram.isdigit():
+                gpu["processes"].append({"pid": pid, "used": int(vram)})
+        gpus.append(gpu)
+    return {"source": "sysfs", "gpus": gpus}
+
+
+def parse_kmsg(text, now_s, window_s, buses):
+    """Xid events of the last `window_s` seconds from /dev/kmsg records ("PRIO,SEQ,USEC,-;MSG")."""
+    events = []
+    for line in text.splitlines():
+        head, sep, message = line.partition(";")
+        fields = head.split(",")
+        if not sep or len(fields) < 3 or not fields[2].isdigit():
+            continue
+        match = re.search(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+),\s*(.*)", message)
+        if not match:
+            continue
+        seconds = int(fields[2]) / 1e6
+        if now_s is not None and seconds < now_s - window_s:
+            continue
+        bus, xid = match.group(1).lower(), int(match.group(2))
+        mine = not buses or any(b.startswith(bus) or bus.startswith(b) for b in buses)
+        events.append({"xid": xid, "pci": bus, "ago_s": round(now_s - seconds) if now_s else None,
+                       "this_node": mine, "text": match.group(3)[:200],
+                       "kind": "critical" if xid in XID_CRITICAL else
+                       "application" if xid in XID_APPLICATION else "informational"})
+    return events
+
+
+def read_kmsg(path):
+    """The kernel log's records (text) without blocking, or (None, why not)."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        return None, "%s: %s" % (path, errno.errorcode.get(exc.errno or 0, str(exc)))
+    if stat.S_ISCHR(info.st_mode) and (os.major(info.st_rdev), os.minor(info.st_rdev)) != (1, 11):
+        return None, "%s is not the kernel log (device %d:%d)" % (
+            path, os.major(info.st_rdev), os.minor(info.st_rdev))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        return None, "%s: %s (reading the kernel log needs CAP_SYSLOG where " \
+                     "kernel.dmesg_restrict=1, and a container rarely has it)" % (
+                         path, errno.errorcode.get(exc.errno or 0, str(exc)))
+    chunks, size = [], 0
+    try:
+        while size < (8 << 20):
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError as exc:
+                if exc.errno == errno.EPIPE:  # a record overwritten while reading: go on
+                    continue
+                if exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
+                    break
+                return None, "%s: %s" % (path, errno.errorcode.get(exc.errno or 0, str(exc)))
+            if not chunk:
+                break
+            chunks.append(chunk.decode("utf-8", "replace"))
+            size += len(chunk)
+            if not chunk.endswith(b"\n"):
+                chunks.append("\n")
+    finally:
+        os.close(fd)
+    return "".join(chunks), None
+
+
+def xid_events(buses, window_s=XID_WINDOW_S):
+    """{"readable", "events", "window_s"} or {"readable": False, "why"}: never a clean log that
+    was not read."""
+    text, why = read_kmsg(host_path("/dev/kmsg"))
+    if text is None:
+        return {"readable": False, "why": why, "window_s": window_s}
+    uptime = first_line(read_text(host_path("/proc/uptime"))).split()
+    now_s = float(uptime[0]) if uptime and re.match(r"^[\d.]+$", uptime[0]) else None
+    return {"readable": True, "window_s": window_s,
+            "events": parse_kmsg(text, now_s, window_s, buses)[-50:]}
+
+
+def visible_devices(env):
+    """The entries of CUDA_VISIBLE_DEVICES (None when unset): what the job may open."""
+    value = env.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return None
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def the_job_s(gpu, visible):
+    """Whether the job may use this GPU: every GPU without CUDA_VISIBLE_DEVICES, else those it
+    names by NVML index or by (a prefix of) UUID. A GPU of another job on a shared node (a
+    Slurm prolog's neighbours) is not this job's business."""
+    if visible is None:
+        return True
+    uuid = gpu.get("uuid") or ""
+    return any(item == str(gpu.get("index")) or (item.startswith("GPU-") and uuid.startswith(
+        item)) for item in visible)
+
+
+class GpuStateFacts(Part):
+    """The NVML stage, started before any stage that may create a CUDA context, and read while
+    the probe's own subprocesses are alive (so their pids are known as its own)."""
+
+    def start_gpu_state(self):
+        self.gpustate = None
+        self.gpu_state_info = {"error": "not run: no NVIDIA GPU"}
+        if self.possible_gpu and self.vendor == "nvidia":
+            self.gpustate = Spawned([sys.executable, "-I", "-c", GPUSTATE_SCRIPT],
+                                    self.deadline.timeout(15), env=self.env)
+
+    def wait_gpu_state(self):
+        """The GPU state, before the stages that create contexts start (the deep kernel, the
+        exclusive-mode context test); nvidia-smi's queries where NVML did not load."""
+        if self.vendor == "amd" and self.possible_gpu:
+            info = amd_gpu_state(self.amd["kfd_gpus"])
+        elif self.gpustate is None:
+            return
+        else:
+            info = stage_answer(self.gpustate.result(), "NVML state probe")
+            if info.get("error") and not info.get("gpus"):
+                smi = shutil.which("nvidia-smi", path=self.env.get("PATH", os.defpath))
+                if smi:
+                    gpus = Spawned([smi, "--query-gpu=" + SMI_STATE_FIELDS,
+                                    "--format=csv,noheader,nounits"],
+                                   self.deadline.timeout(10), env=self.env).result()
+                    apps = Spawned([smi, "--query-compute-apps=gpu_uuid,pid,used_memory",
+                                    "--format=csv,noheader,nounits"],
+                                   self.deadline.timeout(10), env=self.env).result()
+                    fallback = parse_smi_state(gpus, apps)
+                    fallback["nvml_error"] = info.get("error")
+                    info = fallback if fallback.get("gpus") else dict(
+                        info, nvidia_smi=fallback.get("error"))
+        own = {os.getpid()} | {s.proc.pid for s in (self.stack, self.gpustate)
+                               if s is not None and s.proc is not None}
+        for gpu in info.get("gpus") or []:
+            gpu["processes"] = [dict(p, **describe_pid(p["pid"], own))
+                                for p in gpu.get("processes") or []
+                                if isinstance(p.get("pid"), int)]
+        self.gpu_state_info = info
+
+    def assemble_gpu_state(self):
+        """facts.gpu_state: per GPU memory (MiB), processes, modes, health; the count CUDA
+        opens; the kernel log's Xid events."""
+        info: dict = self.gpu_state_info
+        visible = visible_devices(self.env)
+        gpus = []
+        for gpu in info.get("gpus") or []:
+            memory: dict = gpu.get("memory") or {}
+            own_used = sum(p.get("used") or 0 for p in gpu["processes"] if p.get("own"))
+            entry: dict = {"index": gpu.get("index"), "uuid": gpu.get("uuid"),
+                     "persistence_mode": gpu.get("persistence_mode"),
+                     "compute_mode": COMPUTE_MODES.get(gpu.get("compute_mode")),
+                     "processes": [{key: p.get(key) for key in (
+                         "pid", "used_mib", "own", "here", "name", "user", "cmdline",
+                         "pid_reused")} for p in (
+                             dict(p, used_mib=p["used"] // MIB if p.get("used") is not None
+                                  else None) for p in gpu["processes"])],
+                     "processes_error": gpu.get("processes_error"),
+                     "health": gpu.get("health") or {}, "job": the_job_s(gpu, visible)}
+            if memory.get("total"):
+                used = max(0, memory.get("used", 0) - own_used)
+                entry.update({"total_mib": memory["total"] // MIB,
+                              "used_mib": memory.get("used", 0) // MIB,
+                              "held_mib": used // MIB,
+                              "held_share": round(used / memory["total"], 4)})
+            gpus.append(entry)
+        cuda = self.cuda_info
+        state = {"source": info.get("source"), "error": info.get("error"),
+                 "nvml_error": info.get("nvml_error"), "gpus": gpus,
+                 "listed": len(gpus) if gpus else len(self.gpus),
+                 "cuda_count": cuda.get("count") if cuda.get("init") == 0 else None,
+                 "visible_devices": visible}
+        if self.vendor == "nvidia" and self.possible_gpu:
+            state["xid"] = xid_events([gpu["bus"].lower() for gpu in self.proc["gpus"]])
+        self.facts["gpu_state"] = state
+
+
 # --- gather ---------------------------------------------------------------------------------------
 
 def hip_version_text(version):
@@ -2542,10 +3027,12 @@ class Gather(Part):
         self.own_name = ".fleetcheck-probe-%d-%s" % (os.getpid(), os.urandom(4).hex())
         self.own_missing = (missing_dirs(triton_cache_dir(self.env))
                             + missing_dirs(cuda_cache_dir(self.env)))
+        self.start_gpu_state()  # before any stage that may create a CUDA context
         own = json.dumps({"name": self.own_name, "deep": self.deep, "env": {
             key: self.env.get(key) for key in WORKLOAD_ENV_KEYS}})
         self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode,
                               own], self.deadline.timeout(), env=env, cwd=self.tmp)
+        self.wait_gpu_state()  # read while the stack imports torch; contexts come after
         self.deep_run = self.cuda = self.smi = self.ldconfig = self.compile = None
         self.hip = self.rocminfo = None
         if self.possible_gpu:
@@ -2630,6 +3117,7 @@ class Gather(Part):
         else:
             self.assemble_nvidia_facts()
         self.assemble_stack_facts(meta, torch, target, fla)
+        self.assemble_gpu_state()
 
     def assemble_amd_facts(self):
         hip = self.hip_info
@@ -4339,6 +4827,205 @@ class HipChecks(Part):
                 evidence)
 
 
+# --- checks_gpustate ------------------------------------------------------------------------------
+
+HOLDER_FIX = ("stop what holds it before the job: `nvidia-smi --query-compute-apps=pid,"
+              "used_memory --format=csv` lists the processes, `fuser -v /dev/nvidia*` who has "
+              "the GPUs open; in a container, processes of other containers or of the host are "
+              "seen only as memory in use: run these on the host")
+
+
+def gib(mib):
+    return "%.1f GiB" % (mib / 1024.0)
+
+
+def process_words(process):
+    """'pid 1234 (python train.py, user alice)', or what is known of a pid seen elsewhere."""
+    if not process.get("here"):
+        return "pid %s (not in this pid namespace: another container's or the host's%s)" % (
+            process["pid"], ", the same pid here is another process" if process.get(
+                "pid_reused") else "")
+    what = process.get("cmdline") or process.get("name") or "?"
+    words = [what[:60]]
+    if process.get("user"):
+        words.append("user " + process["user"])
+    if process.get("used_mib") is not None:
+        words.append(gib(process["used_mib"]))
+    return "pid %s (%s)" % (process["pid"], ", ".join(words))
+
+
+def foreign(gpu):
+    return [p for p in gpu.get("processes") or [] if not p.get("own")]
+
+
+class GpuStateChecks(Part):
+    """One `check_<id>` per GPU-state check (facts.gpu_state, facts_gpustate.py)."""
+
+    def gpu_state(self):
+        return self.facts.get("gpu_state") or {}
+
+    def job_gpus(self):
+        """The GPUs the job may use (CUDA_VISIBLE_DEVICES's, or all)."""
+        return [g for g in self.gpu_state().get("gpus") or [] if g.get("job", True)]
+
+    def state_unread(self):
+        state = self.gpu_state()
+        return ("skip", "GPU state not read (%s)" % (
+            state.get("error") or "no NVML, no nvidia-smi"), "", {"error": state.get("error")})
+
+    def check_gpu_memory_in_use(self):
+        gpus = [g for g in self.job_gpus() if g.get("total_mib")]
+        if not gpus:
+            return self.state_unread()
+        worst = max(gpus, key=lambda g: g["held_share"])
+        evidence = {"max_share": DEFAULT_MEMORY_SHARE, "worst_share": worst["held_share"],
+                    "gpus": [{key: g.get(key) for key in ("index", "held_mib", "total_mib",
+                                                          "held_share")} for g in gpus]}
+        held = [g for g in gpus if g["held_share"] > DEFAULT_MEMORY_SHARE]
+        if not held:
+            return ("pass", "GPU memory free: at most %.0f%% in use (GPU %s)" % (
+                worst["held_share"] * 100, worst["index"]), "", evidence)
+        parts = []
+        for gpu in held:
+            who = foreign(gpu)
+            parts.append("GPU %s: %s of %s in use (%.0f%%)%s" % (
+                gpu["index"], gib(gpu["held_mib"]), gib(gpu["total_mib"]),
+                gpu["held_share"] * 100,
+                " by " + ", ".join(process_words(p) for p in who[:3]) if who else
+                " by no process this node can list (another pid namespace's)"))
+        return ("warn", "; ".join(parts), HOLDER_FIX, evidence)
+
+    def check_gpu_foreign_processes(self):
+        gpus = self.job_gpus()
+        if not gpus:
+            return self.state_unread()
+        found, unseen, unread = [], [], []
+        for gpu in gpus:
+            for process in foreign(gpu):
+                found.append((gpu["index"], process))
+            if (not foreign(gpu) and gpu.get("held_share") is not None
+                    and gpu["held_share"] > DEFAULT_MEMORY_SHARE):
+                unseen.append(gpu)
+            if gpu.get("processes_error"):
+                unread.append(gpu)
+        evidence = {"processes": [dict(p, gpu=index) for index, p in found][:32],
+                    "unseen": [g["index"] for g in unseen],
+                    "unread": [g["index"] for g in unread]}
+        if found or unseen:
+            words = ["GPU %s: %s" % (index, process_words(p)) for index, p in found[:4]]
+            words += ["GPU %s: %s in use by processes of another pid namespace (the host's or "
+                      "another container's: seen only as memory)" % (g["index"],
+                                                                     gib(g["held_mib"]))
+                      for g in unseen[:4]]
+            count = len(found) + len(unseen)
+            return ("warn", "%d foreign process%s on the GPUs: %s" % (
+                count, "" if count == 1 else "es", "; ".join(words)), HOLDER_FIX, evidence)
+        if unread and len(unread) == len(gpus):
+            return ("skip", "GPU processes not listed (%s)" % unread[0]["processes_error"], "",
+                    evidence)
+        return ("pass", "no other process on the GPUs", "", evidence)
+
+    def check_gpu_memory_health(self):
+        gpus = [g for g in self.job_gpus() if g.get("health")]
+        if not gpus:
+            return self.state_unread() if not self.job_gpus() else (
+                "skip", "memory-health counters not readable (NVML: not supported here)", "",
+                {})
+        pending, failed, ecc, retired = [], [], [], []
+        for gpu in gpus:
+            health = gpu["health"]
+            rows = health.get("remapped_rows") or {}
+            if rows.get("failure"):
+                failed.append(gpu["index"])
+            if rows.get("pending") or health.get("retired_pages_pending"):
+                pending.append(gpu["index"])
+            if health.get("ecc_uncorrected_volatile"):
+                ecc.append((gpu["index"], health["ecc_uncorrected_volatile"]))
+            if (health.get("retired_pages") or {}).get("double_bit"):
+                retired.append((gpu["index"], health["retired_pages"]["double_bit"]))
+        evidence = {"gpus": [{"index": g["index"], "health": g["health"]} for g in gpus]}
+        if failed:
+            return ("fail", "GPU %s: row remapping failed (uncorrectable memory the GPU could "
+                    "not remap): the GPU needs service" % ", ".join(str(i) for i in failed),
+                    "drain the node and have the GPU serviced (RMA); `nvidia-smi -q -d "
+                    "ROW_REMAPPER -i N` shows the counters", evidence)
+        if pending:
+            return ("fail", "GPU %s: memory repair pending (row remapping or page retirement "
+                    "waits for a GPU reset): the next large allocation may hit the bad memory"
+                    % ", ".join(str(i) for i in pending),
+                    "reset the GPU once nothing uses it (`nvidia-smi -r -i N`, as root, on the "
+                    "host) or reboot the node; `nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT "
+                    "-i N` shows what waits", evidence)
+        if ecc or retired:
+            words = ["GPU %s: %d uncorrected ECC error(s) since boot" % e for e in ecc]
+            words += ["GPU %s: %d page(s) retired for double-bit errors" % r for r in retired]
+            return ("warn", "; ".join(words), "watch the GPU: `nvidia-smi -q -d ECC,"
+                    "ROW_REMAPPER -i N`; more errors mean a reset or service", evidence)
+        return ("pass", "no pending memory repair, no uncorrected ECC error", "", evidence)
+
+    def check_gpu_missing_for_cuda(self):
+        state = self.gpu_state()
+        listed = state.get("listed") or 0
+        cuda = state.get("cuda_count")
+        visible = state.get("visible_devices")
+        expected = listed if visible is None else min(listed, len(visible))
+        evidence = {"listed": listed, "cuda_count": cuda, "visible_devices": visible,
+                    "expected": expected}
+        if cuda is None:
+            return ("skip", "CUDA does not initialise (see zero_active_drivers): no count to "
+                    "compare", "", evidence)
+        if cuda < expected:
+            return ("warn", "the driver lists %d GPU(s)%s, CUDA opens %d: %d missing for CUDA" % (
+                listed, " (%d visible to the job)" % expected if expected != listed else "",
+                cuda, expected - cuda),
+                "look for the GPU CUDA cannot open: `nvidia-smi -q` (a GPU that 'requires "
+                "reset', 'Unknown Error', fallen off the bus: Xid 79) and the kernel log; a GPU "
+                "reset (`nvidia-smi -r -i N`) or a reboot; in a container, every /dev/nvidiaN "
+                "of the GPUs it is given must be passed in", evidence)
+        return ("pass", "CUDA opens the %d GPU(s) the driver lists" % cuda, "", evidence)
+
+    def check_gpu_persistence_mode(self):
+        gpus = [g for g in self.job_gpus() if g.get("persistence_mode") is not None]
+        if not gpus:
+            return ("skip", "persistence mode not read", "", {})
+        off = [g["index"] for g in gpus if g["persistence_mode"] == 0]
+        evidence = {"gpus": [{"index": g["index"], "persistence_mode": g["persistence_mode"],
+                              "compute_mode": g.get("compute_mode")} for g in gpus]}
+        if off:
+            return ("warn", "GPU %s: persistence mode off (each job pays the driver's start, "
+                    "and the GPU's state is reset between jobs)" % ", ".join(
+                        str(i) for i in off),
+                    "enable it on the host: `systemctl enable --now nvidia-persistenced` (or "
+                    "`nvidia-smi -pm 1`, as root)", evidence)
+        return ("pass", "persistence mode on", "", evidence)
+
+    def check_gpu_xid_events(self):
+        xid = self.gpu_state().get("xid") or {}
+        if not xid.get("readable"):
+            return ("skip", "kernel log not readable, Xid events unknown (not clean): %s" % (
+                xid.get("why") or "not read"), "", {"why": xid.get("why")})
+        events = [e for e in xid.get("events") or [] if e.get("this_node")]
+        hours = xid.get("window_s", 3600) / 3600.0
+        evidence = {"window_s": xid.get("window_s"), "events": events[-20:]}
+        critical = [e for e in events if e["kind"] == "critical"]
+        if critical:
+            last = critical[-1]
+            return ("fail", "%d critical Xid event(s) in the last %g h: Xid %d on %s (%s)" % (
+                len(critical), hours, last["xid"], last["pci"], last["text"][:80]),
+                "reset the GPU (`nvidia-smi -r -i N`, nothing using it) or reboot the node; "
+                "look the Xid up in NVIDIA's Xid catalogue; a repeating one needs service",
+                evidence)
+        app = [e for e in events if e["kind"] == "application"]
+        if app:
+            return ("warn", "%d application Xid event(s) in the last %g h (Xid %s: a program's "
+                    "fault, the GPU is fine)" % (len(app), hours, ", ".join(
+                        sorted({str(e["xid"]) for e in app}))),
+                    "see the program that faulted (the pid in the kernel log's Xid line)",
+                    evidence)
+        return ("pass", "no critical Xid event in the last %g h%s" % (
+            hours, " (%d informational)" % len(events) if events else ""), "", evidence)
+
+
 # --- frameworks -----------------------------------------------------------------------------------
 
 CATCHES = {"vllm": "(RuntimeError, AttributeError): silent",
@@ -4578,7 +5265,7 @@ TRITON_DEPENDENT = frozenset(CHECK_IDS[CHECK_IDS.index("triton_2x"):CHECK_IDS.in
     "blackwell_no_allocator")])
 
 
-FRAMEWORK_ONLY = frozenset({"inductor_ready"})
+FRAMEWORK_ONLY = frozenset({"inductor_ready"}) | GPU_STATE_IDS
 
 MASKABLE = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
                       "python_headers_missing", "libcuda_unversioned_missing", "triton_target"})
@@ -4739,6 +5426,8 @@ class Probe(
         FlaChecks,
         WorkloadChecks,
         HipChecks,
+        GpuStateFacts,
+        GpuStateChecks,
         Frameworks,
         Evaluation,
 ):

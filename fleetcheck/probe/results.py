@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleetcheck.gpustate import graded
 from fleetcheck.model import CHECK_STATUSES, PROBE_SCHEMA, VERDICTS, Check, TritonVerdict
 from fleetcheck.text import clip
-from fleetcheck.verdict import PROBE_STATUSES
+from fleetcheck.verdict import PROBE_STATUSES, Policy, evaluate_node
 
 #: Statuses a probe reports for its node.
 #: Bounds applied to everything read from a node.
@@ -196,6 +197,12 @@ def parse_probe_output(stdout: bytes, *, max_bytes: int = 1_048_576) -> ProbeOut
         raise ProbeOutputError("probe output is not a usable JSON document") from None
     if not isinstance(data, dict):
         raise ProbeOutputError("probe output is not a JSON object")
+    return probe_output_from_json(data)
+
+
+def probe_output_from_json(data: Mapping[str, Any]) -> ProbeOutput:
+    """The probe's document, already decoded (a node's reply, or one that `fleetcheck merge`
+    reads from a file) -> ProbeOutput; anything else -> ProbeOutputError."""
     if data.get("schema") != PROBE_SCHEMA:
         shown = _safe_text(repr(data.get("schema")), 60)
         raise ProbeOutputError(f"probe output has schema {shown}, expected {PROBE_SCHEMA!r}")
@@ -223,3 +230,25 @@ def parse_probe_output(stdout: bytes, *, max_bytes: int = 1_048_576) -> ProbeOut
         deep=data.get("deep") is True,
         probe_version=_safe_text(version, 40) if isinstance(version, str) else "",
     )
+
+
+@dataclass(frozen=True)
+class JudgedProbe:
+    """A probed node's fields under a policy: what an audit and a merge make of one reply."""
+
+    status: str
+    reason: str
+    triton: TritonVerdict
+    checks: tuple[Check, ...]
+    facts: Mapping[str, Any]
+
+
+def judge_probe_output(output: ProbeOutput, policy: Policy) -> JudgedProbe:
+    """The node's status and reason under `policy` (verdict.evaluate_node), with the verdict,
+    checks and facts its probe reported: the one path from a probe's reply to a judged node,
+    whether the reply came over a transport (audit.py) or in a file (nodedoc.py)."""
+    status, reason = evaluate_node(output.checks, output.triton, policy, facts=output.facts)
+    # The GPU-state checks as the playbook graded them, so their fix stands beside the status.
+    return JudgedProbe(status=status, reason=reason, triton=output.triton,
+                       checks=graded(output.checks, policy.gpu, policy.name),
+                       facts=output.facts)

@@ -19,6 +19,7 @@ from fleetcheck.render.matrix import (
     build_rows,
     display_name,
     fallback_nodes,
+    gpu_rows,
     problem_nodes,
 )
 from fleetcheck.render.sanitize import as_text, terminal_block, terminal_line
@@ -90,6 +91,7 @@ def _row_view(index: int, row: Row, failing_since: Mapping[str, str]) -> dict[st
         ],
         "checks": [_check_view(c, node.facts) for c in node.checks],
         "facts": flatten_facts(node.facts)[:_FACT_ITEMS_MAX],
+        "gpus": gpu_rows(node.facts),
         "frameworks": framework_outcomes(node.facts),
     }
 

@@ -55,6 +55,10 @@ SHORT_LABELS = {
     "stale_cache_masks_compiler": "stale",
     "blackwell_no_allocator": "no alloc",
     "fla_fallback_hidden": "cpu",
+    "gpu_memory_health": "repair",
+    "gpu_missing_for_cuda": "missing",
+    "gpu_persistence_mode": "no pm",
+    "gpu_xid_events": "xid",
 }
 #: Short cell words for a framework's outcome (verdict.FRAMEWORK_STATES has the full set).
 FRAMEWORK_SHORT = {
@@ -176,6 +180,111 @@ def _fact_text(column: str, node: NodeResult) -> str | None:
     return None
 
 
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _gib(mib: float) -> str:
+    gib = mib / 1024
+    return f"{gib:.1f}" if gib < 10 else f"{gib:.0f}"
+
+
+def _gpu_states(facts: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    gpus = fact(facts, "gpu_state", "gpus")
+    return [g for g in gpus if isinstance(g, Mapping)] if isinstance(gpus, list) else []
+
+
+def _holder(gpu: Mapping[str, Any]) -> str:
+    """Who holds a GPU, in a word: the first foreign process's name, its pid, or '?' when its
+    process is not in this pid namespace."""
+    processes = gpu.get("processes")
+    for process in processes if isinstance(processes, list) else []:
+        if isinstance(process, Mapping) and not process.get("own"):
+            if process.get("here"):
+                return _scalar(process.get("name")) or f"pid {_scalar(process.get('pid'))}"
+            return f"pid {_scalar(process.get('pid'))}?"
+    return "?"
+
+
+def gpu_memory_text(facts: Mapping[str, Any], problem: bool) -> str | None:
+    """The GPU memory column: '0.5/140G' (the fullest GPU's memory in use, of its total), or
+    'held 131G python' when its GPU-state checks found memory held or another process."""
+    sized: list[tuple[Mapping[str, Any], float, float]] = []
+    # The GPUs the job may use (CUDA_VISIBLE_DEVICES's), not a neighbour's on a shared node.
+    for gpu in (g for g in _gpu_states(facts) if g.get("job") is not False):
+        held, total = _number(gpu.get("held_mib")), _number(gpu.get("total_mib"))
+        if held is not None and total is not None and total > 0:
+            sized.append((gpu, held, total))
+    if not sized:
+        return None
+    gpu, held, total = max(sized, key=lambda item: item[1] / item[2])
+    if problem and held / total > 0.01:
+        return f"held {_gib(held)}G {_holder(gpu)}"
+    return f"{_gib(held)}/{_gib(total)}G"
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    """One GPU of a node as the HTML report lists it (facts.gpu_state)."""
+
+    index: str
+    memory: str
+    processes: str
+    modes: str
+    health: str
+
+
+def _process_text(process: Mapping[str, Any]) -> str:
+    pid = _scalar(process.get("pid")) or "?"
+    used = _number(process.get("used_mib"))
+    size = f" {_gib(used)} GiB" if used is not None else ""
+    if process.get("own"):
+        return f"pid {pid} (the probe){size}"
+    if not process.get("here"):
+        return f"pid {pid} (another pid namespace){size}"
+    who = _scalar(process.get("cmdline")) or _scalar(process.get("name")) or "?"
+    user = _scalar(process.get("user"))
+    return f"pid {pid} {who}" + (f" ({user})" if user else "") + size
+
+
+def _health_text(health: Any) -> str:
+    if not isinstance(health, Mapping) or not health:
+        return "not read"
+    remapped = health.get("remapped_rows")
+    rows: Mapping[str, Any] = remapped if isinstance(remapped, Mapping) else {}
+    words = []
+    if rows.get("failure"):
+        words.append("row remap failed")
+    if rows.get("pending") or health.get("retired_pages_pending"):
+        words.append("repair pending")
+    ecc = _number(health.get("ecc_uncorrected_volatile"))
+    if ecc:
+        words.append(f"{ecc:.0f} uncorrected ECC")
+    return ", ".join(words) or "ok"
+
+
+def gpu_rows(facts: Any) -> list[GpuRow]:
+    """Each GPU's memory, processes, modes and memory health (none for older probes)."""
+    rows = []
+    for gpu in _gpu_states(facts if isinstance(facts, Mapping) else {}):
+        held, total = _number(gpu.get("held_mib")), _number(gpu.get("total_mib"))
+        memory = (f"{_gib(held)} of {_gib(total)} GiB in use"
+                  if held is not None and total is not None and total > 0 else "not read")
+        processes = gpu.get("processes")
+        listed = [_process_text(p) for p in processes if isinstance(p, Mapping)] if isinstance(
+            processes, list) else []
+        mode = gpu.get("persistence_mode")
+        persistence = ("persistence on" if mode == 1 else "persistence off" if mode == 0
+                       else "persistence ?")
+        modes = f"{persistence}, {_scalar(gpu.get('compute_mode')) or 'compute mode ?'}"
+        rows.append(GpuRow(_scalar(gpu.get("index")) or "?", memory,
+                           "; ".join(listed) or _scalar(gpu.get("processes_error")) or "none",
+                           modes, _health_text(gpu.get("health"))))
+    return rows
+
+
 def worst_state(states: list[str]) -> str:
     return max(states, key=lambda state: _CELL_RANK.get(state, 0), default="none")
 
@@ -209,7 +318,12 @@ def build_cell(node: NodeResult, column: str) -> Cell:
         states.append(_VERDICT_STATE.get(node.triton.verdict, "error"))
     state = worst_state(states)
     text = _fact_text(column, node)
-    if column != "triton" and state in PROBLEM_CHECK_STATUSES:
+    if column == "gpu_memory":
+        facts = node.facts if isinstance(node.facts, Mapping) else {}
+        text = gpu_memory_text(facts, state in PROBLEM_CHECK_STATUSES)
+        if text is None and state in PROBLEM_CHECK_STATUSES:
+            text = _STATE_WORDS[state]
+    elif column != "triton" and state in PROBLEM_CHECK_STATUSES:
         culprit = next((c for c, s in zip(checks, states, strict=True) if s == state), None)
         label = _STATE_WORDS[state]
         text = SHORT_LABELS.get(culprit.id, label) if culprit is not None else label

@@ -21,7 +21,16 @@ _HELP = {
     "fleetcheck_check_status": "1 for each check of each node, labelled with its status.",
     "fleetcheck_fleet_check_status": "1 for each fleet-wide check, labelled with its status.",
     "fleetcheck_node_version": "Always 1; one per version a node reports (driver, torch, ...).",
+    "fleetcheck_gpu_memory_used_bytes":
+        "GPU memory in use before the job, the probe's own left out (per GPU).",
+    "fleetcheck_gpu_memory_total_bytes": "GPU memory in all (per GPU).",
+    "fleetcheck_gpu_foreign_processes":
+        "Processes other than the probe's on the GPU, as the driver lists them (per GPU).",
+    "fleetcheck_gpu_remap_pending":
+        "1 when a memory repair (row remap, page retirement) waits for a GPU reset (per GPU).",
 }
+
+_MIB = 1 << 20
 
 
 def _number(value: float) -> str:
@@ -89,7 +98,37 @@ def render_prometheus(report: Report) -> str:
         status = check.status if check.status in CHECK_STATUSES else "error"
         out.add("fleetcheck_fleet_check_status", 1, check=check.id, status=status)
     _add_versions(out, report)
+    _add_gpu_state(out, report)
     return out.text()
+
+
+def _add_gpu_state(out: _Exposition, report: Report) -> None:
+    """Per-GPU gauges from facts.gpu_state (nodes probed before it have none)."""
+    for node in report.nodes:
+        gpus = fact(node.facts, "gpu_state", "gpus")
+        for gpu in gpus if isinstance(gpus, list) else []:
+            index = fact(gpu, "index")
+            if not isinstance(index, int) or isinstance(index, bool):
+                continue
+            labels = {"node": node.id, "gpu": index, "uuid": fact(gpu, "uuid") or ""}
+            held, total = fact(gpu, "held_mib"), fact(gpu, "total_mib")
+            if _count(held) is not None and _count(total) is not None:
+                out.add("fleetcheck_gpu_memory_used_bytes", held * _MIB, **labels)
+                out.add("fleetcheck_gpu_memory_total_bytes", total * _MIB, **labels)
+            processes = fact(gpu, "processes")
+            if isinstance(processes, list):
+                out.add("fleetcheck_gpu_foreign_processes",
+                        sum(1 for p in processes if isinstance(p, dict) and not p.get("own")),
+                        **labels)
+            health = fact(gpu, "health")
+            if isinstance(health, dict) and health:
+                pending = bool(fact(health, "remapped_rows", "pending")
+                               or health.get("retired_pages_pending"))
+                out.add("fleetcheck_gpu_remap_pending", int(pending), **labels)
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _add_versions(out: _Exposition, report: Report) -> None:

@@ -24,7 +24,8 @@ from fleetcheck.verdict import PROBLEM_CHECK_STATUSES, framework_outcomes, node_
 
 #: Columns dropped first when the terminal is narrow, those showing a problem last;
 #: Node, Status and Triton always stay.
-DROP_ORDER = ("fla", "cache", "libcuda", "headers", "driver", "torch", "gpus", "compiler")
+DROP_ORDER = ("fla", "cache", "libcuda", "headers", "driver", "torch", "gpus", "gpu_memory",
+              "compiler")
 _GAP = "  "
 _NODE_MIN = 12
 _NODE_NARROW = 22

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from fleetcheck import kinds
 from fleetcheck.budget import BudgetFor, NodeBudget
-from fleetcheck.inventory.errors import DiscoveryError
-from fleetcheck.inventory.model import HostSpec, Target
+from fleetcheck.spec.errors import DiscoveryError
+from fleetcheck.spec.model import HostSpec, Target
 from fleetcheck.transport.interface import Transport
 from fleetcheck.transport.local import LocalTransport
 from fleetcheck.transport.qemu_api import ApiHostTransport

@@ -91,11 +91,15 @@ def oci_exec_failure(
         return Refusal("error", f"{runtime} not found on {parent}", failures.TOOL_NOT_FOUND)
     # The runtime could not start the command: docker writes the OCI error to the exec's
     # stdout (moby's exec router), podman to stderr. The codes overlap (docker 20.10 exits
-    # 126 for a command not found, 127 from 23.0 on; podman 127), so the text decides.
+    # 126 for a command not found, 127 from 23.0 on; podman 127), so the text decides: a
+    # path that is not there is runc's `stat PATH: no such file or directory` (docker 20.10,
+    # exit 126), a name not on PATH `executable file not found`; anything else (permission
+    # denied, exec format error) cannot be run.
     oci = next((line.strip() for line in (stdout + "\n" + stderr).splitlines()
                 if "OCI runtime" in line or "executable file not found" in line), "")
     if code in (126, 127) and oci:
-        problem = "not found" if "not found" in oci else "cannot be run"
+        missing = "not found" in oci or "no such file or directory" in oci.lower()
+        problem = "not found" if missing else "cannot be run"
         return Refusal("error", f"{_command_of(oci) or 'the probe interpreter'} {problem} in "
                        f"{where}", failures.INTERPRETER_MISSING)
     if code == 125 or (code == 1 and DAEMON_ERROR in stderr):

@@ -5,8 +5,12 @@ Owns the API variant of the guest-agent transport: `POST /nodes/{node}/qemu/{vmi
 the command has exited (the agent forgets the pid after its first "exited" answer, so it is
 never asked again). A probe larger than 64 KiB goes as a compressed bootstrap: the guest's
 python reads `base64(zlib(probe))` on stdin and runs it, or `base85(xz(probe))` when zlib's
-does not fit (the third round's probe: 77 KB in base64 of zlib, 62 KB in base85 of xz).
-The token needs
+does not fit (the third round's probe: 77 KB in base64 of zlib, 62 KB in base85 of xz). When
+even that is over the limit (the fourth round's probe), the packed text goes in pieces: one
+exec per piece stores it in a private dir of the guest's temp dir (`tempfile.mkdtemp`, mode
+0700), and the last exec, with the last piece as its input, reads them, removes the dir before
+anything else runs, and runs the script; a piece that fails to arrive removes the dir too, so
+nothing is left in the guest either way. The token needs
 `VM.GuestAgent.Unrestricted` on the VM (PVE 9; `VM.Monitor` before).
 """
 
@@ -16,16 +20,18 @@ import asyncio
 import base64
 import contextlib
 import lzma
+import re
 import time
 import zlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from fleetcheck.budget import BudgetFor, NodeBudget
 from fleetcheck.failures import ACCESS_DENIED, UNREACHABLE, Refusal
-from fleetcheck.inventory.errors import DiscoveryError
-from fleetcheck.inventory.model import ApiOptions
-from fleetcheck.inventory.pveapi import api_client, call_api, read_token_secret
+from fleetcheck.spec.errors import DiscoveryError
+from fleetcheck.spec.model import ApiOptions
+from fleetcheck.spec.pveapi import api_client, call_api, read_token_secret
 from fleetcheck.transport.interface import (
     CommandResult,
     RunCommand,
@@ -55,26 +61,71 @@ PACKINGS = (
     (BOOTSTRAP_XZ, lambda script: base64.b85encode(
         lzma.compress(script, preset=9 | lzma.PRESET_EXTREME))),
 )
+#: The first piece of a script sent in pieces: stored in a new private dir, whose path it prints.
+STORE_FIRST = ("import os,sys,tempfile;d=tempfile.mkdtemp(prefix='fleetcheck-probe-');"
+               "open(os.path.join(d,'0'),'wb').write(sys.stdin.buffer.read());"
+               "sys.stdout.write(d)")
+#: Each later piece but the last: `-c STORE_NEXT DIR INDEX`.
+STORE_NEXT = ("import os,sys;"
+              "open(os.path.join(sys.argv[1],sys.argv[2]),'wb').write(sys.stdin.buffer.read())")
+#: The last piece, on stdin, after the stored ones (`-c BOOTSTRAP_PIECES DIR ARGS`): the dir is
+#: removed before the script runs.
+BOOTSTRAP_PIECES = ("import base64,lzma,os,shutil,sys;d=sys.argv.pop(1);"
+                    "p=[open(os.path.join(d,str(i)),'rb').read()"
+                    " for i in range(len(os.listdir(d)))];"
+                    "shutil.rmtree(d);"
+                    "s=lzma.decompress(base64.b85decode(b''.join(p)+sys.stdin.buffer.read()));"
+                    + _RUN)
+#: Removes the dir of pieces when one of them failed to arrive.
+REMOVE_PIECES = "import shutil,sys;shutil.rmtree(sys.argv[1],True)"
+#: What STORE_FIRST may print: an absolute path whose last component is its own.
+_PIECES_DIR = re.compile(r"/(?:[^\x00]*/)?fleetcheck-probe-[A-Za-z0-9_]+")
+#: Pieces at most: 4 of 64 KiB is four times the fourth round's packed probe.
+MAX_PIECES = 4
 
 
-def bootstrap_argv(argv: list[str], script: bytes) -> tuple[list[str], str]:
+@dataclass(frozen=True)
+class PackedScript:
+    """A script on stdin as the API can take it: `argv` with `data` as its input-data, after
+    `pieces` were stored in the guest one exec each (none when the packed script fits)."""
+
+    interpreter: list[str]
+    argv: list[str]
+    data: str
+    pieces: tuple[str, ...] = ()
+
+
+def pack_script(argv: list[str], script: bytes) -> PackedScript:
     """`PYTHON - ARGS` with `script` on stdin -> `PYTHON -c BOOTSTRAP ARGS`, compressed input.
 
     Used when `script` exceeds the API's 64 KiB `input-data`; raises TransportError when
-    argv has no `-` (a script on stdin) to replace or the compressed script is still too big.
+    argv has no `-` (a script on stdin) to replace or the script is too big even in pieces.
     """
     if "-" not in argv:
         raise TransportError("input larger than the API's 64 KiB input-data", kind="error")
     index = argv.index("-")
-    sizes = []
+    interpreter, args = argv[:index], argv[index + 1:]
+    packed = ""
     for bootstrap, pack in PACKINGS:
         packed = pack(script).decode("ascii")
         if len(packed) <= API_INPUT_LIMIT:
-            return [*argv[:index], "-c", bootstrap, *argv[index + 1:]], packed
-        sizes.append(str(len(packed)))
-    raise TransportError(
-        f"probe too large for the API's 64 KiB input-data even compressed ({', '.join(sizes)})",
-        kind="error")
+            return PackedScript(interpreter, [*interpreter, "-c", bootstrap, *args], packed)
+    chunks = [packed[at:at + API_INPUT_LIMIT] for at in range(0, len(packed), API_INPUT_LIMIT)]
+    if len(chunks) > MAX_PIECES:
+        raise TransportError(
+            f"probe too large for the API's 64 KiB input-data even in {MAX_PIECES} pieces "
+            f"({len(packed)} characters packed)", kind="error")
+    return PackedScript(interpreter, [*interpreter, "-c", BOOTSTRAP_PIECES, "DIR", *args],
+                        chunks[-1], tuple(chunks[:-1]))
+
+
+def bootstrap_argv(argv: list[str], script: bytes) -> tuple[list[str], str]:
+    """The one-exec packing of `pack_script` (TransportError when the script needs pieces)."""
+    packed = pack_script(argv, script)
+    if packed.pieces:
+        raise TransportError("probe too large for the API's 64 KiB input-data even compressed",
+                             kind="error")
+    return packed.argv, packed.data
 
 
 class ApiAgent:
@@ -124,9 +175,34 @@ class QemuApiTransport(VmWording, Transport):
         data: str | None = None
         if input:
             if len(input) > API_INPUT_LIMIT or not _is_text(input):
-                argv, data = bootstrap_argv(argv, input)
+                packed = pack_script(argv, input)
+                if packed.pieces:
+                    return await self._run_in_pieces(packed, budget)
+                argv, data = packed.argv, packed.data
             else:
                 data = input.decode("utf-8")
+        return await self._exec(argv, data, budget)
+
+    async def _run_in_pieces(self, packed: PackedScript, budget: NodeBudget) -> CommandResult:
+        """Store the pieces one exec each, then run the script with the last one (see above)."""
+        python = packed.interpreter
+        stored = await self._exec([*python, "-c", STORE_FIRST], packed.pieces[0], budget)
+        where = stored.stdout.decode("utf-8", "replace")
+        if stored.returncode != 0 or not _PIECES_DIR.fullmatch(where):
+            return stored if stored.returncode != 0 else CommandResult(
+                255, b"", f"storing the probe in the guest printed {where[:200]!r}".encode())
+        for number, piece in enumerate(packed.pieces[1:], start=1):
+            result = await self._exec([*python, "-c", STORE_NEXT, where, str(number)], piece,
+                                      budget)
+            if result.returncode != 0:
+                await self._exec([*python, "-c", REMOVE_PIECES, where], None, budget)
+                return result
+        argv = [where if word == "DIR" and at == len(python) + 2 else word
+                for at, word in enumerate(packed.argv)]
+        return await self._exec(argv, packed.data, budget)
+
+    async def _exec(self, argv: list[str], data: str | None, budget: NodeBudget) -> CommandResult:
+        """One agent/exec of `argv` with `data` as its input, waited for."""
         command = guest_command(argv, budget)
         vm = self.vmid
         node = self.agent.node

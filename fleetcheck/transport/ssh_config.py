@@ -11,13 +11,13 @@ Options fleetcheck's connection depends on are read: HostName, Port, User, Ident
 IdentitiesOnly, UserKnownHostsFile, GlobalKnownHostsFile, StrictHostKeyChecking, ProxyJump,
 ConnectTimeout, Ciphers, MACs, KexAlgorithms, HostKeyAlgorithms, HostKeyAlias. `%` tokens are
 expanded where OpenSSH expands them (HostName: `%h`; IdentityFile and the known_hosts files: the
-path tokens).
+path tokens). `~`, `%d`, `%u` and the user's own files come from the passwd entry, as OpenSSH
+takes them, not from `$HOME` and `$USER` (`fleetcheck/userhome.py`).
 """
 
 from __future__ import annotations
 
 import functools
-import getpass
 import hashlib
 import os
 import re
@@ -30,6 +30,7 @@ from glob import glob
 from pathlib import Path
 
 from fleetcheck.transport.interface import TransportError
+from fleetcheck.userhome import expand_tilde, ssh_home, ssh_user
 
 USER_CONFIG = "~/.ssh/config"
 SYSTEM_CONFIG = "/etc/ssh/ssh_config"
@@ -37,6 +38,11 @@ DEFAULT_PORT = 22
 #: OpenSSH's defaults when no file names them (ssh_config(5)).
 DEFAULT_USER_KNOWN_HOSTS = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
 DEFAULT_GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
+#: The keys OpenSSH tries when neither the command line nor a file names one (`ssh -G`'s
+#: `identityfile` lines), in its order.
+DEFAULT_IDENTITY_FILES = ("~/.ssh/id_rsa", "~/.ssh/id_ecdsa", "~/.ssh/id_ecdsa_sk",
+                          "~/.ssh/id_ed25519", "~/.ssh/id_ed25519_sk", "~/.ssh/id_xmss",
+                          "~/.ssh/id_dsa")
 
 #: The options read, by their lower-case keyword: (canonical name, kind).
 _OPTIONS = {name.lower(): (name, kind) for name, kind in (
@@ -154,17 +160,14 @@ class Resolved:
 
 @functools.cache
 def _local_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return ""
+    return ssh_user()
 
 
 @functools.cache
 def _local_tokens() -> dict[str, str]:
     """The tokens that name this machine and user: the same for every host."""
     local = socket.gethostname()
-    return {"u": _local_user(), "d": os.path.expanduser("~"), "l": local,
+    return {"u": _local_user(), "d": ssh_home(), "l": local,
             "L": local.split(".", 1)[0], "i": str(os.getuid())}
 
 
@@ -194,7 +197,7 @@ def expand_path(text: str, tokens: _Tokens, where: tuple[str, int] | None = None
     """A path option as OpenSSH opens it: `~` first, then the `%` tokens."""
     if "%" not in text and not text.startswith("~"):
         return text
-    return tokens.expand(os.path.expanduser(text), _PATH_TOKENS, where)
+    return tokens.expand(expand_tilde(text), _PATH_TOKENS, where)
 
 
 class SshConfig:
@@ -211,7 +214,7 @@ class SshConfig:
         self._final = False
         for path in self.paths:
             # Relative Includes: /etc/ssh for the system's file, ~/.ssh for any other.
-            base = Path("/etc/ssh" if path == SYSTEM_CONFIG else os.path.expanduser("~/.ssh"))
+            base = Path("/etc/ssh" if path == SYSTEM_CONFIG else os.path.join(ssh_home(), ".ssh"))
             self._read(path, None, base, 0)
         self._index()
 
@@ -222,8 +225,8 @@ class SshConfig:
         if config_file == "":
             return cls()
         if config_file is not None:
-            return cls([os.path.expanduser(config_file)])
-        found = [p for p in (os.path.expanduser(USER_CONFIG), SYSTEM_CONFIG) if os.path.isfile(p)]
+            return cls([expand_tilde(config_file)])
+        found = [p for p in (expand_tilde(USER_CONFIG), SYSTEM_CONFIG) if os.path.isfile(p)]
         return cls(found)
 
     # -- reading ------------------------------------------------------------------------
@@ -259,7 +262,7 @@ class SshConfig:
 
     def _include(self, word: str, current: int | None, base: Path, depth: int,
                  where: tuple[str, int]) -> None:
-        pattern = os.path.expanduser(word)
+        pattern = expand_tilde(word)
         if not os.path.isabs(pattern):
             # Relative to ~/.ssh for the user's file, /etc/ssh for the system's (ssh_config(5)).
             pattern = str(base / pattern)

@@ -3,22 +3,29 @@
 An audit makes one `SshFiles`: each ssh_config, known_hosts file and private key is read once,
 however many hosts use it. `SshFiles.settings(host)` gives the address, port, user, keys,
 known_hosts files, host-key policy, jump hosts, connect timeout and algorithms a connection
-uses; asyncssh is then given all of them explicitly and reads no config of its own.
+uses; asyncssh is then given all of them explicitly and reads no config of its own, nor its
+own default keys: where nothing names a key, OpenSSH's default ones in the passwd entry's home
+are given (`fleetcheck/userhome.py`), not asyncssh's under `$HOME`.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from fleetcheck.budget import DEFAULT_CONNECT_TIMEOUT
-from fleetcheck.inventory.model import HostSpec, SshOptions
+from fleetcheck.spec.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import TransportError
-from fleetcheck.transport.ssh_config import Resolved, SshConfig, algorithm_list
+from fleetcheck.transport.ssh_config import (
+    DEFAULT_IDENTITY_FILES,
+    Resolved,
+    SshConfig,
+    algorithm_list,
+)
 from fleetcheck.transport.ssh_hostkeys import KnownHostsFiles
 from fleetcheck.transport.sshlib import asyncssh
+from fleetcheck.userhome import expand_tilde
 
 #: Host-key policy when neither `ssh.host_key_policy` nor `StrictHostKeyChecking` says.
 DEFAULT_HOST_KEY_POLICY = "strict"
@@ -126,6 +133,9 @@ class SshFiles:
         self._configs: dict[str | None, SshConfig] = {}
         #: Per path: its keys, or why it cannot be loaded.
         self._keys: dict[str, list[Any] | str] = {}
+        #: OpenSSH's default key files, given where nothing names a key: one that cannot be
+        #: loaded is skipped, as OpenSSH skips it.
+        self._defaults = frozenset(expand_tilde(path) for path in DEFAULT_IDENTITY_FILES)
         self.known_hosts = KnownHostsFiles()
 
     def config(self, config_file: str | None) -> SshConfig:
@@ -158,7 +168,8 @@ class SshFiles:
                     self._keys[path] = f"cannot load SSH key {path}: {exc}"
             loaded = self._keys[path]
             if isinstance(loaded, str):
-                if path == named or "passphrase" not in loaded.lower():
+                if path == named or ("passphrase" not in loaded.lower()
+                                     and path not in self._defaults):
                     raise TransportError(loaded)
                 continue
             keys.extend(loaded)
@@ -167,11 +178,14 @@ class SshFiles:
 
 def _settings(name: str, options: SshOptions, resolved: Resolved) -> SshSettings:
     # The inventory's key comes first, as `ssh -i` does, then the ssh_config's.
+    # `~` as OpenSSH expands `-i` and `-o` values: from the passwd entry's home.
     identities = resolved.identity_files
-    named = os.path.expanduser(options.identity_file) if options.identity_file else None
+    named = expand_tilde(options.identity_file) if options.identity_file else None
     if named:
         identities = (named, *(path for path in identities if path != named))
-    user_files = ((os.path.expanduser(options.known_hosts),) if options.known_hosts
+    if not identities:
+        identities = tuple(expand_tilde(path) for path in DEFAULT_IDENTITY_FILES)
+    user_files = ((expand_tilde(options.known_hosts),) if options.known_hosts
                   else resolved.user_known_hosts)
     if not user_files:
         raise TransportError(f"{name}: UserKnownHostsFile none leaves no known_hosts to check "

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck.audit import node_from_result
-from fleetcheck.inventory.model import HostSpec, Target
 from fleetcheck.model import NodeResult
+from fleetcheck.spec.model import HostSpec, Target
 from fleetcheck.transport.interface import CommandResult
 from fleetcheck.transport.local import LocalTransport
 from fleetcheck.verdict import DEFAULT_POLICY

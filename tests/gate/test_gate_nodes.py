@@ -88,7 +88,7 @@ def test_documents_gate_a_job_without_probing(tmp_path: Path, capsys: pytest.Cap
         f"gpu04: error: stale node document: probed {doc('gpu04', 240)['probed_at']}, 4 h "
         "before the merge (--max-age 30 min) (fix: probe the node again (its timer, prolog "
         "or DaemonSet may have stopped), or raise --max-age)"]
-    assert err[0].startswith("fleetcheck: merge: stale: ")
+    assert err[0].startswith("fleetcheck: gate: stale: ")
     assert main(["gate", "--documents", str(folder)]) == 2
     assert capsys.readouterr().err == (
         "fleetcheck: error: --documents needs --nodes HOSTLIST (the job's nodes)\n")

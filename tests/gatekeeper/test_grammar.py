@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from fleetcheck.gatekeeper import probe_sha256, script_module
-from fleetcheck.inventory.model import HostSpec
 from fleetcheck.probe import probe_source
+from fleetcheck.spec.model import HostSpec
 from fleetcheck.transport.pct import pct_exec_argv
 from tests.gatekeeper.audit_requests import ACCEPTED, probe, wrapped
 
@@ -184,9 +184,9 @@ def test_the_audit_reports_a_refusal_as_an_error_naming_the_gatekeeper() -> None
     import asyncio
 
     from fleetcheck.audit import node_from_result
-    from fleetcheck.inventory.errors import DiscoveryError
-    from fleetcheck.inventory.model import Target
     from fleetcheck.kinds.lxc import pct_list
+    from fleetcheck.spec.errors import DiscoveryError
+    from fleetcheck.spec.model import Target
     from fleetcheck.transport.interface import CommandResult
     from fleetcheck.transport.pct import PctTransport
     from fleetcheck.transport.ssh import SshTransport

@@ -84,7 +84,10 @@ def fresh_copy(dest: Path) -> Path:
 def clean_env(home: Path, **extra: str) -> dict[str, str]:
     """A login-like environment: the system's PATH, no venv, no pyenv, no user site."""
     return {"PATH": SYSTEM_PATH, "HOME": str(home), "LANG": "C.UTF-8",
-            "PIP_DISABLE_PIP_VERSION_CHECK": "1", **extra}
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            # The completion and the man page an install puts in system folders, as root:
+            # under the test's own root instead.
+            "DESTDIR": str(home / "destdir"), **extra}
 
 
 def test_the_system_python_refuses_a_plain_pip_install(system_python: Path,

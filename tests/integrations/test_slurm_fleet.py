@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.contracts import validated_json
 from tests.nodeenv import make_node
 
 from .slurmkit import SlurmCluster, skip_without_slurm, write_script
@@ -153,6 +155,63 @@ def test_srun_fan_out_merges_into_the_direct_audits_report(cluster: SlurmCluster
     assert run("tar", "-C", str(docs), "-czf", str(tarball), ".").returncode == 0
     packed = run(sys.executable, "-m", "fleetcheck", "merge", str(tarball), "--format", "json")
     assert comparable(json.loads(packed.stdout)) == comparable(merged)
+
+
+def test_srun_fan_out_of_the_bare_probe_script_merges_into_the_direct_audits_report(
+        cluster: SlurmCluster, tmp_path: Path) -> None:
+    """No fleetcheck on the nodes: `srun … python3 - < probe.py`, the script as `fleetcheck
+    probe --script` prints it, its documents merged where fleetcheck is installed."""
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare (util-linux) to give each Slurm node its own host name")
+    hosts = make_fleet(cluster)
+    q = shlex.quote
+    nodes = cluster.root / "nodes"
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    # Each Slurm node is a machine of its own: its host name (a UTS namespace, as root), its
+    # environment, its interpreter, which is all the script needs.
+    for name in NODES:
+        write_script(nodes / f"{name}.bare", f"/bin/hostname {q(name)}\n"
+                     f". {q(str(nodes / (name + '.env')))}\n"
+                     f'exec {q(hosts[name]["python"])} "$@"\n')
+    write_script(bare / "python3", f'exec unshare --uts /bin/sh {q(str(nodes))}/'
+                 '"$SLURMD_NODENAME.bare" "$@"\n')
+    script = tmp_path / "probe.py"
+    made = run(sys.executable, "-m", "fleetcheck", "probe", "--script")
+    assert made.returncode == 0, made.stderr
+    script.write_text(made.stdout)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    env = {**cluster.env, "PATH": f"{bare}:{cluster.env['PATH']}"}
+    with script.open("rb") as source:
+        done = subprocess.run(["srun", "-N", str(len(NODES)), "--ntasks-per-node=1",
+                               f"--output={docs}/%N-%t.json", "python3", "-"], stdin=source,
+                              capture_output=True, text=True, timeout=180, check=False, env=env)
+    # gpu03's probe fails (exit 1), so the step does too; every document is written anyway.
+    assert done.returncode == 1, done.stderr + cluster.logs()
+    files = sorted(docs.iterdir())
+    documents = [validated_json(path.read_text(), "probe") for path in files]
+    assert sorted(d["facts"]["hostname"] for d in documents) == list(NODES)
+
+    merged_path = tmp_path / "merged.json"
+    merged_run = run(sys.executable, "-m", "fleetcheck", "merge", str(docs), "--format",
+                     "json", "-o", str(merged_path))
+    assert (merged_run.returncode, merged_run.stderr) == (1, "")
+    direct_path = tmp_path / "direct.json"
+    direct = run(sys.executable, "-m", "fleetcheck", "audit", str(cluster.root / "inventory.yaml"),
+                 "--format", "json", "-o", str(direct_path), "--no-progress")
+    assert direct.returncode == 1, direct.stderr
+    merged = validated_json(merged_path.read_text(), "audit")
+    assert comparable(merged) == comparable(validated_json(direct_path.read_text(), "audit"))
+    statuses = {node: status for node, status, *_ in comparable(merged)["nodes"]}
+    assert statuses == {"gpu01": "ok", "gpu02": "ok", "gpu03": "fail", "gpu04": "ok"}
+    assert [c["id"] for c in merged["fleet_checks"]] == ["fleet_torch_mismatch"]
+
+    # The gate of a job on them, from the same documents, probing nothing.
+    gate = run(sys.executable, "-m", "fleetcheck", "gate", "--documents", str(docs), "--nodes",
+               "gpu[01-04]", "--playbook", "default")
+    assert gate.returncode == 1, gate.stderr
+    assert gate.stderr.startswith("gpu03: fail: Triton cpu-fallback: no C compiler"), gate.stderr
 
 
 def submit(cluster: SlurmCluster) -> str:

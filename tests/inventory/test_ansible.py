@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import pwd
 import shutil
 from pathlib import Path
 
@@ -72,7 +74,8 @@ def described(path: Path) -> list[tuple[object, ...]]:
              h.vms) for h in inventory.hosts]
 
 
-GPU_KEY = str(Path("~/.ssh/gpu_ed25519").expanduser())
+#: An SSH path's `~` is the passwd entry's home, as OpenSSH reads it, whatever `HOME` says.
+GPU_KEY = f"{pwd.getpwuid(os.getuid()).pw_dir}/.ssh/gpu_ed25519"
 JUMP = "admin@bastion.example.internal:22"
 ENV = {"CUDA_HOME": "/usr/local/cuda"}
 EXPECTED = [

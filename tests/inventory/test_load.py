@@ -3,25 +3,27 @@
 from __future__ import annotations
 
 import os
+import pwd
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fleetcheck.inventory import InventoryError, load_inventory, parse_inventory
+from fleetcheck.inventory.hostkeys import kind_keys
 from fleetcheck.inventory.load import schema_keys
-from fleetcheck.inventory.model import (
+from fleetcheck.spec.model import (
     ApiOptions,
     ContainerSpec,
     HostSpec,
     SshOptions,
     declaration_fields,
 )
-from fleetcheck.inventory.schema import kind_keys
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "inventory.example.yaml"
-HOME = os.path.expanduser("~")
+#: SSH paths' `~` is the passwd entry's home, as OpenSSH reads it, whatever `HOME` says.
+HOME = pwd.getpwuid(os.getuid()).pw_dir
 
 BASE = "hosts:\n  pve1:\n    address: 10.1.2.6\n"
 

@@ -28,11 +28,11 @@ from fleetcheck.gatekeeper import HostSetup, script_module, script_with
 from fleetcheck.inventory import InventoryError, check_limit, parse_inventory
 from fleetcheck.inventory.graph import inventory_to_json, render_inventory_graph
 from fleetcheck.inventory.load import schema_keys
-from fleetcheck.inventory.model import ALL_CONTAINERS, HostSpec, SkippedTarget, Target
-from fleetcheck.inventory.patterns import may_select_inside
 from fleetcheck.kinds.base import NOT_MINE, Discovery, IdShape, NodeKind, Nodes, NotMine
 from fleetcheck.model import NodeResult
 from fleetcheck.probe import probe_argv
+from fleetcheck.spec.model import ALL_CONTAINERS, HostSpec, SkippedTarget, Target
+from fleetcheck.spec.patterns import may_select_inside
 from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
 from fleetcheck.transport.ssh import SshTransport, remote_command
 from fleetcheck.verdict import DEFAULT_POLICY

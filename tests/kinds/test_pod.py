@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fleetcheck.inventory import InventoryError, check_limit, matches_limit, parse_inventory
-from fleetcheck.inventory.model import KubernetesSpec
+from fleetcheck.spec.model import KubernetesSpec
 
 BASE = "hosts:\n  lab:\n    kubernetes:\n"
 

@@ -109,12 +109,14 @@ def test_a_stage_script_needs_its_mark(tmp_path: Path) -> None:
     assert "cuda.py:1: cuda.py: no line '# ---- sent as is" in _error(parts)
 
 
-def test_the_shipped_probe_fits_the_guest_agent_api_compressed() -> None:
-    # QEMU VMs probed through the Proxmox API get the probe as `input-data` (64 KiB at most):
-    # the build leaves full-line comments out so that its compressed form still fits.
+def test_the_shipped_probe_reaches_the_guest_agent_api_in_few_pieces() -> None:
+    # QEMU VMs probed through the Proxmox API get the probe as `input-data` (64 KiB at most a
+    # call): the build leaves full-line comments out so that its compressed form stays small,
+    # and a probe over the limit goes in pieces (transport/qemu_api.py), a few at most.
     from fleetcheck.probe.build import TARGET
-    from fleetcheck.transport.qemu_api import bootstrap_argv
+    from fleetcheck.transport.qemu_api import API_INPUT_LIMIT, MAX_PIECES, pack_script
 
-    argv, packed = bootstrap_argv(["python3", "-"], TARGET.read_bytes())
-    assert argv[:2] == ["python3", "-c"]
-    assert len(packed) <= 64 * 1024
+    packed = pack_script(["python3", "-"], TARGET.read_bytes())
+    assert packed.argv[:2] == ["python3", "-c"]
+    assert len(packed.pieces) + 1 < MAX_PIECES
+    assert all(len(text) <= API_INPUT_LIMIT for text in (*packed.pieces, packed.data))

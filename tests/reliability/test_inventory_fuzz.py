@@ -11,8 +11,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fleetcheck.inventory.errors import InventoryError
 from fleetcheck.inventory.load import load_inventory, parse_inventory
+from fleetcheck.spec.errors import InventoryError
 from tests.reliability.support import key_paths
 
 FUZZ = settings(

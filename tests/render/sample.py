@@ -25,8 +25,30 @@ _PASSING = (
     "cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
     "python_headers_missing", "ldconfig_binary_missing", "libcuda_not_in_ldcache",
     "cache_dir_unwritable", "cache_dir_noexec", "ptxas_missing", "triton_too_old_for_gpu",
-    "triton_target", "stale_cache_masks_compiler",
+    "triton_target", "stale_cache_masks_compiler", "gpu_memory_in_use", "gpu_foreign_processes",
+    "gpu_memory_health",
 )
+
+
+def _gpu_state(gpus: int, held: dict[int, tuple[int, dict[str, Any]]] | None = None
+               ) -> dict[str, Any]:
+    """facts.gpu_state: every GPU idle (512 MiB in use), but `held` ones: index -> (MiB in
+    use, the process holding it)."""
+    held = held or {}
+    return {"source": "nvml", "listed": gpus, "cuda_count": gpus, "gpus": [
+        {"index": i, "uuid": f"GPU-{i:04d}", "persistence_mode": 1, "compute_mode": "Default",
+         "total_mib": 143771, "used_mib": held.get(i, (512, {}))[0],
+         "held_mib": held.get(i, (512, {}))[0],
+         "held_share": round(held.get(i, (512, {}))[0] / 143771, 4),
+         "processes": [held[i][1]] if i in held else [],
+         "health": {"remapped_rows": {"correctable": 0, "uncorrectable": 0, "pending": False,
+                                      "failure": False}, "ecc_uncorrected_volatile": 0}}
+        for i in range(gpus)]}
+
+
+#: A leftover of an earlier job holding GPU 2 of pve1/202.
+LEFTOVER = {"pid": 4242, "used_mib": 119808, "own": False, "here": True, "name": "python",
+            "user": "alice", "cmdline": "python train.py --resume", "pid_reused": None}
 
 
 def _facts(gpus: int, name: str = "NVIDIA H200", compiler: bool = True) -> dict[str, Any]:
@@ -99,10 +121,21 @@ def sample_report() -> Report:
         "Install the toolchain anyway (gcc libc6-dev python3.12-dev)",
         {"cache": "/root/.triton/cache", "stubs": 3},
     )
+    held = Check(
+        "gpu_memory_in_use", "warn",
+        "GPU 2: 117.0 GiB of 140.4 GiB in use (83%) by pid 4242 (python train.py --resume, "
+        "user alice, 117.0 GiB)", "stop what holds it before the job",
+        {"max_share": 0.05, "worst_share": 0.8333},
+    )
+    foreign = Check("gpu_foreign_processes", "warn",
+                    "1 foreign process on the GPUs: GPU 2: pid 4242 (python train.py --resume, "
+                    "user alice, 117.0 GiB)", "stop what holds it before the job",
+                    {"processes": [LEFTOVER]})
     gpu = TritonVerdict("gpu", "cuda")
     nodes = (
         NodeResult("pve1", "pve1", None, "pve1", "ok", "Triton gpu (cuda)", gpu,
-                   _checks(), {**_facts(8), "frameworks": FRAMEWORKS_GPU}, 6.2),
+                   _checks(), {**_facts(8), "frameworks": FRAMEWORKS_GPU,
+                               "gpu_state": _gpu_state(8)}, 6.2),
         NodeResult("pve1/201", "pve1", 201, "trainer", "fail",
                    "Triton cpu-fallback: no C compiler: CC unset, no gcc or clang on PATH",
                    TritonVerdict("cpu-fallback", None, "no_c_compiler", COMPILER_FIX),
@@ -110,8 +143,10 @@ def sample_report() -> Report:
                    {**_facts(2, compiler=False), "container": "lxc",
                     "frameworks": FRAMEWORKS_FALLBACK}, 7.9),
         NodeResult("pve1/202", "pve1", 202, "inference", "warn", stale.summary, gpu,
-                   _checks(stale_cache_masks_compiler=stale),
-                   {**_facts(4), "container": "lxc"}, 5.1),
+                   _checks(stale_cache_masks_compiler=stale, gpu_memory_in_use=held,
+                           gpu_foreign_processes=foreign),
+                   {**_facts(4), "container": "lxc",
+                    "gpu_state": _gpu_state(4, {2: (119808, LEFTOVER)})}, 5.1),
         NodeResult("pve2", "pve2", None, "pve2", "unreachable",
                    "ssh: connect to host 10.1.2.7 port 22: Connection timed out"),
         NodeResult("pve3/300", "pve3", 300, "old-ci", "skipped", "container 300 is stopped"),

@@ -89,3 +89,20 @@ def test_each_kind_says_where_its_node_sits_in_its_own_words() -> None:
         "pve1", "pve1 · container 101", "pve1 · VM 300", "pve1 · docker container in pve1/300",
         "pve1 · podman container in pve1\\x1b", "k8s", "pve1 · container 102",
     ])
+
+
+def test_a_node_s_facts_list_its_gpus_memory_processes_modes_and_health() -> None:
+    page = _html()
+    start = page.index('<table class="kv gpus">', page.index('<template id="facts-2">'))
+    rows = re.findall(r"<tr><th>(\d+)</th><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td>"
+                      r"<td>(.*?)</td></tr>", page[start:page.index("</table>", start)])
+    assert rows == [
+        ("0", "0.5 of 140 GiB in use", "none", "persistence on, Default", "ok"),
+        ("1", "0.5 of 140 GiB in use", "none", "persistence on, Default", "ok"),
+        ("2", "117 of 140 GiB in use", "pid 4242 python train.py --resume (alice) 117 GiB",
+         "persistence on, Default", "ok"),
+        ("3", "0.5 of 140 GiB in use", "none", "persistence on, Default", "ok"),
+    ]
+    # A node probed before the GPU state has no such table.
+    trainer = page[page.index('<template id="facts-1">'):page.index('<template id="facts-2">')]
+    assert 'class="kv gpus"' not in trainer

@@ -17,7 +17,7 @@ def test_junit_matches_golden_and_maps_outcomes() -> None:
     root = ET.fromstring(text.encode("utf-8"))
     assert root.tag == "testsuites"
     assert {k: root.get(k) for k in ("tests", "failures", "errors", "skipped")} == {
-        "tests": "96", "failures": "3", "errors": "2", "skipped": "1"}
+        "tests": "108", "failures": "3", "errors": "2", "skipped": "1"}
     suites = {suite.get("name"): suite for suite in root.findall("testsuite")}
     assert list(suites) == ["pve1", "pve1/201", "pve1/202", "pve2", "pve3/300", "pve3/301",
                             "pve3/302", "fleet"]

@@ -54,3 +54,16 @@ def test_prometheus_escapes_label_values() -> None:
     assert info == [({"node": 'h"1', "host": 'h\\"\n', "name": 'a"b\\c\nd'}, 1.0)]
     # An unparseable finish time leaves the timestamp out rather than inventing one.
     assert "fleetcheck_audit_timestamp_seconds" not in text
+
+
+def test_per_gpu_gauges_memory_foreign_processes_pending_remaps() -> None:
+    samples = {(s.name, s.labels.get("node"), s.labels.get("gpu")): s.value
+               for family in text_string_to_metric_families(render(sample_report(), "prometheus"))
+               for s in family.samples if s.name.startswith("fleetcheck_gpu_")}
+    assert samples[("fleetcheck_gpu_memory_used_bytes", "pve1/202", "2")] == 119808 << 20
+    assert samples[("fleetcheck_gpu_memory_total_bytes", "pve1/202", "2")] == 143771 << 20
+    assert samples[("fleetcheck_gpu_foreign_processes", "pve1/202", "2")] == 1
+    assert samples[("fleetcheck_gpu_foreign_processes", "pve1/202", "0")] == 0
+    assert samples[("fleetcheck_gpu_remap_pending", "pve1", "7")] == 0
+    # 8 GPUs of pve1 and 4 of pve1/202, four gauges each; nodes without the GPU state none.
+    assert len(samples) == 12 * 4

@@ -34,15 +34,16 @@ def test_narrow_terminal_drops_columns_instead_of_wrapping() -> None:
     assert table[2] == "pve1/201 trainer         FAIL         CPU-FALLBACK  missing"
     assert all(len(line) <= 60 for line in text.splitlines())
     assert ("(hidden for width: Frameworks, FLA, libcuda, Headers,\n"
-            "Driver, CUDA/torch, GPUs, Cache)") in text
+            "Driver, CUDA/torch, GPUs, Cache, GPU mem)") in text
 
 
 def test_medium_width_drops_the_quiet_columns_first() -> None:
     lines = render_terminal(sample_report(), width=110).splitlines()
-    # Cache holds a warning (stale), so it outlives Headers and libcuda, which are all ok.
-    assert lines[0].split() == ["NODE", "STATUS", "GPUS", "DRIVER", "CUDA/TORCH", "TRITON",
+    # Cache holds a warning (stale), and GPU mem one (a GPU held), so they outlive Headers,
+    # libcuda and Driver, which are all ok.
+    assert lines[0].split() == ["NODE", "STATUS", "GPUS", "GPU", "MEM", "CUDA/TORCH", "TRITON",
                                 "COMPILER", "CACHE"]
-    assert "(hidden for width: Frameworks, FLA, libcuda, Headers)" in lines
+    assert "(hidden for width: Frameworks, FLA, libcuda, Headers, Driver)" in lines
 
 
 def test_colour_matches_golden_and_marks_the_fallback_row() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck.inventory.listings import parse_oci_ps
+from fleetcheck.spec.listings import parse_oci_ps
 from fleetcheck.transport.interface import CommandResult
 from fleetcheck.transport.oci import oci_exec_failure, oci_list_argv
 from tests.runtimes.conftest import Scenario, audit
@@ -132,3 +132,12 @@ def test_every_docker_client_here_lists_and_refuses_alike(scenario: Scenario,
     assert outcomes == {"gone": ("skipped", "container not running"),
                         "frozen": ("skipped", "container paused"),
                         "ghost": ("error", "no docker container 'ghost' on pve1")}
+    # An interpreter that is not there, by path and by name: the 20.10 daemon writes runc's
+    # error to the exec's stdout (`stat PATH: no such file or directory`, exit 126), and it
+    # reads "not found", as podman's and the VM's do.
+    for missing in ("/usr/bin/no-such-python3", "no-such-python3"):
+        done = fleet.run([client, "exec", "-i", "web", missing, "-"], check=False)
+        result = CommandResult(done.returncode, done.stdout.encode(), done.stderr.encode())
+        assert (done.returncode, "OCI runtime exec failed" in done.stdout) == (126, True), done
+        assert oci_exec_failure(result, "docker", "web", "pve1") == (
+            "error", f"{missing} not found in docker container 'web' on pve1"), done

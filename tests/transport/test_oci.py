@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.inventory.model import HostSpec, SshOptions
+from fleetcheck.failures import INTERPRETER_MISSING
+from fleetcheck.spec.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import CommandResult, Transport
 from fleetcheck.transport.local import LocalTransport
-from fleetcheck.transport.oci import OciTransport, oci_exec_argv
+from fleetcheck.transport.oci import OciTransport, oci_exec_argv, oci_exec_failure
 from fleetcheck.transport.pct import PctTransport
 from fleetcheck.transport.qemu import QemuTransport
 from fleetcheck.transport.ssh import SshTransport
@@ -108,6 +109,47 @@ def test_runtime_refusals_are_clear(
     fleet.add_host("pve1")
     fleet.add_oci("pve1", runtime, "trainer", kind, state=state)
     assert _refusal(fleet, runtime, "host", name) == expected
+
+
+#: What each runtime writes, and where, when the configured interpreter cannot be started
+#: (texts from docker 20.10.24 with runc 1.1, docker 28, podman 4.3 with crun).
+START_FAILURES = [
+    # Docker 20.10: a path that is not there, on STDOUT, exit 126.
+    ("docker", 126, b'OCI runtime exec failed: exec failed: unable to start container process: '
+     b'exec: "/usr/bin/python3": stat /usr/bin/python3: no such file or directory: unknown\r\n',
+     b"", "/usr/bin/python3 not found"),
+    # Docker 20.10 with runc 1.0 (container_linux.go), same stream and code.
+    ("docker", 126, b"OCI runtime exec failed: exec failed: container_linux.go:380: starting "
+     b'container process caused: exec: "/opt/venv/bin/python3": stat /opt/venv/bin/python3: '
+     b"no such file or directory: unknown\r\n", b"", "/opt/venv/bin/python3 not found"),
+    # Docker 20.10, a name not on PATH (126), and Docker 23 on (127).
+    ("docker", 126, b'OCI runtime exec failed: exec failed: unable to start container process: '
+     b'exec: "python3": executable file not found in $PATH: unknown\r\n', b"",
+     "python3 not found"),
+    ("docker", 127, b'OCI runtime exec failed: exec failed: unable to start container process: '
+     b'exec: "python3": executable file not found in $PATH: unknown\r\n', b"",
+     "python3 not found"),
+    # There, but not runnable: another failure than a missing one.
+    ("docker", 126, b'OCI runtime exec failed: exec failed: unable to start container process: '
+     b'exec: "/usr/bin/python3": permission denied: unknown\r\n', b"",
+     "/usr/bin/python3 cannot be run"),
+    # podman (crun) on stderr, 127.
+    ("podman", 127, b"", b"Error: crun: executable file `/usr/bin/python3` not found: No such "
+     b"file or directory: OCI runtime attempted to invoke a command that was not found\n",
+     "/usr/bin/python3 not found"),
+]
+
+
+@pytest.mark.parametrize(("runtime", "code", "stdout", "stderr", "said"), START_FAILURES,
+                         ids=["docker20-path", "docker20-runc10-path", "docker20-name",
+                              "docker23-name", "docker-denied", "podman-path"])
+def test_an_interpreter_the_runtime_cannot_start_is_named_from_where_it_writes(
+    runtime: str, code: int, stdout: bytes, stderr: bytes, said: str,
+) -> None:
+    refusal = oci_exec_failure(CommandResult(code, stdout, stderr), runtime, "trainer", "pve1")
+    assert refusal is not None
+    assert (refusal.status, refusal.reason, refusal.cause) == (
+        "error", f"{said} in {runtime} container 'trainer' on pve1", INTERPRETER_MISSING)
 
 
 def test_the_parents_refusal_comes_first(fleet: Fleet) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.inventory.model import HostSpec, SshOptions
+from fleetcheck.spec.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import CommandResult, NodeBudget, TransportError
 from fleetcheck.transport.qemu import (
     QemuTransport,

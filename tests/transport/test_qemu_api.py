@@ -12,17 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck.inventory.model import ApiOptions
 from fleetcheck.probe import probe_source
 from fleetcheck.probe.results import parse_probe_output
+from fleetcheck.spec.model import ApiOptions
 from fleetcheck.transport.interface import CommandResult, TransportError
 from fleetcheck.transport.qemu_api import (
     API_INPUT_LIMIT,
     BOOTSTRAP,
     BOOTSTRAP_XZ,
+    MAX_PIECES,
     ApiAgent,
     QemuApiTransport,
     bootstrap_argv,
+    pack_script,
 )
 from tests.fakes.pve_api import FIXTURES_DIR, FakePveApi, FakeVm, serve_pve_api
 
@@ -72,6 +74,44 @@ def test_the_whole_probe_goes_as_a_compressed_bootstrap(api: FakePveApi) -> None
     assert result.returncode in (0, 1, 2), result.stderr[-500:]
     output = parse_probe_output(result.stdout)
     assert output.triton.verdict == "no-gpu"
+
+
+def test_a_script_over_the_limit_even_packed_goes_in_pieces_and_leaves_nothing(
+        api: FakePveApi, tmp_path: Path) -> None:
+    # Random bytes do not compress: 150 KB of them packs to three pieces of at most 64 KiB.
+    guest_tmp = tmp_path / "guest-tmp"
+    guest_tmp.mkdir()
+    api.vms[300] = FakeVm(env={"PATH": "/usr/bin:/bin", "TMPDIR": str(guest_tmp)},
+                          cwd=str(tmp_path))
+    blob = base64.b64encode(random.Random(3).randbytes(110000)).decode()
+    script = (f"import os, sys\nblob = {blob!r}\nprint(len(blob), sys.argv[1:], "
+              f"sorted(os.listdir({str(guest_tmp)!r})))\n").encode()
+    packed = pack_script([sys.executable, "-"], script)
+    assert len(packed.pieces) == 2
+    result, _ = run(api, 300, [sys.executable, "-", "--deep"], input=script)
+    assert result.returncode == 0, result.stderr
+    # The script ran with its own arguments, after the dir of pieces was removed.
+    assert result.stdout.decode().split(None, 1) == [str(len(blob)), "['--deep'] []\n"]
+    assert list(guest_tmp.iterdir()) == []
+    posts = [path for method, path, _ in api.requests if method == "POST"]
+    assert len(posts) == 3
+
+
+def test_a_guest_that_cannot_store_the_first_piece_answers_as_qm_would(
+        api: FakePveApi) -> None:
+    blob = base64.b64encode(random.Random(4).randbytes(110000)).decode()
+    result, _ = run(api, 300, ["/nonexistent/python3", "-"], input=f"x = {blob!r}\n".encode())
+    # The guest's `timeout` could not start it: exit 127, as the one-exec path reads it.
+    assert result.returncode == 127
+    assert b"No such file or directory" in result.stderr
+    posts = [path for method, path, _ in api.requests if method == "POST"]
+    assert len(posts) == 1  # nothing stored, nothing run after
+
+
+def test_a_script_too_large_even_in_pieces_is_refused() -> None:
+    blob = random.Random(5).randbytes(API_INPUT_LIMIT * MAX_PIECES)
+    with pytest.raises(TransportError, match="even in 4 pieces"):
+        pack_script(["python3", "-"], blob)
 
 
 def test_bootstrap_needs_a_script_on_stdin() -> None:

@@ -4,10 +4,16 @@ Each row is a host name (and the inventory's user/port/known_hosts, passed to ss
 and `-o`); what fleetcheck resolves must be what OpenSSH prints for it. Algorithm lists are
 compared through OpenSSH's own defaults (`ssh -G -F none`): `+`, `-` and `^` applied to them
 must give the list ssh prints.
+
+OpenSSH takes `~`, `%d`, `%u` and its default files from the passwd entry, never from `$HOME`
+or `$USER`: the expected paths here are the passwd entry's too, and every row passes whatever
+`HOME` and `USER` the suite runs under (CI runs it under a made-up `HOME` and `USER=nobody`).
 """
 
 from __future__ import annotations
 
+import os
+import pwd
 import shutil
 import subprocess
 from pathlib import Path
@@ -109,6 +115,11 @@ ALGORITHMS = {"ciphers": "cipher", "macs": "mac", "kexalgorithms": "kex",
               "hostkeyalgorithms": "HostKeyAlgorithms"}
 
 
+def passwd_home() -> str:
+    """The home OpenSSH uses: the passwd entry's, whatever `HOME` says."""
+    return pwd.getpwuid(os.getuid()).pw_dir
+
+
 def ssh_g(config: Path | str, host: str, *extra: str) -> dict[str, list[str]]:
     """`ssh -G`'s answer: each option (lower case) to its values, one per line it printed."""
     out = subprocess.run(["ssh", "-G", "-F", str(config), *extra, host], check=True,
@@ -123,7 +134,7 @@ def ssh_g(config: Path | str, host: str, *extra: str) -> dict[str, list[str]]:
 def openssh_expand(path: str, shown: dict[str, list[str]]) -> str:
     """The reference for IdentityFile tokens (ssh -G prints them unexpanded)."""
     values = {"h": shown["hostname"][0], "p": shown["port"][0], "r": shown["user"][0]}
-    text = str(Path(path).expanduser()) if path.startswith("~") else path
+    text = passwd_home() + path[1:] if path.startswith("~/") else path
     for token, value in values.items():
         text = text.replace(f"%{token}", value)
     return text.replace("%%", "%")
@@ -175,7 +186,7 @@ def test_each_host_resolves_as_ssh_G_shows_it(
     if got.identity_files:
         assert list(got.identity_files) == [openssh_expand(f, shown)
                                             for f in shown["identityfile"]]
-    else:  # none named: OpenSSH's default keys, which asyncssh's own defaults stand for
+    else:  # none named: OpenSSH's default keys (SshFiles gives them, tested below)
         assert shown["identityfile"] == defaults["identityfile"]
     known = shown["userknownhostsfile"][0]
     assert got.user_known_hosts == (() if known == "none" else tuple(known.split(" ")))
@@ -254,3 +265,83 @@ def test_a_passphrase_key_from_ssh_config_is_skipped_but_the_inventorys_must_loa
     assert [key.get_comment_bytes() is not None for key in keys] == [True]
     with pytest.raises(TransportError, match=r"cannot load SSH key .*locked: Passphrase"):
         files.client_keys((str(locked),), str(locked))
+
+
+@pytest.fixture
+def other_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`HOME` and `USER` unlike the passwd entry's (as under `sudo -E`, cron, a unit file),
+    with files of its own that OpenSSH must not read."""
+    home = tmp_path / "other-home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "config").write_text("Host *\n    Port 2999\n    User from-home\n")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+                    str(home / ".ssh" / "id_ed25519")], check=True)
+    assert str(home) != passwd_home()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("USER", "someone-else")
+    monkeypatch.setenv("LOGNAME", "someone-else")
+    return home
+
+
+def test_tilde_percent_d_and_u_are_the_passwd_entrys_not_HOME_or_USER(
+    tmp_path: Path, other_home: Path,
+) -> None:
+    config = tmp_path / "config"
+    config.write_text("Host *\n    UserKnownHostsFile ~/kh %d/kh-%u\n"
+                      "    IdentityFile ~/key-%d\n")
+    shown = ssh_g(config, "node1")
+    got = SshConfig([str(config)]).resolve("node1")
+    entry = pwd.getpwuid(os.getuid())
+    assert got.user_known_hosts == tuple(shown["userknownhostsfile"][0].split(" ")) == (
+        f"{entry.pw_dir}/kh", f"{entry.pw_dir}/kh-{entry.pw_name}")
+    assert got.user == shown["user"][0] == entry.pw_name
+    # ssh -G prints IdentityFile unexpanded; OpenSSH loads it from the passwd home.
+    assert shown["identityfile"] == ["~/key-%d"]
+    assert got.identity_files == (f"{entry.pw_dir}/key-{entry.pw_dir}",)
+
+
+def test_the_default_files_are_the_passwd_homes_not_HOMEs(other_home: Path) -> None:
+    from fleetcheck.spec.model import HostSpec, SshOptions
+    from fleetcheck.transport.ssh_settings import SshFiles
+
+    home = passwd_home()
+    # No -F: OpenSSH's own pair of files, ~/.ssh/config from the passwd home.
+    out = subprocess.run(["ssh", "-G", "node1"], check=True, capture_output=True,
+                         text=True).stdout
+    shown = {key: value for key, _, value in (line.partition(" ") for line in out.splitlines())
+             if key in ("port", "user", "userknownhostsfile")}
+    shown_keys = [line.partition(" ")[2] for line in out.splitlines()
+                  if line.startswith("identityfile ")]
+    assert SshConfig.for_option(None).paths == tuple(
+        p for p in (f"{home}/.ssh/config", "/etc/ssh/ssh_config") if os.path.isfile(p))
+    settings = SshFiles().settings(HostSpec(name="node1", address="node1", ssh=SshOptions()))
+    # $HOME/.ssh/config (Port 2999, User from-home) is not the one read.
+    assert (settings.port, settings.user) == (int(shown["port"]), shown["user"])
+    assert (settings.port, settings.user) != (2999, "from-home")
+    # known_hosts and the keys offered: the passwd home's, as `ssh -G` lists them.
+    assert settings.known_hosts[:2] == tuple(shown["userknownhostsfile"].split(" ")) == (
+        f"{home}/.ssh/known_hosts", f"{home}/.ssh/known_hosts2")
+    assert shown_keys and all(path.startswith("~/") for path in shown_keys)
+    # In OpenSSH's order; an OpenSSH that has dropped a key type (id_dsa in 10.0) lists fewer.
+    expected = [os.path.join(home, path[2:]) for path in shown_keys]
+    assert [path for path in settings.identity_files if path in expected] == expected
+    assert all(path.startswith(f"{home}/.ssh/id_") for path in settings.identity_files)
+    assert not any(path.startswith(str(other_home)) for path in settings.identity_files)
+
+
+def test_the_inventorys_tilde_is_the_passwd_homes_too(
+    tmp_path: Path, other_home: Path,
+) -> None:
+    """`identity_file: ~/k` as `ssh -i '~/k'` and `-o UserKnownHostsFile=~/kh` read it."""
+    from fleetcheck.inventory import parse_inventory
+    from fleetcheck.transport.ssh_settings import SshFiles
+
+    text = ("defaults:\n  ssh: {identity_file: ~/k, known_hosts: ~/kh, config_file: none}\n"
+            "hosts:\n  node1: {address: node1, probe_host: true}\n")
+    host = parse_inventory(text, str(tmp_path / "inventory.yaml")).hosts[0]
+    home = passwd_home()
+    assert (host.ssh.identity_file, host.ssh.known_hosts) == (f"{home}/k", f"{home}/kh")
+    settings = SshFiles().settings(host)
+    shown = ssh_g("none", "node1", "-o", "UserKnownHostsFile=~/kh")
+    assert settings.known_hosts[:1] == tuple(shown["userknownhostsfile"]) == (f"{home}/kh",)
+    assert settings.identity_files == (f"{home}/k",)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck.inventory.model import HostSpec, SshOptions
+from fleetcheck.spec.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import TransportError
 from fleetcheck.transport.pct import PctTransport
 from fleetcheck.transport.ssh import ConnectLimiter, SshTransport

@@ -27,6 +27,7 @@ PARTS = (
     "facts_cache",      # Triton's cache dir, mounts, network file systems
     "facts_env",        # environment variables that move or slow the kernels
     "facts_toolchain",  # workload interpreter, C compiler, test compile
+    "facts_gpustate",   # each GPU's memory, processes, modes, memory health; Xid events
     "gather",           # every fact collected, in one order
     "checks_driver",    # GPU and NVIDIA driver checks
     "checks_torch",     # PyTorch checks
@@ -37,6 +38,7 @@ PARTS = (
     "checks_fla",       # flash-linear-attention checks
     "checks_workload",  # the workload's own dirs, its environment, torch.compile's own path
     "checks_hip",       # AMD GPU and Triton HIP backend checks (libamdhip64, gfx arch)
+    "checks_gpustate",  # GPUs held, foreign processes, memory health, missing GPUs, Xids
     "frameworks",       # what FLA, vLLM and inductor will do
     "evaluate",         # checks in causal order, masking, the verdict
     "assembly",         # the Probe class: every mixin above

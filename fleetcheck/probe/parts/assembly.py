@@ -6,6 +6,7 @@ import sys
 from fleetcheck.probe.parts.checks_cache import CacheChecks
 from fleetcheck.probe.parts.checks_driver import DriverChecks
 from fleetcheck.probe.parts.checks_fla import FlaChecks
+from fleetcheck.probe.parts.checks_gpustate import GpuStateChecks
 from fleetcheck.probe.parts.checks_hip import HipChecks
 from fleetcheck.probe.parts.checks_libcuda import LoaderChecks
 from fleetcheck.probe.parts.checks_toolchain import ToolchainChecks
@@ -14,6 +15,7 @@ from fleetcheck.probe.parts.checks_triton import TritonChecks
 from fleetcheck.probe.parts.checks_workload import WorkloadChecks
 from fleetcheck.probe.parts.evaluate import Evaluation
 from fleetcheck.probe.parts.facts_amd import AmdFacts
+from fleetcheck.probe.parts.facts_gpustate import GpuStateFacts
 from fleetcheck.probe.parts.facts_libcuda import LibcudaFacts
 from fleetcheck.probe.parts.facts_toolchain import ToolchainFacts
 from fleetcheck.probe.parts.frameworks import Frameworks
@@ -34,6 +36,8 @@ class Probe(
         FlaChecks,
         WorkloadChecks,
         HipChecks,
+        GpuStateFacts,
+        GpuStateChecks,
         Frameworks,
         Evaluation,
 ):

@@ -19,6 +19,8 @@ CHECK_IDS = (
     "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas", "triton_target",
     "triton_own_path", "stale_cache_masks_compiler", "triton_kernel", "blackwell_no_allocator",
     "fla_fallback_hidden", "workload_env", "inductor_ready",
+    "gpu_memory_in_use", "gpu_foreign_processes", "gpu_memory_health", "gpu_missing_for_cuda",
+    "gpu_persistence_mode", "gpu_xid_events",
 )
 
 #: Checks of NVIDIA's stack only (libcuda, ptxas, NVSwitch): an AMD node's document leaves them out.
@@ -28,6 +30,7 @@ CUDA_ONLY = frozenset({
     "ldcache_stale_libcuda_entry", "libcuda_unversioned_missing", "ptxas_missing",
     "ptxas_override_unparsed", "triton_too_old_for_gpu", "driver_too_old_for_bundled_ptxas",
     "blackwell_no_allocator", "cgroup_devices_revoked", "gpu_exclusive_busy",
+    "gpu_memory_health", "gpu_missing_for_cuda", "gpu_persistence_mode", "gpu_xid_events",
 })
 
 #: Checks of Triton's HIP backend only (libamdhip64): a node without an AMD GPU leaves them out.
@@ -86,4 +89,15 @@ CAUSE_LABELS = {
     "triton_own_path": "get_current_target() fails where the workload builds",
     "workload_env": "the environment moves the kernels off the GPU",
     "inductor_ready": "torch.compile fails before Triton",
+    "gpu_memory_in_use": "GPU memory already in use",
+    "gpu_foreign_processes": "another process on the GPU",
+    "gpu_memory_health": "GPU memory repair pending or failed",
+    "gpu_missing_for_cuda": "a GPU the driver lists that CUDA cannot open",
+    "gpu_persistence_mode": "persistence mode off",
+    "gpu_xid_events": "critical Xid events in the kernel log",
 }
+
+#: The GPUs' state before a job (facts_gpustate.py, checks_gpustate.py): they fail or warn the
+#: node under a playbook, never Triton's verdict.
+GPU_STATE_IDS = frozenset({"gpu_memory_in_use", "gpu_foreign_processes", "gpu_memory_health",
+                           "gpu_missing_for_cuda", "gpu_persistence_mode", "gpu_xid_events"})

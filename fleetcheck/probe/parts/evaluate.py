@@ -7,6 +7,7 @@ from fleetcheck.probe.parts.catalogue import (
     CAUSE_LABELS,
     CHECK_IDS,
     CUDA_ONLY,
+    GPU_STATE_IDS,
     HIP_CAUSE_LABELS,
     HIP_ONLY,
 )
@@ -29,7 +30,7 @@ TRITON_DEPENDENT = frozenset(CHECK_IDS[CHECK_IDS.index("triton_2x"):CHECK_IDS.in
 
 #: Checks of one framework's own way (torch.compile): a failure fails the node, not Triton's
 #: verdict (Triton itself runs on the GPU).
-FRAMEWORK_ONLY = frozenset({"inductor_ready"})
+FRAMEWORK_ONLY = frozenset({"inductor_ready"}) | GPU_STATE_IDS
 
 #: Toolchain failures a warm cache hides (a cached stub skips cc, headers and the link).
 MASKABLE = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",

@@ -72,10 +72,12 @@ class Gather(Part):
         # and the CUDA driver's, where they do not exist yet (removed again when empty).
         self.own_missing = (missing_dirs(triton_cache_dir(self.env))
                             + missing_dirs(cuda_cache_dir(self.env)))
+        self.start_gpu_state()  # before any stage that may create a CUDA context
         own = json.dumps({"name": self.own_name, "deep": self.deep, "env": {
             key: self.env.get(key) for key in WORKLOAD_ENV_KEYS}})
         self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode,
                               own], self.deadline.timeout(), env=env, cwd=self.tmp)
+        self.wait_gpu_state()  # read while the stack imports torch; contexts come after
         self.deep_run = self.cuda = self.smi = self.ldconfig = self.compile = None
         self.hip = self.rocminfo = None
         if self.possible_gpu:
@@ -161,6 +163,7 @@ class Gather(Part):
         else:
             self.assemble_nvidia_facts()
         self.assemble_stack_facts(meta, torch, target, fla)
+        self.assemble_gpu_state()
 
     def assemble_amd_facts(self):
         hip = self.hip_info

@@ -32,3 +32,7 @@ PYINFO_SCRIPT = PY_INCLUDE + stage_script("pyinfo")
 
 #: The definitive end-to-end check (--deep): a real .py file, since @triton.jit reads the source.
 DEEP_SCRIPT = HELPER_PRELUDE + stage_script("deep")
+
+#: Each GPU's state through NVML (memory, compute processes, modes, memory health), run with
+#: `-I` before any stage creates a CUDA context, so that the probe's own is never counted.
+GPUSTATE_SCRIPT = stage_script("gpustate")

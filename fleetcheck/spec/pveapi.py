@@ -11,9 +11,9 @@ from urllib.parse import urlsplit
 
 from fleetcheck.budget import api_deadline
 from fleetcheck.failures import ACCESS_DENIED, UNREACHABLE
-from fleetcheck.inventory.errors import DiscoveryError
-from fleetcheck.inventory.listings import parse_guest_rows
-from fleetcheck.inventory.model import ApiOptions, DiscoveredContainer, HostSpec
+from fleetcheck.spec.errors import DiscoveryError
+from fleetcheck.spec.listings import parse_guest_rows
+from fleetcheck.spec.model import ApiOptions, DiscoveredContainer, HostSpec
 
 _VERIFY_FAILED = re.compile(r"certificate verify failed: ([^(')\"]+)")
 _T = TypeVar("_T")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from fleetcheck.inventory.model import HostSpec
-from fleetcheck.inventory.ranges import (
+from fleetcheck.spec.model import HostSpec
+from fleetcheck.spec.ranges import (
     matches_name,
     partition_outside_brackets,
     split_outside_brackets,

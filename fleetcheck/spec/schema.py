@@ -1,7 +1,9 @@
 """The inventory's schema: the keys each section accepts, the shapes of names, and how one
 host's settings are laid over another's (defaults, a source's template, the host's own).
 
-Below the loader (`load.py`) and the sources it reads (`sources.py`), which both use it.
+Below the loader (`load.py`) and the sources it reads (`sources.py`), which both use it, and
+below the node kinds, whose declarations are read with it: it asks the kinds nothing (the keys
+they add are `hostkeys.py`'s).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ DEFAULTS_KEYS = (
 )
 #: A host entry's keys, in the order "unknown key (valid: ...)" lists them. The keys of the
 #: kinds fleetcheck shipped first stand here for that order only: each kind reads its own
-#: (`kind_keys`), and a kind added since comes after these (`host_keys`).
+#: (`hostkeys.kind_keys`), and a kind added since comes after these (`hostkeys.host_keys`).
 HOST_KEYS = (
     "address",
     "transport",
@@ -55,24 +57,6 @@ HOST_KEYS = (
     "sudo",
     "timeout",
 )
-
-
-def kind_keys() -> dict[str, Any]:
-    """The host keys of the node kinds (`kinds/`: a kind's `inventory_key`, which its
-    `read_declaration` reads), each with its kind, in registry order."""
-    from fleetcheck import kinds
-
-    found: dict[str, Any] = {}
-    for kind in kinds.all_kinds():
-        key = kind.inventory_key
-        if key is not None and kind.reads_declaration:
-            found.setdefault(key, kind)
-    return found
-
-
-def host_keys() -> tuple[str, ...]:
-    """Every key a host's entry accepts: the ones above, then the node kinds' own."""
-    return (*HOST_KEYS, *(key for key in kind_keys() if key not in HOST_KEYS))
 
 
 TRANSPORTS = ("ssh", "local", "api")

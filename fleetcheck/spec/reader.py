@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from fleetcheck.inventory.model import ApiOptions, SshOptions
-from fleetcheck.inventory.schema import (
+from fleetcheck.spec.model import ApiOptions, SshOptions
+from fleetcheck.spec.schema import (
     ENV_NAME_RE,
     HOST_KEY_POLICIES,
     HOSTNAME_RE,
@@ -23,9 +23,10 @@ from fleetcheck.inventory.schema import (
     SECRET_HINT,
     SECRET_KEYS,
 )
-from fleetcheck.inventory.yamlread import YamlReader, show
-from fleetcheck.inventory.yamlsrc import KeyPath
+from fleetcheck.spec.yamlread import YamlReader, show
+from fleetcheck.spec.yamlsrc import KeyPath
 from fleetcheck.text import clip
+from fleetcheck.userhome import expand_tilde
 
 
 def _is_ip(text: str) -> bool:
@@ -135,10 +136,10 @@ class InventoryReader(YamlReader):
             elif key == "port":
                 kw[key] = self.integer(value, path, 1, 65535)
             elif key in ("identity_file", "known_hosts"):
-                kw[key] = self.local_path(value, path)
+                kw[key] = self.ssh_path(value, path)
             elif key == "config_file":
                 # "none" as in `ssh -F none`: read no ssh_config at all.
-                kw[key] = "" if value in ("", "none") else self.local_path(value, path)
+                kw[key] = "" if value in ("", "none") else self.ssh_path(value, path)
             elif key == "host_key_policy":
                 kw[key] = self.choice(value, path, HOST_KEY_POLICIES)
             elif key == "max_sessions":
@@ -146,6 +147,11 @@ class InventoryReader(YamlReader):
             elif key == "connect_timeout":
                 kw[key] = self.seconds(value, path)
         return SshOptions(**kw)
+
+    def ssh_path(self, value: Any, path: KeyPath) -> str:
+        """An SSH file: `~` from the passwd entry's home, as OpenSSH expands it (not `$HOME`,
+        which `local_path` would use), then relative to the document's folder."""
+        return self.local_path(expand_tilde(self.string(value, path)), path)
 
     def api(self, items: Mapping[str, tuple[Any, KeyPath]], host: KeyPath, name: str) -> ApiOptions:
         """ApiOptions from defaults.api + hosts.X.api; the secret itself is never read here."""
