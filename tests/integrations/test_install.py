@@ -10,6 +10,7 @@ and the same with the user's PYTHONWARNINGS=error.
 
 from __future__ import annotations
 
+import argparse
 import glob
 import re
 import shutil
@@ -206,7 +207,24 @@ def every_subcommand(work: Path, port: int) -> list[tuple[list[str], set[int]]]:
         (["merge", docs, "-o", str(work / "merged.json")], verdicts),
         (["fix", audit], verdicts),
         (["host-setup", "--key", str(work / "audit.pub")], {0}),
+        (["schema", "audit"], {0}),
+        (["completion", "bash"], {0}),
+        (["manpage"], {0}),
     ]
+
+
+def subcommand_names() -> set[str]:
+    """The subcommands the CLI has (its parser's)."""
+    from fleetcheck.cli import build_parser
+
+    actions = [action for action in build_parser()._actions
+               if isinstance(action, argparse._SubParsersAction)]
+    return {name for action in actions for name in action.choices}
+
+
+def test_every_subcommand_is_among_those_run(tmp_path: Path) -> None:
+    run = {argv[0] for argv, _ in every_subcommand(tmp_path, 9)}
+    assert run - {"--help"} == subcommand_names()
 
 
 def test_every_subcommand_prints_no_python_warning_with_the_newest_releases(
