@@ -173,11 +173,12 @@ AUDIT_KEY = ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9
              "fleetcheck-audit\n")
 
 
-def every_subcommand(work: Path, port: int) -> list[tuple[list[str], set[int]]]:
+def every_subcommand(work: Path, port: int) -> list[tuple[list[str], set[int], str]]:
     """Each subcommand once, in an order where each finds what an earlier one wrote, with the
-    exit codes it may give here. Together they import every library fleetcheck uses: asyncssh
-    (the audit's SSH hosts, refused), proxmoxer, requests and urllib3 (an API source, refused),
-    ClusterShell (a node range), PyYAML, Jinja2 (the HTML report) and rich (the tables)."""
+    exit codes it may give here and a text its output holds (that it got that far). Together
+    they import every library fleetcheck uses: asyncssh (the audit's SSH hosts, refused),
+    proxmoxer, requests and urllib3 (an API source, refused), ClusterShell (a node range),
+    PyYAML, Jinja2 (the HTML report) and rich (the tables)."""
     (work / "docs").mkdir()
     (work / "audit.pub").write_text(AUDIT_KEY)
     (work / "ssh.yaml").write_text(
@@ -193,23 +194,26 @@ def every_subcommand(work: Path, port: int) -> list[tuple[list[str], set[int]]]:
     audit, docs = str(work / "audit.json"), str(work / "docs")
     verdicts = {0, 1, 3}  # pass, fail, unverified: this machine has no GPU, or may have one
     return [
-        (["--help"], {0}),
-        (["audit", "inventory.example.yaml", "--no-progress", "-o", audit], verdicts),
-        (["audit", str(work / "ssh.yaml"), "--no-progress"], {3}),
-        (["gate", "inventory.example.yaml"], verdicts),
-        (["probe", "-o", f"{docs}/node.json", "--cache", str(work / "cache.json")], verdicts),
-        (["health", "--cache", str(work / "cache.json")], verdicts),
-        (["inventory", "inventory.example.yaml"], {0}),
-        (["inventory", str(work / "api.yaml")], {2}),
-        (["report", audit], {0}),
-        (["report", audit, "-o", str(work / "report.html")], {0}),
-        (["diff", audit, audit], {0}),
-        (["merge", docs, "-o", str(work / "merged.json")], verdicts),
-        (["fix", audit], verdicts),
-        (["host-setup", "--key", str(work / "audit.pub")], {0}),
-        (["schema", "audit"], {0}),
-        (["completion", "bash"], {0}),
-        (["manpage"], {0}),
+        (["--help"], {0}, "usage: fleetcheck"),
+        (["audit", "inventory.example.yaml", "--no-progress", "-o", audit], verdicts, ""),
+        (["audit", str(work / "ssh.yaml"), "--no-progress"], {3},
+         f"connection refused by gpu01 (127.0.0.1:{port})"),
+        (["gate", "inventory.example.yaml"], verdicts, ""),
+        (["probe", "-o", f"{docs}/node.json", "--cache", str(work / "cache.json")], verdicts,
+         ""),
+        (["health", "--cache", str(work / "cache.json")], verdicts, ""),
+        (["inventory", "inventory.example.yaml"], {0}, "this-machine"),
+        (["inventory", str(work / "api.yaml")], {2},
+         f"Proxmox API https://127.0.0.1:{port}: cannot connect"),
+        (["report", audit], {0}, "this-machine"),
+        (["report", audit, "-o", str(work / "report.html")], {0}, ""),
+        (["diff", audit, audit], {0}, "no changes"),
+        (["merge", docs, "-o", str(work / "merged.json")], verdicts, ""),
+        (["fix", audit], verdicts, "fleetcheck fix:"),
+        (["host-setup", "--key", str(work / "audit.pub")], {0}, "gatekeeper"),
+        (["schema", "audit"], {0}, "fleetcheck.audit/1"),
+        (["completion", "bash"], {0}, "fleetcheck"),
+        (["manpage"], {0}, ".TH"),
     ]
 
 
@@ -223,7 +227,7 @@ def subcommand_names() -> set[str]:
 
 
 def test_every_subcommand_is_among_those_run(tmp_path: Path) -> None:
-    run = {argv[0] for argv, _ in every_subcommand(tmp_path, 9)}
+    run = {argv[0] for argv, _, _ in every_subcommand(tmp_path, 9)}
     assert run - {"--help"} == subcommand_names()
 
 
@@ -231,12 +235,13 @@ def test_every_subcommand_prints_no_python_warning_with_the_newest_releases(
         offline_install: OfflineInstall, refused_port: int, tmp_path: Path) -> None:
     assert offline_install.done.returncode == 0, offline_install.done.stderr
     env = {**offline_install.env, "FLEETCHECK_TEST_TOKEN": "0123456789abcdef"}
-    for argv, codes in every_subcommand(tmp_path, refused_port):
+    for argv, codes, says in every_subcommand(tmp_path, refused_port):
         done = subprocess.run([str(offline_install.fleetcheck), *argv],
                               cwd=offline_install.clone, env=env, capture_output=True,
                               text=True, timeout=180, check=False)
         shown = f"fleetcheck {' '.join(argv)}: exit {done.returncode}\n{done.stderr}"
         assert done.returncode in codes, shown
+        assert says in done.stdout + done.stderr, f"{shown}\n{done.stdout}"
         assert not PYTHON_WARNING.search(done.stderr), shown
         assert "Traceback" not in done.stderr, shown
         # A user's PYTHONWARNINGS=error makes no library warning an exception either.
