@@ -67,10 +67,19 @@ log() {
     fi
 }
 
-# The reason users read: one line, printable, no quotes (scontrol takes it as one argument).
+# fleetcheck's own lines: a Python warning some library printed (`FILE:LINE: NAMEWarning: TEXT`
+# and the source line under it) is never taken for fleetcheck's words.
+own_lines() {
+    awk '/^[^ ].*:[0-9]+: [A-Za-z0-9_]*Warning: / { skip = 1; next }
+         skip && /^  / { skip = 0; next }
+         { skip = 0; print }'
+}
+
+# The reason users read: the gate's first line of its own (not a `fleetcheck: ` notice), one
+# line, printable, no quotes (scontrol takes it as one argument).
 reason_of() {
-    printf '%s\n' "$1" | grep -v '^fleetcheck: ' | head -n 1 | tr -c '[:print:]' ' ' \
-        | tr -d "\"'\\\\" | cut -c 1-240
+    printf '%s\n' "$1" | own_lines | grep -v '^fleetcheck: ' | head -n 1 \
+        | tr -c '[:print:]\n' ' ' | tr -d "\"'\\\\" | cut -c 1-240
 }
 
 hold() {
@@ -111,7 +120,8 @@ case "$status" in
         hold "$(reason_of "$output")"
         ;;
     *)
-        detail=$(printf '%s\n' "$output" | head -n 1 | tr -c '[:print:]' ' ' | cut -c 1-240)
+        detail=$(printf '%s\n' "$output" | own_lines | head -n 1 | tr -c '[:print:]\n' ' ' \
+            | cut -c 1-240)
         if [ "$BLOCK_UNVERIFIED" = 1 ]; then
             hold "could not verify the nodes (gate exit $status): $detail"
         fi

@@ -171,9 +171,12 @@ def load_yaml(
         try:
             return _compose(_FastLoader, text, path, wording)
         except (yaml.YAMLError, RecursionError) as exc:
-            if getattr(exc, "problem", None) == _LIBYAML_TOO_DEEP:
-                # The pure-Python scanner is quadratic in flow nesting (seconds for a few KB):
-                # say at once what it would say after them.
+            # libyaml refused the nesting, or (a libyaml without that limit: PyYAML's wheels
+            # before 6.0.4) composing it recursed past Python's limit. The pure-Python scanner
+            # is quadratic in flow nesting (seconds for a few KB): say at once what it would
+            # say after them.
+            if isinstance(exc, RecursionError) or getattr(exc, "problem", None) == (
+                    _LIBYAML_TOO_DEEP):
                 raise wording.problem(f"{path}: {_TOO_DEEP}") from None
             # Any other refusal: the pure-Python loader says why, in its own words.
     try:

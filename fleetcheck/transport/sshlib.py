@@ -1,4 +1,4 @@
-"""asyncssh, imported without ctypes.util.find_library's compiler run.
+"""asyncssh, imported without find_library's compiler run and cryptography's warnings about it.
 
 Importing asyncssh looks for liboqs (asyncssh.crypto.pq: `find_library("oqs")`, then
 `find_library("liboqs")`, for the sntrup761 key exchange). On Linux, for a library that is not
@@ -18,6 +18,16 @@ which fleetcheck does not depend on; OpenSSH has no X.509 certificates, and flee
 none and accepts none (host keys are checked against known_hosts, client keys are plain keys
 or OpenSSH certificates). asyncssh itself treats the module's absence as "no X.509 support".
 
+cryptography's deprecation warnings that asyncssh's own code raises are ignored
+(`quiet_asyncssh_deprecations`): cryptography 51 deprecates DSA, and asyncssh, at import and
+again whenever it meets an ssh-dss key, names cryptography's DSA classes, which printed ten
+lines of `CryptographyDeprecationWarning` before anything of fleetcheck's own (and took the
+place of the gate's one line where its first line is a message, as a Slurm job's comment).
+They are asyncssh's to act on, not the user's. The filter is narrow: that one category, raised
+from asyncssh's modules; every other warning, fleetcheck's own included, is shown as before.
+It stays for the process's life (not only the import) because asyncssh names those classes
+again when it reads an ssh-dss key from known_hosts or an identity file.
+
 Every module of fleetcheck imports asyncssh from here (`from fleetcheck.transport.sshlib
 import asyncssh`), so whichever comes first takes this path.
 """
@@ -27,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import ctypes.util
 import sys
+import warnings
 from collections.abc import Iterator
 
 
@@ -63,6 +74,21 @@ def without_x509() -> Iterator[None]:
             del sys.modules[X509_MODULE]
 
 
+#: The modules whose cryptography deprecation warnings are ignored: asyncssh's own.
+ASYNCSSH_MODULES = r"asyncssh(\.|$)"
+
+
+def quiet_asyncssh_deprecations() -> None:
+    """Ignore cryptography's deprecation warnings raised from asyncssh's modules (see above)."""
+    try:
+        from cryptography.utils import CryptographyDeprecationWarning
+    except ImportError:  # a cryptography without the class warns with none of it
+        return
+    warnings.filterwarnings("ignore", category=CryptographyDeprecationWarning,
+                            module=ASYNCSSH_MODULES)
+
+
+quiet_asyncssh_deprecations()
 with ld_cache_only(), without_x509():
     import asyncssh
     import asyncssh.config

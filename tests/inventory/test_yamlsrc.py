@@ -116,6 +116,21 @@ def test_too_deep_a_document_is_refused_without_the_pure_python_scanner(
     assert composers == ["_CLineLoader"]
 
 
+@needs_libyaml
+def test_too_deep_for_python_in_the_c_loader_is_refused_without_the_pure_python_scanner(
+    composers: list[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A libyaml without a nesting limit (PyYAML's wheels before 6.0.4) composes the document
+    # until Python's recursion limit; the pure-Python scanner would say the same, seconds later.
+    def too_deep(self: Any) -> Any:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(yamlsrc._CLineLoader, "get_single_node", too_deep)
+    with pytest.raises(InventoryError, match=r"^inv\.yaml: YAML nested too deeply$"):
+        yamlsrc.load_yaml("hosts: [[[]]]", "inv.yaml")
+    assert composers == ["_CLineLoader"]
+
+
 def refusal(call: Any, *args: Any) -> FleetcheckError:
     with pytest.raises(FleetcheckError) as caught:
         call(*args)

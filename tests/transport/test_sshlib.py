@@ -1,5 +1,6 @@
 """Importing asyncssh through fleetcheck does not run a compiler: asyncssh looks for liboqs with
-ctypes.util.find_library, which on Linux falls back to gcc and ld (0.2 s per start)."""
+ctypes.util.find_library, which on Linux falls back to gcc and ld (0.2 s per start); and prints
+no warning of cryptography's about asyncssh's own code, while every other warning shows."""
 
 from __future__ import annotations
 
@@ -68,3 +69,47 @@ def test_asyncssh_is_imported_without_its_x509_module() -> None:
     done = subprocess.run([sys.executable, "-c", probe], env=dict(os.environ, PYTHONPATH=str(REPO)),
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
+
+
+#: An ssh-dss public key: asyncssh names cryptography's deprecated DSA classes to read it.
+DSA_KEY = ("ssh-dss "
+           "AAAAB3NzaC1kc3MAAACBAOCZnqYsgIaxPqQ/7qysj+fJ4YvQimkwRQdQ36YJ0gIbSuajPrXSkrS3jYk+bcqh"
+           "5Ikj69i+AG4gysKkRU46QgQDlfKvOWnRHHwrscINmXUCXlGaF4tm++erOO4blFdrlH2Z04IID7YUV0DzFZFP"
+           "cEQsTyjwWYksqjyBOJ+ZTHpZAAAAFQD4D14ubGGamxjawS1R3qhIb2m9JwAAAIAgZw1EPGavLg/cnXGqR17J"
+           "et6/9LbeTuOH8VdC78uysT4Cj38DQcZImCLArNKcpUyCxOKuNWPuyw03lSD75dRWi/aRRh0KsG5jTZYt5NdQ"
+           "50LQxYZTZL8rNDLmla1j+Hj36iGEXJsRME1/yBJa2+VYTjQ982u7LQOfhuPxku54tgAAAIEAzAeY9V6f2teE"
+           "5hAMK2KTkOCiagJAfmTcrMfTtcCRv4mCgeZHmMtzf2CGYMjNgaL1rsD1m77SWOZuZh3XAhgXRUuBm6jE5Wu4"
+           "x/lqi33/eBVGnwmagHN3wMBFK6P4MJoN2ISbvQFGspH6ddHLQZQ6CJqNcqSVfucfRAcD7vfl5fo=")
+
+
+def run_python(probe: str, *options: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *options, "-c", probe],
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+def test_asyncssh_warns_of_deprecated_dsa_neither_at_import_nor_at_use() -> None:
+    # Under -W error any warning is an exception. cryptography 51 deprecates DSA; asyncssh names
+    # its classes at import and again when it reads an ssh-dss key (here, a known_hosts line).
+    probe = ("from fleetcheck.transport.sshlib import asyncssh\n"
+             f"assert asyncssh.import_known_hosts('gpu01 {DSA_KEY}\\n')\n")
+    done = run_python(probe, "-W", "error")
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+
+
+def test_only_asyncssh_modules_cryptography_deprecations_are_ignored() -> None:
+    # The same category raised from anywhere else is shown as Python shows it: fleetcheck's
+    # own modules, the user's script, a module whose name merely starts with "asyncssh".
+    probe = ("import warnings\n"
+             "from fleetcheck.transport.sshlib import asyncssh\n"
+             "from cryptography.utils import CryptographyDeprecationWarning as Deprecated\n"
+             "for module in ('asyncssh', 'asyncssh.crypto.dsa'):\n"
+             "    warnings.warn_explicit('hidden', Deprecated, 'a.py', 1, module=module)\n"
+             "for module in ('fleetcheck.transport.ssh', '__main__', 'asyncsshd'):\n"
+             "    warnings.warn_explicit('shown', Deprecated, 'b.py', 2, module=module)\n"
+             "warnings.warn_explicit('shown', UserWarning, 'c.py', 3, module='asyncssh.misc')\n")
+    done = run_python(probe, "-W", "always")
+    assert done.returncode == 0, done.stderr
+    assert "hidden" not in done.stderr
+    assert done.stderr.count("CryptographyDeprecationWarning: shown") == 3, done.stderr
+    assert done.stderr.count("UserWarning: shown") == 1, done.stderr
