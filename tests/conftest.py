@@ -44,8 +44,9 @@ XDIST_GROUPS = {
     "slurm-fleet": ("tests/integrations/test_slurm_fleet.py::",),
     "browser": ("tests/render/test_browser.py::",),
 }
-#: The fixtures that make a test need what `scripts/test.sh --quick` leaves out (the markers).
-FIXTURE_MARKERS = {"fleet": "sshd", "real_fleet": "runtimes", "scenario": "runtimes"}
+#: The fixtures that make a test need what `scripts/test.sh --quick` leaves out (the markers;
+#: a fixture's own fixtures count: tests/runtimes' `scenario` asks for `real_fleet`).
+FIXTURE_MARKERS = {"fleet": "sshd", "real_fleet": "runtimes"}
 #: Where tests run fleetcheck or the probe as child processes (the CLI; the probe on fake
 #: nodes): marked `subprocess` (a folder ends in "/"), but for the modules of IN_PROCESS.
 SUBPROCESS = ("tests/test_cli.py", "tests/probe/")
