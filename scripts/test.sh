@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what the test suite needs on a fresh Debian machine (when missing), then run it all:
-# lint (ruff), types (mypy) and pytest on parallel workers (pytest-xdist, one per core: `-n 0`
+# lint (ruff), types (mypy) and pytest on parallel workers (pytest-xdist, one per CPU: `-n 0`
 # runs them in this one process). Arguments are passed to pytest.
 #
 #   scripts/test.sh --quick [PYTEST ARGS]
@@ -16,10 +16,10 @@ cd "$(dirname "$0")/.."
 py=.venv/bin/python
 # Tests that start `python3` or `fleetcheck` by name get the project's.
 export PATH="$PWD/.venv/bin:$PATH"
-# Workers: one per core (pytest-xdist's `auto`); FLEETCHECK_TEST_WORKERS, or `-n N` among the
+# Workers: one per logical CPU (`-n logical`); FLEETCHECK_TEST_WORKERS, or `-n N` among the
 # arguments, says otherwise. Tests that must share one process run on one worker
 # (tests/conftest.py, `--dist loadgroup` in pyproject.toml).
-workers=(-n "${FLEETCHECK_TEST_WORKERS:-auto}")
+workers=(-n "${FLEETCHECK_TEST_WORKERS:-logical}")
 
 if [ "${1:-}" = "--quick" ]; then
   shift
