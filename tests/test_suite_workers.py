@@ -2,36 +2,63 @@
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
-from collections import defaultdict
-from pathlib import Path
+from types import SimpleNamespace
 
-import pytest
-
-from tests.conftest import XDIST_GROUPS, xdist_group
+from tests.conftest import XDIST_GROUPS, pytest_xdist_make_scheduler, xdist_group
 from tests.reliability.conftest import Figures, merged_figures
 
-ROOT = Path(__file__).resolve().parents[1]
+
+class _Worker:
+    """What pytest-xdist's scheduler uses of a worker: its id, the tests it was sent."""
+
+    def __init__(self, name: str) -> None:
+        self.gateway = SimpleNamespace(id=name)
+        self.sent: list[int] = []
+        self.shutting_down = False
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        self.sent.extend(indices)
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
 
 
-@pytest.mark.subprocess
-def test_a_group_runs_on_one_worker() -> None:
-    """The own-process group's tests (here tests/bench/test_bench_helpers.py) on one worker,
-    each test of no group on whichever is free: pytest-xdist's own `xdist_group` marks are
-    lost on pytest 9.2 (the tests are spread), the node ids the scheduler reads are not."""
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "-v",
-         "tests/bench/test_bench_helpers.py", "tests/test_outbound.py"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    workers: dict[str, set[str]] = defaultdict(set)
-    for worker, nodeid in re.findall(r"^\[(gw\d+)\] \[ *\d+%\] PASSED (\S+)", done.stdout,
-                                     re.MULTILINE):
-        workers[nodeid.split("::")[0]].add(worker)
-    assert set(workers) == {"tests/bench/test_bench_helpers.py", "tests/test_outbound.py"}
-    assert len(workers["tests/bench/test_bench_helpers.py"]) == 1, done.stdout
+def test_a_group_runs_on_one_worker_in_collection_order() -> None:
+    """The scheduler the suite runs with (`pytest_xdist_make_scheduler`), driven as
+    pytest-xdist's controller drives it: the own-process group goes whole to one worker, in
+    collection order; the other tests to whichever worker has room."""
+    collection = [
+        "tests/audit/test_a.py::test_one", "tests/audit/test_a.py::test_two",
+        "tests/bench/test_nodes_fleet.py::test_subreaper",
+        "tests/fix/test_fix_fleet.py::test_an_interrupted_apply_still_writes_a_record",
+        "tests/fix/test_fix_fleet.py::test_dry_run", "tests/probe/test_p.py::test_p[1]",
+        "tests/probe/test_p.py::test_p[2]", "tests/runtimes/test_real_fleet.py::test_audit",
+        "tests/runtimes/test_real_reliability.py::test_kills_the_vm",
+        "tests/transport/test_t.py::test_t",
+    ]
+    config = SimpleNamespace(getvalue=lambda name: {"tx": ["popen", "popen"],
+                                                    "dist": "loadgroup"}[name],
+                             option=SimpleNamespace(loadscopereorder=True))
+    scheduler = pytest_xdist_make_scheduler(config, None)  # type: ignore[arg-type]
+    workers = [_Worker("gw0"), _Worker("gw1")]
+    for worker in workers:
+        scheduler.add_node(worker)
+        scheduler.add_node_collection(worker, collection)
+    scheduler.schedule()
+    finished = dict.fromkeys(workers, 0)
+    for _ in range(len(collection)):  # each worker finishes a test it holds, gets more
+        for worker in workers:
+            if finished[worker] < len(worker.sent):
+                scheduler.mark_test_complete(worker, worker.sent[finished[worker]])
+                finished[worker] += 1
+    assert scheduler.tests_finished
+    group = [collection.index(nodeid) for nodeid in collection
+             if xdist_group(nodeid) == "own-process"]
+    holders = [worker for worker in workers if set(group) & set(worker.sent)]
+    assert len(holders) == 1
+    assert [i for i in holders[0].sent if i in group] == group
+    assert sorted(workers[0].sent + workers[1].sent) == list(range(len(collection)))
+    assert all(worker.sent for worker in workers)
 
 
 def test_the_groups_by_node_id() -> None:
