@@ -1,10 +1,35 @@
 #!/usr/bin/env bash
 # Install what the test suite needs on a fresh Debian machine (when missing), then run it all:
-# lint (ruff), types (mypy) and pytest. Arguments are passed to pytest.
+# lint (ruff), types (mypy) and pytest on parallel workers (pytest-xdist, one per CPU: `-n 0`
+# runs them in this one process). Arguments are passed to pytest.
+#
+#   scripts/test.sh --quick [PYTEST ARGS]
+#
+# The edit loop: ruff, then the unit and in-process tests only (no sshd fleet, real runtimes,
+# Slurm, Chromium, install test or CLI/probe child processes: the markers in pyproject.toml),
+# with none of the set-up the others need (Debian packages, guest kernel, wheelhouse, mypy).
 # Everything Python goes into the project's venv (.venv, made by scripts/install.sh), so this
 # works with the "externally managed" (PEP 668) python3 of Debian, Proxmox VE and Ubuntu.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+py=.venv/bin/python
+# Tests that start `python3` or `fleetcheck` by name get the project's.
+export PATH="$PWD/.venv/bin:$PATH"
+# Workers: one per logical CPU (`-n logical`); FLEETCHECK_TEST_WORKERS, or `-n N` among the
+# arguments, says otherwise. Tests that must share one process run on one worker
+# (tests/conftest.py, `--dist loadgroup` in pyproject.toml).
+workers=(-n "${FLEETCHECK_TEST_WORKERS:-logical}")
+
+if [ "${1:-}" = "--quick" ]; then
+  shift
+  "$py" -c 'import fleetcheck, pytest, xdist' >/dev/null 2>&1 || scripts/install.sh --dev
+  "$py" -m ruff check fleetcheck tests bench scripts
+  # The real FLA wheels some in-process tests read (fetched once; nothing to do after that).
+  "$py" scripts/fetch_test_wheels.py
+  exec "$py" -m pytest "${workers[@]}" \
+    -m "not (sshd or runtimes or browser or slow or own_process or subprocess)" "$@"
+fi
 
 need=()
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
@@ -62,11 +87,8 @@ if [ -x /usr/bin/python3 ]; then
 else
   scripts/install.sh --download .wheelhouse
 fi
-py=.venv/bin/python
-# Tests that start `python3` or `fleetcheck` by name get the project's.
-export PATH="$PWD/.venv/bin:$PATH"
 "$py" -m ruff check fleetcheck tests bench scripts
 "$py" -m mypy
 # The real flash-linear-attention wheels the probe's tests install (scripts/fetch_test_wheels.py).
 "$py" scripts/fetch_test_wheels.py
-exec "$py" -m pytest "$@"
+exec "$py" -m pytest "${workers[@]}" "$@"

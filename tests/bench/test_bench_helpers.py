@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from bench.contenders import Outcome
 from bench.measure import Measurement, descendants, run_measured
 from bench.report import Row, quick_line, table
+
+# It measures this process's tree and the orphans it adopts (tests/conftest.py: on one
+# worker, before the real fleet's processes are this process's children).
+pytestmark = pytest.mark.own_process
 
 
 def test_run_measured_counts_the_tree_and_its_own_memory() -> None:

@@ -14,6 +14,10 @@ from bench.contenders import expand_nodeset, split_clush, split_prefixed
 from bench.measure import Pin, cpus_text, parse_cpus, run_measured
 from bench.nodes import nodeset
 
+# It measures this process's tree and the orphans it adopts, makes it a child subreaper and
+# presses Ctrl-C on it (tests/conftest.py: on one worker, before the real fleet).
+pytestmark = pytest.mark.own_process
+
 
 def test_nodeset_folds_and_expands_back() -> None:
     names = ["node0001", "node0002", "node0003", "node0007", "node0010", "node0011"]

@@ -222,6 +222,7 @@ def test_a_held_dpkg_lock_fails_once_with_apts_text(fleet: Fleet, capsys: Any,
     assert [call[0] for call in _apt_calls(cdir)] == ["update", "install"]  # no retry loop
 
 
+@pytest.mark.own_process  # Ctrl-C on this process
 def test_an_interrupted_apply_still_writes_a_complete_record(fleet: Fleet, capsys: Any,
                                                              tmp_path: Path) -> None:
     cdir = _fleet(fleet, delay=60)
@@ -310,6 +311,7 @@ def test_interactive_no_changes_nothing(fleet: Fleet, capsys: Any,
     assert _apt_calls(cdir) == []
 
 
+@pytest.mark.own_process  # Ctrl-C on this process
 def test_nothing_is_applied_after_an_interrupted_first_probe(
         fleet: Fleet, capsys: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     cdir = _fleet(fleet)

@@ -19,7 +19,8 @@ Hosts: `add_host(name, *, containers="all"|"listed", probe_host=False, known="tr
 "absent", refuse=False, sudo=False, sudo_password=False, max_sessions=None)`. Each host has its
 own sshd (own port, own host key, MaxSessions and MaxStartups left at OpenSSH's defaults), its
 own `bin/` (the pct stand-in and a sudo stand-in) put first on the session PATH by sshd's
-`SetEnv`, and `containers/<vmid>/` directories. `refuse=True` reserves a port with no sshd.
+`SetEnv`, and `containers/<vmid>/` directories. `refuse=True` holds a port that refuses
+connections (no sshd).
 `known` decides the host's line in the fleet's known_hosts: its real key, another key, or none.
 
 VMs and Docker/Podman: `add_vm(host, vmid, kind, agent="on"|"off"|"none", template=False)`
@@ -117,6 +118,9 @@ class FleetHost:
     vm_ids: list[int] = field(default_factory=list)
     #: `oci:` per parent (None: the host itself, else a VMID): [runtime, mode, names].
     oci: dict[int | None, list[Any]] = field(default_factory=dict)
+    #: `refuse`: the bound, never listening socket that keeps the port refusing (closed by
+    #: `Fleet.close`).
+    held: socket.socket | None = None
 
     @property
     def log(self) -> Path:
@@ -124,9 +128,33 @@ class FleetHost:
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port on 127.0.0.1 for a server started next, reserved for the next minute.
+
+    The port is left in TIME_WAIT (a connection to it, closed first by the accepting side): for
+    the kernel's TIME_WAIT period no other `bind(("127.0.0.1", 0))` and no outgoing connection
+    is given it, so another pytest-xdist worker, or another test run on the machine, cannot
+    take it between now and the server's bind; a server that sets SO_REUSEADDR (sshd,
+    slurmctld, slurmd, Python's socketserver) binds it at once. (A bound socket closed before
+    the server starts, as this did before, can be handed to anyone in between.)
+    """
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        address = server.getsockname()
+        with socket.socket() as client:
+            client.connect(address)
+            accepted, _ = server.accept()
+            accepted.close()  # the server's side closes first: its port is the one held
+        return int(address[1])
+
+
+def refused_port() -> socket.socket:
+    """A socket bound to a port of 127.0.0.1 and never listening: a connection to its port is
+    refused for as long as it is open, and no other server can bind that port meanwhile."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    return sock
 
 
 def _keygen(path: Path) -> str:
@@ -182,10 +210,12 @@ class Fleet:
         (hdir / "bin" / "sudo").chmod(0o755)
         if sudo_password:
             (hdir / "sudo-requires-password").write_text("")
-        host = FleetHost(name=name, dir=hdir, port=free_port(),
+        held = refused_port() if refuse else None
+        host = FleetHost(name=name, dir=hdir,
+                         port=free_port() if held is None else held.getsockname()[1],
                          host_key=hdir / "sshd" / "host_ed25519", containers=containers,
                          probe_host=probe_host, sudo=sudo, known=known, refuse=refuse,
-                         ssh_extra=ssh_extra, vm_mode=vms)
+                         ssh_extra=ssh_extra, vm_mode=vms, held=held)
         self.hosts[name] = host
         if not refuse:
             _keygen(host.host_key)
@@ -524,6 +554,8 @@ class Fleet:
                 pass
         for host in self.hosts.values():
             self._stop(host)
+            if host.held is not None:
+                host.held.close()
         return self.leftovers
 
     def __enter__(self) -> Fleet:

@@ -5,7 +5,8 @@ host: one slurmd per node name (`slurmd -N NAME`), each on its own port (`NodeNa
 NodeHostname=HOST Port=PORT`), which Debian's build allows without --enable-multiple-slurmd.
 Everything lives in one private folder: the munge key and socket, slurm.conf, the state and
 spool folders, the logs. The daemons run in the foreground as our children, on free TCP ports
-on 127.0.0.1, so nothing outside the folder is used or left behind. Every wait is bounded.
+on 127.0.0.1 (held for them until they bind: `tests.fleet.kit.free_port`), so nothing outside
+the folder is used or left behind. Every wait is bounded.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.fleet.kit import free_port
 
 BINARIES = ("munged", "mungekey", "slurmctld", "slurmd", "sinfo", "scontrol", "sbatch", "squeue")
 
@@ -54,12 +56,6 @@ def missing_binaries() -> list[str]:
 
 def _short_hostname() -> str:
     return os.uname().nodename.split(".")[0]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _binary(name: str) -> str:
@@ -135,8 +131,8 @@ class SlurmCluster:
         lines = [
             "ClusterName=fleetcheck-test",
             f"SlurmctldHost={_short_hostname()}(127.0.0.1)",
-            f"SlurmctldPort={_free_port()}",
-            f"SlurmdPort={_free_port()}",
+            f"SlurmctldPort={free_port()}",
+            f"SlurmdPort={free_port()}",
             "SlurmUser=root",
             "SlurmdUser=root",
             "AuthType=auth/munge",
@@ -170,7 +166,7 @@ class SlurmCluster:
         if not self.names:
             return [f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN{extra}"]
         host = _short_hostname()
-        return [f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 Port={_free_port()} "
+        return [f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 Port={free_port()} "
                 f"CPUs=1 State=UNKNOWN{extra}" for name in self.names]
 
     def _spawn(self, name: str, argv: list[str]) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,6 +77,21 @@ class Figures:
         self.tries["host_key"] += 1
         self._find("host_key", [accepted] if accepted else [])
 
+    def state(self) -> dict[str, Any]:
+        """What was recorded, as JSON (a pytest-xdist worker hands it to the controller)."""
+        return {"xfailed": sorted(self.xfailed), "faults": self.faults, "inputs": self.inputs,
+                "tries": self.tries, "findings": self.findings, "measures": self.measures}
+
+    def merge(self, state: dict[str, Any]) -> None:
+        """Add a worker's `state()` (the controller prints the whole run's figures)."""
+        self.xfailed.update(state["xfailed"])
+        self.faults.update({name: (test, ok) for name, (test, ok) in state["faults"].items()})
+        self.inputs.update(state["inputs"])
+        self.tries.update(state["tries"])
+        for kind, items in state["findings"].items():
+            self.findings.setdefault(kind, []).extend((test, text) for test, text in items)
+        self.measures.update(state["measures"])
+
     @property
     def recorded(self) -> bool:
         return bool(self.faults or self.inputs or self.tries)
@@ -111,6 +128,8 @@ class Figures:
 
 
 _FIGURES = Figures()
+#: The key of a worker's figures in its `workeroutput` (pytest-xdist).
+FIGURES_KEY = "fleetcheck_reliability_figures"
 
 
 @pytest.fixture(scope="session")
@@ -129,11 +148,30 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         _FIGURES.xfailed.add(report.nodeid)
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # A pytest-xdist worker: its figures go to the controller (tests/conftest.py prints them).
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None and _FIGURES.recorded:
+        output[FIGURES_KEY] = json.dumps(_FIGURES.state())
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if not _FIGURES.recorded:
+    print_figures(terminalreporter, _FIGURES)
+
+
+def merged_figures(states: list[dict[str, Any]]) -> Figures:
+    """The figures of a run's pytest-xdist workers, as one (their `state()`s)."""
+    figures = Figures()
+    for state in states:
+        figures.merge(state)
+    return figures
+
+
+def print_figures(terminalreporter: pytest.TerminalReporter, figures: Figures) -> None:
+    if not figures.recorded:
         return
     terminalreporter.section("fleetcheck reliability figures")
-    for line in _FIGURES.lines():
+    for line in figures.lines():
         terminalreporter.write_line(line)
 
 

@@ -5,8 +5,9 @@ collection ends (the VM's boot first, the containers beside it) and the `real_fl
 waits for it. In a run with other tests (the whole suite) it is made when the fixture is first
 asked for: made beside them, its processes would share their process group (a test's own
 Ctrl-C reached the namespace's holder) and the process trees they measure. Under pytest-xdist
-too it is made when the fixture is first asked for. There is one VM boot per run: VM 301's,
-shared by every test.
+too it is made when the fixture is first asked for, by the one worker that runs every test of
+this package (the own-process group of tests/conftest.py). There is one VM boot per run: VM
+301's, shared by every test.
 
 Skipped, naming the failed check, only where this machine cannot run it: not root, a missing
 program (scripts/test.sh installs them on Debian), no guest kernel, no private mount namespace.
