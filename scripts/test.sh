@@ -52,6 +52,8 @@ dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 # The bench's peers (tests/bench/test_nodes_fleet.py): pdsh and ClusterShell's clush.
 command -v pdsh >/dev/null 2>&1 || need+=(pdsh)
 command -v clush >/dev/null 2>&1 || need+=(clustershell)
+# The shipped zsh completion is parsed and loaded by a real zsh (tests/test_completion.py).
+command -v zsh >/dev/null 2>&1 || need+=(zsh)
 # The README's install is tested with Debian's own python3 (PEP 668), which needs its venv.
 if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1; then
   need+=(python3-venv)
