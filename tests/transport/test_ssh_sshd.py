@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import re
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -115,8 +116,27 @@ def test_many_connections_at_once_stay_under_max_startups(fleet: Fleet) -> None:
     # fleet-wide bound (64) would let them all start; the per-server bound (8) must not.
     specs = [dataclasses.replace(host_spec(fleet, "pve1"), name=f"alias{i}") for i in range(20)]
 
+    class Counting(ConnectLimiter):
+        """The audit's limiter, counting the attempts in flight to each server."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.in_flight: dict[tuple[object, ...], int] = {}
+            self.peak = 0
+
+        @contextlib.asynccontextmanager
+        async def slot(self, server: tuple[object, ...]) -> AsyncIterator[None]:
+            async with super().slot(server):
+                self.in_flight[server] = self.in_flight.get(server, 0) + 1
+                self.peak = max(self.peak, self.in_flight[server])
+                try:
+                    yield
+                finally:
+                    self.in_flight[server] -= 1
+
+    shared = Counting()  # one for the audit, as the transport factory shares it
+
     async def main() -> list[object]:
-        shared = ConnectLimiter()  # one for the audit, as the transport factory shares it
         assert shared.fleet_wide > 20
         transports = [SshTransport(spec, connect_limiter=shared) for spec in specs]
         try:
@@ -128,7 +148,10 @@ def test_many_connections_at_once_stay_under_max_startups(fleet: Fleet) -> None:
     results = asyncio.run(main())
     assert [r.stdout for r in results] == [b"up\n"] * 20  # type: ignore[attr-defined]
     assert fleet.accepted_logins("pve1") == 20
-    assert "drop connection" not in fleet.hosts["pve1"].log.read_text()
+    # At most 8 attempts were in flight to the one sshd, below its MaxStartups (10): whether
+    # sshd still dropped one depends on when it hears of each login (a loaded machine), and the
+    # transport retries that once, so the bound is asserted where it is kept.
+    assert shared.peak == shared.per_server == 8
 
 
 def unreachable_message(transport: SshTransport) -> tuple[str, str]:
