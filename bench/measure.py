@@ -311,22 +311,24 @@ def run_measured(
         preexec_fn=(lambda: os.sched_setaffinity(0, cores)) if cores else None,
     )
     servers = set(known)
-    servers_before = servers_cpu_s(servers)
-    known.add(proc.pid)
-    sampler = _TreeSampler(proc.pid, known)
-    sampler.start()
-    out_chunks: list[bytes] = []
-    err_chunks: list[bytes] = []
-    readers = [
-        threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True),
-        threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
     deadline = started + timeout
     status = None
     rusage = None
+    out_chunks: list[bytes] = []
+    err_chunks: list[bytes] = []
+    # From here on an interrupt stops the command (see below), also one that comes while the
+    # sampler and the readers start (a loaded machine: the command may be well under way).
     try:
+        servers_before = servers_cpu_s(servers)
+        known.add(proc.pid)
+        sampler = _TreeSampler(proc.pid, known)
+        sampler.start()
+        readers = [
+            threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True),
+            threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True),
+        ]
+        for reader in readers:
+            reader.start()
         while status is None:
             pid, wait_status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid == proc.pid:

@@ -16,10 +16,13 @@ cd "$(dirname "$0")/.."
 py=.venv/bin/python
 # Tests that start `python3` or `fleetcheck` by name get the project's.
 export PATH="$PWD/.venv/bin:$PATH"
-# Workers: one per logical CPU (`-n logical`); FLEETCHECK_TEST_WORKERS, or `-n N` among the
-# arguments, says otherwise. Tests that must share one process run on one worker
-# (tests/conftest.py, `--dist loadgroup` in pyproject.toml).
-workers=(-n "${FLEETCHECK_TEST_WORKERS:-logical}")
+# Workers: two per CPU (many tests wait on a daemon, a subprocess or a timeout, and a second
+# worker per core fills that wait: on 2 cores, 4 workers took 256 s where 2 took 300 s, at the
+# same CPU time; docs/testing.md); FLEETCHECK_TEST_WORKERS, or `-n N` among the arguments, says
+# otherwise. Tests that must share one process run on one worker (tests/conftest.py,
+# `--dist loadgroup` in pyproject.toml).
+cpus=$(nproc 2>/dev/null || echo 1)
+workers=(-n "${FLEETCHECK_TEST_WORKERS:-$(( cpus * 2 ))}")
 
 if [ "${1:-}" = "--quick" ]; then
   shift

@@ -56,7 +56,7 @@ CASES = [(warm, p) for warm, p in itertools.product((True, False), PERTURBATIONS
 _COUNTER = itertools.count()
 
 
-@settings(max_examples=30, deadline=None, derandomize=True, database=None,
+@settings(max_examples=10, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=st.sampled_from(CASES))
 # The case (a job run once as root left root-only entries), and two of its class, always.
