@@ -1,4 +1,6 @@
-"""The real-runtime fleet, made once per test run (session scope) and torn down by PID.
+"""The real-runtime fleet, made once per test run and torn down by PID once this package's
+last test has run (package scope: an idle TCG VM and the runtimes' daemons would otherwise
+take CPU from the rest of the suite until it ends).
 
 When collection has selected only tests of this package, a thread starts making it as
 collection ends (the VM's boot first, the containers beside it) and the `real_fleet` fixture
@@ -191,7 +193,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     _Early.finish()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def real_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealFleet]:
     fleet = _Early.fleet
     try:
@@ -218,7 +220,7 @@ def real_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealFleet]:
         _Early.fleet = None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def scenario(real_fleet: RealFleet) -> Scenario:
     inventory = real_fleet.inventory(real_fleet.root / "inventory.yaml", timeout=240)
     before = real_fleet.before
