@@ -474,7 +474,14 @@ class Terminated(BaseException):
     """SIGTERM or SIGHUP: what the host's `timeout -k` or a container shutdown sends."""
 
 
+STARTING: list = []
+DEFERRED: list = []
+
+
 def on_terminate(signum, frame):
+    if STARTING:
+        DEFERRED.append(signum)
+        return
     raise Terminated("probe terminated by signal %d" % signum)
 
 
@@ -496,14 +503,20 @@ class Spawned:
         self.proc = None
         self.threads = []
         self._result = None
+        STARTING.append(self)
         try:
-            self.proc = subprocess.Popen(
-                self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True)
-        except OSError as exc:
-            self.error = error_text(exc)
-            return
-        LIVE.add(self)
+            try:
+                self.proc = subprocess.Popen(
+                    self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True)
+            except OSError as exc:
+                self.error = error_text(exc)
+                return
+            LIVE.add(self)
+        finally:
+            STARTING.remove(self)
+            if DEFERRED and not STARTING:
+                raise Terminated("probe terminated by signal %d" % DEFERRED[0])
         for stream, sink in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
             thread = threading.Thread(target=self._drain, args=(stream, sink), daemon=True)
             thread.start()

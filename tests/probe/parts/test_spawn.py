@@ -3,8 +3,14 @@ an error that names why it gave none (a timeout, the stage's stderr)."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import sys
+from typing import Any
 
+import pytest
+
+from fleetcheck.probe.parts import spawn
 from fleetcheck.probe.parts.spawn import Spawned, stage_answer
 
 
@@ -33,3 +39,27 @@ def test_a_stage_killed_at_its_timeout_says_so() -> None:
     answer = stage_answer(run("import time; time.sleep(60)", timeout=0.5), "HIP probe")
     assert answer["timed_out"] is True
     assert answer["error"].startswith("HIP probe timed out after ")
+
+
+def test_a_term_while_a_helper_starts_waits_until_it_can_be_killed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The TERM comes right after the fork, before the helper is registered (a race a loaded
+    # node meets): it must not leave the helper running (tests/reliability's footprint test).
+    real_popen = subprocess.Popen
+
+    def popen_then_term(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        started = real_popen(*args, **kwargs)
+        spawn.on_terminate(signal.SIGTERM, None)
+        return started
+
+    monkeypatch.setattr(spawn.subprocess, "Popen", popen_then_term)
+    with pytest.raises(spawn.Terminated):
+        spawn.Spawned([sys.executable, "-c", "import time; time.sleep(300)"], 30)
+    monkeypatch.undo()
+    helpers = list(spawn.LIVE)
+    assert len(helpers) == 1 and helpers[0].proc is not None
+    spawn.kill_live()
+    assert helpers[0].proc.wait(10) == -signal.SIGKILL
+    spawn.LIVE.clear()
+    spawn.DEFERRED.clear()
+    assert spawn.STARTING == []
