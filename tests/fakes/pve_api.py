@@ -252,6 +252,8 @@ def _agent_exec(
                                 stderr=outputs[1], env=vm.env, cwd=vm.cwd,
                                 start_new_session=True)
     except OSError as exc:
+        for handle in outputs:
+            handle.close()
         message = (f"VM {vmid} qga command 'guest-exec' failed - Guest agent command failed, "
                    f"error was 'Failed to execute child process \u201c{command[0]}\u201d "
                    f"({exc.strerror})'")
@@ -426,3 +428,11 @@ def serve_pve_api(api: FakePveApi, cert_dir: Path) -> Iterator[FakePveApi]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+        # Commands whose status was never asked for (a test that timed out first).
+        for proc, outputs in api.sessions.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
+            for handle in outputs:
+                handle.close()
+        api.sessions.clear()
