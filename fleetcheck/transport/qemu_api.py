@@ -115,17 +115,9 @@ def pack_script(argv: list[str], script: bytes) -> PackedScript:
         raise TransportError(
             f"probe too large for the API's 64 KiB input-data even in {MAX_PIECES} pieces "
             f"({len(packed)} characters packed)", kind="error")
-    return PackedScript(interpreter, [*interpreter, "-c", BOOTSTRAP_PIECES, "DIR", *args],
+    # The dir of pieces goes after BOOTSTRAP_PIECES once the guest has made it (_run_in_pieces).
+    return PackedScript(interpreter, [*interpreter, "-c", BOOTSTRAP_PIECES, *args],
                         chunks[-1], tuple(chunks[:-1]))
-
-
-def bootstrap_argv(argv: list[str], script: bytes) -> tuple[list[str], str]:
-    """The one-exec packing of `pack_script` (TransportError when the script needs pieces)."""
-    packed = pack_script(argv, script)
-    if packed.pieces:
-        raise TransportError("probe too large for the API's 64 KiB input-data even compressed",
-                             kind="error")
-    return packed.argv, packed.data
 
 
 class ApiAgent:
@@ -197,9 +189,9 @@ class QemuApiTransport(VmWording, Transport):
             if result.returncode != 0:
                 await self._exec([*python, "-c", REMOVE_PIECES, where], None, budget)
                 return result
-        argv = [where if word == "DIR" and at == len(python) + 2 else word
-                for at, word in enumerate(packed.argv)]
-        return await self._exec(argv, packed.data, budget)
+        run = len(python) + 2  # after PYTHON -c BOOTSTRAP_PIECES
+        return await self._exec([*packed.argv[:run], where, *packed.argv[run:]], packed.data,
+                                budget)
 
     async def _exec(self, argv: list[str], data: str | None, budget: NodeBudget) -> CommandResult:
         """One agent/exec of `argv` with `data` as its input, waited for."""

@@ -23,7 +23,6 @@ from fleetcheck.transport.qemu_api import (
     MAX_PIECES,
     ApiAgent,
     QemuApiTransport,
-    bootstrap_argv,
     pack_script,
 )
 from tests.fakes.pve_api import FIXTURES_DIR, FakePveApi, FakeVm, serve_pve_api
@@ -116,8 +115,10 @@ def test_a_script_too_large_even_in_pieces_is_refused() -> None:
 
 def test_bootstrap_needs_a_script_on_stdin() -> None:
     with pytest.raises(TransportError):
-        bootstrap_argv(["python3", "-c", "pass"], b"x" * (API_INPUT_LIMIT + 1))
-    argv, packed = bootstrap_argv(["env", "A=1", "python3", "-", "--deep"], b"print(1)")
+        pack_script(["python3", "-c", "pass"], b"x" * (API_INPUT_LIMIT + 1))
+    one = pack_script(["env", "A=1", "python3", "-", "--deep"], b"print(1)")
+    assert one.pieces == ()
+    argv, packed = one.argv, one.data
     assert argv[:4] == ["env", "A=1", "python3", "-c"] and argv[5:] == ["--deep"]
     assert argv[4] == BOOTSTRAP and len(packed) < 100
 
@@ -127,7 +128,9 @@ def test_a_script_that_zlib_cannot_fit_goes_as_xz_and_still_runs() -> None:
     # so only the xz packing fits the limit (as the third round's probe: 77 KB vs 62 KB).
     block = base64.b64encode(random.Random(7).randbytes(30000)).decode()
     script = f"import sys\ntext = {block + block!r}\nprint(len(text), sys.argv[1:])\n".encode()
-    argv, packed = bootstrap_argv([sys.executable, "-", "x"], script)
+    one = pack_script([sys.executable, "-", "x"], script)
+    assert one.pieces == ()
+    argv, packed = one.argv, one.data
     assert argv[2] == BOOTSTRAP_XZ and len(packed) <= API_INPUT_LIMIT
     ran = subprocess.run(argv, input=packed.encode(), capture_output=True, check=True)
     assert ran.stdout.decode().split() == ["80000", "['x']"]
