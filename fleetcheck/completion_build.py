@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from fleetcheck.completion import COMPLETION_DIR, MAN_DIR, MAN_PAGE, SHELLS, subparsers
+from fleetcheck.generated import stale_files, write_or_check
 
 #: What the man page's NAME line says after "fleetcheck -".
 SUMMARY = "audit GPU nodes for a Triton that silently falls back to CPU"
@@ -87,26 +88,18 @@ def generate() -> dict[str, str]:
 
 def stale() -> list[Path]:
     """The shipped files that differ from a fresh generation."""
-    return [PACKAGE / name for name, text in generate().items()
-            if not (PACKAGE / name).is_file()
-            or (PACKAGE / name).read_text(encoding="utf-8") != text]
+    return stale_files(_shipped_files())
+
+
+def _shipped_files() -> dict[Path, str]:
+    return {PACKAGE / name: text for name, text in generate().items()}
 
 
 def main(argv: list[str]) -> int:
     """`python -m fleetcheck.completion_build [--check]`: write the files, or name the stale."""
-    if argv == ["--check"]:
-        found = stale()
-        for path in found:
-            print(f"{path}: stale; run python -m fleetcheck.completion_build", file=sys.stderr)
-        return 1 if found else 0
-    if argv:
-        print("usage: python -m fleetcheck.completion_build [--check]", file=sys.stderr)
-        return 2
-    for name, text in generate().items():
-        path = PACKAGE / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return 0
+    if argv and argv != ["--check"]:
+        return write_or_check(argv, {}, "fleetcheck.completion_build")
+    return write_or_check(argv, _shipped_files(), "fleetcheck.completion_build")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from fleetcheck.generated import write_or_check
 from fleetcheck.model import (
     AUDIT_SCHEMA,
     CHECK_STATUSES,
@@ -232,31 +233,18 @@ def schema_for_tag(tag: str) -> str | None:
     return next((name for name, known in DOCUMENTS.items() if known == tag), None)
 
 
-def _stale() -> list[Path]:
-    """The written files that differ from a fresh build."""
+def _written_files() -> dict[Path, str]:
+    """Every schema's text, by the path it is written to (the package and docs/schemas/)."""
     fresh = build_schemas()
-    return [folder / file_name(DOCUMENTS[name]) for folder in WRITTEN_TO
-            for name in DOCUMENTS
-            if not (folder / file_name(DOCUMENTS[name])).is_file()
-            or (folder / file_name(DOCUMENTS[name])).read_text(encoding="utf-8")
-            != dumps(fresh[name])]
+    return {folder / file_name(DOCUMENTS[name]): dumps(fresh[name])
+            for folder in WRITTEN_TO for name in DOCUMENTS}
 
 
 def main(argv: list[str]) -> int:
     """`python -m fleetcheck.schemas [--check]`: write the schemas, or say which are stale."""
-    if argv == ["--check"]:
-        stale = _stale()
-        for path in stale:
-            print(f"{path}: stale; run python -m fleetcheck.schemas", file=sys.stderr)
-        return 1 if stale else 0
-    if argv:
-        print("usage: python -m fleetcheck.schemas [--check]", file=sys.stderr)
-        return 2
-    for folder in WRITTEN_TO:
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, schema in build_schemas().items():
-            (folder / file_name(DOCUMENTS[name])).write_text(dumps(schema), encoding="utf-8")
-    return 0
+    if argv and argv != ["--check"]:
+        return write_or_check(argv, {}, "fleetcheck.schemas")
+    return write_or_check(argv, _written_files(), "fleetcheck.schemas")
 
 
 if __name__ == "__main__":
