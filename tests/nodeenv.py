@@ -1287,7 +1287,14 @@ MOUNT_FULL = ('keep=$PATH; PATH=/usr/sbin:/usr/bin:/sbin:/bin; '
 
 
 def private_tmpfs_prefix(where: Path, free_kib: int = 0) -> list[str] | None:
-    """The prefix that runs a command with a full tmpfs at `where` (None: not possible here).
+    """The prefix that runs a command with a full tmpfs at `where` (None: not possible here)."""
+    return private_mount_prefix(where, MOUNT_FULL, str(free_kib))
+
+
+def private_mount_prefix(where: Path, script: str, *args: str) -> list[str] | None:
+    """The prefix that runs a command after `sh -c SCRIPT WHERE ARGS...` (which mounts at
+    `where`, then execs the command after its arguments) in a private mount namespace; None
+    when that is not possible here (tried once with `true`).
 
     Root uses `unshare -m`; another user a user namespace (`unshare -rm`). Nothing is mounted
     outside the command's own namespace.
@@ -1297,15 +1304,13 @@ def private_tmpfs_prefix(where: Path, free_kib: int = 0) -> list[str] | None:
         return None
     base = [unshare, "-m", "--propagation", "private"] if os.geteuid() == 0 else [
         unshare, "-rm", "--propagation", "private"]
+    prefix = [*base, "/bin/sh", "-c", script, str(where), *args]
     where.mkdir(parents=True, exist_ok=True)
     try:
-        probe = subprocess.run([*base, "/bin/sh", "-c", MOUNT_FULL, str(where), "0", "true"],
-                               capture_output=True, timeout=30)
+        tried = subprocess.run([*prefix, "true"], capture_output=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if probe.returncode != 0:
-        return None
-    return [*base, "/bin/sh", "-c", MOUNT_FULL, str(where), str(free_kib)]
+    return prefix if tried.returncode == 0 else None
 
 
 LIBAMDHIP64_C = r"""

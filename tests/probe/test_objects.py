@@ -14,7 +14,7 @@ import pytest
 
 from fleetcheck.probe.parts.diagnose import diagnoses
 from fleetcheck.probe.parts.objects import explain, parse_oserror, read_limits, walk
-from tests.nodeenv import make_node, run_probe
+from tests.nodeenv import make_node, private_mount_prefix, run_probe
 
 GIB16 = 16 << 30
 AS_16G = {"AS": {"soft": GIB16, "hard": None, "shell": "ulimit -v"}}
@@ -166,24 +166,16 @@ def test_tool_texts_name_the_part_they_miss(text: str, cause: str) -> None:
     assert causes(found)[0] == cause
 
 
+#: Mounts a 4 MiB tmpfs of 64 inodes at $0 and uses every inode, then runs the command.
+FILL_INODES = ('keep=$PATH; PATH=/usr/sbin:/usr/bin:/sbin:/bin; '
+               'mount -t tmpfs -o size=4m,nr_inodes=64 tmpfs "$0" && mkdir -p "$0/cache" && '
+               'i=0; while touch "$0/f$i" 2>/dev/null; do i=$((i+1)); done; '
+               'shift; PATH=$keep; export PATH; exec "$@"')
+
+
 def _inode_prefix(where: Path) -> list[str] | None:
     """A tmpfs at `where` with bytes left and no inode (private mount namespace), or None."""
-    unshare = shutil.which("unshare")
-    if not unshare:
-        return None
-    fill = ('keep=$PATH; PATH=/usr/sbin:/usr/bin:/sbin:/bin; '
-            'mount -t tmpfs -o size=4m,nr_inodes=64 tmpfs "$0" && mkdir -p "$0/cache" && '
-            'i=0; while touch "$0/f$i" 2>/dev/null; do i=$((i+1)); done; '
-            'shift; PATH=$keep; export PATH; exec "$@"')
-    base = [unshare, "-m", "--propagation", "private"] if os.geteuid() == 0 else [
-        unshare, "-rm", "--propagation", "private"]
-    where.mkdir(parents=True, exist_ok=True)
-    try:
-        done = subprocess.run([*base, "/bin/sh", "-c", fill, str(where), "-", "true"],
-                              capture_output=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return [*base, "/bin/sh", "-c", fill, str(where), "-"] if done.returncode == 0 else None
+    return private_mount_prefix(where, FILL_INODES, "-")
 
 
 def test_a_cache_out_of_inodes_says_inodes_not_space(tmp_path: Path) -> None:
