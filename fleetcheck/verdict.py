@@ -217,9 +217,12 @@ def node_fix(node: NodeResult) -> str:
     if node.triton.verdict == "cpu-fallback":
         return node.triton.fix or cause_fix(node.triton.cause, node.facts) or (
             cause_fix(cause.id, node.facts) if cause is not None else "")
-    if cause is None:
-        return ""
-    return cause.fix or (cause_fix(cause.id, node.facts) if cause.status == "fail" else "")
+    return _check_fix(cause, node.facts) if cause is not None else ""
+
+
+def _check_fix(check: Check, facts: object) -> str:
+    """A check's own fix; for a failing check without one, its cause's record's."""
+    return check.fix or (cause_fix(check.id, facts) if check.status == "fail" else "")
 
 
 _UNVERIFIED_FIX = {
@@ -282,12 +285,13 @@ def blocking_fix(node: NodeResult) -> str:
     # A failing verdict is the root cause the reason names; its fix comes first.
     if node.triton.verdict not in ("gpu", "unknown") and node.triton.fix:
         return node.triton.fix
-    if node.triton.verdict == "cpu-fallback" and cause_fix(node.triton.cause, node.facts):
-        return cause_fix(node.triton.cause, node.facts)
+    recorded = cause_fix(node.triton.cause, node.facts)
+    if node.triton.verdict == "cpu-fallback" and recorded:
+        return recorded
     hits = sorted((c for c in node.checks if c.status == node.status),
                   key=lambda c: causal_rank(c.id))
     for hit in hits:
-        fix = hit.fix or (cause_fix(hit.id, node.facts) if hit.status == "fail" else "")
+        fix = _check_fix(hit, node.facts)
         if fix:
             return fix
     return node.triton.fix or _UNVERIFIED_FIX.get(node.status, "")
