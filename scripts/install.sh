@@ -94,7 +94,11 @@ fi
 if [ -n "$wheelhouse" ]; then
   "${pip[@]}" install --no-index --find-links "$wheelhouse" ".$extra"
 elif [ -n "$extra" ]; then
-  "${pip[@]}" install -e ".$extra"
+  # Editable for development, as a plain path in a .pth file ("compat"): setuptools' default
+  # editable finder imports pathlib and importlib.util into every interpreter the venv starts,
+  # 15 ms of each start, and the test suite starts thousands (the probe's fake nodes run this
+  # venv's python: docs/testing.md).
+  "${pip[@]}" install -e ".$extra" --config-settings editable_mode=compat
 else
   "${pip[@]}" install .
 fi
