@@ -33,15 +33,18 @@ def pytest_configure(config: pytest.Config) -> None:
 #:   measurement of its process tree and of the orphans it adopts, must not meet them (tests
 #:   marked `own_process`). In one worker they run as in a run without workers: tests/bench and
 #:   tests/fix first, then tests/runtimes.
-#: - one group per module whose module-scoped fixture is a costly real thing (a Slurm cluster,
-#:   a Chromium), so it is made once per run.
+#: - a module whose module-scoped fixture is a costly real thing (a Slurm cluster, a Chromium)
+#:   runs in a group, so it is made once per run. The two Slurm modules share one group: their
+#:   tests mostly wait on slurmctld and slurmd (38 s of CPU in 121 s), and as two groups they
+#:   held, with the own-process group, three of the four workers for the run's first 50 s
+#:   while the machine's second core idled; as one, two workers run the CPU-bound tests
+#:   throughout (docs/testing.md). Each module's cluster is torn down before the next is made.
 XDIST_GROUPS = {
     "own-process": ("tests/bench/test_bench_helpers.py::", "tests/bench/test_nodes_fleet.py::",
                     "tests/fix/test_fix_fleet.py::test_an_interrupted_apply_",
                     "tests/fix/test_fix_fleet.py::test_nothing_is_applied_after_an_interrupted_",
                     "tests/runtimes/"),
-    "slurm": ("tests/integrations/test_slurm.py::",),
-    "slurm-fleet": ("tests/integrations/test_slurm_fleet.py::",),
+    "slurm": ("tests/integrations/test_slurm.py::", "tests/integrations/test_slurm_fleet.py::"),
     "browser": ("tests/render/test_browser.py::",),
 }
 #: The fixtures that make a test need what `scripts/test.sh --quick` leaves out (the markers;

@@ -67,7 +67,7 @@ def test_the_groups_by_node_id() -> None:
                        "test_an_interrupted_apply_still_writes_a_complete_record") == "own-process"
     assert xdist_group("tests/fix/test_fix_fleet.py::test_dry_run_prints_the_plan") is None
     assert xdist_group("tests/integrations/test_slurm.py::test_a") == "slurm"
-    assert xdist_group("tests/integrations/test_slurm_fleet.py::test_a") == "slurm-fleet"
+    assert xdist_group("tests/integrations/test_slurm_fleet.py::test_a") == "slurm"
     assert xdist_group("tests/test_outbound.py::test_allowed[10%-4-1]") is None
     prefixes = [prefix for group in XDIST_GROUPS.values() for prefix in group]
     assert len(prefixes) == len(set(prefixes))
