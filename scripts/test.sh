@@ -23,11 +23,14 @@ export PATH="$PWD/.venv/bin:$PATH"
 # `--dist loadgroup` in pyproject.toml).
 cpus=$(nproc 2>/dev/null || echo 1)
 workers=(-n "${FLEETCHECK_TEST_WORKERS:-$(( cpus * 2 ))}")
+# pytest caches its assertion-rewritten test modules, and Python the project's bytecode, in
+# __pycache__ (ignored by git) unless PYTHONDONTWRITEBYTECODE says not to; without that cache
+# each worker rewrites every test module again (3.7 s of CPU each, 1.7 s from the cache).
+unset PYTHONDONTWRITEBYTECODE
 
 if [ "${1:-}" = "--quick" ]; then
   shift
   "$py" -c 'import fleetcheck, pytest, xdist' >/dev/null 2>&1 || scripts/install.sh --dev
-  unset PYTHONDONTWRITEBYTECODE  # pytest's cache of rewritten test modules (see below)
   "$py" -m ruff check fleetcheck tests bench scripts
   # The real FLA wheels some in-process tests read (fetched once; nothing to do after that).
   "$py" scripts/fetch_test_wheels.py
@@ -93,13 +96,10 @@ if [ -x /usr/bin/python3 ]; then
 else
   scripts/install.sh --download .wheelhouse
 fi
-# pytest caches its assertion-rewritten test modules, and Python the project's bytecode, in
-# __pycache__ (ignored by git) unless PYTHONDONTWRITEBYTECODE says not to; without that cache
-# each worker rewrites every test module again (3.7 s of CPU each, 1.7 s from the cache).
-unset PYTHONDONTWRITEBYTECODE
-# The cache is filled by one collection while ruff and mypy run (they leave a core idle), so
-# the workers read it instead of each rewriting the same modules at once. Its output and
-# status are not needed: the run below reports any collection error itself.
+# The cache of rewritten test modules (above) is filled by one collection while ruff and mypy
+# run (they leave a core idle), so the workers read it instead of each rewriting the same
+# modules at once. Its output and status are not needed: the run below reports any
+# collection error itself.
 "$py" -m pytest --collect-only -q -p no:cacheprovider >/dev/null 2>&1 &
 collect=$!
 "$py" -m ruff check fleetcheck tests bench scripts
