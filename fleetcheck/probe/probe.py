@@ -976,7 +976,7 @@ def replace_blocked(source, target):
     return None
 
 
-def proof_manager(base, cache, made, written, keys, name):
+def proof_manager(base, cache, made, written, keys, name, hits):
 
     def __init__(self, key, override=False, dump=False):
         if not (override or dump):
@@ -986,6 +986,18 @@ def proof_manager(base, cache, made, written, keys, name):
             except OSError:
                 pass  # Triton's own os.makedirs below raises it as the workload sees it
         base.__init__(self, key, override=override, dump=dump)
+
+    def entry_hit(self, filename, found):
+        where = str(getattr(self, "cache_dir", None) or "")
+        if found and where.startswith(cache):
+            hits.append(_os.path.join(where, str(filename)))
+        return found
+
+    def has_file(self, filename):
+        return entry_hit(self, filename, base.has_file(self, filename))
+
+    def get_file(self, filename):
+        return entry_hit(self, filename, base.get_file(self, filename))
 
     def put(self, data, filename, binary=True):
         if not str(getattr(self, "cache_dir", None) or "").startswith(cache):
@@ -1000,23 +1012,35 @@ def proof_manager(base, cache, made, written, keys, name):
         if blocked is not None:
             raise blocked
         return temp_path
-    return type(base.__name__, (base,), {"__init__": __init__, "put": put})
+    methods = {"__init__": __init__, "put": put}
+    if callable(getattr(base, "has_file", None)):
+        methods["has_file"] = has_file
+    else:
+        methods["get_file"] = get_file
+    return type(base.__name__, (base,), methods)
 
 
 class OwnPath:
 
-    def __init__(self, triton, env, name, size):
-        self.triton, self.env, self.name, self.size = triton, env, name, size
+    def __init__(self, triton, env, name, size=65536):
+        self.triton, self.env, self.name = triton, env, name
+        self.size = size    # of a module Triton builds: a bare errno's write is redone with it
         self.made = []      # directories created, parents first: removed in reverse
         self.throwaway = []  # our own subdirectories: removed whole
         self.written = []   # what the proof's cache manager created in real entries
         self.keys = []      # the keys Triton asked its cache manager for
+        self.hits = []      # the existing entries' files it found (and loaded, not built)
+        self.runs = []      # the compiler runs of this build
         self.report = {"cache_dir": triton_cache_dir(triton, env)}
         self.saved = {}
         self.patched = None
+        self.proof = None
+        self.custom = False  # the workload's own cache manager: entries the probe cannot see
+        self.suspended = None
 
     def real_manager(self):
         if self.env.get("TRITON_CACHE_MANAGER") or _os.environ.get("TRITON_CACHE_MANAGER"):
+            self.custom = True
             return None  # the workload's own manager keeps its entries elsewhere
         try:
             import triton.runtime.cache as cache_module
@@ -1029,6 +1053,7 @@ class OwnPath:
         knobs = triton_knobs(self.triton)
         try:
             if knobs is not None and knobs.cache.manager_class:
+                self.custom = True
                 return None
         except Exception:
             pass
@@ -1063,8 +1088,9 @@ class OwnPath:
             return failure
         if real:
             cache_module, base = real
-            cache_module.FileCacheManager = proof_manager(base, cache, self.made, self.written,
-                                                          self.keys, self.name)
+            self.proof = proof_manager(base, cache, self.made, self.written, self.keys,
+                                       self.name, self.hits)
+            cache_module.FileCacheManager = self.proof
             self.patched = real
         else:
             self.throwaway.append(probe_cache)
@@ -1092,6 +1118,7 @@ class OwnPath:
 
     def attempt(self, target_of):
         rep = self.report
+        emit("own-start", {})  # the fresh-cache attempt waits for this one: see its check
         failure = self.prepare()
         if failure is None:
             reset_driver(self.triton)
@@ -1103,17 +1130,51 @@ class OwnPath:
             except BaseException as e:
                 failure = failure_of(e)
                 failure["compiler"] = COMPILER_RUNS[first:]
+            self.runs = COMPILER_RUNS[first:]
         if failure is not None:
             rep["ok"] = False
-            if failure.get("errno") and not failure.get("filename") and not failure.get(
-                    "where"):
-                failure["where"] = self.locate(failure["errno"])
             rep["failure"] = failure
         if self.patched:
             rep["keys"] = sorted(set(self.keys))
+            rep["hits"] = sorted(set(self.hits))
             emit("own-made", {"made": self.made, "throwaway": self.throwaway,
                               "written": self.written})
         return rep
+
+    def built_from_nothing(self):
+        if not self.report.get("ok") or not self.runs:
+            return False
+        if any(run.get("rc") or run.get("error") for run in self.runs):
+            return False
+        if self.report.get("through") == "entries":
+            return not self.hits
+        return self.report.get("through") == "subdir" and not self.custom
+
+    def finish(self):
+        failure = self.report.get("failure") or {}
+        if failure.get("errno") and not failure.get("filename") and not failure.get("where"):
+            failure["where"] = self.locate(failure["errno"])
+        return self.report
+
+    def suspend(self):
+        self.suspended = ({key: _os.environ.get(key) for key in ("TRITON_CACHE_DIR", "TMPDIR")},
+                          _tempfile.tempdir, self.patched)
+        self.restore()
+
+    def resume(self):
+        if self.suspended is None:
+            return
+        env, tempdir, patched = self.suspended
+        self.suspended = None
+        for key, value in env.items():
+            if value is None:
+                _os.environ.pop(key, None)
+            else:
+                _os.environ[key] = value
+        _tempfile.tempdir = tempdir
+        if patched:
+            patched[0].FileCacheManager = self.proof
+            self.patched = patched
 
     def locate(self, code):
         for where, directory in (("cache", self.report.get("probe_cache")),
@@ -1698,24 +1759,22 @@ def target_of(t):
         return {"backend": t[0], "arch": t[1] if len(t) > 1 else None, "warp_size": None}
     return {"backend": getattr(t, "backend", None), "arch": getattr(t, "arch", None),
             "warp_size": getattr(t, "warp_size", None)}
-triton = None
-if meta["triton_dir"]:
+def fresh_attempt(data):
     os.environ["TRITON_CACHE_DIR"] = fresh
-    data = {}
+    reset_driver(triton)
+    first = len(COMPILER_RUNS)
     t0 = time.time()
     try:
-        import triton
-        data["version"] = getattr(triton, "__version__", None)
-        data["location"] = os.path.dirname(triton.__file__)
         data["target"] = target_of(triton.runtime.driver.active.get_current_target())
         data["ok"] = True
     except BaseException as e:
         data["ok"] = False
         data["error"] = err(e)
-        data["failure"] = dict(failure_of(e), compiler=list(COMPILER_RUNS))
+        data["failure"] = dict(failure_of(e), compiler=COMPILER_RUNS[first:])
     data["seconds"] = round(time.time() - t0, 3)
+    data["cache"] = "fresh"
     emit("target", data)
-    if not data["ok"] and triton is not None:
+    if not data["ok"]:
         warm = {"cache_dir": None}
         if user_cache is None:
             home = os.environ.get("TRITON_HOME") or os.path.expanduser("~/")
@@ -1733,19 +1792,48 @@ if meta["triton_dir"]:
                 warm["error"] = err(e)
         else:
             warm["ok"] = None
-        os.environ["TRITON_CACHE_DIR"] = fresh
         emit("warm", warm)
+    os.environ["TRITON_CACHE_DIR"] = fresh
+triton = None
 own = None
+if meta["triton_dir"]:
+    os.environ["TRITON_CACHE_DIR"] = fresh
+    data = {}
+    t0 = time.time()
+    try:
+        import triton
+        data["version"] = getattr(triton, "__version__", None)
+        data["location"] = os.path.dirname(triton.__file__)
+    except BaseException as e:
+        triton = None
+        data["ok"] = False
+        data["error"] = err(e)
+        data["failure"] = dict(failure_of(e), compiler=list(COMPILER_RUNS))
+        data["seconds"] = round(time.time() - t0, 3)
+        data["cache"] = "fresh"
+        emit("target", data)
 if triton is not None:
     emit("knobs", knob_report(triton, own_env))
     emit("backends", backend_report(triton))
-    built = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(fresh)
-             for f in names if f.endswith(".so")]
-    own = OwnPath(triton, own_env, own_name, max(built) if built else 65536)
+    own = OwnPath(triton, own_env, own_name)
     t0 = time.time()
     report = own.attempt(target_of)
     report["seconds"] = round(time.time() - t0, 3)
-    emit("own", report)
+    if own.built_from_nothing():
+        data.update(ok=True, target=report["target"], seconds=report["seconds"], cache="own",
+                    cache_dir=report.get("cache_dir"))
+        emit("target", data)
+    else:
+        own.suspend()
+        try:
+            fresh_attempt(data)
+            built = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(fresh)
+                     for f in names if f.endswith(".so")]
+            if built:
+                own.size = max(built)
+        finally:
+            own.resume()
+    emit("own", own.finish())
 
 if meta["fla_dir"]:
     data = {"layout": None}
@@ -4849,11 +4937,19 @@ class TritonChecks(Part):
     def check_triton_target(self):
         target = self.stages.get("target")
         if target is None:
+            if "own-start" in self.stages and "own" not in self.stages:
+                return ("skip", "not tried: the workload's own get_current_target(), which "
+                        "runs first, did not finish", "", {})
             return self.stage_missing("get_current_target()")
-        evidence = {"seconds": target.get("seconds"), "cache": "fresh",
+        evidence = {"seconds": target.get("seconds"), "cache": target.get("cache") or "fresh",
                     "stderr": clip(self.stack_result["stderr"], 2000)}
         if target.get("ok"):
             t = target.get("target") or {}
+            if target.get("cache") == "own":
+                evidence["cache_dir"] = target.get("cache_dir")
+                return ("pass", "get_current_target() = %s:%s, built from nothing (no entry "
+                        "of it in the workload's cache)" % (t.get("backend"), t.get("arch")),
+                        "", evidence)
             return ("pass", "get_current_target() = %s:%s in a fresh cache" % (
                 t.get("backend"), t.get("arch")), "", evidence)
         error = target.get("error") or ""

@@ -92,8 +92,9 @@ def test_healthy_facts_name_the_gpu_its_gfx_and_the_hip_runtime(tmp_path: Path) 
     assert [g["render_minor"] for g in facts["amd"]["kfd_gpus"]] == [128, 129]
     assert by_id["gpu_present"]["summary"] == "2× AMD Instinct MI300X (gfx942)"
     assert by_id["dev_nodes_missing"]["summary"] == "3 device nodes open read-write"
-    assert by_id["triton_target"]["summary"] == ("get_current_target() = hip:gfx942 in a fresh "
-                                                 "cache")
+    assert by_id["triton_target"]["summary"] == (
+        "get_current_target() = hip:gfx942, built from nothing (no entry of it in the workload's "
+        "cache)")
 
 
 def test_lxc_without_dev_nodes_says_what_to_pass_through(tmp_path: Path) -> None:

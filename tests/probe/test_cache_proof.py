@@ -7,6 +7,7 @@ runtime/build.py and runtime/cache.py (tests/probe/workload_state.py); the workl
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,11 @@ def test_a_warm_cache_is_read_in_place_and_left_as_it_was(workload_base: Path) -
     # The key Triton asked for is the entry the workload's own run wrote.
     keys = checks(doc)["cache_entry_corrupt"]["evidence"]["keys"]
     assert keys and all((state.cache / key).is_dir() for key in keys)
+    # The own build loaded the entries: whether Triton builds at all here is told by a build
+    # in the probe's fresh cache.
+    target = checks(doc)["triton_target"]
+    assert (target["status"], target["evidence"]["cache"]) == ("pass", "fresh")
+    assert target["summary"] == "get_current_target() = cuda:90 in a fresh cache"
 
 
 def test_a_cold_cache_leaves_nothing_behind(workload_base: Path) -> None:  # noqa: F811
@@ -69,6 +75,52 @@ def test_a_cold_cache_leaves_nothing_behind(workload_base: Path) -> None:  # noq
     assert not (state.node.home / ".triton").exists()
     assert doc["triton"]["verdict"] == "gpu"
     assert state.truth() == (True, "OK")
+    # The own build compiled the driver module and found no entry: it is the fresh-cache
+    # proof, and the probe did not build the module a second time.
+    target = checks(doc)["triton_target"]
+    assert (target["status"], target["evidence"]["cache"]) == ("pass", "own")
+    assert target["summary"] == ("get_current_target() = cuda:90, built from nothing (no entry "
+                                 "of it in the workload's cache)")
+    assert target["evidence"]["cache_dir"] == str(state.cache)
+
+
+def test_a_cache_manager_of_the_workloads_own_keeps_the_fresh_cache_build(
+        workload_base: Path) -> None:  # noqa: F811
+    # TRITON_CACHE_MANAGER names the class Triton's get_cache_manager() uses: its entries may
+    # be anywhere (a remote store), so a build in the probe's subdirectory proves nothing about
+    # hits, and the fresh cache is still tried.
+    state = workload_node(workload_base, env={
+        "TRITON_CACHE_MANAGER": "triton.runtime.cache:FileCacheManager"})
+    doc = state.probe()
+    assert doc["triton"]["verdict"] == "gpu"
+    target = checks(doc)["triton_target"]
+    assert (target["status"], target["evidence"]["cache"]) == ("pass", "fresh")
+    assert checks(doc)["triton_own_path"]["evidence"]["probe_cache"].startswith(
+        str(state.cache / ".fleetcheck-probe-"))
+
+
+def test_a_hung_read_of_the_workloads_entry_is_one_record(workload_base: Path) -> None:  # noqa: F811
+    # The cached driver module a read of which never returns (a hung network mount; here a
+    # FIFO no one writes): the own build, which runs first, stops there, and the fresh-cache
+    # attempt after it is not tried: the one record is the own path's.
+    state = workload_node(workload_base)
+    state.cache.mkdir(parents=True)
+    state.give(state.node.home / ".triton")
+    assert state.truth("--warm-only") == (True, "OK")
+    module = next(state.cache.glob("*/cuda_utils*.so"))
+    module.unlink()
+    os.mkfifo(module)
+    state.give(module)
+    doc = state.probe(deadline=4)
+    by_id = checks(doc)
+    assert by_id["triton_own_path"]["status"] == "error"
+    assert by_id["triton_own_path"]["summary"] == (
+        "timed out before the workload's own get_current_target() finished (deadline 4.0 s)")
+    assert (by_id["triton_target"]["status"], by_id["triton_target"]["summary"]) == (
+        "skip", "not tried: the workload's own get_current_target(), which runs first, did "
+        "not finish")
+    assert (doc["triton"]["verdict"], doc["triton"]["cause"]) == ("unknown", "triton_own_path")
+    assert doc["duration_s"] < 60
 
 
 def test_a_corrupt_module_this_triton_rebuilds_is_gpu_and_stays_untouched(

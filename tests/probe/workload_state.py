@@ -71,8 +71,9 @@ class WorkloadNode:
     def tmp(self) -> Path:
         return Path(self.node.env["TMPDIR"])
 
-    def probe(self, prefix: tuple[str, ...] = ()) -> dict:
-        _, doc, _ = run_probe(self.node, prefix=[*prefix, *self.prefix], timeout=180)
+    def probe(self, prefix: tuple[str, ...] = (), deadline: float | None = None) -> dict:
+        args = ("--deadline", str(deadline)) if deadline is not None else ()
+        _, doc, _ = run_probe(self.node, *args, prefix=[*prefix, *self.prefix], timeout=180)
         return doc
 
     def truth(self, *args: str, prefix: tuple[str, ...] = ()) -> tuple[bool, str]:

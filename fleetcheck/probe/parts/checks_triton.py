@@ -198,11 +198,21 @@ class TritonChecks(Part):
     def check_triton_target(self):
         target = self.stages.get("target")
         if target is None:
+            if "own-start" in self.stages and "own" not in self.stages:
+                # The workload's own build runs first: triton_own_path names where it stopped.
+                return ("skip", "not tried: the workload's own get_current_target(), which "
+                        "runs first, did not finish", "", {})
             return self.stage_missing("get_current_target()")
-        evidence = {"seconds": target.get("seconds"), "cache": "fresh",
+        evidence = {"seconds": target.get("seconds"), "cache": target.get("cache") or "fresh",
                     "stderr": clip(self.stack_result["stderr"], 2000)}
         if target.get("ok"):
             t = target.get("target") or {}
+            if target.get("cache") == "own":
+                # The workload's own build compiled it all and loaded no existing entry.
+                evidence["cache_dir"] = target.get("cache_dir")
+                return ("pass", "get_current_target() = %s:%s, built from nothing (no entry "
+                        "of it in the workload's cache)" % (t.get("backend"), t.get("arch")),
+                        "", evidence)
             return ("pass", "get_current_target() = %s:%s in a fresh cache" % (
                 t.get("backend"), t.get("arch")), "", evidence)
         error = target.get("error") or ""

@@ -244,24 +244,24 @@ def target_of(t):
         return {"backend": t[0], "arch": t[1] if len(t) > 1 else None, "warp_size": None}
     return {"backend": getattr(t, "backend", None), "arch": getattr(t, "arch", None),
             "warp_size": getattr(t, "warp_size", None)}
-triton = None
-if meta["triton_dir"]:
+def fresh_attempt(data):
+    # get_current_target() in the probe's fresh cache dir; when that fails, again through a
+    # mirror of the user's cache (does a warm cache hide the failure?).
     os.environ["TRITON_CACHE_DIR"] = fresh
-    data = {}
+    reset_driver(triton)
+    first = len(COMPILER_RUNS)
     t0 = time.time()
     try:
-        import triton
-        data["version"] = getattr(triton, "__version__", None)
-        data["location"] = os.path.dirname(triton.__file__)
         data["target"] = target_of(triton.runtime.driver.active.get_current_target())
         data["ok"] = True
     except BaseException as e:
         data["ok"] = False
         data["error"] = err(e)
-        data["failure"] = dict(failure_of(e), compiler=list(COMPILER_RUNS))
+        data["failure"] = dict(failure_of(e), compiler=COMPILER_RUNS[first:])
     data["seconds"] = round(time.time() - t0, 3)
+    data["cache"] = "fresh"
     emit("target", data)
-    if not data["ok"] and triton is not None:
+    if not data["ok"]:
         warm = {"cache_dir": None}
         if user_cache is None:
             home = os.environ.get("TRITON_HOME") or os.path.expanduser("~/")
@@ -279,23 +279,57 @@ if meta["triton_dir"]:
                 warm["error"] = err(e)
         else:
             warm["ok"] = None
-        os.environ["TRITON_CACHE_DIR"] = fresh
         emit("warm", warm)
+    os.environ["TRITON_CACHE_DIR"] = fresh
+triton = None
 own = None
+if meta["triton_dir"]:
+    os.environ["TRITON_CACHE_DIR"] = fresh
+    data = {}
+    t0 = time.time()
+    try:
+        import triton
+        data["version"] = getattr(triton, "__version__", None)
+        data["location"] = os.path.dirname(triton.__file__)
+    except BaseException as e:
+        triton = None
+        data["ok"] = False
+        data["error"] = err(e)
+        data["failure"] = dict(failure_of(e), compiler=list(COMPILER_RUNS))
+        data["seconds"] = round(time.time() - t0, 3)
+        data["cache"] = "fresh"
+        emit("target", data)
 if triton is not None:
     emit("knobs", knob_report(triton, own_env))
     emit("backends", backend_report(triton))
-    # The workload's own path: its real get_current_target() in throw-away subdirectories of
-    # its own cache and temp dirs (as its Triton and compilers choose them), which FLA and the
-    # frameworks' detections below then use too; removed at the end (the probe removes them
-    # again if this process dies first: the "own-made" stage names them).
-    built = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(fresh)
-             for f in names if f.endswith(".so")]
-    own = OwnPath(triton, own_env, own_name, max(built) if built else 65536)
+    # The workload's own path first: its real get_current_target() through its own cache (its
+    # real entries) and temp dirs (throw-away subdirectories, as its Triton and compilers
+    # choose them), which FLA and the frameworks' detections below then use too; removed at
+    # the end (the probe removes them again if this process dies first: the "own-made" stage
+    # names them).
+    own = OwnPath(triton, own_env, own_name)
     t0 = time.time()
     report = own.attempt(target_of)
     report["seconds"] = round(time.time() - t0, 3)
-    emit("own", report)
+    if own.built_from_nothing():
+        # It compiled what get_current_target() needs and loaded no existing entry: that is
+        # the fresh-cache proof (a warm cache cannot hide a missing compiler), built once.
+        data.update(ok=True, target=report["target"], seconds=report["seconds"], cache="own",
+                    cache_dir=report.get("cache_dir"))
+        emit("target", data)
+    else:
+        # It failed, or loaded the workload's existing entries: a fresh cache tells whether
+        # Triton builds at all here, and the user's warm cache whether it hides that.
+        own.suspend()
+        try:
+            fresh_attempt(data)
+            built = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(fresh)
+                     for f in names if f.endswith(".so")]
+            if built:
+                own.size = max(built)
+        finally:
+            own.resume()
+    emit("own", own.finish())
 
 if meta["fla_dir"]:
     # FLA's device detection has moved between releases; import the module that holds it in

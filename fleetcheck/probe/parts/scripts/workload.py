@@ -383,12 +383,12 @@ def replace_blocked(source, target):
     return None
 
 
-def proof_manager(base, cache, made, written, keys, name):
+def proof_manager(base, cache, made, written, keys, name, hits):
     """Triton's own FileCacheManager over the workload's real cache, read as it is: it creates
     the entry dir a key needs (removed again if the proof leaves it empty), reads and loads the
     real entries, and writes what Triton would put into a tmp.pid_* dir of the real entry (as
     Triton does before its os.replace), from which the module is loaded; the real entry is never
-    replaced. `written` collects those dirs for removal."""
+    replaced. `written` collects those dirs for removal, `hits` the entries' files it found."""
 
     def __init__(self, key, override=False, dump=False):
         if not (override or dump):
@@ -398,6 +398,20 @@ def proof_manager(base, cache, made, written, keys, name):
             except OSError:
                 pass  # Triton's own os.makedirs below raises it as the workload sees it
         base.__init__(self, key, override=override, dump=dump)
+
+    def entry_hit(self, filename, found):
+        # get_file and get_group ask has_file (every release with it): an existing file of the
+        # workload's own entries that this build then loads instead of compiling.
+        where = str(getattr(self, "cache_dir", None) or "")
+        if found and where.startswith(cache):
+            hits.append(_os.path.join(where, str(filename)))
+        return found
+
+    def has_file(self, filename):
+        return entry_hit(self, filename, base.has_file(self, filename))
+
+    def get_file(self, filename):
+        return entry_hit(self, filename, base.get_file(self, filename))
 
     def put(self, data, filename, binary=True):
         if not str(getattr(self, "cache_dir", None) or "").startswith(cache):
@@ -412,7 +426,12 @@ def proof_manager(base, cache, made, written, keys, name):
         if blocked is not None:
             raise blocked
         return temp_path
-    return type(base.__name__, (base,), {"__init__": __init__, "put": put})
+    methods = {"__init__": __init__, "put": put}
+    if callable(getattr(base, "has_file", None)):
+        methods["has_file"] = has_file
+    else:
+        methods["get_file"] = get_file
+    return type(base.__name__, (base,), methods)
 
 
 class OwnPath:
@@ -421,20 +440,27 @@ class OwnPath:
     own TRITON_CACHE_MANAGER), in a throw-away subdirectory of it; its temp dirs in
     throw-away subdirectories."""
 
-    def __init__(self, triton, env, name, size):
-        self.triton, self.env, self.name, self.size = triton, env, name, size
+    def __init__(self, triton, env, name, size=65536):
+        self.triton, self.env, self.name = triton, env, name
+        self.size = size    # of a module Triton builds: a bare errno's write is redone with it
         self.made = []      # directories created, parents first: removed in reverse
         self.throwaway = []  # our own subdirectories: removed whole
         self.written = []   # what the proof's cache manager created in real entries
         self.keys = []      # the keys Triton asked its cache manager for
+        self.hits = []      # the existing entries' files it found (and loaded, not built)
+        self.runs = []      # the compiler runs of this build
         self.report = {"cache_dir": triton_cache_dir(triton, env)}
         self.saved = {}
         self.patched = None
+        self.proof = None
+        self.custom = False  # the workload's own cache manager: entries the probe cannot see
+        self.suspended = None
 
     def real_manager(self):
         """(triton.runtime.cache, its FileCacheManager) when the proof can go through the
         real entries, else None."""
         if self.env.get("TRITON_CACHE_MANAGER") or _os.environ.get("TRITON_CACHE_MANAGER"):
+            self.custom = True
             return None  # the workload's own manager keeps its entries elsewhere
         try:
             import triton.runtime.cache as cache_module
@@ -447,6 +473,7 @@ class OwnPath:
         knobs = triton_knobs(self.triton)
         try:
             if knobs is not None and knobs.cache.manager_class:
+                self.custom = True
                 return None
         except Exception:
             pass
@@ -483,8 +510,9 @@ class OwnPath:
             return failure
         if real:
             cache_module, base = real
-            cache_module.FileCacheManager = proof_manager(base, cache, self.made, self.written,
-                                                          self.keys, self.name)
+            self.proof = proof_manager(base, cache, self.made, self.written, self.keys,
+                                       self.name, self.hits)
+            cache_module.FileCacheManager = self.proof
             self.patched = real
         else:
             self.throwaway.append(probe_cache)
@@ -512,7 +540,10 @@ class OwnPath:
         return None
 
     def attempt(self, target_of):
+        """get_current_target() as the workload's process runs it; finish() completes the
+        report."""
         rep = self.report
+        emit("own-start", {})  # the fresh-cache attempt waits for this one: see its check
         failure = self.prepare()
         if failure is None:
             reset_driver(self.triton)
@@ -524,17 +555,59 @@ class OwnPath:
             except BaseException as e:
                 failure = failure_of(e)
                 failure["compiler"] = COMPILER_RUNS[first:]
+            self.runs = COMPILER_RUNS[first:]
         if failure is not None:
             rep["ok"] = False
-            if failure.get("errno") and not failure.get("filename") and not failure.get(
-                    "where"):
-                failure["where"] = self.locate(failure["errno"])
             rep["failure"] = failure
         if self.patched:
             rep["keys"] = sorted(set(self.keys))
+            rep["hits"] = sorted(set(self.hits))
             emit("own-made", {"made": self.made, "throwaway": self.throwaway,
                               "written": self.written})
         return rep
+
+    def built_from_nothing(self):
+        """True when this build proved what a build in a fresh cache proves: it succeeded,
+        compiled (every compiler run it made succeeded) and loaded no existing entry: the
+        proof's manager saw no hit in the real entries, or its cache was the probe's new
+        subdirectory under Triton's own file cache (no workload manager keeps entries
+        elsewhere)."""
+        if not self.report.get("ok") or not self.runs:
+            return False
+        if any(run.get("rc") or run.get("error") for run in self.runs):
+            return False
+        if self.report.get("through") == "entries":
+            return not self.hits
+        return self.report.get("through") == "subdir" and not self.custom
+
+    def finish(self):
+        """A bare OSError (a write has no path): where the same write fails."""
+        failure = self.report.get("failure") or {}
+        if failure.get("errno") and not failure.get("filename") and not failure.get("where"):
+            failure["where"] = self.locate(failure["errno"])
+        return self.report
+
+    def suspend(self):
+        """Back to the probe's own state (its fresh-cache attempt runs there); resume()
+        returns to the workload's."""
+        self.suspended = ({key: _os.environ.get(key) for key in ("TRITON_CACHE_DIR", "TMPDIR")},
+                          _tempfile.tempdir, self.patched)
+        self.restore()
+
+    def resume(self):
+        if self.suspended is None:
+            return
+        env, tempdir, patched = self.suspended
+        self.suspended = None
+        for key, value in env.items():
+            if value is None:
+                _os.environ.pop(key, None)
+            else:
+                _os.environ[key] = value
+        _tempfile.tempdir = tempdir
+        if patched:
+            patched[0].FileCacheManager = self.proof
+            self.patched = patched
 
     def locate(self, code):
         """A bare OSError (a write has no path): do the same write in each dir it may be."""
