@@ -1767,6 +1767,7 @@ def fresh_attempt(data):
     try:
         data["target"] = target_of(triton.runtime.driver.active.get_current_target())
         data["ok"] = True
+        data["compiler"] = COMPILER_RUNS[first:]
     except BaseException as e:
         data["ok"] = False
         data["error"] = err(e)
@@ -1821,7 +1822,7 @@ if triton is not None:
     report["seconds"] = round(time.time() - t0, 3)
     if own.built_from_nothing():
         data.update(ok=True, target=report["target"], seconds=report["seconds"], cache="own",
-                    cache_dir=report.get("cache_dir"))
+                    cache_dir=report.get("cache_dir"), compiler=own.runs)
         emit("target", data)
     else:
         own.suspend()
@@ -3659,8 +3660,6 @@ class Gather(Part):
                                         env=self.env)
         self.pyinfo = self.workload_pyinfo()
         self.compiler = self.find_compiler()
-        if self.possible_gpu:
-            self.compile = self.start_compile()
 
         where = where_it_runs()
         self.facts.update({
@@ -3688,13 +3687,43 @@ class Gather(Part):
         self.hip_info: dict = self.collect_hip() if self.hip else {"error": "not run"}
         self.rocminfo_info = parse_rocminfo(self.rocminfo.result() if self.rocminfo else None)
         self.ld_result = self.ldconfig.result() if self.ldconfig else None
-        self.compile_result = self.compile.result() if self.compile else None
         self.stack_result = self.stack.result()
         self.remove_workload_dirs()
         self.stages = stage_lines(self.stack_result["stdout"])
+        self.compile_result = self.test_compile() if self.possible_gpu else None
         self.deep_result = self.deep_run.result() if self.deep_run else None
         self.deep_stages = stage_lines(self.deep_result["stdout"]) if self.deep_result else {}
         self.assemble_facts()
+
+    def test_compile(self):
+        meta = self.stages.get("meta")
+        if meta is not None and not meta.get("triton_dir"):
+            return None
+        target = self.stages.get("target") or {}
+        runs = target.get("compiler") or []
+        found = self.compiler["path"]
+        if target.get("ok") and runs and found and all(
+                isinstance(run, dict) and run.get("rc") == 0 and not run.get("error")
+                and self.same_compiler(run.get("argv")) for run in runs):
+            self.compile_argv = runs[-1].get("argv")
+            self.compile_by = "triton"
+            return {"rc": 0, "stdout": "", "stderr": "".join(r.get("stderr") or "" for r in runs),
+                    "timed_out": False, "error": None, "seconds": None}
+        if self.stack_result["timed_out"]:
+            self.compile_by = "deadline"
+            return None
+        self.compile = self.start_compile()
+        return self.compile.result() if self.compile else None
+
+    def same_compiler(self, argv):
+        if not isinstance(argv, list) or not argv or not isinstance(argv[0], str):
+            return False
+        path = self.env.get("PATH", os.defpath)
+        ran = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=path)
+        found = self.compiler["path"]
+        if not ran or not found:
+            return False
+        return os.path.realpath(ran) == os.path.realpath(found)
 
     def assemble_facts(self):
         meta = self.stages.get("meta", {})
@@ -4421,10 +4450,12 @@ class ToolchainChecks(Part):
 
     def compile_outcome(self):
         result = self.compile_result
+        by = getattr(self, "compile_by", None)
         if result is None:
-            return "none", {}
+            return ("deadline" if by == "deadline" else "none"), {}
         evidence = {"argv": getattr(self, "compile_argv", None), "rc": result["rc"],
-                    "stderr": clip(result["stderr"]), "seconds": result["seconds"]}
+                    "stderr": clip(result["stderr"]), "seconds": result["seconds"],
+                    "by": "triton" if by == "triton" else "probe"}
         if result["timed_out"]:
             return "timeout", evidence
         if result["error"]:
@@ -4439,8 +4470,12 @@ class ToolchainChecks(Part):
         ld = shutil.which("ld", path=self.env.get("PATH", os.defpath))
         evidence["ld"] = ld
         if outcome == "ok":
-            return ("pass", "compiled and linked a Python extension with %s" % (
-                self.compiler["path"]), "", evidence)
+            return ("pass", "compiled and linked a Python extension with %s%s" % (
+                self.compiler["path"], " (Triton's own build)" if evidence["by"] == "triton"
+                else ""), "", evidence)
+        if outcome == "deadline":
+            return ("skip", "not tested: the workload's stack used the deadline (ld: %s)" % (
+                ld or "absent"), "", evidence)
         if outcome == "none":
             return ("skip", "no compiler to test the linker with (ld: %s)" % (ld or "absent"),
                     "", evidence)
@@ -4459,9 +4494,10 @@ class ToolchainChecks(Part):
         fix = self.compile_fix("libc")
         if outcome == "ok":
             return ("pass", "libc headers found (stdio.h, dlfcn.h)", "", evidence)
-        if outcome not in ("none", "timeout") and classify_error(outcome) == "libc_headers_missing":
+        if outcome not in ("none", "deadline", "timeout") and classify_error(
+                outcome) == "libc_headers_missing":
             return ("fail", "libc headers missing: " + compiler_error_line(outcome), fix, evidence)
-        if outcome == "none" or outcome == "timeout" or header_missing(outcome) is None:
+        if outcome in ("none", "deadline", "timeout") or header_missing(outcome) is None:
             if not all(headers.values()):
                 return ("fail", "libc headers missing: no /usr/include/%s" % ", ".join(
                     n for n, ok in headers.items() if not ok), fix, evidence)
@@ -4479,7 +4515,8 @@ class ToolchainChecks(Part):
         if outcome == "ok":
             return ("pass", "Python.h for %s compiles" % self.facts["python"].get("version"), "",
                     evidence)
-        if outcome not in ("none", "timeout") and re.search(r"\bPython\.h\b", outcome):
+        if outcome not in ("none", "deadline", "timeout") and re.search(r"\bPython\.h\b",
+                                                                      outcome):
             return ("fail", "Python.h missing for Python %s: %s" % (
                 self.facts["python"].get("version"), compiler_error_line(outcome)), fix, evidence)
         if not evidence["python_h_exists"]:

@@ -65,6 +65,8 @@ def test_a_warm_cache_is_read_in_place_and_left_as_it_was(workload_base: Path) -
     target = checks(doc)["triton_target"]
     assert (target["status"], target["evidence"]["cache"]) == ("pass", "fresh")
     assert target["summary"] == "get_current_target() = cuda:90 in a fresh cache"
+    # ...and that build, not a test compile of the probe's, proved the toolchain.
+    assert checks(doc)["no_linker"]["evidence"]["by"] == "triton"
 
 
 def test_a_cold_cache_leaves_nothing_behind(workload_base: Path) -> None:  # noqa: F811

@@ -68,10 +68,12 @@ class ToolchainChecks(Part):
     def compile_outcome(self):
         """'ok', 'none' (nothing compiled), 'timeout' or the compiler's stderr."""
         result = self.compile_result
+        by = getattr(self, "compile_by", None)
         if result is None:
-            return "none", {}
+            return ("deadline" if by == "deadline" else "none"), {}
         evidence = {"argv": getattr(self, "compile_argv", None), "rc": result["rc"],
-                    "stderr": clip(result["stderr"]), "seconds": result["seconds"]}
+                    "stderr": clip(result["stderr"]), "seconds": result["seconds"],
+                    "by": "triton" if by == "triton" else "probe"}
         if result["timed_out"]:
             return "timeout", evidence
         if result["error"]:
@@ -86,8 +88,12 @@ class ToolchainChecks(Part):
         ld = shutil.which("ld", path=self.env.get("PATH", os.defpath))
         evidence["ld"] = ld
         if outcome == "ok":
-            return ("pass", "compiled and linked a Python extension with %s" % (
-                self.compiler["path"]), "", evidence)
+            return ("pass", "compiled and linked a Python extension with %s%s" % (
+                self.compiler["path"], " (Triton's own build)" if evidence["by"] == "triton"
+                else ""), "", evidence)
+        if outcome == "deadline":
+            return ("skip", "not tested: the workload's stack used the deadline (ld: %s)" % (
+                ld or "absent"), "", evidence)
         if outcome == "none":
             return ("skip", "no compiler to test the linker with (ld: %s)" % (ld or "absent"),
                     "", evidence)
@@ -106,9 +112,10 @@ class ToolchainChecks(Part):
         fix = self.compile_fix("libc")
         if outcome == "ok":
             return ("pass", "libc headers found (stdio.h, dlfcn.h)", "", evidence)
-        if outcome not in ("none", "timeout") and classify_error(outcome) == "libc_headers_missing":
+        if outcome not in ("none", "deadline", "timeout") and classify_error(
+                outcome) == "libc_headers_missing":
             return ("fail", "libc headers missing: " + compiler_error_line(outcome), fix, evidence)
-        if outcome == "none" or outcome == "timeout" or header_missing(outcome) is None:
+        if outcome in ("none", "deadline", "timeout") or header_missing(outcome) is None:
             if not all(headers.values()):
                 return ("fail", "libc headers missing: no /usr/include/%s" % ", ".join(
                     n for n, ok in headers.items() if not ok), fix, evidence)
@@ -126,7 +133,8 @@ class ToolchainChecks(Part):
         if outcome == "ok":
             return ("pass", "Python.h for %s compiles" % self.facts["python"].get("version"), "",
                     evidence)
-        if outcome not in ("none", "timeout") and re.search(r"\bPython\.h\b", outcome):
+        if outcome not in ("none", "deadline", "timeout") and re.search(r"\bPython\.h\b",
+                                                                      outcome):
             return ("fail", "Python.h missing for Python %s: %s" % (
                 self.facts["python"].get("version"), compiler_error_line(outcome)), fix, evidence)
         if not evidence["python_h_exists"]:

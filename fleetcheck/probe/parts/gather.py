@@ -111,8 +111,6 @@ class Gather(Part):
                                         env=self.env)
         self.pyinfo = self.workload_pyinfo()
         self.compiler = self.find_compiler()
-        if self.possible_gpu:
-            self.compile = self.start_compile()
 
         where = where_it_runs()
         self.facts.update({
@@ -140,13 +138,48 @@ class Gather(Part):
         self.hip_info: dict = self.collect_hip() if self.hip else {"error": "not run"}
         self.rocminfo_info = parse_rocminfo(self.rocminfo.result() if self.rocminfo else None)
         self.ld_result = self.ldconfig.result() if self.ldconfig else None
-        self.compile_result = self.compile.result() if self.compile else None
         self.stack_result = self.stack.result()
         self.remove_workload_dirs()
         self.stages = stage_lines(self.stack_result["stdout"])
+        self.compile_result = self.test_compile() if self.possible_gpu else None
         self.deep_result = self.deep_run.result() if self.deep_run else None
         self.deep_stages = stage_lines(self.deep_result["stdout"]) if self.deep_result else {}
         self.assemble_facts()
+
+    def test_compile(self):
+        """The toolchain's proof: Triton's own build, where one compiled and linked its module
+        from nothing with the compiler found here (the `target` stage's compiler runs), else a
+        test compile of our own, after the stack; none where Triton is not installed (the
+        toolchain checks are not evaluated) or the stack used the deadline."""
+        meta = self.stages.get("meta")
+        if meta is not None and not meta.get("triton_dir"):
+            return None
+        target = self.stages.get("target") or {}
+        runs = target.get("compiler") or []
+        found = self.compiler["path"]
+        if target.get("ok") and runs and found and all(
+                isinstance(run, dict) and run.get("rc") == 0 and not run.get("error")
+                and self.same_compiler(run.get("argv")) for run in runs):
+            self.compile_argv = runs[-1].get("argv")
+            self.compile_by = "triton"
+            return {"rc": 0, "stdout": "", "stderr": "".join(r.get("stderr") or "" for r in runs),
+                    "timed_out": False, "error": None, "seconds": None}
+        if self.stack_result["timed_out"]:
+            self.compile_by = "deadline"
+            return None
+        self.compile = self.start_compile()
+        return self.compile.result() if self.compile else None
+
+    def same_compiler(self, argv):
+        """Whether a command Triton ran is the compiler the toolchain checks name."""
+        if not isinstance(argv, list) or not argv or not isinstance(argv[0], str):
+            return False
+        path = self.env.get("PATH", os.defpath)
+        ran = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=path)
+        found = self.compiler["path"]
+        if not ran or not found:
+            return False
+        return os.path.realpath(ran) == os.path.realpath(found)
 
     def assemble_facts(self):
         meta = self.stages.get("meta", {})

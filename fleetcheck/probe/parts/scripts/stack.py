@@ -254,6 +254,7 @@ def fresh_attempt(data):
     try:
         data["target"] = target_of(triton.runtime.driver.active.get_current_target())
         data["ok"] = True
+        data["compiler"] = COMPILER_RUNS[first:]
     except BaseException as e:
         data["ok"] = False
         data["error"] = err(e)
@@ -315,7 +316,7 @@ if triton is not None:
         # It compiled what get_current_target() needs and loaded no existing entry: that is
         # the fresh-cache proof (a warm cache cannot hide a missing compiler), built once.
         data.update(ok=True, target=report["target"], seconds=report["seconds"], cache="own",
-                    cache_dir=report.get("cache_dir"))
+                    cache_dir=report.get("cache_dir"), compiler=own.runs)
         emit("target", data)
     else:
         # It failed, or loaded the workload's existing entries: a fresh cache tells whether
