@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what the test suite needs on a fresh Debian machine (when missing), then run it all:
-# lint (ruff), types (mypy) and pytest on parallel workers (pytest-xdist, one per CPU: `-n 0`
+# lint (ruff), types (mypy) and pytest on parallel workers (pytest-xdist, two per CPU: `-n 0`
 # runs them in this one process). Arguments are passed to pytest.
 #
 #   scripts/test.sh --quick [PYTEST ARGS]
