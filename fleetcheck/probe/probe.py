@@ -1020,6 +1020,13 @@ def proof_manager(base, cache, made, written, keys, name, hits):
     return type(base.__name__, (base,), methods)
 
 
+def swap_manager(cache_module, old, new):
+    if getattr(cache_module, "FileCacheManager", None) is old:
+        cache_module.FileCacheManager = new
+    if getattr(cache_module, "__cache_cls", None) is old:
+        setattr(cache_module, "__cache_cls", new)
+
+
 class OwnPath:
 
     def __init__(self, triton, env, name, size=65536):
@@ -1090,7 +1097,7 @@ class OwnPath:
             cache_module, base = real
             self.proof = proof_manager(base, cache, self.made, self.written, self.keys,
                                        self.name, self.hits)
-            cache_module.FileCacheManager = self.proof
+            swap_manager(cache_module, base, self.proof)
             self.patched = real
         else:
             self.throwaway.append(probe_cache)
@@ -1147,7 +1154,7 @@ class OwnPath:
         if any(run.get("rc") or run.get("error") for run in self.runs):
             return False
         if self.report.get("through") == "entries":
-            return not self.hits
+            return bool(self.keys) and not self.hits
         return self.report.get("through") == "subdir" and not self.custom
 
     def finish(self):
@@ -1173,7 +1180,7 @@ class OwnPath:
                 _os.environ[key] = value
         _tempfile.tempdir = tempdir
         if patched:
-            patched[0].FileCacheManager = self.proof
+            swap_manager(patched[0], patched[1], self.proof)
             self.patched = patched
 
     def locate(self, code):
@@ -1190,7 +1197,7 @@ class OwnPath:
     def restore(self):
         if self.patched:
             cache_module, base = self.patched
-            cache_module.FileCacheManager = base
+            swap_manager(cache_module, self.proof, base)
             self.patched = None
         for key in ("TRITON_CACHE_DIR", "TMPDIR"):
             if key not in self.saved:
@@ -1818,8 +1825,13 @@ if triton is not None:
     emit("backends", backend_report(triton))
     own = OwnPath(triton, own_env, own_name)
     t0 = time.time()
-    report = own.attempt(target_of)
+    try:
+        report = own.attempt(target_of)
+    except BaseException as e:  # the proof's own step, not Triton's: still the fresh attempt
+        report = own.report
+        report.update(ok=False, failure=failure_of(e))
     report["seconds"] = round(time.time() - t0, 3)
+    emit("own", report)  # now: what follows may hang; finish() completes it below
     if own.built_from_nothing():
         data.update(ok=True, target=report["target"], seconds=report["seconds"], cache="own",
                     cache_dir=report.get("cache_dir"), compiler=own.runs)
@@ -3709,11 +3721,16 @@ class Gather(Part):
             self.compile_by = "triton"
             return {"rc": 0, "stdout": "", "stderr": "".join(r.get("stderr") or "" for r in runs),
                     "timed_out": False, "error": None, "seconds": None}
-        if self.stack_result["timed_out"]:
+        budget = self.deadline.timeout(30)
+        if self.stack_result["timed_out"] or budget < 1:
             self.compile_by = "deadline"
             return None
         self.compile = self.start_compile()
-        return self.compile.result() if self.compile else None
+        result = self.compile.result() if self.compile else None
+        if result is not None and result["timed_out"] and budget < 30:
+            self.compile_by = "deadline"
+            return None
+        return result
 
     def same_compiler(self, argv):
         if not isinstance(argv, list) or not argv or not isinstance(argv[0], str):
@@ -3723,7 +3740,7 @@ class Gather(Part):
         found = self.compiler["path"]
         if not ran or not found:
             return False
-        return os.path.realpath(ran) == os.path.realpath(found)
+        return os.path.abspath(ran) == os.path.abspath(found)
 
     def assemble_facts(self):
         meta = self.stages.get("meta", {})
@@ -4474,8 +4491,8 @@ class ToolchainChecks(Part):
                 self.compiler["path"], " (Triton's own build)" if evidence["by"] == "triton"
                 else ""), "", evidence)
         if outcome == "deadline":
-            return ("skip", "not tested: the workload's stack used the deadline (ld: %s)" % (
-                ld or "absent"), "", evidence)
+            return ("skip", "not tested: the workload's stack left too little of the deadline "
+                    "(ld: %s)" % (ld or "absent"), "", evidence)
         if outcome == "none":
             return ("skip", "no compiler to test the linker with (ld: %s)" % (ld or "absent"),
                     "", evidence)

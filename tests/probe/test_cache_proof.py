@@ -8,6 +8,7 @@ runtime/build.py and runtime/cache.py (tests/probe/workload_state.py); the workl
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -138,6 +139,76 @@ def test_a_corrupt_module_this_triton_rebuilds_is_gpu_and_stays_untouched(
     assert snapshot(state.node.home, state.tmp) == before
     assert doc["triton"]["verdict"] == "gpu"
     assert state.truth() == (True, "OK")
+    # The own build found the entry (and rebuilt it beside it): not a build from nothing.
+    assert checks(doc)["triton_target"]["evidence"]["cache"] == "fresh"
+
+
+def test_a_fresh_cache_build_that_hangs_keeps_the_own_builds_answer(
+        workload_base: Path) -> None:  # noqa: F811
+    # The own build loads the warm entries; the compiler then hangs in the fresh cache's build
+    # (after the own build finished): that attempt times out, and the own build's pass stays.
+    state = workload_node(workload_base)
+    state.cache.mkdir(parents=True)
+    state.give(state.node.home / ".triton")
+    assert state.truth("--warm-only") == (True, "OK")
+    gcc = state.node.bindir / "gcc"
+    gcc.unlink()
+    gcc.write_text(f"#!/bin/sh\nexec {shutil.which('sleep')} 60\n")
+    gcc.chmod(0o755)
+    doc = state.probe(deadline=8)
+    by_id = checks(doc)
+    assert by_id["triton_own_path"]["status"] == "pass"
+    assert (by_id["triton_target"]["status"], by_id["triton_target"]["summary"]) == (
+        "error", "timed out before get_current_target() finished (deadline 8.0 s)")
+    assert doc["duration_s"] < 60
+
+
+def test_a_triton_whose_cache_manager_is_bound_at_import_is_proven_in_place(
+        workload_base: Path) -> None:  # noqa: F811
+    # Triton 2.1-3.3: get_cache_manager() returns the module's __cache_cls, bound to
+    # FileCacheManager at import (runtime/cache.py of those releases, as written there). The
+    # proof goes through it as well: nothing is written into the real cache, the keys are seen.
+    state = workload_node(workload_base)
+    cache_py = state.node.site / "triton/runtime/cache.py"
+    text = cache_py.read_text()
+    new = text.replace(
+        "def get_cache_manager(key) -> CacheManager:\n"
+        "    cls = knobs.cache.manager_class or FileCacheManager\n"
+        "    return cls(_base32(key))\n", OLD_GET_CACHE_MANAGER)
+    assert new != text
+    cache_py.write_text(new)
+    before = snapshot(state.node.home, state.tmp)
+    doc = state.probe()
+    assert snapshot(state.node.home, state.tmp) == before
+    assert doc["triton"]["verdict"] == "gpu"
+    assert checks(doc)["cache_entry_corrupt"]["evidence"]["keys"]
+    assert checks(doc)["triton_target"]["evidence"]["cache"] == "own"
+    assert state.truth() == (True, "OK")
+
+
+#: get_cache_manager() of Triton 2.1-3.3's runtime/cache.py (the key base32-encoded as this
+#: release's build.py expects).
+OLD_GET_CACHE_MANAGER = """__cache_cls = FileCacheManager
+__cache_cls_nme = "DEFAULT"
+
+
+def get_cache_manager(key) -> CacheManager:
+    import os
+
+    user_cache_manager = os.environ.get("TRITON_CACHE_MANAGER", None)
+    global __cache_cls
+    global __cache_cls_nme
+
+    if user_cache_manager is not None and user_cache_manager != __cache_cls_nme:
+        import importlib
+
+        module_path, clz_nme = user_cache_manager.split(":")
+        module = importlib.import_module(module_path)
+        __cache_cls = getattr(module, clz_nme)
+        __cache_cls_nme = user_cache_manager
+
+    return __cache_cls(_base32(key))
+"""
 
 
 @pytest.mark.parametrize("damage", ["file", "dangling-link", "mode-000"])

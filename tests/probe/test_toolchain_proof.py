@@ -97,6 +97,6 @@ def test_a_stack_that_used_the_deadline_leaves_the_compile_untried(tmp_path: Pat
     assert runs(log) == []
     linker = checks(doc)["no_linker"]
     assert linker["status"] == "skip"
-    assert linker["summary"] == "not tested: the workload's stack used the deadline (ld: %s)" % (
-        node.bindir / "ld")
+    assert linker["summary"] == ("not tested: the workload's stack left too little of the "
+                                 "deadline (ld: %s)" % (node.bindir / "ld"))
     assert checks(doc)["no_c_compiler"]["status"] == "pass"

@@ -92,8 +92,8 @@ class ToolchainChecks(Part):
                 self.compiler["path"], " (Triton's own build)" if evidence["by"] == "triton"
                 else ""), "", evidence)
         if outcome == "deadline":
-            return ("skip", "not tested: the workload's stack used the deadline (ld: %s)" % (
-                ld or "absent"), "", evidence)
+            return ("skip", "not tested: the workload's stack left too little of the deadline "
+                    "(ld: %s)" % (ld or "absent"), "", evidence)
         if outcome == "none":
             return ("skip", "no compiler to test the linker with (ld: %s)" % (ld or "absent"),
                     "", evidence)

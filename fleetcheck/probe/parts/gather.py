@@ -164,11 +164,18 @@ class Gather(Part):
             self.compile_by = "triton"
             return {"rc": 0, "stdout": "", "stderr": "".join(r.get("stderr") or "" for r in runs),
                     "timed_out": False, "error": None, "seconds": None}
-        if self.stack_result["timed_out"]:
+        # After the stack: what it left of the deadline (the compile's own cap is 30 s). A
+        # compile the deadline cuts short is untested, not a toolchain that hangs.
+        budget = self.deadline.timeout(30)
+        if self.stack_result["timed_out"] or budget < 1:
             self.compile_by = "deadline"
             return None
         self.compile = self.start_compile()
-        return self.compile.result() if self.compile else None
+        result = self.compile.result() if self.compile else None
+        if result is not None and result["timed_out"] and budget < 30:
+            self.compile_by = "deadline"
+            return None
+        return result
 
     def same_compiler(self, argv):
         """Whether a command Triton ran is the compiler the toolchain checks name."""
@@ -179,7 +186,8 @@ class Gather(Part):
         found = self.compiler["path"]
         if not ran or not found:
             return False
-        return os.path.realpath(ran) == os.path.realpath(found)
+        # The paths, not their targets: ccache's gcc and clang are links to one binary.
+        return os.path.abspath(ran) == os.path.abspath(found)
 
     def assemble_facts(self):
         meta = self.stages.get("meta", {})

@@ -310,8 +310,13 @@ if triton is not None:
     # names them).
     own = OwnPath(triton, own_env, own_name)
     t0 = time.time()
-    report = own.attempt(target_of)
+    try:
+        report = own.attempt(target_of)
+    except BaseException as e:  # the proof's own step, not Triton's: still the fresh attempt
+        report = own.report
+        report.update(ok=False, failure=failure_of(e))
     report["seconds"] = round(time.time() - t0, 3)
+    emit("own", report)  # now: what follows may hang; finish() completes it below
     if own.built_from_nothing():
         # It compiled what get_current_target() needs and loaded no existing entry: that is
         # the fresh-cache proof (a warm cache cannot hide a missing compiler), built once.

@@ -434,6 +434,16 @@ def proof_manager(base, cache, made, written, keys, name, hits):
     return type(base.__name__, (base,), methods)
 
 
+def swap_manager(cache_module, old, new):
+    """Triton's file cache manager replaced by `new` where it is `old`: FileCacheManager, which
+    get_cache_manager() looks up at each call (3.4+), and the module's __cache_cls, which it
+    returns instead in 2.1-3.3 (bound to FileCacheManager at import)."""
+    if getattr(cache_module, "FileCacheManager", None) is old:
+        cache_module.FileCacheManager = new
+    if getattr(cache_module, "__cache_cls", None) is old:
+        setattr(cache_module, "__cache_cls", new)
+
+
 class OwnPath:
     """The workload's real build through its real cache dir and entries (`proof_manager`), or,
     where this Triton has no FileCacheManager to read them through (or the workload sets its
@@ -512,7 +522,7 @@ class OwnPath:
             cache_module, base = real
             self.proof = proof_manager(base, cache, self.made, self.written, self.keys,
                                        self.name, self.hits)
-            cache_module.FileCacheManager = self.proof
+            swap_manager(cache_module, base, self.proof)
             self.patched = real
         else:
             self.throwaway.append(probe_cache)
@@ -577,7 +587,8 @@ class OwnPath:
         if any(run.get("rc") or run.get("error") for run in self.runs):
             return False
         if self.report.get("through") == "entries":
-            return not self.hits
+            # Triton asked the proof's manager for its keys (so it saw every hit), and none hit.
+            return bool(self.keys) and not self.hits
         return self.report.get("through") == "subdir" and not self.custom
 
     def finish(self):
@@ -606,7 +617,7 @@ class OwnPath:
                 _os.environ[key] = value
         _tempfile.tempdir = tempdir
         if patched:
-            patched[0].FileCacheManager = self.proof
+            swap_manager(patched[0], patched[1], self.proof)
             self.patched = patched
 
     def locate(self, code):
@@ -624,7 +635,7 @@ class OwnPath:
     def restore(self):
         if self.patched:
             cache_module, base = self.patched
-            cache_module.FileCacheManager = base
+            swap_manager(cache_module, self.proof, base)
             self.patched = None
         for key in ("TRITON_CACHE_DIR", "TMPDIR"):
             if key not in self.saved:
