@@ -8,7 +8,6 @@ runtime/build.py and runtime/cache.py (tests/probe/workload_state.py); the workl
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -144,25 +143,24 @@ def test_a_corrupt_module_this_triton_rebuilds_is_gpu_and_stays_untouched(
     assert checks(doc)["triton_target"]["evidence"]["cache"] == "fresh"
 
 
-def test_a_fresh_cache_build_that_hangs_keeps_the_own_builds_answer(
+def test_a_fresh_cache_build_that_never_finishes_keeps_the_own_builds_answer(
         workload_base: Path) -> None:  # noqa: F811
-    # The own build loads the warm entries; the compiler then hangs in the fresh cache's build
-    # (after the own build finished): that attempt times out, and the own build's pass stays.
+    # The own build loads the warm entries; then the compiler of the fresh cache's build kills
+    # the workload's interpreter (as the OOM killer would; a hang ends the same way at the
+    # deadline): that attempt never reports, and the own build's pass stays.
     state = workload_node(workload_base)
     state.cache.mkdir(parents=True)
     state.give(state.node.home / ".triton")
     assert state.truth("--warm-only") == (True, "OK")
     gcc = state.node.bindir / "gcc"
     gcc.unlink()
-    gcc.write_text(f"#!/bin/sh\nexec {shutil.which('sleep')} 60\n")
+    gcc.write_text('#!/bin/sh\ncase "$*" in *cuda_utils*) kill -KILL "$PPID";; esac\nexit 1\n')
     gcc.chmod(0o755)
-    # A deadline that a busy machine still finishes the own build's loads within.
-    doc = state.probe(deadline=20)
+    doc = state.probe()
     by_id = checks(doc)
     assert by_id["triton_own_path"]["status"] == "pass"
     assert (by_id["triton_target"]["status"], by_id["triton_target"]["summary"]) == (
-        "error", "timed out before get_current_target() finished (deadline 20.0 s)")
-    assert doc["duration_s"] < 60
+        "error", "get_current_target() did not report (workload interpreter exited with rc -9)")
 
 
 def test_a_triton_whose_cache_manager_is_bound_at_import_is_proven_in_place(

@@ -80,27 +80,28 @@ def gcc_tempdir(env):
     return "."
 
 
+def put_env(values):
+    """os.environ as `values` say: each key set to its value, or removed where it is None."""
+    for key, value in values.items():
+        if value is None:
+            _os.environ.pop(key, None)
+        else:
+            _os.environ[key] = value
+
+
 def python_tempdir(env):
     """The temp dir tempfile chooses for this environment (it writes a test file in each
     candidate), or the FileNotFoundError it raises when none works."""
     saved = {k: _os.environ.get(k) for k in ("TMPDIR", "TEMP", "TMP")}
     saved_dir = _tempfile.tempdir
     try:
-        for key in saved:
-            if env.get(key) is None:
-                _os.environ.pop(key, None)
-            else:
-                _os.environ[key] = env[key]
+        put_env({key: env.get(key) for key in saved})
         _tempfile.tempdir = None
         return _tempfile.gettempdir(), None
     except BaseException as e:
         return None, failure_of(e)
     finally:
-        for key, value in saved.items():
-            if value is None:
-                _os.environ.pop(key, None)
-            else:
-                _os.environ[key] = value
+        put_env(saved)
         _tempfile.tempdir = saved_dir
 
 
@@ -610,11 +611,7 @@ class OwnPath:
             return
         env, tempdir, patched = self.suspended
         self.suspended = None
-        for key, value in env.items():
-            if value is None:
-                _os.environ.pop(key, None)
-            else:
-                _os.environ[key] = value
+        put_env(env)
         _tempfile.tempdir = tempdir
         if patched:
             swap_manager(patched[0], patched[1], self.proof)
@@ -637,13 +634,7 @@ class OwnPath:
             cache_module, base = self.patched
             swap_manager(cache_module, self.proof, base)
             self.patched = None
-        for key in ("TRITON_CACHE_DIR", "TMPDIR"):
-            if key not in self.saved:
-                continue
-            if self.saved[key] is None:
-                _os.environ.pop(key, None)
-            else:
-                _os.environ[key] = self.saved[key]
+        put_env({key: value for key, value in self.saved.items() if key != "tempdir"})
         if "tempdir" in self.saved:
             _tempfile.tempdir = self.saved["tempdir"]
 
