@@ -3703,8 +3703,7 @@ class Gather(Part):
             return None
         target = self.stages.get("target") or {}
         runs = target.get("compiler") or []
-        found = self.compiler["path"]
-        if target.get("ok") and runs and found and all(
+        if target.get("ok") and runs and all(
                 isinstance(run, dict) and run.get("rc") == 0 and not run.get("error")
                 and self.same_compiler(run.get("argv")) for run in runs):
             self.compile_argv = runs[-1].get("argv")
@@ -4401,6 +4400,9 @@ class TorchChecks(Part):
 
 # --- checks_toolchain -----------------------------------------------------------------------------
 
+NOT_COMPILED = ("none", "deadline", "timeout")
+
+
 def compiler_error_line(text):
     for line in (text or "").splitlines():
         if "error" in line.lower():
@@ -4501,10 +4503,9 @@ class ToolchainChecks(Part):
         fix = self.compile_fix("libc")
         if outcome == "ok":
             return ("pass", "libc headers found (stdio.h, dlfcn.h)", "", evidence)
-        if outcome not in ("none", "deadline", "timeout") and classify_error(
-                outcome) == "libc_headers_missing":
+        if outcome not in NOT_COMPILED and classify_error(outcome) == "libc_headers_missing":
             return ("fail", "libc headers missing: " + compiler_error_line(outcome), fix, evidence)
-        if outcome in ("none", "deadline", "timeout") or header_missing(outcome) is None:
+        if outcome in NOT_COMPILED or header_missing(outcome) is None:
             if not all(headers.values()):
                 return ("fail", "libc headers missing: no /usr/include/%s" % ", ".join(
                     n for n, ok in headers.items() if not ok), fix, evidence)
@@ -4522,8 +4523,7 @@ class ToolchainChecks(Part):
         if outcome == "ok":
             return ("pass", "Python.h for %s compiles" % self.facts["python"].get("version"), "",
                     evidence)
-        if outcome not in ("none", "deadline", "timeout") and re.search(r"\bPython\.h\b",
-                                                                      outcome):
+        if outcome not in NOT_COMPILED and re.search(r"\bPython\.h\b", outcome):
             return ("fail", "Python.h missing for Python %s: %s" % (
                 self.facts["python"].get("version"), compiler_error_line(outcome)), fix, evidence)
         if not evidence["python_h_exists"]:

@@ -106,9 +106,7 @@ def test_a_hung_read_of_the_workloads_entry_is_one_record(workload_base: Path) -
     # FIFO no one writes): the own build, which runs first, stops there, and the fresh-cache
     # attempt after it is not tried: the one record is the own path's.
     state = workload_node(workload_base)
-    state.cache.mkdir(parents=True)
-    state.give(state.node.home / ".triton")
-    assert state.truth("--warm-only") == (True, "OK")
+    assert state.warm() == (True, "OK")
     module = next(state.cache.glob("*/cuda_utils*.so"))
     module.unlink()
     os.mkfifo(module)
@@ -129,9 +127,7 @@ def test_a_hung_read_of_the_workloads_entry_is_one_record(workload_base: Path) -
 def test_a_corrupt_module_this_triton_rebuilds_is_gpu_and_stays_untouched(
         workload_base: Path) -> None:  # noqa: F811
     state = workload_node(workload_base)
-    state.cache.mkdir(parents=True)
-    state.give(state.node.home / ".triton")
-    assert state.truth("--warm-only") == (True, "OK")
+    assert state.warm() == (True, "OK")
     for module in state.cache.glob("*/cuda_utils*.so"):
         module.write_bytes(module.read_bytes()[:100])  # an interrupted copy
     before = snapshot(state.node.home, state.tmp)
@@ -149,9 +145,7 @@ def test_a_fresh_cache_build_that_never_finishes_keeps_the_own_builds_answer(
     # the workload's interpreter (as the OOM killer would; a hang ends the same way at the
     # deadline): that attempt never reports, and the own build's pass stays.
     state = workload_node(workload_base)
-    state.cache.mkdir(parents=True)
-    state.give(state.node.home / ".triton")
-    assert state.truth("--warm-only") == (True, "OK")
+    assert state.warm() == (True, "OK")
     gcc = state.node.bindir / "gcc"
     gcc.unlink()
     gcc.write_text('#!/bin/sh\ncase "$*" in *cuda_utils*) kill -KILL "$PPID";; esac\nexit 1\n')
@@ -215,9 +209,7 @@ def get_cache_manager(key) -> CacheManager:
 def test_an_entry_triton_cannot_use_or_replace_fails_the_node(
         workload_base: Path, damage: str) -> None:  # noqa: F811
     state = workload_node(workload_base)
-    state.cache.mkdir(parents=True)
-    state.give(state.node.home / ".triton")
-    assert state.truth("--warm-only") == (True, "OK")
+    assert state.warm() == (True, "OK")
     entry = next(e for e in state.cache.iterdir() if any(e.glob("cuda_utils*")))
     if damage == "mode-000":
         entry.chmod(0)

@@ -74,9 +74,7 @@ def test_the_probes_gpu_is_the_workloads_own_outcome(
     state = workload_node(workload_base, name)
     try:
         if warm:
-            state.cache.mkdir(parents=True)
-            state.give(state.node.home / ".triton")
-            assert state.truth("--warm-only") == (True, "OK")
+            assert state.warm() == (True, "OK")
         prefix = apply(state, perturbation)
         before = snapshot(state.node.home, state.tmp)
         doc = state.probe(prefix)

@@ -83,6 +83,13 @@ class WorkloadNode:
         lines = done.stdout.strip().splitlines()
         return done.returncode == 0, (lines[-1] if lines else done.stderr[-600:])
 
+    def warm(self) -> tuple[bool, str]:
+        """The workload's own first start, as its user, in its own new cache (its driver
+        module's and an earlier kernel's launcher's entries): truth()'s answer."""
+        self.cache.mkdir(parents=True)
+        self.give(self.node.home / ".triton")
+        return self.truth("--warm-only")
+
     def as_root(self, *args: str, umask: int = 0o077) -> tuple[bool, str]:
         """The workload run once by root (sudo -E) with `umask`, in the user's own home."""
         done = subprocess.run(["/bin/sh", "-c", 'umask "$0"; exec "$@"', f"{umask:03o}",

@@ -8,6 +8,9 @@ from fleetcheck.probe.parts.base import Part, clip, first_line
 from fleetcheck.probe.parts.classify import classify_error
 from fleetcheck.probe.parts.facts_toolchain import install_hint
 
+#: compile_outcome()'s outcomes with no compiler output to read.
+NOT_COMPILED = ("none", "deadline", "timeout")
+
 
 def compiler_error_line(text):
     """The line of compiler output that says what broke."""
@@ -66,7 +69,8 @@ class ToolchainChecks(Part):
         return ("fail", summary, fix, evidence)
 
     def compile_outcome(self):
-        """'ok', 'none' (nothing compiled), 'timeout' or the compiler's stderr."""
+        """'ok', 'none' (nothing compiled), 'deadline' (none left for it), 'timeout' or the
+        compiler's stderr."""
         result = self.compile_result
         by = getattr(self, "compile_by", None)
         if result is None:
@@ -112,10 +116,9 @@ class ToolchainChecks(Part):
         fix = self.compile_fix("libc")
         if outcome == "ok":
             return ("pass", "libc headers found (stdio.h, dlfcn.h)", "", evidence)
-        if outcome not in ("none", "deadline", "timeout") and classify_error(
-                outcome) == "libc_headers_missing":
+        if outcome not in NOT_COMPILED and classify_error(outcome) == "libc_headers_missing":
             return ("fail", "libc headers missing: " + compiler_error_line(outcome), fix, evidence)
-        if outcome in ("none", "deadline", "timeout") or header_missing(outcome) is None:
+        if outcome in NOT_COMPILED or header_missing(outcome) is None:
             if not all(headers.values()):
                 return ("fail", "libc headers missing: no /usr/include/%s" % ", ".join(
                     n for n, ok in headers.items() if not ok), fix, evidence)
@@ -133,8 +136,7 @@ class ToolchainChecks(Part):
         if outcome == "ok":
             return ("pass", "Python.h for %s compiles" % self.facts["python"].get("version"), "",
                     evidence)
-        if outcome not in ("none", "deadline", "timeout") and re.search(r"\bPython\.h\b",
-                                                                      outcome):
+        if outcome not in NOT_COMPILED and re.search(r"\bPython\.h\b", outcome):
             return ("fail", "Python.h missing for Python %s: %s" % (
                 self.facts["python"].get("version"), compiler_error_line(outcome)), fix, evidence)
         if not evidence["python_h_exists"]:

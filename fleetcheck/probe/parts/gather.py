@@ -156,8 +156,7 @@ class Gather(Part):
             return None
         target = self.stages.get("target") or {}
         runs = target.get("compiler") or []
-        found = self.compiler["path"]
-        if target.get("ok") and runs and found and all(
+        if target.get("ok") and runs and all(
                 isinstance(run, dict) and run.get("rc") == 0 and not run.get("error")
                 and self.same_compiler(run.get("argv")) for run in runs):
             self.compile_argv = runs[-1].get("argv")
