@@ -3,9 +3,10 @@
 `audit(AuditRequest)` returns the report with its fleet checks, the `--limit` error, what
 changed since the last run, the history the renderers show and the exit code; `gate`,
 `probe` and `fix_before` go through the same audit path, so `fleetcheck fix` plans from a
-report with fleet checks like `fleetcheck audit` writes. The command line (`cli.py`) only
-parses, calls one of these, renders and exits; a program embedding fleetcheck calls them the
-same way.
+report with fleet checks like `fleetcheck audit` writes; `report` and `diff` read saved
+audits. The command line (`cli/`, one module per command) only parses, calls one of these (or
+the one library call a command stands for), renders and exits; a program embedding fleetcheck
+calls them the same way.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from fleetcheck.verdict import DEFAULT_POLICY, EXIT_PASS, EXIT_USAGE, Policy, ex
 if TYPE_CHECKING:
     from fleetcheck.audit import AuditParts
     from fleetcheck.observer import AuditObserver
+    from fleetcheck.rundiff import ReportDiff
     from fleetcheck.spec.model import Inventory
 
 @dataclass(frozen=True)
@@ -273,6 +275,12 @@ class ProbeOutcome:
     def exit_code(self) -> int:
         return int(exit_code_for(self.report))
 
+    def render(self, fmt: str, **options: Any) -> str:
+        """The node in `fmt`, as that format writes a probe (json: the node document)."""
+        from fleetcheck.render import render_probe
+
+        return render_probe(self.report, self.document, fmt, **options)
+
 
 def probe(request: ProbeRequest) -> ProbeOutcome:
     """Probe the machine fleetcheck runs on: its node, as a report and a node document."""
@@ -290,6 +298,28 @@ def probe(request: ProbeRequest) -> ProbeOutcome:
     report = Report(started_at=started, finished_at=finished, nodes=(node,), inventory=None,
                     playbook=request.policy.name)
     return ProbeOutcome(node, report, node_document(node, finished))
+
+
+def report(results: str, history: str | None = None) -> AuditOutcome:
+    """`fleetcheck report`: a saved audit (JSON, or .json.gz from a history) with what
+    `history` says of it (the trend, failing since), to render again; nothing is kept."""
+    from fleetcheck.reportio import load_report
+
+    outcome = AuditOutcome(load_report(results))
+    if history:
+        from fleetcheck import history as hist
+
+        outcome.history = hist.history_summaries(history)
+        outcome.failing_since = hist.failing_since(history, outcome.report)
+    return outcome
+
+
+def diff(old: str, new: str) -> ReportDiff:
+    """`fleetcheck diff`: what changed between two saved audits."""
+    from fleetcheck.reportio import load_report
+    from fleetcheck.rundiff import diff_reports
+
+    return diff_reports(load_report(old), load_report(new))
 
 
 @dataclass(frozen=True)

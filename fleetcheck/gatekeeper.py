@@ -126,6 +126,17 @@ class HostSetup:
             raise HostSetupError(f"--from {self.from_patterns!r}: not a list of host patterns")
         self.key_words()
 
+    @classmethod
+    def for_key_file(cls, key_file: str, **settings: Any) -> HostSetup:
+        """The set-up guarding the key of `key_file` (a .pub), with the grammar the registry's
+        node kinds add (`kinds.gatekeeper_grammar()`): `fleetcheck host-setup`'s."""
+        grammar = kinds.gatekeeper_grammar()
+        return cls(public_key=read_public_key(key_file), grammar=grammar, **settings)
+
+    def script(self) -> str:
+        """The gatekeeper's source as this set-up installs it."""
+        return script_source(self.grammar)
+
     def key_words(self) -> tuple[str, str, str]:
         """(type, base64 blob, comment) of the public key; raises HostSetupError."""
         words = self.public_key.strip().split()
@@ -158,7 +169,7 @@ class HostSetup:
         The gatekeeper's own source with its INSTALL constant set to this plan, to be piped
         into `ssh root@host python3 -`.
         """
-        source = script_source(self.grammar)
+        source = self.script()
         plan = {
             "script": source, "script_path": self.script_path, "hash_path": self.hash_path,
             "hashes": [[probe_sha256(), f"fleetcheck {__version__} probe"]],

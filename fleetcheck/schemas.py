@@ -228,6 +228,12 @@ def shipped(name: str) -> str:
     return data.decode("utf-8")
 
 
+def listing() -> str:
+    """The schemas, one line each: name, document tag, file name, title (`fleetcheck schema`)."""
+    return "".join(f"{name:<6} {tag:<20} {file_name(tag):<14} {TITLES[name]}\n"
+                   for name, tag in DOCUMENTS.items())
+
+
 def schema_for_tag(tag: str) -> str | None:
     """The name of the schema of a document's `schema` tag, or None."""
     return next((name for name, known in DOCUMENTS.items() if known == tag), None)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 
+from fleetcheck.inventory.builtin import builtin_inventory
 from fleetcheck.inventory.discovery import parse_pct_list, targets_for_host
 from fleetcheck.inventory.graph import inventory_to_json, render_inventory_graph
 from fleetcheck.inventory.limit import (
@@ -69,6 +70,7 @@ __all__ = [
     "SkippedTarget",
     "SshOptions",
     "Target",
+    "builtin_inventory",
     "check_limit",
     "discover_via_api",
     "host_may_match",

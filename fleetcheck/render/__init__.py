@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from fleetcheck.errors import FleetcheckError
 from fleetcheck.model import Report, RunSummary
@@ -48,14 +49,22 @@ class RenderContext:
     changes: Sequence[str] = ()
 
 
+Renderer = Callable[[Report, RenderContext], str]
+#: How `fleetcheck probe` writes its one node: from the one-node report and the node's
+#: document (`fleetcheck.node/1`).
+ProbeWriter = Callable[[Report, Mapping[str, Any], RenderContext], str]
+
+
 @dataclass(frozen=True)
 class Format:
     """One output format: its name (`--format`), the file suffixes that pick it (`-o FILE`),
-    and its renderer."""
+    its renderer, and how `fleetcheck probe` writes one node in it (None: a format of fleet
+    reports only)."""
 
     name: str
     suffixes: tuple[str, ...]
-    render: Callable[[Report, RenderContext], str]
+    render: Renderer
+    probe: ProbeWriter | None = None
 
 
 def _table(report: Report, context: RenderContext) -> str:
@@ -96,21 +105,42 @@ def _prometheus(report: Report, context: RenderContext) -> str:
     return render_prometheus(report)
 
 
-#: The formats, by name: the one registry `--format`, `-o FILE` and `render` read.
+def _one_node_report(renderer: Renderer) -> ProbeWriter:
+    """A probe written as `renderer` writes its one-node report."""
+    return lambda report, document, context: renderer(report, context)
+
+
+def _node_document(report: Report, document: Mapping[str, Any], context: RenderContext) -> str:
+    """A probe's JSON: the node document merge reads, not a one-node audit report."""
+    from fleetcheck.render.json import render_node_document
+
+    return render_node_document(document)
+
+
+#: The formats, by name: the one registry `--format`, `-o FILE`, `render`, `render_probe`,
+#: the CLI's help and so the completion scripts and man page read.
 REGISTRY: dict[str, Format] = {f.name: f for f in (
-    Format("table", (), _table),
+    Format("table", (), _table, _one_node_report(_table)),
     Format("html", (".html", ".htm"), _html),
-    Format("json", (".json",), _json),
+    Format("json", (".json",), _json, _node_document),
     Format("junit", (".xml",), _junit),
-    Format("prometheus", (".prom",), _prometheus),
+    Format("prometheus", (".prom",), _prometheus, _one_node_report(_prometheus)),
 )}
 FORMATS = tuple(REGISTRY)
+#: The formats `fleetcheck probe` writes its one node in.
+PROBE_FORMATS = tuple(name for name, f in REGISTRY.items() if f.probe is not None)
 
 
-def format_for_path(path: str) -> str | None:
-    """The format a file's suffix names (`report.html` -> html), or None."""
+def format_for_path(path: str, formats: Iterable[str] = FORMATS) -> str | None:
+    """The format of `formats` a file's suffix names (`report.html` -> html), or None."""
     suffix = os.path.splitext(path)[1].lower()
-    return next((f.name for f in REGISTRY.values() if suffix and suffix in f.suffixes), None)
+    return next((name for name in formats if suffix and suffix in REGISTRY[name].suffixes),
+                None)
+
+
+def suffixes(formats: Iterable[str] = FORMATS) -> tuple[str, ...]:
+    """The file suffixes that pick one of `formats`, in the registry's order."""
+    return tuple(suffix for name in formats for suffix in REGISTRY[name].suffixes)
 
 
 def render(
@@ -129,3 +159,20 @@ def render(
     context = RenderContext(width=width, color=color, history=history,
                             failing_since=failing_since or {}, changes=changes)
     return REGISTRY[fmt].render(report, context)
+
+
+def render_probe(
+    report: Report,
+    document: Mapping[str, Any],
+    fmt: str,
+    *,
+    width: int | None = None,
+    color: bool | None = None,
+) -> str:
+    """One probed node in `fmt` (one of PROBE_FORMATS): its one-node `report`, or its node
+    `document`, as the format writes a probe."""
+    writer = REGISTRY[fmt].probe if fmt in REGISTRY else None
+    if writer is None:
+        raise RenderError(f"unknown format {fmt!r} for a probe; choose one of "
+                          f"{', '.join(PROBE_FORMATS)}")
+    return writer(report, document, RenderContext(width=width, color=color))
