@@ -288,10 +288,24 @@ def _vars_file(path: str) -> dict[str, Any]:
     return data
 
 
+def _literal_eval(text: str) -> Any:
+    """`ast.literal_eval`, once more where CPython 3.11 before 3.11.8 (Debian 12 has 3.11.2)
+    fails it spuriously: an `ast.parse` that the garbage collector ran during its own (a
+    finalizer formatting a traceback, which 3.11 does with ast.parse) or another thread's
+    upsets its AST constructor's count, kept in one variable of the interpreter (CPython
+    gh-106905). The next parse starts the count afresh."""
+    try:
+        return ast.literal_eval(text)
+    except SystemError as exc:
+        if "recursion depth mismatch" not in str(exc):
+            raise
+    return ast.literal_eval(text)
+
+
 def ini_value(text: str) -> Any:
     """A value of an INI inventory as Ansible's ini plugin reads it (ast.literal_eval)."""
     try:
-        value = ast.literal_eval(text)
+        value = _literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return text
     if value is ... or isinstance(value, (complex, bytes)):

@@ -90,6 +90,7 @@ class LocalTransport(Transport):
             _kill_group(proc.pid, signal.SIGKILL)
             if proc.returncode is None:
                 await proc.wait()
+            await _close_stdin(proc.stdin)
         stdout, truncated = await _drain(out_task)
         stderr, _ = await _drain(err_task)
         code = proc.returncode
@@ -98,6 +99,25 @@ class LocalTransport(Transport):
             return CommandResult(None, stdout, stderr, timed_out=timed_out, truncated=truncated,
                                  signal=signal_name(-code))
         return CommandResult(code, stdout, stderr, timed_out=timed_out, truncated=truncated)
+
+
+async def _close_stdin(stdin: asyncio.StreamWriter) -> None:
+    """Once the child is gone: drop the input it did not read and see its stdin pipe closed,
+    taking the BrokenPipeError that the close ends with when the child exited first.
+
+    The asyncio of Python 3.10 and of early 3.11 releases (Debian 12's 3.11.2; 3.11.7 has the
+    fix) leaves that error unretrieved and logs it ("Future exception was never retrieved")
+    when the garbage collector frees it, at any later moment: noise on stderr; and where that
+    collection runs inside an `ast.parse` on 3.11, formatting the error's traceback parses too,
+    and the outer parse fails with "SystemError: AST constructor recursion depth mismatch"
+    (CPython gh-106905)."""
+    transport = stdin.transport
+    if transport.get_write_buffer_size():
+        transport.abort()  # its close would wait for a reader that is gone
+    closing = asyncio.ensure_future(stdin.wait_closed())
+    # Shielded: a cancelled run leaves the close to finish, its error taken by the shield.
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError, asyncio.TimeoutError):
+        await asyncio.wait_for(asyncio.shield(closing), PIPE_DRAIN_WAIT)
 
 
 async def _drain(task: asyncio.Future[tuple[bytes, bool]]) -> tuple[bytes, bool]:

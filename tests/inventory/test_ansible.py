@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import pwd
 import shutil
@@ -258,3 +259,23 @@ def test_ansible_ranges_values_and_jumps() -> None:
         assert proxy_jump_of("ansible_ssh_common_args", args) == jump
     with pytest.raises(SourceProblem):
         proxy_jump_of("ansible_ssh_common_args", "-o 'ProxyCommand=nc %h %p'")
+
+
+def test_an_ini_value_survives_cpythons_spurious_ast_failure(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # CPython 3.11 before 3.11.8 (Debian 12's 3.11.2): an ast.parse that the garbage collector
+    # runs during literal_eval's own fails the outer one (gh-106905); the next parse succeeds.
+    # Any other SystemError is not hidden.
+    real = ast.literal_eval
+    failures = ["AST constructor recursion depth mismatch (before=150, after=200)"]
+
+    def flaky(text: str) -> object:
+        if failures:
+            raise SystemError(failures.pop())
+        return real(text)
+
+    monkeypatch.setattr(ast, "literal_eval", flaky)
+    assert ini_value("2222") == 2222
+    failures.append("something else")
+    with pytest.raises(SystemError, match="something else"):
+        ini_value("2222")
