@@ -18,6 +18,7 @@ import platform
 import pwd
 import re
 import resource
+import select
 import shutil
 import signal
 import socket
@@ -248,9 +249,9 @@ CAUSES = (
     Cause("libhip_path_invalid", "TRITON_LIBHIP_PATH invalid", "point TRITON_LIBHIP_PATH at "
           "/opt/rocm/lib/libamdhip64.so, or unset it", "amd", True,
           texts=(r"TRITON_LIBHIP_PATH '.*' does not point to a valid",)),
-    Cause("libamdhip64_not_found", "libamdhip64.so not found", "install ROCm's HIP runtime "
-          "({install} hip-runtime-amd) or export TRITON_LIBHIP_PATH=/opt/rocm/lib/"
-          "libamdhip64.so", "amd", True,
+    Cause("libamdhip64_not_found", "libamdhip64.so not found", "export TRITON_LIBHIP_PATH="
+          "{library} in the workload's environment (Triton {triton}'s own search does not "
+          "reach it), or install ROCm's HIP runtime ({install} hip-runtime-amd)", "amd", True,
           texts=(r"cannot (locate|open) libamdhip64\.so",), repair="packages"),
     Cause("libamdhip64_other_rocm", "libamdhip64 from another ROCm than torch's",
           "point TRITON_LIBHIP_PATH at "
@@ -334,18 +335,18 @@ CAUSES = (
           "{library}, or add its dir to LD_LIBRARY_PATH",
           texts=(r"cannot open shared object file",)),
     Cause("address_space_limit", "the job's address-space limit (ulimit -v)", "raise the "
-          "job's address-space limit {limit}={value}: ulimit -v unlimited (Grid Engine h_vmem, "
-          "Slurm VSizeFactor/--mem, LimitAS=infinity in the unit): CUDA reserves address space "
-          "far beyond the memory it uses"),
+          "job's address-space limit {limit}={value} ({source}): {how} (Grid Engine h_vmem, "
+          "Slurm VSizeFactor): CUDA reserves address space far beyond the memory it uses"),
     Cause("memory_cgroup_limit", "the job's cgroup memory limit", "raise the job's or "
-          "container's memory limit ({path} is {value}): docker --memory, Slurm --mem, "
-          "systemd MemoryMax="),
-    Cause("open_files_limit", "the job's open-file limit (ulimit -n)", "raise {limit}={value}: "
-          "ulimit -n 65536 (LimitNOFILE= in the unit)", errnos=("EMFILE",)),
-    Cause("process_limit", "the job's process limit", "raise {limit}={value}: ulimit -u, "
-          "the cgroup's pids.max (docker --pids-limit, TasksMax=)", errnos=("EAGAIN",)),
-    Cause("file_size_limit", "the job's file-size limit (ulimit -f)", "raise {limit}={value}: "
-          "ulimit -f unlimited", errnos=("EFBIG",)),
+          "container's memory limit ({path} is {value}; {source}): {how}"),
+    Cause("open_files_limit", "the job's open-file limit (ulimit -n)", "raise {limit}={value} "
+          "({source}): {how}", errnos=("EMFILE",)),
+    Cause("process_limit", "the job's process limit (ulimit -u, pids.max)", "raise "
+          "{limit}={value} ({source}): {how}", errnos=("EAGAIN",)),
+    Cause("file_size_limit", "the job's file-size limit (ulimit -f)", "raise {limit}={value} "
+          "({source}): {how}", errnos=("EFBIG",)),
+    Cause("file_table_limit", "the node's table of open files is full (fs.file-max)",
+          "raise {limit}={value} ({source}): {how}"),
     Cause("process_limits", "a process, file or memory limit of the job", "raise the job's "
           "process, open-file and memory limits (ulimit -u/-n/-v, cgroup pids.max, "
           "memory.max)", errnos=("ENFILE", "ENOMEM")),
@@ -354,6 +355,10 @@ CAUSES = (
           "{component} && mkdir -p {component}"),
     Cause("path_missing", "a path that does not exist", "create {component} (mkdir -p "
           "{component}), or point the workload at a dir that exists"),
+    Cause("path_name_too_long", "a path longer than its file system allows", "shorten "
+          "{component} (a name of at most 255 bytes, a path of at most 4096): e.g. unset "
+          "TRITON_CACHE_DIR (Triton then uses ~/.triton/cache)",
+          errnos=("ENAMETOOLONG",)),
     Cause("path_link_loop", "a loop of symbolic links", "replace the link {component} with a "
           "dir (rm {component} && mkdir {component})", errnos=("ELOOP",)),
     Cause("path_not_a_dir", "a file where a directory is expected", "move the file "
@@ -449,6 +454,29 @@ RESERVE_S = 0.4  # kept back from the deadline to assemble and print the JSON
 
 MARK = "@@fleetcheck@@ "
 
+LIMIT_ERRNOS = ("EAGAIN", "EMFILE", "ENFILE", "ENOMEM")
+
+
+def own_cgroup():
+    group = None
+    for line in (read_text(host_path("/proc/self/cgroup")) or "").splitlines():
+        if line.startswith("0::"):
+            group = line[3:].strip() or "/"
+    return group
+
+
+def cgroup_file(group, name):
+    return host_path("/sys/fs/cgroup" + (group or "/").rstrip("/") + "/" + name)
+
+
+def oom_kills():
+    group = own_cgroup()
+    if group is None:
+        return None
+    match = re.search(r"^oom_kill (\d+)$", read_text(cgroup_file(group, "memory.events")) or "",
+                      re.M)
+    return int(match.group(1)) if match else None
+
 
 class Deadline:
 
@@ -490,6 +518,66 @@ def kill_live():
         spawned.kill()
 
 
+class Reader:
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.pipes: dict = {}  # fd -> [stream, sink, spawned, bytes read]
+        self.thread = None
+
+    def add(self, spawned, stream, sink):
+        with self.lock:
+            if self.thread is None:
+                thread = threading.Thread(target=self.run, daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError:  # can't start new thread: the job's process limit
+                    return False
+                self.thread = thread
+            self.pipes[stream.fileno()] = [stream, sink, spawned, 0]
+            return True
+
+    def run(self):
+        while True:
+            try:
+                self.read_some()
+            except Exception:  # never the probe's end: its helpers would block on full pipes
+                time.sleep(0.05)
+
+    def read_some(self):
+        with self.lock:
+            fds = list(self.pipes)
+        if not fds:
+            time.sleep(0.05)
+            return
+        poller = select.poll()
+        for fd in fds:
+            poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        try:
+            ready = poller.poll(50)
+        except OSError:
+            ready = []
+        for fd, _ in ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                chunk = b""
+            with self.lock:
+                entry = self.pipes.get(fd)
+                if entry is None:
+                    continue
+                if chunk:
+                    entry[3] += len(chunk)
+                    entry[2].keep(entry[1], entry[3], chunk)
+                    continue
+                del self.pipes[fd]
+            close_quietly(entry[0])
+            entry[2].pipe_done()
+
+
+READER = Reader()
+
+
 class Spawned:
 
     def __init__(self, argv, timeout, env=None, cwd=None, max_out=1 << 20):
@@ -500,9 +588,43 @@ class Spawned:
         self.err: list = []
         self.max_out = max_out
         self.error = None
+        self.errno = None
+        self.alone = None
         self.proc = None
-        self.threads = []
+        self.unread: list = []
+        self.open_pipes = 0
+        self.drained = threading.Event()
         self._result = None
+        self.oom_before = oom_kills()
+        self._start(env, cwd)
+        if self.proc is None:
+            return
+        self.open_pipes = 2
+        for stream, sink in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
+            if not READER.add(self, stream, sink):
+                self.unread.append((stream, sink))
+                self.pipe_done()
+
+    def _start(self, env, cwd):
+        give_up = self.started + self.timeout / 2
+        while True:
+            others = [s for s in LIVE if s.holds()]
+            failure = self._popen(env, cwd)
+            if failure is None:
+                return
+            self.error = error_text(failure)
+            self.errno = errno.errorcode.get(failure.errno or 0)
+            if self.errno not in LIMIT_ERRNOS:
+                return
+            self.alone = not others
+            if not others or not release(others, give_up):
+                return
+            waited = time.monotonic() - self.started
+            self.timeout = max(0.05, self.timeout - waited)
+            self.started = time.monotonic()
+            give_up = min(give_up, self.started + self.timeout / 2)
+
+    def _popen(self, env, cwd):
         STARTING.append(self)
         try:
             try:
@@ -510,30 +632,64 @@ class Spawned:
                     self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True)
             except OSError as exc:
-                self.error = error_text(exc)
-                return
+                return exc
             LIVE.add(self)
+            self.error = self.errno = self.alone = None
+            return None
         finally:
             STARTING.remove(self)
             if DEFERRED and not STARTING:
                 raise Terminated("probe terminated by signal %d" % DEFERRED[0])
-        for stream, sink in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
-            thread = threading.Thread(target=self._drain, args=(stream, sink), daemon=True)
-            thread.start()
-            self.threads.append(thread)
 
-    def _drain(self, stream, sink):
-        size = 0
+    def holds(self):
+        return self.proc is not None and (self.proc.poll() is None or bool(self.unread)
+                                          or not self.drained.is_set())
+
+    def keep(self, sink, size, chunk):
+        if size <= self.max_out:
+            sink.append(chunk)
+
+    def pipe_done(self):
+        with READER.lock:
+            self.open_pipes -= 1
+            if self.open_pipes <= 0:
+                self.drained.set()
+
+    def _read_unread(self, until):
+        import selectors
+        selector = getattr(selectors, "PollSelector", selectors.DefaultSelector)()
+        sizes = {}
+        for stream, sink in self.unread:
+            selector.register(stream, selectors.EVENT_READ, sink)
+            sizes[stream] = 0
+        ended = None
         try:
-            while True:
-                chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
-                if not chunk:
+            while selector.get_map():
+                now = time.monotonic()
+                if ended is None and self.proc is not None and self.proc.poll() is not None:
+                    ended = now
+                if ended is not None and now - ended > 1:
                     break
-                size += len(chunk)
-                if size <= self.max_out:
-                    sink.append(chunk)
-        except (OSError, ValueError):
-            pass
+                left = until - now
+                if left <= 0:
+                    return False
+                for key, _ in selector.select(min(left, 0.1)):
+                    try:
+                        chunk = os.read(key.fd, 65536)
+                    except OSError:
+                        chunk = b""
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                        close_quietly(key.fileobj)
+                        continue
+                    sizes[key.fileobj] += len(chunk)
+                    self.keep(key.data, sizes[key.fileobj], chunk)
+            return True
+        finally:
+            for key in list(selector.get_map().values()):
+                close_quietly(key.fileobj)
+            self.unread = []
+            selector.close()
 
     def kill(self):
         if self.proc is None:
@@ -551,10 +707,15 @@ class Spawned:
             return self._result
         timed_out = False
         rc = None
+        oom = None
         if self.proc is not None:
             left = max(0.05, self.timeout - (time.monotonic() - self.started))
+            if self.unread and not self._read_unread(time.monotonic() + left):
+                timed_out = True
+                self.kill()
             try:
-                rc = self.proc.wait(timeout=left)
+                rc = self.proc.wait(timeout=max(0.05, self.timeout - (
+                    time.monotonic() - self.started)))
             except subprocess.TimeoutExpired:
                 timed_out = True
                 self.kill()
@@ -562,8 +723,13 @@ class Spawned:
                     self.proc.wait(timeout=2)
                 except subprocess.TimeoutExpired:
                     pass
-            for thread in self.threads:
-                thread.join(timeout=1)
+            self.drained.wait(timeout=1)
+            for stream, _ in self.unread:
+                close_quietly(stream)
+            if rc == -signal.SIGKILL and not timed_out:
+                after = oom_kills()
+                if after is not None and self.oom_before is not None and after > self.oom_before:
+                    oom = [self.oom_before, after]
         LIVE.discard(self)
         self._result = {
             "rc": rc,
@@ -572,8 +738,28 @@ class Spawned:
             "timed_out": timed_out,
             "error": self.error,
             "seconds": round(time.monotonic() - self.started, 3),
+            "errno": self.errno,
+            "alone": self.alone,
+            "oom_kill": oom,
         }
         return self._result
+
+
+def close_quietly(stream):
+    try:
+        stream.close()
+    except (OSError, ValueError):
+        pass
+
+
+def release(others, until):
+    while time.monotonic() < until:
+        for spawned in others:
+            if spawned.proc.poll() is not None:
+                spawned.result()
+                return True
+        time.sleep(0.05)
+    return False
 
 
 def stage_lines(stdout):
@@ -610,7 +796,23 @@ def stage_answer(result, what, last_line=False):
     try:
         return json.loads(text.splitlines()[-1] if last_line else text)
     except (ValueError, IndexError):
-        return {"error": result["error"] or clip(result["stderr"] or "no output", 1000)}
+        answer = {"error": result["error"] or clip(result["stderr"] or died(result), 1000)}
+        for key in ("errno", "alone", "oom_kill"):
+            if result.get(key) is not None:
+                answer[key] = result[key]
+        return answer
+
+
+def died(result):
+    rc = result.get("rc")
+    if isinstance(rc, int) and rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = "signal %d" % -rc
+        return "killed by %s (rc %d)%s, no output" % (name, rc, " by the cgroup's OOM killer" if
+                                                      result.get("oom_kill") else "")
+    return "no output"
 
 
 # --- stages ---------------------------------------------------------------------------------------
@@ -650,8 +852,28 @@ import tempfile as _tempfile
 COMPILER_RUNS = []
 
 
+TRACED = []  # subprocess.check_call as it was before trace_compiler(), while traced
+
+
+def untrace_compiler():
+    if not TRACED:
+        return False
+    _subprocess.check_call = TRACED.pop()
+    return True
+
+
+def guarded(step, *args):
+    try:
+        return step(*args)
+    except BaseException as e:
+        failure = failure_of(e)
+        return {"probe_error": failure.get("error"),
+                "probe_step": failure.get("probe_step") or step.__name__}
+
+
 def trace_compiler():
     original = _subprocess.check_call
+    TRACED.append(original)
 
     def check_call(*popenargs, **kwargs):
         argv = popenargs[0] if popenargs else kwargs.get("args")
@@ -680,6 +902,21 @@ def trace_compiler():
     _subprocess.check_call = check_call
 
 
+PROBE_FILE = (lambda: None).__code__.co_filename
+
+
+def probe_step(e):
+    if isinstance(e, (OSError, _subprocess.CalledProcessError, KeyboardInterrupt,
+                      SystemExit, ImportError, SyntaxError)):
+        return None  # an import's failure is the imported code's (its frames are trimmed)
+    tb, last = getattr(e, "__traceback__", None), None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    if last is None or last.tb_frame.f_code.co_filename != PROBE_FILE:
+        return None
+    return last.tb_frame.f_code.co_name
+
+
 def failure_of(e):
     out = {"error": err(e), "type": type(e).__name__}
     code = getattr(e, "errno", None)
@@ -691,6 +928,9 @@ def failure_of(e):
     if isinstance(e, _subprocess.CalledProcessError):
         out["returncode"] = e.returncode
         out["cmd"] = [str(a) for a in e.cmd] if isinstance(e.cmd, (list, tuple)) else e.cmd
+    step = probe_step(e)
+    if step:
+        out["probe_step"] = step  # the probe's own error: never the workload's verdict
     return out
 
 
@@ -805,11 +1045,51 @@ def write_test(directory, size):
             pass
 
 
-def reset_driver(triton):
+def driver_proxies(triton):
     holder = getattr(getattr(triton, "runtime", None), "driver", None)
+    if holder is None:
+        return None, []
+    try:
+        state = object.__getattribute__(holder, "__dict__")
+    except AttributeError:
+        state = {}
+    proxies = [holder, *state.values()]
+    return holder, [p for p in proxies if "_init_fn" in getattr(p, "__dict__", {}) or (
+        p is holder and "_init_fn" in state)]
+
+
+def reset_driver(triton):
+    holder, proxies = driver_proxies(triton)
+    if holder is None:
+        return
+    state = getattr(holder, "__dict__", {}) if not proxies or proxies[0] is not holder else {}
     for name in ("_default", "_active"):
-        if hasattr(holder, name):
+        if name in state:
             setattr(holder, name, None)
+    for proxy in proxies:
+        object.__setattr__(proxy, "_obj", None)
+    if "default" in state and "active" in state and state["active"] is not state["default"]:
+        holder.active = state["default"]  # 3.0-3.3: reset_active(), as a new process has it
+
+
+def current_target(triton):
+    holder, proxies = driver_proxies(triton)
+    if holder is None:
+        raise AttributeError("module 'triton.runtime' has no attribute 'driver'")
+    if not (proxies and proxies[0] is holder):
+        return holder.active.get_current_target()
+    built = object.__getattribute__(holder, "_initialize_obj")
+    built()
+    real = object.__getattribute__(holder, "_obj")
+    getter = getattr(type(real), "get_current_target", None)
+    if getter is not None:
+        return real.get_current_target()
+    if getattr(real, "utils", None) is None:
+        raise RuntimeError("Triton %s found no GPU driver (%s)" % (
+            getattr(triton, "__version__", "?"), type(real).__name__))
+    import torch
+    major, minor = torch.cuda.get_device_capability()
+    return ("hip" if "hip" in type(real).__name__.lower() else "cuda", major * 10 + minor)
 
 
 def owner_name(uid):
@@ -978,14 +1258,16 @@ def replace_blocked(source, target):
 
 def proof_manager(base, cache, made, written, keys, name, hits):
 
-    def __init__(self, key, override=False, dump=False):
-        if not (override or dump):
+    def __init__(self, *args, **kwargs):
+        key = args[0] if args else kwargs.get("key")
+        flags = [*args[1:3], kwargs.get("override"), kwargs.get("dump")]
+        if isinstance(key, str) and not any(flags):
             keys.append(key)
             try:
                 make_dirs(_os.path.join(cache, key), made)
             except OSError:
                 pass  # Triton's own os.makedirs below raises it as the workload sees it
-        base.__init__(self, key, override=override, dump=dump)
+        base.__init__(self, *args, **kwargs)
 
     def entry_hit(self, filename, found):
         where = str(getattr(self, "cache_dir", None) or "")
@@ -1082,7 +1364,8 @@ class OwnPath:
         rep["probe_cache"] = probe_cache
         rep["through"] = "entries" if real else "subdir"
         if real:
-            rep["entries"] = audit_entries(cache, rebuilds_bad_entries(self.triton), self.name)
+            rep["entries"] = guarded(audit_entries, cache, rebuilds_bad_entries(self.triton),
+                                     self.name)
         self.saved = {"TRITON_CACHE_DIR": _os.environ.get("TRITON_CACHE_DIR"),
                       "TMPDIR": _os.environ.get("TMPDIR"), "tempdir": _tempfile.tempdir}
         _os.environ["TRITON_CACHE_DIR"] = probe_cache
@@ -1128,16 +1411,23 @@ class OwnPath:
         emit("own-start", {})  # the fresh-cache attempt waits for this one: see its check
         failure = self.prepare()
         if failure is None:
-            reset_driver(self.triton)
-            first = len(COMPILER_RUNS)
-            try:
-                rep["target"] = target_of(
-                    self.triton.runtime.driver.active.get_current_target())
-                rep["ok"] = True
-            except BaseException as e:
-                failure = failure_of(e)
-                failure["compiler"] = COMPILER_RUNS[first:]
-            self.runs = COMPILER_RUNS[first:]
+            for _ in range(3):
+                reset_driver(self.triton)
+                first = len(COMPILER_RUNS)
+                try:
+                    rep["target"] = target_of(current_target(self.triton))
+                    rep["ok"] = True
+                    failure = None
+                except BaseException as e:
+                    failure = failure_of(e)
+                    failure["compiler"] = COMPILER_RUNS[first:]
+                    step = failure.get("probe_step")
+                    if step == "check_call" and self.untraced(failure):
+                        continue  # the tracer's own error: prove the build without it
+                    if step and self.patched and self.without_proof(failure):
+                        continue  # the proof manager's: prove it in a throw-away subdir
+                self.runs = COMPILER_RUNS[first:]
+                break
         if failure is not None:
             rep["ok"] = False
             rep["failure"] = failure
@@ -1147,6 +1437,45 @@ class OwnPath:
             emit("own-made", {"made": self.made, "throwaway": self.throwaway,
                               "written": self.written})
         return rep
+
+    def without_proof(self, failure):
+        rep = self.report
+        self.restore_manager()
+        rep["instrumentation"] = {"error": failure.get("error"), "step": failure["probe_step"],
+                                  "what": "the proof's cache manager over the real entries"}
+        probe_cache = _os.path.join(rep["cache_dir"], self.name)
+        try:
+            make_dirs(probe_cache, self.made)
+        except OSError:
+            return False
+        self.throwaway.append(probe_cache)
+        rep["probe_cache"], rep["through"] = probe_cache, "subdir"
+        self.keys, self.hits = [], []
+        _os.environ["TRITON_CACHE_DIR"] = probe_cache
+        return True
+
+    def fresh_dir(self, fallback):
+        path = _os.path.join(self.report["cache_dir"], self.name + "-fresh")
+        try:
+            make_dirs(path, self.made)
+        except OSError:
+            return fallback
+        self.throwaway.append(path)
+        return path
+
+    def untraced(self, failure):
+        if not untrace_compiler():
+            return False
+        self.report["instrumentation"] = {"error": failure.get("error"),
+                                          "step": failure["probe_step"],
+                                          "what": "the compiler runs' tracer"}
+        return True
+
+    def restore_manager(self):
+        if self.patched:
+            cache_module, base = self.patched
+            swap_manager(cache_module, self.proof, base)
+            self.patched = None
 
     def built_from_nothing(self):
         if not self.report.get("ok") or not self.runs:
@@ -1191,10 +1520,7 @@ class OwnPath:
         return None
 
     def restore(self):
-        if self.patched:
-            cache_module, base = self.patched
-            swap_manager(cache_module, self.proof, base)
-            self.patched = None
+        self.restore_manager()
         put_env({key: value for key, value in self.saved.items() if key != "tempdir"})
         if "tempdir" in self.saved:
             _tempfile.tempdir = self.saved["tempdir"]
@@ -1309,7 +1635,13 @@ VENDORED_FLA = (
 def detection_function(path, names=("get_available_device", "_cpu_device_warning")):
     import ast
     with open(path, encoding="utf-8") as handle:
-        tree = ast.parse(handle.read(), path)
+        text = handle.read()
+    try:
+        tree = ast.parse(text, path)
+    except SystemError as e:
+        if "recursion depth mismatch" not in str(e):
+            raise
+        tree = ast.parse(text, path)
     body = [node for node in tree.body
             if isinstance(node, ast.FunctionDef) and node.name in names]
     if not any(node.name == names[0] for node in body):
@@ -1347,6 +1679,10 @@ def backend_report(triton):
     except Exception as e:
         out["entry_points_error"] = err(e)
     try:
+        import importlib.util
+        if importlib.util.find_spec("triton.backends") is None:
+            out["absent"] = True
+            return out
         import triton.backends as found_backends
         found = getattr(found_backends, "backends", None)
         if isinstance(found, dict):
@@ -1360,7 +1696,11 @@ def backend_report(triton):
                     out.setdefault("is_active_errors", {})[name] = err(e)
             out["selection"] = selection(found)
     except BaseException as e:
-        out["error"] = err(e)
+        failure = failure_of(e)
+        if failure.get("probe_step"):
+            out.update(probe_error=failure["error"], probe_step=failure["probe_step"])
+        else:
+            out["error"] = failure["error"]
     return out
 
 
@@ -1646,6 +1986,13 @@ try:
 except Exception as e:
     meta["python"]["include_error"] = err(e)
 meta["triton_dir"] = spec_dir("triton")
+def path_entry(package_dir):
+    for entry in sys.path:
+        if package_dir and os.path.realpath(os.path.join(entry or ".", os.path.basename(
+                package_dir))) == os.path.realpath(package_dir):
+            return entry or os.getcwd()
+    return None
+meta["triton_entry"] = path_entry(meta["triton_dir"])
 meta["triton_dists"] = distributions("triton", ("triton", "pytorch_triton"))
 meta["torch_dir"] = spec_dir("torch")
 meta["fla_dir"] = spec_dir("fla")
@@ -1726,14 +2073,18 @@ else:
     emit("torch", {"installed": False})
 
 def mirror_cache(cache):
-    mirror = os.path.join(os.path.dirname(fresh), "warm-cache")
+    mirror = fresh + "-warm"
     os.mkdir(mirror)
+    if own is not None:
+        own.throwaway.append(mirror)
     try:
         keys = os.listdir(cache)
     except OSError:
         keys = []
     for key in keys:
         source = os.path.join(cache, key)
+        if key.startswith(".fleetcheck-probe"):
+            continue  # the probe's own throw-away dirs (this run's, or a concurrent one's)
         try:
             names = os.listdir(source) if os.path.isdir(source) else None
         except OSError:
@@ -1762,7 +2113,7 @@ def fresh_attempt(data):
     first = len(COMPILER_RUNS)
     t0 = time.time()
     try:
-        data["target"] = target_of(triton.runtime.driver.active.get_current_target())
+        data["target"] = target_of(current_target(triton))
         data["ok"] = True
         data["compiler"] = COMPILER_RUNS[first:]
     except BaseException as e:
@@ -1771,6 +2122,14 @@ def fresh_attempt(data):
         data["failure"] = dict(failure_of(e), compiler=COMPILER_RUNS[first:])
     data["seconds"] = round(time.time() - t0, 3)
     data["cache"] = "fresh"
+    data["fresh_dir"] = fresh
+    failure = data.get("failure") or {}
+    if failure.get("errno") and not failure.get("filename"):
+        for where, directory in (("cache", fresh), ("tmp", os.environ.get("TMPDIR"))):
+            found = write_test(directory, 65536) if directory else None
+            if found and found.get("errno") == failure["errno"]:
+                failure["where"] = where
+                break
     emit("target", data)
     if not data["ok"]:
         warm = {"cache_dir": None}
@@ -1783,7 +2142,7 @@ def fresh_attempt(data):
         if os.path.isdir(cache):
             try:
                 os.environ["TRITON_CACHE_DIR"] = mirror_cache(cache)
-                warm["target"] = target_of(triton.runtime.driver.active.get_current_target())
+                warm["target"] = target_of(current_target(triton))
                 warm["ok"] = True
             except BaseException as e:
                 warm["ok"] = False
@@ -1811,8 +2170,8 @@ if meta["triton_dir"]:
         data["cache"] = "fresh"
         emit("target", data)
 if triton is not None:
-    emit("knobs", knob_report(triton, own_env))
-    emit("backends", backend_report(triton))
+    emit("knobs", guarded(knob_report, triton, own_env))
+    emit("backends", guarded(backend_report, triton))
     own = OwnPath(triton, own_env, own_name)
     t0 = time.time()
     try:
@@ -1828,12 +2187,13 @@ if triton is not None:
         emit("target", data)
     else:
         own.suspend()
+        fresh = own.fresh_dir(fresh)
         try:
             fresh_attempt(data)
             built = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(fresh)
                      for f in names if f.endswith(".so")]
-            if built:
-                own.size = max(built)
+            if built and data.get("ok"):
+                own.size = max(built)  # a module Triton built, not one a full disk cut short
         finally:
             own.resume()
     emit("own", own.finish())
@@ -2173,7 +2533,11 @@ try:
     import torch
     import triton
     import triton.language as tl
-    target = triton.runtime.driver.active.get_current_target()
+    driver = triton.runtime.driver
+    if "active" in getattr(driver, "__dict__", {}) or hasattr(type(driver), "active"):
+        driver = driver.active
+    getter = getattr(driver, "get_current_target", None)
+    target = getter() if getter else "Triton %s" % triton.__version__
     emit("target", {"ok": True, "target": str(target)})
 
     @triton.jit
@@ -2540,7 +2904,13 @@ def parse_ldconfig(text):
 class LibcudaFacts(Part):
 
     def collect_cuda(self):
-        return stage_answer(self.cuda.result(), "libcuda probe")
+        result = self.cuda.result()
+        answer = stage_answer(result, "libcuda probe")
+        limit = self.helper_limit(result) if "error" in answer else None
+        if limit:
+            answer["error"] += self.limit_note(*limit)
+            answer["limit"] = limit[0]
+        return answer
 
 
 # --- facts_amd ------------------------------------------------------------------------------------
@@ -2707,12 +3077,19 @@ def missing_dirs(path):
     return missing
 
 
+PROBE_CACHE_DIRS = ("-fresh", "-fresh-warm", "-deep")
+
+
 def remove_throwaway(name, cache, env, created):
     import shutil
     import tempfile
     places = [cache, tempfile.gettempdir()] + [env.get(k) for k in ("TMPDIR", "TMP", "TEMP")]
     for where in [*places, "/tmp", "/var/tmp", "/usr/tmp"]:
         path = os.path.join(where, name) if where else None
+        if path and os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+    for suffix in PROBE_CACHE_DIRS:
+        path = os.path.join(cache, name + suffix) if cache else None
         if path and os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
     try:
@@ -2748,6 +3125,30 @@ RLIMITS = (("AS", "ulimit -v"), ("DATA", "ulimit -d"), ("NOFILE", "ulimit -n"),
            ("NPROC", "ulimit -u"), ("FSIZE", "ulimit -f"), ("MEMLOCK", "ulimit -l"),
            ("STACK", "ulimit -s"))
 
+RLIMIT_ITEMS = {"AS": ("as", "unlimited"), "DATA": ("data", "unlimited"),
+                "NOFILE": ("nofile", "65536"), "NPROC": ("nproc", "unlimited"),
+                "FSIZE": ("fsize", "unlimited"), "MEMLOCK": ("memlock", "unlimited"),
+                "STACK": ("stack", "unlimited")}
+
+LIMIT_CAUSES = frozenset({"address_space_limit", "memory_cgroup_limit", "open_files_limit",
+                          "process_limit", "file_size_limit", "file_table_limit"})
+
+LIMIT_TEXTS = ((r"File size limit exceeded|terminated with signal 25\b", "EFBIG"),
+               (r"can't start new thread|Thread creation failed", "EAGAIN"),
+               (r"out of memory allocating|virtual memory exhausted", "ENOMEM"),
+               (r"Killed signal terminated program|terminated with signal 9\b", "SIGKILL"))
+
+ERRNO_LIMITS = {
+    "ENOMEM": (("AS", "address_space_limit"), ("DATA", "address_space_limit"),
+               ("memory.max", "memory_cgroup_limit")),
+    "EAGAIN": (("pids.max", "process_limit"), ("NPROC", "process_limit"),
+               ("AS", "address_space_limit"), ("memory.max", "memory_cgroup_limit")),
+    "EMFILE": (("NOFILE", "open_files_limit"),),
+    "ENFILE": (("fs.file-max", "file_table_limit"),),
+    "EFBIG": (("FSIZE", "file_size_limit"),),
+    "SIGKILL": (("memory.max", "memory_cgroup_limit"),),
+}
+
 KNOWN_PATHS = {"/sbin/ldconfig": "ldconfig_binary_missing"}
 
 
@@ -2765,6 +3166,11 @@ def parse_oserror(text):
                 return {"errno": name, "strerror": message,
                         "filename": paths[-1].lstrip("'‘\"") if paths else None,
                         "filename2": None}
+    for pattern, name in LIMIT_TEXTS:
+        match = re.search(pattern, text or "")
+        if match:
+            return {"errno": name, "strerror": match.group(0), "filename": None,
+                    "filename2": None}
     return None
 
 
@@ -2789,8 +3195,13 @@ def human(value):
     return str(value)
 
 
+def number(text):
+    text = (text or "").strip()
+    return int(text) if text.isdigit() else None
+
+
 def read_limits():
-    limits = {}
+    limits: dict = {}
     for name, shell in RLIMITS:
         try:
             soft, hard = resource.getrlimit(getattr(resource, "RLIMIT_" + name))
@@ -2799,19 +3210,150 @@ def read_limits():
         limits[name] = {"soft": None if soft == resource.RLIM_INFINITY else soft,
                         "hard": None if hard == resource.RLIM_INFINITY else hard,
                         "shell": shell}
-    group = None
-    for line in (read_text(host_path("/proc/self/cgroup")) or "").splitlines():
-        if line.startswith("0::"):
-            group = line[3:].strip()
+    group = own_cgroup()
     while group is not None:
-        base = host_path("/sys/fs/cgroup" + group.rstrip("/"))
-        for name in ("memory.max", "pids.max"):
-            value = (read_text(os.path.join(base, name)) or "").strip()
-            if value.isdigit() and name not in limits:
-                limits[name] = {"soft": int(value), "path": os.path.join(
-                    "/sys/fs/cgroup" + group.rstrip("/"), name)}
+        for name, count in (("memory.max", "memory"), ("pids.max", "pids")):
+            value = number(read_text(cgroup_file(group, name)))
+            if value is not None and name not in limits:
+                limits[name] = {"soft": value, "path": "/sys/fs/cgroup" + (
+                    group.rstrip("/") + "/" + name), "group": group,
+                    "current": number(read_text(cgroup_file(group, count + ".current"))),
+                    "peak": number(read_text(cgroup_file(group, count + ".peak")))}
         group = None if group in ("", "/") else os.path.dirname(group.rstrip("/")) or "/"
+    files = (read_text(host_path("/proc/sys/fs/file-nr")) or "").split()
+    most = number(read_text(host_path("/proc/sys/fs/file-max")))
+    if most is not None and most < 1 << 62:
+        limits["fs.file-max"] = {"soft": most, "path": "/proc/sys/fs/file-max",
+                                 "current": number(files[0]) if files else None}
+    owner = limit_owner(own_cgroup(), rlimits=True)
+    for name, limit in limits.items():
+        limit["by"] = list(owner_of(name, limit, owner))
+        limit["source"] = limit_source(name, limit)
     return limits
+
+
+def owner_of(name, limit, owner):
+    if name in ("memory.max", "pids.max") and limit.get("group") not in (None, "", "/"):
+        return limit_owner(limit["group"])
+    return tuple(owner)
+
+
+def limit_owner(group, env=None, rlimits=False):
+    env = os.environ if env is None else env
+    group = group or ""
+    job = re.search(r"/job_(\d+)", group)
+    if env.get("SLURM_JOB_ID") or (job and "slurm" in group):
+        return "slurm", env.get("SLURM_JOB_ID") or (job.group(1) if job else None)
+    for word, kind in (("kubepods", "kubernetes"), ("libpod", "podman"), ("docker", "docker"),
+                       ("lxc", "lxc")):
+        if word in group:
+            return kind, None
+    if group in ("", "/"):
+        container = where_it_runs()["container"]
+        if container:
+            return container, None
+    parts = [part for part in group.split("/") if part]
+    logins = [part for part in parts if re.match(r"user-\d+\.slice$|session-", part)]
+    if logins:
+        return "login", logins[0]
+    units = [part for part in parts if re.search(r"\.(service|scope|slice)$", part)
+             and part not in ("system.slice", "init.scope", "-.slice", "machine.slice")]
+    services = [part for part in units if part.endswith(".service")]
+    if rlimits and services:
+        return "unit", services[-1]
+    if units and not rlimits:
+        return "unit", units[-1]
+    return None, None
+
+
+def limit_source(name, limit):
+    kind, who = limit.get("by") or (None, None)
+    if name == "fs.file-max":
+        return "the kernel's table of open files, for the whole node (sysctl fs.file-max)"
+    if name in ("memory.max", "pids.max"):
+        where = {"slurm": "Slurm job %s's cgroup" % (who or "?"),
+                 "docker": "the Docker container's cgroup", "podman": "the Podman container's "
+                 "cgroup", "kubernetes": "the Kubernetes pod's cgroup",
+                 "lxc": "the LXC container's cgroup", "unit": "the cgroup of %s" % who,
+                 "login": "the cgroup of %s" % who}.get(kind or "", "the cgroup %s" % (
+                     limit.get("group") or "/"))
+        return where
+    soft, hard = limit.get("soft"), limit.get("hard")
+    head = "soft limit; hard %s" % ("unlimited" if hard is None else hard) if (
+        soft is not None and (hard is None or hard > soft)) else "soft = hard limit"
+    where = {"slurm": "propagated by Slurm (job %s) from the shell that submitted it "
+             "(PropagateResourceLimits)" % (who or "?"),
+             "docker": "the Docker container's (docker run --ulimit, or dockerd's "
+             "default-ulimits)", "podman": "the Podman container's (podman run --ulimit)",
+             "kubernetes": "the container runtime's default (Kubernetes sets none per pod)",
+             "lxc": "the LXC container's (lxc.prlimit)", "unit": "the systemd unit %s's "
+             "(Limit%s=)" % (who, name), "login": "the login's (pam_limits: "
+             "/etc/security/limits.conf)"}.get(kind or "", "inherited from what started the "
+                                                "job")
+    return "%s; %s" % (head, where)
+
+
+def limit_how(name, limit):
+    kind, who = limit.get("by") or (None, None)
+    if name == "fs.file-max":
+        return ("sysctl -w fs.file-max=%d (and in /etc/sysctl.d/), on the host of a container; "
+                "find what holds them (/proc/sys/fs/file-nr)" % (max(limit["soft"] * 2, 1 << 20)))
+    if name in ("memory.max", "pids.max"):
+        memory = name == "memory.max"
+        hows = {
+            "slurm": "submit with more memory (sbatch --mem=, --mem-per-cpu=; cgroup.conf "
+                     "ConstrainRAMSpace)" if memory else "ask the admins to raise TasksMax= "
+                     "of slurmstepd.scope (pids.max)",
+            "docker": "docker run --memory=<a larger size> (docker update --memory on a "
+                      "running container)" if memory else "docker run --pids-limit=<a larger "
+                      "count> (or -1)",
+            "podman": "podman run --memory=<a larger size>" if memory else "podman run "
+                      "--pids-limit=<a larger count> (or -1)",
+            "kubernetes": "raise resources.limits.memory in the pod spec" if memory else
+                          "raise the kubelet's podPidsLimit",
+            "lxc": "raise the container's memory (Proxmox: pct set VMID --memory; "
+                   "lxc.cgroup2.memory.max)" if memory else "raise lxc.cgroup2.pids.max in "
+                   "the container's config"}
+        if kind in hows:
+            return hows[kind]
+        if kind in ("unit", "login") and who:
+            return "systemctl set-property %s %s=<a larger value> (or in the unit)%s" % (
+                who, "MemoryMax" if memory else "TasksMax",
+                "; a user's slices: UserTasksMax / TasksMax= of user-.slice" if (
+                    kind == "login" and not memory) else "")
+        return ("raise the job's or container's memory.max: docker --memory, Slurm --mem, "
+                "systemd MemoryMax=" if memory else "raise the cgroup's pids.max: docker "
+                "--pids-limit, systemd TasksMax=")
+    item, target = RLIMIT_ITEMS.get(name, (name.lower(), "unlimited"))
+    flag = (limit.get("shell") or "ulimit").split()[-1]
+    soft, hard = limit.get("soft"), limit.get("hard")
+    steps = []
+    if soft is not None and (hard is None or hard > soft):
+        steps.append("ulimit -S %s %s in the job's script (the hard limit allows it)" % (
+            flag, "unlimited" if hard is None else hard))
+    ulimit = "-1" if target == "unlimited" else target
+    hows = {
+        "slurm": "ulimit %s %s in the shell that runs sbatch/srun (Slurm propagates its limits"
+                 "; srun --propagate=NONE takes slurmd's), or the admins' "
+                 "PropagateResourceLimitsExcept=%s in slurm.conf and Limit%s= in "
+                 "slurmd.service" % (flag, target, name, name),
+        "docker": "docker run --ulimit %s=%s:%s (or default-ulimits in "
+                  "/etc/docker/daemon.json)" % (item, ulimit, ulimit),
+        "podman": "podman run --ulimit %s=%s:%s" % (item, ulimit, ulimit),
+        "kubernetes": "raise the container runtime's default (Limit%s= in containerd.service "
+                      "or the CRI's default ulimits)" % name,
+        "lxc": "lxc.prlimit.%s = %s in the container's config" % (item, target),
+        "unit": "Limit%s=%s in %s (systemctl edit %s), then restart it" % (
+            name, "infinity" if target == "unlimited" else target, who, who),
+        "login": "'%s hard %s %s' in /etc/security/limits.conf, then a new login" % (
+            login_name(), item, target)}
+    steps.append(hows.get(kind or "", "ulimit %s %s where the job starts (as root, or within "
+                          "the hard limit); the hard limit is set by what starts it: %s in "
+                          "/etc/security/limits.conf (a login), Limit%s= (a systemd unit), "
+                          "docker run --ulimit %s=%s:%s (a container), the submitting shell's "
+                          "ulimit (Slurm's PropagateResourceLimits)" % (
+                              flag, target, item, name, item, ulimit, ulimit)))
+    return "; ".join(steps)
 
 
 def limited(limits, *names):
@@ -2821,16 +3363,82 @@ def limited(limits, *names):
     return None, None
 
 
+def near(limit):
+    used = max(limit.get("current") or 0, limit.get("peak") or 0)
+    return bool(limit.get("soft")) and used * 10 >= limit["soft"] * 9
+
+
+def limit_order(errno_name, limits):
+    rules = [(n, c) for n, c in ERRNO_LIMITS.get(errno_name or "", ()) if limited(limits, n)[0]]
+    if errno_name == "EAGAIN" and limited(limits, "NPROC")[0] and limited(limits, "pids.max")[0]:
+        if limits["NPROC"]["soft"] < limits["pids.max"]["soft"] and not near(limits["pids.max"]):
+            rules.sort(key=lambda rule: rule[0] != "NPROC")
+    if errno_name == "ENOMEM" and limited(limits, "memory.max")[0] and near(limits["memory.max"]):
+        rules.sort(key=lambda rule: rule[0] != "memory.max")
+    return rules
+
+
 def limit_values(name, limit):
     shell = limit.get("shell") or name
     if name in ("AS", "DATA", "FSIZE", "MEMLOCK", "STACK"):
-        value = "%s (%s KiB)" % (human(limit["soft"]), limit["soft"] // 1024)
+        value = human(limit["soft"])
+        if not value.endswith(" KiB"):
+            value += " (%s KiB)" % (limit["soft"] // 1024)
     elif name == "memory.max":
         value = human(limit["soft"])
     else:
         value = str(limit["soft"])
+    if limit.get("current") is not None:
+        value += " (%s in use%s)" % (human(limit["current"]) if name == "memory.max" else
+                                     limit["current"], ", peak %s" % human(limit["peak"]) if (
+                                         name == "memory.max" and limit.get("peak")) else "")
     return {"limit": "%s (%s)" % (name, shell) if name in dict(RLIMITS) else limit.get(
-        "path", name), "value": value, "path": limit.get("path", "")}
+        "path", name), "value": value, "path": limit.get("path", ""),
+        "source": limit.get("source") or limit_source(name, limit),
+        "how": limit_how(name, limit)}
+
+
+CUDA_TASKS, CUDA_FILES = 16, 64
+
+
+def user_tasks(uid=None):
+    uid = os.getuid() if uid is None else uid
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return None
+    count = 0
+    for pid in pids:
+        status = read_text("/proc/%s/status" % pid, 4096) or ""
+        owner = re.search(r"^Uid:\s+(\d+)", status, re.M)
+        threads = re.search(r"^Threads:\s+(\d+)", status, re.M)
+        if owner and threads and int(owner.group(1)) == uid:
+            count += int(threads.group(1))
+    return count
+
+
+def cuda_limit(code, limits, nodes_open):
+    found = []
+    if code == 304:
+        name, limit = limited(limits, "pids.max")
+        if name and (limit.get("current") or 0) + CUDA_TASKS >= limit["soft"]:
+            found.append(("process_limit", limit_values(name, limit)))
+        name, limit = limited(limits, "NPROC")
+        tasks = user_tasks() if name else None
+        if name and tasks is not None and tasks + CUDA_TASKS >= limit["soft"]:
+            values = limit_values(name, limit)
+            values["value"] += " (%d tasks of this user now)" % tasks
+            found.append(("process_limit", values))
+    if code in (304, 100) and (code == 304 or nodes_open):
+        name, limit = limited(limits, "NOFILE")
+        if name and limit["soft"] < CUDA_FILES:
+            found.append(("open_files_limit", limit_values(name, limit)))
+    return found[0] if found else None
+
+
+def limit_causes(errno_name, limits):
+    return [(cause, limit_values(name, limits[name]))
+            for name, cause in limit_order(errno_name, limits)]
 
 
 def fs_state(path, mountinfo):
@@ -2860,6 +3468,14 @@ def fs_state(path, mountinfo):
 def where_mounted(state):
     at, mount = state.get("at") or "", state.get("mount") or ""
     return "%s (mount %s)" % (at, mount) if mount and mount != at else at or mount
+
+
+def login_name():
+    try:
+        import pwd
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except (ImportError, KeyError):
+        return str(os.geteuid())
 
 
 def owner_name(uid):
@@ -2943,26 +3559,15 @@ def explain(errno_name, path, text, mountinfo, limits, place=None, top=None):
         if state.get("noexec"):
             found += [(c, values) for c in (place_causes(place).get("noexec"), "path_noexec")
                       if c]
-        name, limit = limited(limits, "AS", "DATA")
-        if name:
-            found.append(("address_space_limit", dict(values, **limit_values(name, limit))))
-        name, limit = limited(limits, "memory.max")
-        if name:
-            found.append(("memory_cgroup_limit", dict(values, **limit_values(name, limit))))
+        found += [(cause, dict(values, **named)) for cause, named in limit_causes(
+            "ENOMEM", limits)]
         return [*found, ("loader_map_failed", values)]
     if loader and loader[0] == "missing":
         return [("shared_library_missing", dict(values, library=loader[1]))]
-    if errno_name in ("ENOMEM", "EAGAIN", "EMFILE", "ENFILE", "EFBIG"):
-        names = {"ENOMEM": (("AS", "address_space_limit"), ("DATA", "address_space_limit"),
-                            ("memory.max", "memory_cgroup_limit")),
-                 "EAGAIN": (("pids.max", "process_limit"), ("NPROC", "process_limit"),
-                            ("memory.max", "memory_cgroup_limit")),
-                 "EMFILE": (("NOFILE", "open_files_limit"),),
-                 "EFBIG": (("FSIZE", "file_size_limit"),)}.get(errno_name, ())
-        for name, cause in names:
-            if limited(limits, name)[0]:
-                found.append((cause, dict(values, **limit_values(name, limits[name]))))
-        return [*found, ("process_limits", values)]
+    if errno_name in ERRNO_LIMITS:
+        found += [(cause, dict(values, **named)) for cause, named in limit_causes(
+            errno_name, limits)]
+        return found if errno_name == "SIGKILL" else [*found, ("process_limits", values)]
     own, generic = place_causes(place), None
     if not path:
         rule = ERRNO_RULES.get(errno_name or "")
@@ -2975,6 +3580,15 @@ def explain(errno_name, path, text, mountinfo, limits, place=None, top=None):
         return [(c, values) for c in (own.get(errno_name or ""), rule) if c]
     if path in KNOWN_PATHS and errno_name == "ENOENT" and not os.path.exists(path):
         return [(KNOWN_PATHS[path], values)]
+    if errno_name == "ENAMETOOLONG":
+        parts, long_name = path.split("/"), None
+        for index, part in enumerate(parts):
+            if len(part.encode("utf-8", "surrogateescape")) > 255:
+                long_name = "/".join(parts[:index + 1])
+                break
+        state = fs_state(os.path.dirname(long_name or path) or "/", mountinfo)
+        values.update(component=long_name or path, mount=where_mounted(state))
+        return [*found, ("path_name_too_long", values)]
     seen, finding = walk(path)
     values["missing"] = "%s %s" % (errno_name, path)
     state = fs_state(path, mountinfo)
@@ -3086,8 +3700,10 @@ def compiler_causes(run, places, node):
         found.append((cause, line, {"path": (re.findall(r"(/\S+): Permission", line)
                                              or [""])[0]}))
     objects = object_causes(stderr, None, None, "tmp", places, node)
-    found = objects + found if not found or found[0][0] == "tmp_dir_unusable" else (
-        found + objects)
+    limits = [one for one in objects if one[2].get("limit")]
+    objects = [one for one in objects if not one[2].get("limit")]
+    found = limits + (objects + found if not found or found[0][0] == "tmp_dir_unusable" else (
+        found + objects))
     if run.get("error"):
         found += object_causes(run["error"], run.get("errno"), run.get("filename"), None,
                                places, node)
@@ -3604,6 +4220,15 @@ class Gather(Part):
         if name:
             remove_throwaway(name, triton_cache_dir(self.env), self.env, self.own_missing)
 
+    def own_cache_dir(self, suffix):
+        path = os.path.join(triton_cache_dir(self.env), self.own_name + suffix)
+        try:
+            os.makedirs(path)
+        except OSError:
+            path = os.path.join(self.tmp, suffix.strip("-") + "-cache")
+            os.mkdir(path)
+        return path
+
     def gather(self):
         self.proc = proc_nvidia()
         self.dev_names = dev_nodes()
@@ -3638,8 +4263,7 @@ class Gather(Part):
                 with open(script, "w") as handle:
                     handle.write(DEEP_SCRIPT)
                 deep_env = dict(env)
-                deep_env["TRITON_CACHE_DIR"] = os.path.join(self.tmp, "deep-cache")
-                os.mkdir(deep_env["TRITON_CACHE_DIR"])
+                deep_env["TRITON_CACHE_DIR"] = self.own_cache_dir("-deep")
                 self.deep_run = Spawned([self.workload_python, script], self.deadline.timeout(),
                                         env=deep_env, cwd=self.tmp)
         if self.possible_gpu and self.vendor == "amd":
@@ -4085,7 +4709,7 @@ class DriverChecks(Part):
             name = info.get("init_name") or CUDA_ERRORS.get(code, "CUDA error")
             if code == 999:
                 return self.unknown_error(evidence)
-            limit = self.limit_named("ENOMEM") if code == 2 else None
+            limit = self.limit_named("ENOMEM") if code == 2 else self.cuda_os_limit(code)
             if limit:
                 evidence["matches"] = limit[0]
                 return ("fail", "cuInit failed: %s (%s) under the job's %s of %s" % (
@@ -4268,6 +4892,15 @@ class PackageChecks(Part):
                 broken.append("No module named '%s' (%s)" % (module, first_line(text)))
                 break
         evidence["broken"] = broken
+        shadow = self.shadowing(package, top, dists)
+        if shadow and broken:
+            evidence["shadowed_by"] = shadow
+            return CheckResult("fail", "%s at %s (from %s) shadows %s installed in %s: %s" % (
+                package, top, shadow["source"], shadow["installed"], shadow["site"],
+                "; ".join(broken)), "take %s off %s (it holds %s, which shadows the "
+                "installed %s), or build that %s there" % (
+                    shadow["entry"], shadow["variable"], top, shadow["installed"], package),
+                evidence)
         if not dists and not broken:
             status = "fail" if package == "triton" and self.triton_version() >= (3, 4) else "warn"
             return CheckResult(status, "no %s dist-info for %s (installed without its "
@@ -4279,6 +4912,24 @@ class PackageChecks(Part):
                 evidence)
         return CheckResult("pass", "%s's files are all there (%s)" % (
             package, ", ".join(evidence["distributions"])), "", evidence)
+
+    def shadowing(self, package, top, dists):
+        sites = {os.path.realpath(os.path.dirname(d["path"])) for d in dists if d.get("path")}
+        here = os.path.realpath(os.path.dirname(top)) if top else None
+        if not sites or here is None or here in sites:
+            return None
+        entry = self.stages.get("meta", {}).get(package + "_entry") or os.path.dirname(top)
+        listed = [p for p in (self.env.get("PYTHONPATH") or "").split(os.pathsep) if p]
+        if any(os.path.realpath(p) == os.path.realpath(entry) for p in listed):
+            variable, source = "PYTHONPATH", "PYTHONPATH"
+        elif os.path.realpath(entry) == os.path.realpath(self.tmp):
+            variable, source = "the working directory", "the working directory"
+        else:
+            variable, source = "sys.path (a .pth file or the script's directory)", "sys.path"
+        first = dists[0]
+        return {"entry": entry, "variable": variable, "source": source,
+                "installed": "%s %s" % (first.get("name"), first.get("version")),
+                "site": os.path.dirname(first["path"])}
 
     def check_triton_install_broken(self):
         meta = self.stages.get("meta", {})
@@ -4294,8 +4945,8 @@ class PackageChecks(Part):
         top = meta.get("torch_dir")
         if not top:
             return CheckResult("skip", "PyTorch not installed", "", {})
-        dists = [{"name": "torch", "version": os.path.basename(p).split("-")[1], "path": p}
-                 for p in dist_infos(os.path.dirname(top), "torch")]
+        dists = [{"name": "torch", "version": os.path.basename(p)[:-len(".dist-info")].split(
+            "-")[1], "path": p} for p in dist_infos(os.path.dirname(top), "torch")]
         error = (self.stages.get("torch") or {}).get("error")
         return self.package_check("torch", top, dists, [error] if error else [])
 
@@ -4364,10 +5015,18 @@ class TorchChecks(Part):
             return result
         if not torch.get("cuda"):
             return ("fail", "CPU-only PyTorch build (torch %s)" % torch.get("version"),
-                    "install a CUDA build of torch, e.g. pip install torch --index-url "
-                    "https://download.pytorch.org/whl/cu128", evidence)
+                    "install a CUDA build of torch, e.g. %s -m pip install torch --index-url "
+                    "https://download.pytorch.org/whl/cu128" % self.workload_python, evidence)
         if not torch.get("cuda_available"):
             warning = first_line((torch.get("warnings") or [""])[0])
+            code = re.search(r"\bError (\d+):", warning or "")
+            limit = self.limit_named("ENOMEM") if code and code.group(1) == "2" else (
+                self.cuda_os_limit(int(code.group(1))) if code else None)
+            if limit:
+                evidence["matches"] = limit[0]
+                return ("fail", "torch.cuda.is_available() is False: %s under the job's %s of "
+                        "%s" % (warning, limit[1]["limit"], limit[1]["value"]),
+                        self.cause_fix(*limit), evidence)
             return ("fail", "torch.cuda.is_available() is False" + (
                 ": " + warning if warning else ""),
                 "fix the driver layer (device nodes, driver, CUDA_VISIBLE_DEVICES)", evidence)
@@ -4577,12 +5236,40 @@ class LoaderChecks(Part):
         ok = any(os.path.exists(os.path.join(d, "libcuda.so.1")) for d in dirs)
         return dirs, (None if ok else "AssertionError: " + msg), entries
 
+    def ldconfig_limit(self):
+        result = self.ld_result
+        if not result or self.env.get("TRITON_LIBCUDA_PATH"):
+            return None
+        limit = self.helper_limit(result)
+        if limit:
+            return limit[0], limit[1], bool(result.get("alone")) and not result.get("oom_kill")
+        if result["rc"] in (0, None) and result["stdout"].strip():
+            return None
+        parsed = parse_oserror(result["stderr"])
+        named = self.limit_named(parsed["errno"]) if parsed and parsed["errno"] in (
+            ERRNO_LIMITS) else None
+        return (named[0], named[1], True) if named else None
+
     def check_libcuda_not_in_ldcache(self):
         if self.ld_result is None and not self.env.get("TRITON_LIBCUDA_PATH"):
             return ("skip", "no /sbin/ldconfig to ask (see ldconfig_binary_missing)", "", {})
         if self.ld_result and self.ld_result["timed_out"]:
             return ("error", "/sbin/ldconfig -p timed out", "", {})
         said = (self.ld_result or {}).get("stderr") or ""
+        limit = self.ldconfig_limit()
+        if limit:
+            cause, values, shared = limit
+            evidence = {"stderr": said, "rc": self.ld_result["rc"], "error": self.ld_result[
+                "error"], "errno": self.ld_result.get("errno")}
+            if not shared:
+                return self.limit_stopped("/sbin/ldconfig -p", self.ld_result, cause, values,
+                                          evidence)
+            evidence.update(matches=cause, object=values, expected_error=first_line(
+                self.ld_result["error"] or said))
+            return ("fail", "/sbin/ldconfig -p, which Triton runs to find libcuda, cannot run "
+                    "in this job: %s%s" % (first_line(self.ld_result["error"]) or " ".join(
+                        said.split()), self.limit_note(cause, values)),
+                    self.cause_fix(cause, values), evidence)
         if "Can't open cache file" in said and not self.env.get("TRITON_LIBCUDA_PATH"):
             return ("fail", "/sbin/ldconfig -p fails: %s" % " ".join(said.split()),
                     self.cause_fix("ld_so_cache_missing"), {
@@ -4634,6 +5321,9 @@ class LoaderChecks(Part):
             return ("pass", "not consulted (TRITON_LIBCUDA_PATH is set)", "", {})
         if self.ld_result is None:
             return ("skip", "no /sbin/ldconfig to ask (see ldconfig_binary_missing)", "", {})
+        if self.ldconfig_limit():
+            return ("skip", "/sbin/ldconfig -p gave no answer under the job's limit (see "
+                    "libcuda_not_in_ldcache)", "", {})
         entries = parse_ldconfig(self.ld_result["stdout"])
         locs = [p for n, p in entries if "libcuda.so.1" in n]
         loaded, _ = self.loaded_libcuda()
@@ -4665,7 +5355,7 @@ class CacheChecks(Part):
     def check_cache_dir_unwritable(self):
         cache = self.facts["triton_cache_dir"]
         evidence = {"cache_dir": cache, "HOME": self.env.get("HOME")}
-        fix = "export TRITON_CACHE_DIR=<a writable dir>"
+        fix = self.cause_fix("cache_dir_unwritable", {"cache_dir": cache})
         if os.path.isdir(cache):
             if not os.access(cache, os.W_OK | os.X_OK):
                 return ("fail", "Triton cache %s not writable: PermissionError: [Errno 13] "
@@ -4811,7 +5501,8 @@ class TritonChecks(Part):
         if not meta.get("triton_dir"):
             return ("warn", "Triton is not installed for %s" % (
                 self.facts["python"].get("executable")),
-                "pip install triton (PyTorch's CUDA wheels bring it)", evidence)
+                "%s -m pip install triton (PyTorch's CUDA wheels bring it)" % (
+                    self.workload_python), evidence)
         if len(dists) > 1:
             names = ", ".join("%s %s" % (d.get("name"), d.get("version")) for d in dists)
             return ("fail", "%d Triton distributions installed (%s)" % (len(dists), names),
@@ -4828,8 +5519,9 @@ class TritonChecks(Part):
         if not version:
             return ("skip", "Triton version unknown", "", evidence)
         if version[0] < 3:
-            return ("fail", "Triton %s has no driver.active: FLA always falls back to CPU" % (
-                evidence["version"]), "upgrade to Triton >= 3.3 (with torch >= 2.7)", evidence)
+            return ("pass", "Triton %s (no driver.active: FLA and vLLM need Triton >= 3.0; "
+                    "their checks say whether they fall back)" % evidence["version"], "",
+                    evidence)
         return ("pass", "Triton %s" % evidence["version"], "", evidence)
 
     def check_triton_backends(self):
@@ -4837,10 +5529,14 @@ class TritonChecks(Part):
         if found is None:
             return ("skip", "Triton's backends were not read (the stack stopped before)", "", {})
         evidence = dict(found)
+        if found.get("probe_error"):
+            return ("skip", "not judged: the probe's own step %s() failed (%s)" % (
+                found.get("probe_step"), first_line(found["probe_error"])), "", evidence)
         if found.get("error"):
             evidence["matches"] = None
             return ("fail", "import triton.backends fails: %s" % first_line(found["error"]),
-                    "reinstall Triton: pip install --force-reinstall triton==%s" % (
+                    "reinstall Triton: %s -m pip install --force-reinstall triton==%s" % (
+                        self.workload_python,
                         (self.facts.get("triton") or {}).get("version") or "<version>"),
                     evidence)
         if "discovered" not in found:
@@ -4863,7 +5559,8 @@ class TritonChecks(Part):
             if cause == "triton_backends_conflict":
                 extra = [n for n in found.get("active") or [] if n not in ("nvidia", "amd")]
                 own = [n for n in found.get("active") or [] if n in ("nvidia", "amd")]
-                fix = "pip uninstall the package of the extra backend%s" % (
+                fix = "%s -m pip uninstall the package of the extra backend%s" % (
+                    self.workload_python,
                     " (%s)" % ", ".join(providers.get(n, n) for n in extra) if extra else "")
                 if chosen.get("reads_default") and own:
                     fix += ", or set TRITON_DEFAULT_BACKEND=%s in the workload's environment" % (
@@ -4910,12 +5607,14 @@ class TritonChecks(Part):
             version = (self.facts.get("triton") or {}).get("version")
             return ("fail", "Triton's ptxas %s at %s" % (
                 "is not executable" if tool.get("exists") else "is missing", tool["path"]),
-                "reinstall the wheel: pip install --force-reinstall triton==%s" % version,
+                "reinstall the wheel: %s -m pip install --force-reinstall triton==%s" % (
+                    self.workload_python, version),
                 evidence)
         return ("pass", "ptxas %s (%s)" % (tool.get("version"), tool["path"]), "", evidence)
 
     def check_ptxas_override_unparsed(self):
-        tool = self.ptxas_tools().get("TRITON_PTXAS_PATH")
+        tool = self.ptxas_tools().get("TRITON_PTXAS_PATH") or self.ptxas_tools().get(
+            "TRITON_PTXAS_BLACKWELL_PATH")
         if not tool:
             return ("pass", "TRITON_PTXAS_PATH not set", "", {})
         evidence = {"ptxas": tool, "triton": (self.facts.get("triton") or {}).get("version")}
@@ -4923,6 +5622,14 @@ class TritonChecks(Part):
         triton = self.triton_version()
         if not cuda or not triton:
             return ("skip", "ptxas or Triton version unknown", "", evidence)
+        override = self.ptxas_override_fix()
+        if override:
+            key, tool, cap, need = self.ptxas_override
+            evidence["override"] = {"variable": key, "value": tool.get("path")}
+            return ("fail", "%s=%s is ptxas %s, which does not know sm_%d%d (needs CUDA >= "
+                    "%d.%d); Triton %s runs it instead of its own" % (
+                        key, tool.get("path"), tool.get("version"), cap[0], cap[1], need[0],
+                        need[1], evidence["triton"]), override, evidence)
         if (triton <= (3, 2, 99) and cuda >= (12, 7)) or (triton <= (3, 4, 99) and cuda >= (13,)):
             evidence["expected_error"] = ("Triton only support CUDA 10.0 or higher, but got "
                                           "CUDA version: %s" % tool.get("version"))
@@ -4930,6 +5637,22 @@ class TritonChecks(Part):
                     % (evidence["triton"], tool.get("version")),
                     "unset TRITON_PTXAS_PATH and upgrade Triton instead", evidence)
         return ("pass", "TRITON_PTXAS_PATH ptxas %s" % tool.get("version"), "", evidence)
+
+    def ptxas_override_fix(self):
+        for cap in self.capabilities():
+            key, tool = self.active_ptxas(cap)
+            if key not in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
+                continue
+            have, need = version_tuple(tool.get("version")), PTXAS_MIN_FOR_CC.get(cap)
+            if have and need and have[:2] < need:
+                self.ptxas_override = (key, tool, cap, need)
+                own = self.ptxas_tools().get("ptxas") or {}
+                return ("unset %s (now %s, ptxas %s) in the workload's environment, so Triton "
+                        "runs its own ptxas%s; or point it at a ptxas of CUDA >= %d.%d, which "
+                        "knows sm_%d%d" % (key, tool.get("path"), tool.get("version"),
+                                           " %s" % own["version"] if own.get("version") else "",
+                                           need[0], need[1], cap[0], cap[1]))
+        return ""
 
     def check_triton_too_old_for_gpu(self):
         caps = self.capabilities()
@@ -4946,6 +5669,10 @@ class TritonChecks(Part):
                 continue
             if have[:2] < need:
                 version = (self.facts.get("triton") or {}).get("version")
+                if key in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
+                    return ("skip", "%s=%s overrides Triton %s's ptxas (see "
+                            "ptxas_override_unparsed)" % (key, tool.get("path"), version), "",
+                            evidence)
                 return ("fail", "Triton %s's ptxas %s does not know sm_%d%d (needs >= %d.%d)" % (
                     version, tool.get("version"), cap[0], cap[1], need[0], need[1]),
                     "upgrade: torch >= 2.7 with Triton >= 3.3 (Triton >= 3.6 for sm_121)",
@@ -4998,9 +5725,15 @@ class TritonChecks(Part):
                 t.get("backend"), t.get("arch")), "", evidence)
         error = target.get("error") or ""
         evidence["error"] = error
-        places = {"cache": [os.path.join(self.tmp, "cache")], "tmp": [os.path.join(
-            self.tmp, "tmp")], "include": [self.pyinfo.get("include") or ""],
-            "cc": self.compiler.get("path") or self.env.get("CC")}
+        if (target.get("failure") or {}).get("probe_step"):
+            return self.probe_fault("get_current_target() in a fresh cache", target["failure"],
+                                    evidence)
+        fresh = target.get("fresh_dir") or os.path.join(self.tmp, "cache")
+        places = {"cache": [d for d in (self.facts.get("triton_cache_dir"), fresh)
+                            if d and inside(fresh, d)] or [fresh],
+                  "tmp": [os.path.join(self.tmp, "tmp")],
+                  "include": [self.pyinfo.get("include") or ""],
+                  "cc": self.compiler.get("path") or self.env.get("CC")}
         cause, line, values = self.name_failure(target.get("failure") or {"error": error}, places,
                                                 self.stack_result["stderr"][-4000:])
         evidence["matches"] = cause
@@ -5123,10 +5856,11 @@ class FlaChecks(Part):
             missing = re.search(r"No module named '([^']+)'", fla["error"])
             return ("fail", "FLA %s: import %s fails: %s" % (
                 version, fla.get("module"), first_line(fla["error"])),
-                "pip install %s for %s" % (missing.group(1).split(".")[0], self.workload_python)
+                "%s -m pip install %s" % (self.workload_python, missing.group(1).split(".")[0])
                 if missing and not missing.group(1).startswith("fla") else
                 "install the torch and Triton this FLA supports, or the FLA release made for "
-                "them (pip install -U flash-linear-attention)", evidence)
+                "them (%s -m pip install -U flash-linear-attention)" % self.workload_python,
+                evidence)
         if fla.get("unmet"):
             evidence["matches"] = "fla_import_fails"
             first = fla["unmet"][0]
@@ -5134,8 +5868,8 @@ class FlaChecks(Part):
                 version, first["dist"], first["requires"], first["problem"]) + (
                     "; %d more unmet" % (len(fla["unmet"]) - 1) if len(fla["unmet"]) > 1
                     else ""),
-                "pip install %s for %s" % (" ".join("'%s'" % u["requires"] for u in fla[
-                    "unmet"]), self.workload_python), evidence)
+                "%s -m pip install %s" % (self.workload_python, " ".join(
+                    "'%s'" % u["requires"] for u in fla["unmet"])), evidence)
         if fla.get("error"):
             if fla.get("layout") == "unknown":
                 return ("warn", "FLA %s: layout unknown to this probe (no %s); import fla.utils: "
@@ -5183,8 +5917,8 @@ class WorkloadChecks(Part):
 
     def own_diagnosis(self):
         failure = self.own_stage().get("failure")
-        if not failure:
-            return None, "", {}
+        if not failure or failure.get("probe_step"):
+            return None, "", {}  # the probe's own error names no cause of the workload's
         return self.name_failure(failure, self.places())
 
     def check_cache_dir_full(self):
@@ -5251,6 +5985,9 @@ class WorkloadChecks(Part):
                     "temp dir %s" % (target.get("backend"), target.get("arch"),
                                      own.get("cache_dir"), own.get("gcc_tmp")), "", evidence)
         failure = own.get("failure") or {}
+        if failure.get("probe_step"):
+            return self.probe_fault("the workload's own get_current_target()", failure,
+                                    evidence)
         cause, line, values = self.own_diagnosis()
         evidence["matches"] = cause
         evidence["object"] = values or None
@@ -5492,8 +6229,8 @@ class HipChecks(Part):
             kind = "CUDA" if torch.get("cuda") else "CPU-only"
             return ("fail", "%s PyTorch build on an AMD node (torch %s, torch.version.hip is "
                     "None)" % (kind, torch.get("version")),
-                    "install a ROCm build of torch, e.g. pip install torch --index-url "
-                    "https://download.pytorch.org/whl/rocm6.4", evidence)
+                    "install a ROCm build of torch, e.g. %s -m pip install torch --index-url "
+                    "https://download.pytorch.org/whl/rocm6.4" % self.workload_python, evidence)
         if not torch.get("cuda_available"):
             warning = first_line((torch.get("warnings") or [""])[0])
             return ("fail", "torch.cuda.is_available() is False (ROCm %s)" % torch["hip"] + (
@@ -5803,9 +6540,10 @@ class GpuStateChecks(Part):
             last = critical[-1]
             return ("fail", "%d critical Xid event(s) in the last %g h: Xid %d on %s (%s)" % (
                 len(critical), hours, last["xid"], last["pci"], last["text"][:80]),
-                "reset the GPU (`nvidia-smi -r -i N`, nothing using it) or reboot the node; "
-                "look the Xid up in NVIDIA's Xid catalogue; a repeating one needs service",
-                evidence)
+                "reboot the node (a GPU reset, `nvidia-smi -r -i N` with nothing using it, "
+                "clears the GPU too, but this check counts the Xid for %g h after it was "
+                "logged); look the Xid up in NVIDIA's Xid catalogue; a repeating one needs "
+                "service" % hours, evidence)
         app = [e for e in events if e["kind"] == "application"]
         if app:
             return ("warn", "%d application Xid event(s) in the last %g h (Xid %s: a program's "
@@ -6096,6 +6834,12 @@ class Evaluation(Part):
 
     def stack_error(self):
         result = self.stack_result
+        evidence = {"python": self.workload_python, "stderr": clip(result["stderr"]),
+                    "rc": result["rc"]}
+        limit = self.helper_limit(result)
+        if limit:
+            return self.limit_stopped("the workload interpreter", result, limit[0], limit[1],
+                                      evidence)
         if result["timed_out"]:
             summary = "the workload's Python stack did not answer within the deadline (%.1f s)" % (
                 result["seconds"])
@@ -6105,18 +6849,36 @@ class Evaluation(Part):
             summary = "the workload interpreter failed: " + (
                 first_line(result["stderr"].splitlines()[-1] if result["stderr"] else "")
                 or "rc %s" % result["rc"])
-        return ("error", summary, "", {"python": self.workload_python,
-                                       "stderr": clip(result["stderr"]), "rc": result["rc"]})
+            tail = result["stderr"][-4000:] if result["rc"] else ""
+            parsed = parse_oserror(first_line(tail.splitlines()[-1] if tail.strip() else "")
+                                   ) or parse_oserror(tail)
+            named = self.limit_named(parsed["errno"]) if parsed else None
+            if named:
+                return ("error", summary + self.limit_note(*named), self.cause_fix(*named),
+                        dict(evidence, matches=named[0], object=named[1]))
+        return ("error", summary, "", evidence)
 
     def stage_missing(self, stage):
         result = self.stack_result
+        evidence = {"stderr": clip(result["stderr"]), "rc": result["rc"]}
+        limit = self.helper_limit(result)
+        if limit:
+            return self.limit_stopped("the workload interpreter", result, limit[0], limit[1],
+                                      evidence, step=stage)
         if result["timed_out"]:
             summary = "timed out before %s finished (deadline %.1f s)" % (
                 stage, self.deadline.end - self.deadline.start)
         else:
             summary = "%s did not report (workload interpreter exited with rc %s)" % (
                 stage, result["rc"])
-        return ("error", summary, "", {"stderr": clip(result["stderr"]), "rc": result["rc"]})
+        return ("error", summary, "", evidence)
+
+    def probe_fault(self, step, failure, evidence):
+        evidence = dict(evidence, probe_step=failure.get("probe_step"),
+                        probe_error=failure.get("error"), matches=None)
+        return ("error", "%s: the probe's own step %s() failed (%s); the workload's Triton "
+                "was not judged" % (step, failure.get("probe_step"), first_line(
+                    failure.get("error"))), "", evidence)
 
     def hardware_evidence(self):
         if self.vendor == "amd":
@@ -6137,6 +6899,8 @@ class Evaluation(Part):
         python = self.facts["python"].get("executable") or self.workload_python
         os_id, version = self.facts["os"].get("id"), self.facts["python"].get("version")
         context = {"python": python, "pip": "%s -m pip" % python,
+                   "library": getattr(self, "hip_info", {}).get("path")
+                   or "/opt/rocm/lib/libamdhip64.so",
                    "triton": (self.facts.get("triton") or {}).get("version"),
                    "torch": (self.facts.get("torch") or {}).get("version"),
                    "cache_dir": self.facts.get("triton_cache_dir"),
@@ -6155,6 +6919,8 @@ class Evaluation(Part):
         return context
 
     def cause_fix(self, cause, values=None):
+        if cause == "triton_too_old_for_gpu" and self.ptxas_override_fix():
+            return self.ptxas_override_fix()  # the override is the object, not the release
         return fill_fix(cause, self.fix_context(values)) if cause else ""
 
     def limit_named(self, errno_name):
@@ -6162,6 +6928,54 @@ class Evaluation(Part):
             if "limit" in values:
                 return cause, values
         return None
+
+    def helper_limit(self, result):
+        if not result or result.get("timed_out"):
+            return None
+        if result.get("errno") in LIMIT_ERRNOS:
+            return self.limit_named(result["errno"])
+        if result.get("rc") != -9:
+            return None
+        name, limit = limited(self.node_limits(), "memory.max")
+        if name and (result.get("oom_kill") or (oom_kills() is None and near(limit))):
+            values = dict(limit_values(name, limit), oom_kill="%s -> %s" % tuple(
+                result["oom_kill"]) if result.get("oom_kill") else "not counted")
+            return "memory_cgroup_limit", values
+        return None
+
+    def cuda_os_limit(self, code):
+        return cuda_limit(code, self.node_limits(),
+                          self.statuses.get("dev_nodes_missing") == "pass")
+
+    def limit_note(self, cause, values):
+        return "; %s: %s = %s (%s)" % (self.cause_label(cause), values.get("limit"),
+                                       values.get("value"), values.get("source"))
+
+    def limit_stopped(self, what, result, cause, values, evidence, step=""):
+        before = " before %s reported" % step if step else ""
+        if result.get("errno") and result.get("alone"):
+            how = ("this job cannot start a process: the probe, holding no other, could not "
+                   "start %s%s (%s)" % (what, before, first_line(result["error"])))
+        elif result.get("errno"):
+            how = "the probe could not start %s%s while its other helpers ran (%s)" % (
+                what, before, first_line(result["error"]))
+        else:
+            how = ("%s was killed by the cgroup's OOM killer%s (rc -9, oom_kill %s): the probe "
+                   "needed more memory than the limit left, the workload itself is untested" % (
+                       what, before, values.get("oom_kill")))
+        evidence = dict(evidence, matches=cause, object=values, errno=result.get("errno"),
+                        oom_kill=result.get("oom_kill"))
+        return ("error", "not evaluated: " + how + self.limit_note(cause, values),
+                self.cause_fix(cause, values), evidence)
+
+    def unknown_verdict(self, errors, first):
+        for check in errors:
+            named = (check.get("evidence") or {}).get("matches")
+            if named in LIMIT_CAUSES:
+                return {"verdict": "unknown", "backend": None, "cause": named,
+                        "fix": "%s: %s" % (self.cause_label(named), check["fix"] or (
+                            self.cause_fix(named)))}
+        return {"verdict": "unknown", "backend": None, "cause": first["id"], "fix": ""}
 
     def object_note(self, cause, values):
         if not values or not cause:
@@ -6182,13 +6996,29 @@ class Evaluation(Part):
         if more:
             found += diagnoses({"error": more}, places, {"mountinfo": getattr(
                 self, "mountinfo", None), "limits": self.node_limits()})
+        told = set()
+        for text in [failure.get("error"), more] + [
+                r.get("stderr") for r in failure.get("compiler") or [] if isinstance(r, dict)]:
+            told |= {cause for cause, _ in message_causes(text or "")}
         for cause, line, values in found:
             if self.statuses.get(cause) != "pass":
                 return cause, line, values
+            if cause in told:  # ...unless the tool's own message names it
+                return cause, line, dict(values, **self.message_object(cause, line))
         runs = [r for r in failure.get("compiler") or [] if r.get("rc") or r.get("error")]
         line = first_line((runs[-1].get("stderr") or runs[-1].get("error")) if runs else
                           failure.get("error"))
         return None, line, {}
+
+    def message_object(self, cause, line):
+        values = {"check_passed": True, "message": line}
+        if cause == "libamdhip64_not_found":
+            tried = re.search(r"attempted paths (\[.*\])", line or "")
+            values["searched"] = tried.group(1) if tried else None
+            values["check_searched"] = self.hip_info.get("search")
+            if self.hip_info.get("path"):
+                values["library"] = self.hip_info["path"]
+        return values
 
     def apply_masking(self, checks):
         stale = next(c for c in checks if c["id"] == "stale_cache_masks_compiler")
@@ -6220,7 +7050,8 @@ class Evaluation(Part):
             first = next(c for c in fails if c["id"] not in FRAMEWORK_ONLY)
             cause = first["id"]
             named = (first["evidence"] or {}).get("matches")
-            if named and by_id.get(named, {}).get("status") != "pass":
+            told = ((first["evidence"] or {}).get("object") or {}).get("check_passed")
+            if named and (by_id.get(named, {}).get("status") != "pass" or told):
                 cause = named
             fix = first["fix"] or self.cause_fix(cause)
             triton = {"verdict": "cpu-fallback", "backend": None, "cause": cause,
@@ -6231,11 +7062,10 @@ class Evaluation(Part):
                       "cause": "stale_cache_masks_compiler",
                       "fix": "%s: %s" % (self.cause_label("stale_cache_masks_compiler"),
                                          stale["fix"] or self.cause_fix(stale["id"]))}
-        elif target.get("ok"):
+        elif target.get("ok") and (by_id.get("triton_own_path") or {}).get("status") != "error":
             triton = {"verdict": "gpu", "backend": backend, "cause": None, "fix": ""}
         else:
-            first = errors[0] if errors else by_id["triton_target"]
-            triton = {"verdict": "unknown", "backend": None, "cause": first["id"], "fix": ""}
+            triton = self.unknown_verdict(errors, errors[0] if errors else by_id["triton_target"])
         if fails:
             status = "fail"
             if triton["verdict"] == "cpu-fallback":

@@ -54,8 +54,12 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...], str, str | None, str, in
      {"triton_installed": "warn", "no_c_compiler": "skip"}),
     ("two_triton_distributions", {"extra_triton_dist": "pytorch-triton 3.5.0"}, (),
      "cpu-fallback", "triton_installed", "fail", 1, {"triton_installed": "fail"}),
-    ("triton_2x", {"triton": "2.3.1", "ptxas": "12.3"}, (), "cpu-fallback", "triton_2x", "fail",
-     1, {"triton_2x": "fail", "triton_target": "fail"}),
+    # Triton 2.x builds and runs kernels (torch.compile on torch 2.1-2.3): gpu; only what
+    # needs driver.active (FLA, vLLM) falls back, and its own checks say so.
+    ("triton_2x", {"triton": "2.3.1", "ptxas": "12.3"}, (), "gpu", None, "ok", 0,
+     {"triton_2x": "pass", "triton_target": "pass", "triton_install_broken": "pass"}),
+    ("triton_2_1", {"triton": "2.1.0", "ptxas": "12.3"}, (), "gpu", None, "ok", 0,
+     {"triton_2x": "pass", "triton_target": "pass", "triton_install_broken": "pass"}),
     ("cc_env_invalid", {"cc_env": "/nonexistent/gcc"}, (), "cpu-fallback", "cc_env_invalid",
      "fail", 1, {"cc_env_invalid": "fail", "no_c_compiler": "pass", "triton_target": "fail"}),
     ("no_c_compiler", {"compiler": False}, (), "cpu-fallback", "no_c_compiler", "fail", 1,
@@ -240,3 +244,27 @@ def test_a_cause_no_row_names_says_so_with_the_error(tmp_path: Path) -> None:
     target = next(c for c in doc["checks"] if c["id"] == "triton_target")
     assert target["evidence"]["error"] == "RuntimeError: something new broke"
     assert target["evidence"]["matches"] is None
+
+
+def test_a_ptxas_override_older_than_the_gpu_is_named_with_its_value(tmp_path: Path) -> None:
+    """TRITON_PTXAS_PATH at an older CUDA's ptxas that does not know the H100's sm_90: the
+    override is the object (its variable and value), not Triton's release; unsetting it, as
+    the fix says, makes the node gpu."""
+    old = tmp_path / "cuda-11.7" / "ptxas"
+    old.parent.mkdir()
+    old.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 11.7, V11.7.99'\n")
+    old.chmod(0o755)
+    node = make_node(tmp_path / "node", compute_capability="9.0",
+                     gpu_name="NVIDIA H100 80GB HBM3", env={"TRITON_PTXAS_PATH": str(old)})
+    rc, doc, _ = run_probe(node)
+    triton = doc["triton"]
+    assert (rc, triton["verdict"], triton["cause"]) == (1, "cpu-fallback",
+                                                        "ptxas_override_unparsed"), doc["reason"]
+    assert triton["fix"].startswith(f"TRITON_PTXAS_PATH unusable: unset TRITON_PTXAS_PATH "
+                                    f"(now {old}, ptxas 11.7)")
+    assert "upgrade" not in triton["fix"]
+    check = next(c for c in doc["checks"] if c["id"] == "ptxas_override_unparsed")
+    assert check["evidence"]["override"] == {"variable": "TRITON_PTXAS_PATH", "value": str(old)}
+    node.env.pop("TRITON_PTXAS_PATH")
+    _, doc, _ = run_probe(node)
+    assert doc["triton"]["verdict"] == "gpu", doc["reason"]

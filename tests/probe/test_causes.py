@@ -26,7 +26,10 @@ VALUES = dict(
     path="/home/job/.triton/cache/ab/cuda_utils.so", target="/scratch/job/.triton",
     component="/home/job/.triton/cache/ab", owner="root (uid 0)", uid="0", user="job (uid 1000)",
     mount="/home/job/.triton/cache (mount /home)", limit="AS (ulimit -v)",
-    value="16 GiB (16777216 KiB)", library="libfoo.so.3", missing="missing: /home/job/x",
+    value="16 GiB (16777216 KiB)", source="soft = hard limit; the login's (pam_limits: "
+    "/etc/security/limits.conf)", how="'job hard as unlimited' in /etc/security/limits.conf, "
+    "then a new login", library="libfoo.so.3",
+    missing="missing: /home/job/x",
     free="512 MiB", errno="ENOSPC")
 
 #: A fix says what to run or what to change: a command, a setting, a file or dir to act on.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -74,3 +75,44 @@ def test_a_complete_install_passes(tmp_path: Path) -> None:
     assert rc == 0
     assert by_id(doc)["triton_install_broken"]["status"] == "pass"
     assert by_id(doc)["torch_install_broken"]["status"] == "pass"
+
+
+def test_a_source_checkout_on_pythonpath_is_named_with_the_path_to_take_off(
+        tmp_path: Path) -> None:
+    """A Triton source checkout without its build on PYTHONPATH shadows the installed wheel:
+    a reinstall leaves it shadowed; the fix names the entry and the variable, and taking it
+    off makes the node gpu."""
+    checkout = tmp_path / "triton-src" / "python"
+    (checkout / "triton").mkdir(parents=True)
+    # As the repository's python/triton is: its package imports the extension it lacks.
+    (checkout / "triton" / "__init__.py").write_text(
+        "__version__ = '3.7.0'\nfrom triton._C.libtriton import ir  # noqa\n")
+    node = make_node(tmp_path / "node")
+    installed = node.env.get("PYTHONPATH")  # the node's site, where its wheels are
+    node.env["PYTHONPATH"] = os.pathsep.join(p for p in (str(checkout), installed) if p)
+    rc, doc, _ = run_probe(node)
+    triton = doc["triton"]
+    assert (rc, triton["verdict"], triton["cause"]) == (1, "cpu-fallback",
+                                                        "triton_install_broken"), doc["reason"]
+    check = by_id(doc)["triton_install_broken"]
+    assert check["evidence"]["shadowed_by"]["variable"] == "PYTHONPATH"
+    assert f"take {checkout} off PYTHONPATH" in triton["fix"]
+    assert "force-reinstall" not in triton["fix"]
+    assert f"shadows triton 3.6.0 installed in {node.site}" in check["summary"]
+    # The fix, applied: the installed wheel is what the workload imports again.
+    if installed:
+        node.env["PYTHONPATH"] = installed
+    else:
+        node.env.pop("PYTHONPATH")
+    rc, doc, _ = run_probe(node)
+    assert doc["triton"]["verdict"] == "gpu", doc["reason"]
+
+
+def test_a_torch_version_with_a_local_part_is_read_whole(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node", torch="2.9.1+rocm6.4")
+    # As torch's ROCm wheel names its dist-info: the local version part included.
+    (info,) = node.site.glob("torch-*.dist-info")
+    info.rename(node.site / "torch-2.9.1+rocm6.4.dist-info")
+    _, doc, _ = run_probe(node)
+    distributions = by_id(doc)["torch_install_broken"]["evidence"]["distributions"]
+    assert distributions == ["torch 2.9.1+rocm6.4"]

@@ -124,7 +124,8 @@ def test_an_extra_active_backend_is_named_with_its_package(tmp_path: Path) -> No
         "2 active Triton backends: cpu (triton-cpu-backend 1.0), nvidia (triton 3.6.0); "
         "Triton's own selection raises RuntimeError: 2 active drivers (")
     assert "There should only be one." in check["summary"]
-    assert check["fix"] == ("pip uninstall the package of the extra backend (triton-cpu-backend "
+    assert check["fix"] == (f"{doc['facts']['python']['executable']} -m pip uninstall the "
+                            "package of the extra backend (triton-cpu-backend "
                             "1.0), or set TRITON_DEFAULT_BACKEND=nvidia in the workload's "
                             "environment")
     assert (doc["triton"]["verdict"], doc["triton"]["cause"]) == (
@@ -187,7 +188,7 @@ def test_a_triton_that_ignores_the_default_backend_is_not_offered_it(tmp_path: P
             "2 active Triton backends: cpu (triton-cpu-backend 1.0), nvidia (triton 3.6.0); "
             "Triton's own selection raises RuntimeError: 2 active drivers (")
         assert check["summary"].endswith("There should only be one." + note)
-        assert check["fix"] == ("pip uninstall the package of the extra backend "
-                                "(triton-cpu-backend 1.0)")
+        assert check["fix"] == (f"{doc['facts']['python']['executable']} -m pip uninstall "
+                                "the package of the extra backend (triton-cpu-backend 1.0)")
         assert (doc["triton"]["verdict"], doc["triton"]["cause"]) == (
             "cpu-fallback", "triton_backends_conflict")

@@ -45,8 +45,10 @@ def test_a_full_workload_cache_is_never_gpu(tmp_path: Path) -> None:
     by_id = checks(doc)
     assert (rc, doc["triton"]["verdict"], doc["triton"]["cause"]) == (1, "cpu-fallback",
                                                                       "cache_dir_full")
-    # The probe's own fresh cache works: only the workload's own path shows the failure.
-    assert by_id["triton_target"]["status"] == "pass"
+    # The fresh-cache attempt is made where the workload's own fresh cache would be (beside
+    # its entries): it fails there too, naming the same full cache, never the probe's dirs.
+    assert by_id["triton_target"]["status"] == "fail"
+    assert by_id["triton_target"]["evidence"]["matches"] == "cache_dir_full"
     assert by_id["triton_own_path"]["status"] == "fail"
     assert by_id["triton_own_path"]["evidence"]["matches"] == "cache_dir_full"
     assert by_id["cache_dir_full"]["summary"].startswith(

@@ -151,9 +151,9 @@ CAUSES = (
     Cause("libhip_path_invalid", "TRITON_LIBHIP_PATH invalid", "point TRITON_LIBHIP_PATH at "
           "/opt/rocm/lib/libamdhip64.so, or unset it", "amd", True,
           texts=(r"TRITON_LIBHIP_PATH '.*' does not point to a valid",)),
-    Cause("libamdhip64_not_found", "libamdhip64.so not found", "install ROCm's HIP runtime "
-          "({install} hip-runtime-amd) or export TRITON_LIBHIP_PATH=/opt/rocm/lib/"
-          "libamdhip64.so", "amd", True,
+    Cause("libamdhip64_not_found", "libamdhip64.so not found", "export TRITON_LIBHIP_PATH="
+          "{library} in the workload's environment (Triton {triton}'s own search does not "
+          "reach it), or install ROCm's HIP runtime ({install} hip-runtime-amd)", "amd", True,
           texts=(r"cannot (locate|open) libamdhip64\.so",), repair="packages"),
     Cause("libamdhip64_other_rocm", "libamdhip64 from another ROCm than torch's",
           "point TRITON_LIBHIP_PATH at "
@@ -239,19 +239,21 @@ CAUSES = (
     Cause("shared_library_missing", "a shared library is missing", "install the package of "
           "{library}, or add its dir to LD_LIBRARY_PATH",
           texts=(r"cannot open shared object file",)),
+    # A limit: its value and where it comes from ({source}: Slurm, a container, a systemd
+    # unit, the login's limits.conf) and how to raise it there ({how}), from objects.py.
     Cause("address_space_limit", "the job's address-space limit (ulimit -v)", "raise the "
-          "job's address-space limit {limit}={value}: ulimit -v unlimited (Grid Engine h_vmem, "
-          "Slurm VSizeFactor/--mem, LimitAS=infinity in the unit): CUDA reserves address space "
-          "far beyond the memory it uses"),
+          "job's address-space limit {limit}={value} ({source}): {how} (Grid Engine h_vmem, "
+          "Slurm VSizeFactor): CUDA reserves address space far beyond the memory it uses"),
     Cause("memory_cgroup_limit", "the job's cgroup memory limit", "raise the job's or "
-          "container's memory limit ({path} is {value}): docker --memory, Slurm --mem, "
-          "systemd MemoryMax="),
-    Cause("open_files_limit", "the job's open-file limit (ulimit -n)", "raise {limit}={value}: "
-          "ulimit -n 65536 (LimitNOFILE= in the unit)", errnos=("EMFILE",)),
-    Cause("process_limit", "the job's process limit", "raise {limit}={value}: ulimit -u, "
-          "the cgroup's pids.max (docker --pids-limit, TasksMax=)", errnos=("EAGAIN",)),
-    Cause("file_size_limit", "the job's file-size limit (ulimit -f)", "raise {limit}={value}: "
-          "ulimit -f unlimited", errnos=("EFBIG",)),
+          "container's memory limit ({path} is {value}; {source}): {how}"),
+    Cause("open_files_limit", "the job's open-file limit (ulimit -n)", "raise {limit}={value} "
+          "({source}): {how}", errnos=("EMFILE",)),
+    Cause("process_limit", "the job's process limit (ulimit -u, pids.max)", "raise "
+          "{limit}={value} ({source}): {how}", errnos=("EAGAIN",)),
+    Cause("file_size_limit", "the job's file-size limit (ulimit -f)", "raise {limit}={value} "
+          "({source}): {how}", errnos=("EFBIG",)),
+    Cause("file_table_limit", "the node's table of open files is full (fs.file-max)",
+          "raise {limit}={value} ({source}): {how}"),
     Cause("process_limits", "a process, file or memory limit of the job", "raise the job's "
           "process, open-file and memory limits (ulimit -u/-n/-v, cgroup pids.max, "
           "memory.max)", errnos=("ENFILE", "ENOMEM")),
@@ -260,6 +262,10 @@ CAUSES = (
           "{component} && mkdir -p {component}"),
     Cause("path_missing", "a path that does not exist", "create {component} (mkdir -p "
           "{component}), or point the workload at a dir that exists"),
+    Cause("path_name_too_long", "a path longer than its file system allows", "shorten "
+          "{component} (a name of at most 255 bytes, a path of at most 4096): e.g. unset "
+          "TRITON_CACHE_DIR (Triton then uses ~/.triton/cache)",
+          errnos=("ENAMETOOLONG",)),
     Cause("path_link_loop", "a loop of symbolic links", "replace the link {component} with a "
           "dir (rm {component} && mkdir {component})", errnos=("ELOOP",)),
     Cause("path_not_a_dir", "a file where a directory is expected", "move the file "

@@ -12,7 +12,7 @@ class CacheChecks(Part):
     def check_cache_dir_unwritable(self):
         cache = self.facts["triton_cache_dir"]
         evidence = {"cache_dir": cache, "HOME": self.env.get("HOME")}
-        fix = "export TRITON_CACHE_DIR=<a writable dir>"
+        fix = self.cause_fix("cache_dir_unwritable", {"cache_dir": cache})
         if os.path.isdir(cache):
             # access(2), not a test file: the user's cache is never written to (a job may be
             # using it); it also answers EROFS for a read-only mount.

@@ -239,10 +239,12 @@ class DriverChecks(Part):
             name = info.get("init_name") or CUDA_ERRORS.get(code, "CUDA error")
             if code == 999:
                 return self.unknown_error(evidence)
-            limit = self.limit_named("ENOMEM") if code == 2 else None
+            # Out of memory at initialisation with a free GPU: the address space CUDA reserves
+            # is over the job's limit (ulimit -v, h_vmem); an OS call the driver made that
+            # failed (304), or no device behind usable device nodes (100), under a tight
+            # process or open-file limit: that limit.
+            limit = self.limit_named("ENOMEM") if code == 2 else self.cuda_os_limit(code)
             if limit:
-                # Out of memory at initialisation with a free GPU: the address space CUDA
-                # reserves is over the job's limit (ulimit -v, h_vmem).
                 evidence["matches"] = limit[0]
                 return ("fail", "cuInit failed: %s (%s) under the job's %s of %s" % (
                     name, code, limit[1]["limit"], limit[1]["value"]),

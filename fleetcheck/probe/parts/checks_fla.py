@@ -51,10 +51,11 @@ class FlaChecks(Part):
             missing = re.search(r"No module named '([^']+)'", fla["error"])
             return ("fail", "FLA %s: import %s fails: %s" % (
                 version, fla.get("module"), first_line(fla["error"])),
-                "pip install %s for %s" % (missing.group(1).split(".")[0], self.workload_python)
+                "%s -m pip install %s" % (self.workload_python, missing.group(1).split(".")[0])
                 if missing and not missing.group(1).startswith("fla") else
                 "install the torch and Triton this FLA supports, or the FLA release made for "
-                "them (pip install -U flash-linear-attention)", evidence)
+                "them (%s -m pip install -U flash-linear-attention)" % self.workload_python,
+                evidence)
         if fla.get("unmet"):
             # What its kernels import at import time: `import fla.ops` (and every layer) fails.
             evidence["matches"] = "fla_import_fails"
@@ -63,8 +64,8 @@ class FlaChecks(Part):
                 version, first["dist"], first["requires"], first["problem"]) + (
                     "; %d more unmet" % (len(fla["unmet"]) - 1) if len(fla["unmet"]) > 1
                     else ""),
-                "pip install %s for %s" % (" ".join("'%s'" % u["requires"] for u in fla[
-                    "unmet"]), self.workload_python), evidence)
+                "%s -m pip install %s" % (self.workload_python, " ".join(
+                    "'%s'" % u["requires"] for u in fla["unmet"])), evidence)
         if fla.get("error"):
             if fla.get("layout") == "unknown":
                 # A release newer than this probe: say so, never guess its verdict.

@@ -190,9 +190,10 @@ class GpuStateChecks(Part):
             last = critical[-1]
             return ("fail", "%d critical Xid event(s) in the last %g h: Xid %d on %s (%s)" % (
                 len(critical), hours, last["xid"], last["pci"], last["text"][:80]),
-                "reset the GPU (`nvidia-smi -r -i N`, nothing using it) or reboot the node; "
-                "look the Xid up in NVIDIA's Xid catalogue; a repeating one needs service",
-                evidence)
+                "reboot the node (a GPU reset, `nvidia-smi -r -i N` with nothing using it, "
+                "clears the GPU too, but this check counts the Xid for %g h after it was "
+                "logged); look the Xid up in NVIDIA's Xid catalogue; a repeating one needs "
+                "service" % hours, evidence)
         app = [e for e in events if e["kind"] == "application"]
         if app:
             return ("warn", "%d application Xid event(s) in the last %g h (Xid %s: a program's "

@@ -172,8 +172,8 @@ class HipChecks(Part):
             kind = "CUDA" if torch.get("cuda") else "CPU-only"
             return ("fail", "%s PyTorch build on an AMD node (torch %s, torch.version.hip is "
                     "None)" % (kind, torch.get("version")),
-                    "install a ROCm build of torch, e.g. pip install torch --index-url "
-                    "https://download.pytorch.org/whl/rocm6.4", evidence)
+                    "install a ROCm build of torch, e.g. %s -m pip install torch --index-url "
+                    "https://download.pytorch.org/whl/rocm6.4" % self.workload_python, evidence)
         if not torch.get("cuda_available"):
             warning = first_line((torch.get("warnings") or [""])[0])
             return ("fail", "torch.cuda.is_available() is False (ROCm %s)" % torch["hip"] + (

@@ -2,8 +2,9 @@
 
 import os
 
-from fleetcheck.probe.parts.base import Part, host_path
+from fleetcheck.probe.parts.base import Part, first_line, host_path
 from fleetcheck.probe.parts.facts_libcuda import parse_ldconfig
+from fleetcheck.probe.parts.objects import ERRNO_LIMITS, parse_oserror
 
 
 class LoaderChecks(Part):
@@ -51,12 +52,47 @@ class LoaderChecks(Part):
         ok = any(os.path.exists(os.path.join(d, "libcuda.so.1")) for d in dirs)
         return dirs, (None if ok else "AssertionError: " + msg), entries
 
+    def ldconfig_limit(self):
+        """(cause, values, shared) when `ldconfig -p` gave no answer because of a limit: its
+        start refused or the OOM killer (helper_limit), or its own stderr naming a limit's
+        errno ("Can't open cache file ...: Too many open files"). shared: Triton's own
+        `ldconfig -p` meets the limit too (ldconfig itself failed, or the probe, holding no
+        other process, could not start one); else only the probe's concurrency did."""
+        result = self.ld_result
+        if not result or self.env.get("TRITON_LIBCUDA_PATH"):
+            return None
+        limit = self.helper_limit(result)
+        if limit:
+            return limit[0], limit[1], bool(result.get("alone")) and not result.get("oom_kill")
+        if result["rc"] in (0, None) and result["stdout"].strip():
+            return None
+        parsed = parse_oserror(result["stderr"])
+        named = self.limit_named(parsed["errno"]) if parsed and parsed["errno"] in (
+            ERRNO_LIMITS) else None
+        return (named[0], named[1], True) if named else None
+
     def check_libcuda_not_in_ldcache(self):
         if self.ld_result is None and not self.env.get("TRITON_LIBCUDA_PATH"):
             return ("skip", "no /sbin/ldconfig to ask (see ldconfig_binary_missing)", "", {})
         if self.ld_result and self.ld_result["timed_out"]:
             return ("error", "/sbin/ldconfig -p timed out", "", {})
         said = (self.ld_result or {}).get("stderr") or ""
+        limit = self.ldconfig_limit()
+        if limit:
+            cause, values, shared = limit
+            evidence = {"stderr": said, "rc": self.ld_result["rc"], "error": self.ld_result[
+                "error"], "errno": self.ld_result.get("errno")}
+            if not shared:
+                return self.limit_stopped("/sbin/ldconfig -p", self.ld_result, cause, values,
+                                          evidence)
+            # Triton runs the same `/sbin/ldconfig -p` (subprocess) under the same limits: its
+            # libcuda lookup fails, and get_current_target() with it.
+            evidence.update(matches=cause, object=values, expected_error=first_line(
+                self.ld_result["error"] or said))
+            return ("fail", "/sbin/ldconfig -p, which Triton runs to find libcuda, cannot run "
+                    "in this job: %s%s" % (first_line(self.ld_result["error"]) or " ".join(
+                        said.split()), self.limit_note(cause, values)),
+                    self.cause_fix(cause, values), evidence)
         if "Can't open cache file" in said and not self.env.get("TRITON_LIBCUDA_PATH"):
             # ldconfig is there; its cache is not: Triton's `ldconfig -p` lists nothing.
             return ("fail", "/sbin/ldconfig -p fails: %s" % " ".join(said.split()),
@@ -109,6 +145,9 @@ class LoaderChecks(Part):
             return ("pass", "not consulted (TRITON_LIBCUDA_PATH is set)", "", {})
         if self.ld_result is None:
             return ("skip", "no /sbin/ldconfig to ask (see ldconfig_binary_missing)", "", {})
+        if self.ldconfig_limit():
+            return ("skip", "/sbin/ldconfig -p gave no answer under the job's limit (see "
+                    "libcuda_not_in_ldcache)", "", {})
         entries = parse_ldconfig(self.ld_result["stdout"])
         locs = [p for n, p in entries if "libcuda.so.1" in n]
         loaded, _ = self.loaded_libcuda()

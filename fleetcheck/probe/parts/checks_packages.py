@@ -68,6 +68,15 @@ class PackageChecks(Part):
                 broken.append("No module named '%s' (%s)" % (module, first_line(text)))
                 break
         evidence["broken"] = broken
+        shadow = self.shadowing(package, top, dists)
+        if shadow and broken:
+            evidence["shadowed_by"] = shadow
+            return CheckResult("fail", "%s at %s (from %s) shadows %s installed in %s: %s" % (
+                package, top, shadow["source"], shadow["installed"], shadow["site"],
+                "; ".join(broken)), "take %s off %s (it holds %s, which shadows the "
+                "installed %s), or build that %s there" % (
+                    shadow["entry"], shadow["variable"], top, shadow["installed"], package),
+                evidence)
         if not dists and not broken:
             # Triton >= 3.4 finds its backends through its dist-info's entry points.
             status = "fail" if package == "triton" and self.triton_version() >= (3, 4) else "warn"
@@ -80,6 +89,27 @@ class PackageChecks(Part):
                 evidence)
         return CheckResult("pass", "%s's files are all there (%s)" % (
             package, ", ".join(evidence["distributions"])), "", evidence)
+
+    def shadowing(self, package, top, dists):
+        """{"entry", "variable", "source", "installed", "site"} when the `package` Python
+        imports is not the one a dist-info installed (a source checkout on PYTHONPATH, a
+        copy in the working directory), else None."""
+        sites = {os.path.realpath(os.path.dirname(d["path"])) for d in dists if d.get("path")}
+        here = os.path.realpath(os.path.dirname(top)) if top else None
+        if not sites or here is None or here in sites:
+            return None
+        entry = self.stages.get("meta", {}).get(package + "_entry") or os.path.dirname(top)
+        listed = [p for p in (self.env.get("PYTHONPATH") or "").split(os.pathsep) if p]
+        if any(os.path.realpath(p) == os.path.realpath(entry) for p in listed):
+            variable, source = "PYTHONPATH", "PYTHONPATH"
+        elif os.path.realpath(entry) == os.path.realpath(self.tmp):
+            variable, source = "the working directory", "the working directory"
+        else:
+            variable, source = "sys.path (a .pth file or the script's directory)", "sys.path"
+        first = dists[0]
+        return {"entry": entry, "variable": variable, "source": source,
+                "installed": "%s %s" % (first.get("name"), first.get("version")),
+                "site": os.path.dirname(first["path"])}
 
     def check_triton_install_broken(self):
         meta = self.stages.get("meta", {})
@@ -95,7 +125,8 @@ class PackageChecks(Part):
         top = meta.get("torch_dir")
         if not top:
             return CheckResult("skip", "PyTorch not installed", "", {})
-        dists = [{"name": "torch", "version": os.path.basename(p).split("-")[1], "path": p}
-                 for p in dist_infos(os.path.dirname(top), "torch")]
+        # torch-2.9.1+rocm6.4.dist-info: the version is what lies between the dashes.
+        dists = [{"name": "torch", "version": os.path.basename(p)[:-len(".dist-info")].split(
+            "-")[1], "path": p} for p in dist_infos(os.path.dirname(top), "torch")]
         error = (self.stages.get("torch") or {}).get("error")
         return self.package_check("torch", top, dists, [error] if error else [])

@@ -71,10 +71,20 @@ class TorchChecks(Part):
             return result
         if not torch.get("cuda"):
             return ("fail", "CPU-only PyTorch build (torch %s)" % torch.get("version"),
-                    "install a CUDA build of torch, e.g. pip install torch --index-url "
-                    "https://download.pytorch.org/whl/cu128", evidence)
+                    "install a CUDA build of torch, e.g. %s -m pip install torch --index-url "
+                    "https://download.pytorch.org/whl/cu128" % self.workload_python, evidence)
         if not torch.get("cuda_available"):
             warning = first_line((torch.get("warnings") or [""])[0])
+            # torch's warning carries the CUDA error code ("Error 304: OS call failed"): under
+            # a tight limit of the job's, that limit is the cause.
+            code = re.search(r"\bError (\d+):", warning or "")
+            limit = self.limit_named("ENOMEM") if code and code.group(1) == "2" else (
+                self.cuda_os_limit(int(code.group(1))) if code else None)
+            if limit:
+                evidence["matches"] = limit[0]
+                return ("fail", "torch.cuda.is_available() is False: %s under the job's %s of "
+                        "%s" % (warning, limit[1]["limit"], limit[1]["value"]),
+                        self.cause_fix(*limit), evidence)
             return ("fail", "torch.cuda.is_available() is False" + (
                 ": " + warning if warning else ""),
                 "fix the driver layer (device nodes, driver, CUDA_VISIBLE_DEVICES)", evidence)

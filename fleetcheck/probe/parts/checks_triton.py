@@ -3,6 +3,7 @@
 import os
 
 from fleetcheck.probe.parts.base import Part, clip, first_line, version_tuple
+from fleetcheck.probe.parts.diagnose import inside
 
 #: Oldest ptxas (CUDA release) that assembles for a compute capability.
 PTXAS_MIN_FOR_CC = {
@@ -22,7 +23,8 @@ class TritonChecks(Part):
         if not meta.get("triton_dir"):
             return ("warn", "Triton is not installed for %s" % (
                 self.facts["python"].get("executable")),
-                "pip install triton (PyTorch's CUDA wheels bring it)", evidence)
+                "%s -m pip install triton (PyTorch's CUDA wheels bring it)" % (
+                    self.workload_python), evidence)
         if len(dists) > 1:
             names = ", ".join("%s %s" % (d.get("name"), d.get("version")) for d in dists)
             # Both write triton/: uninstall every one, then reinstall the one torch pins.
@@ -40,8 +42,11 @@ class TritonChecks(Part):
         if not version:
             return ("skip", "Triton version unknown", "", evidence)
         if version[0] < 3:
-            return ("fail", "Triton %s has no driver.active: FLA always falls back to CPU" % (
-                evidence["version"]), "upgrade to Triton >= 3.3 (with torch >= 2.7)", evidence)
+            # Triton 2.x itself builds and runs kernels (torch.compile on torch 2.1-2.3): what
+            # needs driver.active (FLA, vLLM) falls back, and their own checks say so.
+            return ("pass", "Triton %s (no driver.active: FLA and vLLM need Triton >= 3.0; "
+                    "their checks say whether they fall back)" % evidence["version"], "",
+                    evidence)
         return ("pass", "Triton %s" % evidence["version"], "", evidence)
 
     def check_triton_backends(self):
@@ -51,10 +56,14 @@ class TritonChecks(Part):
         if found is None:
             return ("skip", "Triton's backends were not read (the stack stopped before)", "", {})
         evidence = dict(found)
+        if found.get("probe_error"):
+            return ("skip", "not judged: the probe's own step %s() failed (%s)" % (
+                found.get("probe_step"), first_line(found["probe_error"])), "", evidence)
         if found.get("error"):
             evidence["matches"] = None
             return ("fail", "import triton.backends fails: %s" % first_line(found["error"]),
-                    "reinstall Triton: pip install --force-reinstall triton==%s" % (
+                    "reinstall Triton: %s -m pip install --force-reinstall triton==%s" % (
+                        self.workload_python,
                         (self.facts.get("triton") or {}).get("version") or "<version>"),
                     evidence)
         if "discovered" not in found:
@@ -77,7 +86,8 @@ class TritonChecks(Part):
             if cause == "triton_backends_conflict":
                 extra = [n for n in found.get("active") or [] if n not in ("nvidia", "amd")]
                 own = [n for n in found.get("active") or [] if n in ("nvidia", "amd")]
-                fix = "pip uninstall the package of the extra backend%s" % (
+                fix = "%s -m pip uninstall the package of the extra backend%s" % (
+                    self.workload_python,
                     " (%s)" % ", ".join(providers.get(n, n) for n in extra) if extra else "")
                 if chosen.get("reads_default") and own:
                     fix += ", or set TRITON_DEFAULT_BACKEND=%s in the workload's environment" % (
@@ -124,12 +134,16 @@ class TritonChecks(Part):
             version = (self.facts.get("triton") or {}).get("version")
             return ("fail", "Triton's ptxas %s at %s" % (
                 "is not executable" if tool.get("exists") else "is missing", tool["path"]),
-                "reinstall the wheel: pip install --force-reinstall triton==%s" % version,
+                "reinstall the wheel: %s -m pip install --force-reinstall triton==%s" % (
+                    self.workload_python, version),
                 evidence)
         return ("pass", "ptxas %s (%s)" % (tool.get("version"), tool["path"]), "", evidence)
 
     def check_ptxas_override_unparsed(self):
-        tool = self.ptxas_tools().get("TRITON_PTXAS_PATH")
+        """TRITON_PTXAS_PATH (or its Blackwell twin) that this Triton cannot parse, or whose
+        ptxas does not know a GPU's architecture here: the override is the object."""
+        tool = self.ptxas_tools().get("TRITON_PTXAS_PATH") or self.ptxas_tools().get(
+            "TRITON_PTXAS_BLACKWELL_PATH")
         if not tool:
             return ("pass", "TRITON_PTXAS_PATH not set", "", {})
         evidence = {"ptxas": tool, "triton": (self.facts.get("triton") or {}).get("version")}
@@ -137,6 +151,14 @@ class TritonChecks(Part):
         triton = self.triton_version()
         if not cuda or not triton:
             return ("skip", "ptxas or Triton version unknown", "", evidence)
+        override = self.ptxas_override_fix()
+        if override:
+            key, tool, cap, need = self.ptxas_override
+            evidence["override"] = {"variable": key, "value": tool.get("path")}
+            return ("fail", "%s=%s is ptxas %s, which does not know sm_%d%d (needs CUDA >= "
+                    "%d.%d); Triton %s runs it instead of its own" % (
+                        key, tool.get("path"), tool.get("version"), cap[0], cap[1], need[0],
+                        need[1], evidence["triton"]), override, evidence)
         if (triton <= (3, 2, 99) and cuda >= (12, 7)) or (triton <= (3, 4, 99) and cuda >= (13,)):
             evidence["expected_error"] = ("Triton only support CUDA 10.0 or higher, but got "
                                           "CUDA version: %s" % tool.get("version"))
@@ -144,6 +166,25 @@ class TritonChecks(Part):
                     % (evidence["triton"], tool.get("version")),
                     "unset TRITON_PTXAS_PATH and upgrade Triton instead", evidence)
         return ("pass", "TRITON_PTXAS_PATH ptxas %s" % tool.get("version"), "", evidence)
+
+    def ptxas_override_fix(self):
+        """The fix naming the workload's ptxas override (TRITON_PTXAS_PATH, or its Blackwell
+        twin) and its value, where that override is the ptxas Triton runs for a GPU here and
+        it does not know the GPU's architecture; '' otherwise."""
+        for cap in self.capabilities():
+            key, tool = self.active_ptxas(cap)
+            if key not in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
+                continue
+            have, need = version_tuple(tool.get("version")), PTXAS_MIN_FOR_CC.get(cap)
+            if have and need and have[:2] < need:
+                self.ptxas_override = (key, tool, cap, need)
+                own = self.ptxas_tools().get("ptxas") or {}
+                return ("unset %s (now %s, ptxas %s) in the workload's environment, so Triton "
+                        "runs its own ptxas%s; or point it at a ptxas of CUDA >= %d.%d, which "
+                        "knows sm_%d%d" % (key, tool.get("path"), tool.get("version"),
+                                           " %s" % own["version"] if own.get("version") else "",
+                                           need[0], need[1], cap[0], cap[1]))
+        return ""
 
     def check_triton_too_old_for_gpu(self):
         caps = self.capabilities()
@@ -160,6 +201,11 @@ class TritonChecks(Part):
                 continue
             if have[:2] < need:
                 version = (self.facts.get("triton") or {}).get("version")
+                if key in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
+                    # The workload's own override picks the old ptxas, not Triton's release.
+                    return ("skip", "%s=%s overrides Triton %s's ptxas (see "
+                            "ptxas_override_unparsed)" % (key, tool.get("path"), version), "",
+                            evidence)
                 return ("fail", "Triton %s's ptxas %s does not know sm_%d%d (needs >= %d.%d)" % (
                     version, tool.get("version"), cap[0], cap[1], need[0], need[1]),
                     "upgrade: torch >= 2.7 with Triton >= 3.3 (Triton >= 3.6 for sm_121)",
@@ -217,10 +263,17 @@ class TritonChecks(Part):
                 t.get("backend"), t.get("arch")), "", evidence)
         error = target.get("error") or ""
         evidence["error"] = error
+        if (target.get("failure") or {}).get("probe_step"):
+            return self.probe_fault("get_current_target() in a fresh cache", target["failure"],
+                                    evidence)
         # The step's own message first (the compiler's stderr, the errno), then Triton's text.
-        places = {"cache": [os.path.join(self.tmp, "cache")], "tmp": [os.path.join(
-            self.tmp, "tmp")], "include": [self.pyinfo.get("include") or ""],
-            "cc": self.compiler.get("path") or self.env.get("CC")}
+        fresh = target.get("fresh_dir") or os.path.join(self.tmp, "cache")
+        # A fresh dir beside the workload's entries names the workload's cache dir.
+        places = {"cache": [d for d in (self.facts.get("triton_cache_dir"), fresh)
+                            if d and inside(fresh, d)] or [fresh],
+                  "tmp": [os.path.join(self.tmp, "tmp")],
+                  "include": [self.pyinfo.get("include") or ""],
+                  "cc": self.compiler.get("path") or self.env.get("CC")}
         cause, line, values = self.name_failure(target.get("failure") or {"error": error}, places,
                                                 self.stack_result["stderr"][-4000:])
         evidence["matches"] = cause

@@ -36,8 +36,8 @@ class WorkloadChecks(Part):
         """(cause, line, values) of the own-path failure, or (None, '', {}) when it worked or
         did not run."""
         failure = self.own_stage().get("failure")
-        if not failure:
-            return None, "", {}
+        if not failure or failure.get("probe_step"):
+            return None, "", {}  # the probe's own error names no cause of the workload's
         return self.name_failure(failure, self.places())
 
     def check_cache_dir_full(self):
@@ -104,6 +104,9 @@ class WorkloadChecks(Part):
                     "temp dir %s" % (target.get("backend"), target.get("arch"),
                                      own.get("cache_dir"), own.get("gcc_tmp")), "", evidence)
         failure = own.get("failure") or {}
+        if failure.get("probe_step"):
+            return self.probe_fault("the workload's own get_current_target()", failure,
+                                    evidence)
         cause, line, values = self.own_diagnosis()
         evidence["matches"] = cause
         evidence["object"] = values or None

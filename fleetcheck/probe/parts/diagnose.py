@@ -89,10 +89,15 @@ def compiler_causes(run, places, node):
                                              or [""])[0]}))
     # The compiler writes only into Triton's temp dir: an errno without a path is there.
     objects = object_causes(stderr, None, None, "tmp", places, node)
+    # A limit of the job's that explains the errno (cc1 out of memory under ulimit -v, ld
+    # killed by SIGXFSZ under ulimit -f, cc1 killed under memory.max) is named before the
+    # tool's text ("the compiler was killed"): raising it is the fix.
+    limits = [one for one in objects if one[2].get("limit")]
+    objects = [one for one in objects if not one[2].get("limit")]
     # A tool's own text names the part of the toolchain; where it names only a dir (the temp
     # dir), the errno and the object in the same line say what about it.
-    found = objects + found if not found or found[0][0] == "tmp_dir_unusable" else (
-        found + objects)
+    found = limits + (objects + found if not found or found[0][0] == "tmp_dir_unusable" else (
+        found + objects))
     if run.get("error"):
         found += object_causes(run["error"], run.get("errno"), run.get("filename"), None,
                                places, node)

@@ -11,9 +11,20 @@ from fleetcheck.probe.parts.catalogue import (
     cause_label,
     fill_fix,
 )
+from fleetcheck.probe.parts.classify import message_causes
 from fleetcheck.probe.parts.diagnose import TOOLCHAIN_CAUSES, diagnoses
 from fleetcheck.probe.parts.facts_toolchain import install_hint
-from fleetcheck.probe.parts.objects import explain, read_limits
+from fleetcheck.probe.parts.objects import (
+    LIMIT_CAUSES,
+    cuda_limit,
+    explain,
+    limit_values,
+    limited,
+    near,
+    parse_oserror,
+    read_limits,
+)
+from fleetcheck.probe.parts.spawn import LIMIT_ERRNOS, oom_kills
 
 #: Checks that need the workload's Python stack to have answered at all.
 STACK_DEPENDENT = frozenset({
@@ -84,7 +95,15 @@ class Evaluation(Part):
         return checks
 
     def stack_error(self):
+        """(error, ...) for a check the workload's stack never answered: it could not start,
+        timed out or failed; a limit of the job's that stopped it is named, with its fix."""
         result = self.stack_result
+        evidence = {"python": self.workload_python, "stderr": clip(result["stderr"]),
+                    "rc": result["rc"]}
+        limit = self.helper_limit(result)
+        if limit:
+            return self.limit_stopped("the workload interpreter", result, limit[0], limit[1],
+                                      evidence)
         if result["timed_out"]:
             summary = "the workload's Python stack did not answer within the deadline (%.1f s)" % (
                 result["seconds"])
@@ -94,19 +113,42 @@ class Evaluation(Part):
             summary = "the workload interpreter failed: " + (
                 first_line(result["stderr"].splitlines()[-1] if result["stderr"] else "")
                 or "rc %s" % result["rc"])
-        return ("error", summary, "", {"python": self.workload_python,
-                                       "stderr": clip(result["stderr"]), "rc": result["rc"]})
+            # The interpreter itself failed for a limit (no thread, no memory, no file).
+            tail = result["stderr"][-4000:] if result["rc"] else ""
+            parsed = parse_oserror(first_line(tail.splitlines()[-1] if tail.strip() else "")
+                                   ) or parse_oserror(tail)
+            named = self.limit_named(parsed["errno"]) if parsed else None
+            if named:
+                return ("error", summary + self.limit_note(*named), self.cause_fix(*named),
+                        dict(evidence, matches=named[0], object=named[1]))
+        return ("error", summary, "", evidence)
 
     def stage_missing(self, stage):
-        """(error, ...) for a stage the stack never reported: it timed out or crashed before."""
+        """(error, ...) for a stage the stack never reported: it timed out or crashed before
+        (killed by the OOM killer under the job's memory.max: that limit, with its fix)."""
         result = self.stack_result
+        evidence = {"stderr": clip(result["stderr"]), "rc": result["rc"]}
+        limit = self.helper_limit(result)
+        if limit:
+            return self.limit_stopped("the workload interpreter", result, limit[0], limit[1],
+                                      evidence, step=stage)
         if result["timed_out"]:
             summary = "timed out before %s finished (deadline %.1f s)" % (
                 stage, self.deadline.end - self.deadline.start)
         else:
             summary = "%s did not report (workload interpreter exited with rc %s)" % (
                 stage, result["rc"])
-        return ("error", summary, "", {"stderr": clip(result["stderr"]), "rc": result["rc"]})
+        return ("error", summary, "", evidence)
+
+    def probe_fault(self, step, failure, evidence):
+        """(error, ...) for a step that failed in the probe's own code (its instrumentation of
+        the workload's, or an API this release lacks): the probe's error, never a cause of the
+        workload's, so the verdict is unknown rather than a false cpu-fallback."""
+        evidence = dict(evidence, probe_step=failure.get("probe_step"),
+                        probe_error=failure.get("error"), matches=None)
+        return ("error", "%s: the probe's own step %s() failed (%s); the workload's Triton "
+                "was not judged" % (step, failure.get("probe_step"), first_line(
+                    failure.get("error"))), "", evidence)
 
     def hardware_evidence(self):
         if self.vendor == "amd":
@@ -129,6 +171,8 @@ class Evaluation(Part):
         python = self.facts["python"].get("executable") or self.workload_python
         os_id, version = self.facts["os"].get("id"), self.facts["python"].get("version")
         context = {"python": python, "pip": "%s -m pip" % python,
+                   "library": getattr(self, "hip_info", {}).get("path")
+                   or "/opt/rocm/lib/libamdhip64.so",
                    "triton": (self.facts.get("triton") or {}).get("version"),
                    "torch": (self.facts.get("torch") or {}).get("version"),
                    "cache_dir": self.facts.get("triton_cache_dir"),
@@ -148,6 +192,8 @@ class Evaluation(Part):
 
     def cause_fix(self, cause, values=None):
         """A cause's fix, filled with this node's values ('' for no cause)."""
+        if cause == "triton_too_old_for_gpu" and self.ptxas_override_fix():
+            return self.ptxas_override_fix()  # the override is the object, not the release
         return fill_fix(cause, self.fix_context(values)) if cause else ""
 
     def limit_named(self, errno_name):
@@ -156,6 +202,75 @@ class Evaluation(Part):
             if "limit" in values:
                 return cause, values
         return None
+
+    def helper_limit(self, result):
+        """(cause, values) of the job's limit that stopped one of the probe's own processes
+        (`result`: Spawned.result()): the errno that refused its start (EAGAIN, EMFILE, ENFILE,
+        ENOMEM), or a SIGKILL by the cgroup's OOM killer (its memory.events oom_kill count rose;
+        without the count, memory.max set and its use or peak within a tenth of it); None
+        when no limit set explains it."""
+        if not result or result.get("timed_out"):
+            return None
+        if result.get("errno") in LIMIT_ERRNOS:
+            return self.limit_named(result["errno"])
+        if result.get("rc") != -9:
+            return None
+        name, limit = limited(self.node_limits(), "memory.max")
+        if name and (result.get("oom_kill") or (oom_kills() is None and near(limit))):
+            values = dict(limit_values(name, limit), oom_kill="%s -> %s" % tuple(
+                result["oom_kill"]) if result.get("oom_kill") else "not counted")
+            return "memory_cgroup_limit", values
+        return None
+
+    def cuda_os_limit(self, code):
+        """(cause, values) of a tight limit of the job's that explains a CUDA initialisation
+        error `code` (304: an OS call the driver made failed; 100: no device, with the device
+        nodes opening fine), or None: objects.cuda_limit. For check_zero_active_drivers
+        (cuInit's code) and check_torch_cuda (the code in torch's warning), beside 2 ->
+        limit_named("ENOMEM")."""
+        return cuda_limit(code, self.node_limits(),
+                          self.statuses.get("dev_nodes_missing") == "pass")
+
+    def limit_note(self, cause, values):
+        """'; LABEL: LIMIT = VALUE (where it comes from)' for a summary."""
+        return "; %s: %s = %s (%s)" % (self.cause_label(cause), values.get("limit"),
+                                       values.get("value"), values.get("source"))
+
+    def limit_stopped(self, what, result, cause, values, evidence, step=""):
+        """(error, ...) for a check the probe could not evaluate: its own process `what` was
+        stopped by the job's limit (a start refused, or the OOM killer under memory.max: the
+        probe's processes needed more than the limit left). The workload itself was not
+        judged: the limit is named, with the fix that raises it. step: the stage that did not
+        report."""
+        before = " before %s reported" % step if step else ""
+        if result.get("errno") and result.get("alone"):
+            how = ("this job cannot start a process: the probe, holding no other, could not "
+                   "start %s%s (%s)" % (what, before, first_line(result["error"])))
+        elif result.get("errno"):
+            how = "the probe could not start %s%s while its other helpers ran (%s)" % (
+                what, before, first_line(result["error"]))
+        else:
+            how = ("%s was killed by the cgroup's OOM killer%s (rc -9, oom_kill %s): the probe "
+                   "needed more memory than the limit left, the workload itself is untested" % (
+                       what, before, values.get("oom_kill")))
+        evidence = dict(evidence, matches=cause, object=values, errno=result.get("errno"),
+                        oom_kill=result.get("oom_kill"))
+        return ("error", "not evaluated: " + how + self.limit_note(cause, values),
+                self.cause_fix(cause, values), evidence)
+
+    def unknown_verdict(self, errors, first):
+        """The unknown verdict when no check failed: where a limit of the job's stopped the
+        probe's steps (an error check that names it), that limit is the cause, with the fix
+        that raises it (the workload was not judged, so it is no cpu-fallback); else `first`,
+        the first check that could not be evaluated, with no fix. verdict() calls it as
+        `self.unknown_verdict(errors, errors[0] if errors else by_id["triton_target"])`."""
+        for check in errors:
+            named = (check.get("evidence") or {}).get("matches")
+            if named in LIMIT_CAUSES:
+                return {"verdict": "unknown", "backend": None, "cause": named,
+                        "fix": "%s: %s" % (self.cause_label(named), check["fix"] or (
+                            self.cause_fix(named)))}
+        return {"verdict": "unknown", "backend": None, "cause": first["id"], "fix": ""}
 
     def object_note(self, cause, values):
         """'; LABEL: the object or limit' for a summary ('' when the cause names none)."""
@@ -179,14 +294,36 @@ class Evaluation(Part):
         if more:
             found += diagnoses({"error": more}, places, {"mountinfo": getattr(
                 self, "mountinfo", None), "limits": self.node_limits()})
+        # The causes the failing tool's own message names (its text, not an errno or an
+        # object of ours): they beat a check of ours that passed, which searched otherwise
+        # than this release does (a user site Triton 3.0 never looks in, a library torch
+        # mapped but Triton does not find).
+        told = set()
+        for text in [failure.get("error"), more] + [
+                r.get("stderr") for r in failure.get("compiler") or [] if isinstance(r, dict)]:
+            told |= {cause for cause, _ in message_causes(text or "")}
         for cause, line, values in found:
-            # A check that ran and passed has shown its cause is not there.
+            # A check that ran and passed has shown its cause is not there...
             if self.statuses.get(cause) != "pass":
                 return cause, line, values
+            if cause in told:  # ...unless the tool's own message names it
+                return cause, line, dict(values, **self.message_object(cause, line))
         runs = [r for r in failure.get("compiler") or [] if r.get("rc") or r.get("error")]
         line = first_line((runs[-1].get("stderr") or runs[-1].get("error")) if runs else
                           failure.get("error"))
         return None, line, {}
+
+    def message_object(self, cause, line):
+        """What a message names beside what our own check of its cause found: the values
+        its fix is filled with, and the evidence of both searches."""
+        values = {"check_passed": True, "message": line}
+        if cause == "libamdhip64_not_found":
+            tried = re.search(r"attempted paths (\[.*\])", line or "")
+            values["searched"] = tried.group(1) if tried else None
+            values["check_searched"] = self.hip_info.get("search")
+            if self.hip_info.get("path"):
+                values["library"] = self.hip_info["path"]
+        return values
 
     def apply_masking(self, checks):
         """A warm cache that hides a toolchain failure makes those failures warnings."""
@@ -221,8 +358,10 @@ class Evaluation(Part):
             cause = first["id"]
             named = (first["evidence"] or {}).get("matches")
             # The cause the failing step's message names; never one whose own check passed
-            # (its fix would repair what is fine).
-            if named and by_id.get(named, {}).get("status") != "pass":
+            # (its fix would repair what is fine), unless the failing tool's own text names
+            # it (name_failure: the check searched otherwise than this release does).
+            told = ((first["evidence"] or {}).get("object") or {}).get("check_passed")
+            if named and (by_id.get(named, {}).get("status") != "pass" or told):
                 cause = named
             # The fix is the failing check's own, or the cause's record filled for this node:
             # never the fix of another check.
@@ -235,11 +374,13 @@ class Evaluation(Part):
                       "cause": "stale_cache_masks_compiler",
                       "fix": "%s: %s" % (self.cause_label("stale_cache_masks_compiler"),
                                          stale["fix"] or self.cause_fix(stale["id"]))}
-        elif target.get("ok"):
+        elif target.get("ok") and (by_id.get("triton_own_path") or {}).get("status") != "error":
+            # gpu only with the proof through the workload's own state, not a fresh dir alone.
             triton = {"verdict": "gpu", "backend": backend, "cause": None, "fix": ""}
         else:
-            first = errors[0] if errors else by_id["triton_target"]
-            triton = {"verdict": "unknown", "backend": None, "cause": first["id"], "fix": ""}
+            # Unknown: a limit of the job's that stopped the probe's steps is named with its
+            # value and the fix that raises it; else the first check not evaluated.
+            triton = self.unknown_verdict(errors, errors[0] if errors else by_id["triton_target"])
         if fails:
             status = "fail"
             if triton["verdict"] == "cpu-fallback":

@@ -86,6 +86,10 @@ def missing_dirs(path):
     return missing
 
 
+#: The probe's own dirs beside the workload's entries, named after its throw-away name.
+PROBE_CACHE_DIRS = ("-fresh", "-fresh-warm", "-deep")
+
+
 def remove_throwaway(name, cache, env, created):
     """Remove <dir>/<name> from the cache and every temp dir candidate, then the directories
     in `created` that are empty (deepest first; a job may have written there since)."""
@@ -94,6 +98,11 @@ def remove_throwaway(name, cache, env, created):
     places = [cache, tempfile.gettempdir()] + [env.get(k) for k in ("TMPDIR", "TMP", "TEMP")]
     for where in [*places, "/tmp", "/var/tmp", "/usr/tmp"]:
         path = os.path.join(where, name) if where else None
+        if path and os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+    # The fresh-cache attempt's, its warm mirror's and the --deep kernel's dirs in the cache.
+    for suffix in PROBE_CACHE_DIRS:
+        path = os.path.join(cache, name + suffix) if cache else None
         if path and os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
     # The proof through the real entries writes only tmp.pid_<pid>_<name> dirs inside them

@@ -30,4 +30,12 @@ class LibcudaFacts(Part):
     """Reads the libcuda stage (CUDA_SCRIPT) run with `-I` in a subprocess."""
 
     def collect_cuda(self):
-        return stage_answer(self.cuda.result(), "libcuda probe")
+        """The stage's answer; where the job's limit stopped it (its start refused, the OOM
+        killer), its error names the limit and "limit" the cause."""
+        result = self.cuda.result()
+        answer = stage_answer(result, "libcuda probe")
+        limit = self.helper_limit(result) if "error" in answer else None
+        if limit:
+            answer["error"] += self.limit_note(*limit)
+            answer["limit"] = limit[0]
+        return answer

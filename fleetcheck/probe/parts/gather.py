@@ -42,6 +42,18 @@ class Gather(Part):
         if name:
             remove_throwaway(name, triton_cache_dir(self.env), self.env, self.own_missing)
 
+    def own_cache_dir(self, suffix):
+        """A new dir of the probe's beside the workload's cache entries (where its own kernels
+        would build and load: the same mount, exec and space), removed with the throw-away
+        dirs; one in the probe's temp dir where none can be made there."""
+        path = os.path.join(triton_cache_dir(self.env), self.own_name + suffix)
+        try:
+            os.makedirs(path)
+        except OSError:
+            path = os.path.join(self.tmp, suffix.strip("-") + "-cache")
+            os.mkdir(path)
+        return path
+
     # Gathering: start every slow thing first, then do the file reads while they run.
     def gather(self):
         # The cheap reads first: without /proc/driver/nvidia/gpus and /dev/nvidia* no GPU can
@@ -86,8 +98,7 @@ class Gather(Part):
                 with open(script, "w") as handle:
                     handle.write(DEEP_SCRIPT)
                 deep_env = dict(env)
-                deep_env["TRITON_CACHE_DIR"] = os.path.join(self.tmp, "deep-cache")
-                os.mkdir(deep_env["TRITON_CACHE_DIR"])
+                deep_env["TRITON_CACHE_DIR"] = self.own_cache_dir("-deep")
                 self.deep_run = Spawned([self.workload_python, script], self.deadline.timeout(),
                                         env=deep_env, cwd=self.tmp)
         if self.possible_gpu and self.vendor == "amd":

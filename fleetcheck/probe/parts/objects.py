@@ -5,8 +5,10 @@ gives its errno and path; a loader's or tool's text gives a path or a library. `
 the path component by component (lstat, readlink, access as this process's user: the probe
 runs as the workload's user, with its limits) to the component that explains the errno, reads
 its file system (statvfs: bytes and inodes, read-only, noexec) and the process's limits
-(getrlimit, cgroup v2 memory.max and pids.max), and returns the causes that name them, the
-most precise first, with the values their fixes are filled with.
+(getrlimit, cgroup v2 memory.max and pids.max, the system's file table), and returns the
+causes that name them, the most precise first, with the values their fixes are filled with.
+A limit is named with its value and where it comes from (Slurm, a container, a systemd unit,
+the login's limits.conf: `limit_owner`), and the fix that raises it there.
 """
 
 import errno
@@ -18,6 +20,8 @@ import stat
 from fleetcheck.probe.parts.base import host_path, read_text
 from fleetcheck.probe.parts.catalogue import ERRNO_RULES
 from fleetcheck.probe.parts.facts_cache import mount_of
+from fleetcheck.probe.parts.facts_where import where_it_runs
+from fleetcheck.probe.parts.spawn import cgroup_file, own_cgroup
 
 #: strerror text -> errno name, for messages that carry the text only ("No space left...").
 STRERRORS = dict((os.strerror(n), name) for n, name in sorted(errno.errorcode.items()))
@@ -26,6 +30,37 @@ STRERRORS = dict((os.strerror(n), name) for n, name in sorted(errno.errorcode.it
 RLIMITS = (("AS", "ulimit -v"), ("DATA", "ulimit -d"), ("NOFILE", "ulimit -n"),
            ("NPROC", "ulimit -u"), ("FSIZE", "ulimit -f"), ("MEMLOCK", "ulimit -l"),
            ("STACK", "ulimit -s"))
+
+#: Each rlimit's name in limits.conf and `--ulimit` (docker, podman) and what to raise it to.
+RLIMIT_ITEMS = {"AS": ("as", "unlimited"), "DATA": ("data", "unlimited"),
+                "NOFILE": ("nofile", "65536"), "NPROC": ("nproc", "unlimited"),
+                "FSIZE": ("fsize", "unlimited"), "MEMLOCK": ("memlock", "unlimited"),
+                "STACK": ("stack", "unlimited")}
+
+#: The causes that name a limit of the job's (or the node's file table).
+LIMIT_CAUSES = frozenset({"address_space_limit", "memory_cgroup_limit", "open_files_limit",
+                          "process_limit", "file_size_limit", "file_table_limit"})
+
+#: Texts of a limit that carry no errno's strerror: the signal of a file-size limit, Python's
+#: and glibc's thread-creation failures, compilers' allocation failures.
+LIMIT_TEXTS = ((r"File size limit exceeded|terminated with signal 25\b", "EFBIG"),
+               (r"can't start new thread|Thread creation failed", "EAGAIN"),
+               (r"out of memory allocating|virtual memory exhausted", "ENOMEM"),
+               (r"Killed signal terminated program|terminated with signal 9\b", "SIGKILL"))
+
+#: errno name -> the limits that explain it (in order) and the cause each names.
+ERRNO_LIMITS = {
+    "ENOMEM": (("AS", "address_space_limit"), ("DATA", "address_space_limit"),
+               ("memory.max", "memory_cgroup_limit")),
+    "EAGAIN": (("pids.max", "process_limit"), ("NPROC", "process_limit"),
+               ("AS", "address_space_limit"), ("memory.max", "memory_cgroup_limit")),
+    "EMFILE": (("NOFILE", "open_files_limit"),),
+    "ENFILE": (("fs.file-max", "file_table_limit"),),
+    "EFBIG": (("FSIZE", "file_size_limit"),),
+    # Not an errno: a process the OOM killer killed (a tool's "Killed signal terminated
+    # program cc1"), named from the cgroup's limit.
+    "SIGKILL": (("memory.max", "memory_cgroup_limit"),),
+}
 
 #: Paths whose absence is a catalogue cause of its own.
 KNOWN_PATHS = {"/sbin/ldconfig": "ldconfig_binary_missing"}
@@ -47,6 +82,11 @@ def parse_oserror(text):
                 return {"errno": name, "strerror": message,
                         "filename": paths[-1].lstrip("'‘\"") if paths else None,
                         "filename2": None}
+    for pattern, name in LIMIT_TEXTS:
+        match = re.search(pattern, text or "")
+        if match:
+            return {"errno": name, "strerror": match.group(0), "filename": None,
+                    "filename2": None}
     return None
 
 
@@ -72,9 +112,18 @@ def human(value):
     return str(value)
 
 
+def number(text):
+    """An int from a cgroup or /proc file's text, or None ("max", absent)."""
+    text = (text or "").strip()
+    return int(text) if text.isdigit() else None
+
+
 def read_limits():
-    """{"AS": {"soft", "hard", "shell"}, ..., "memory.max": {...}, "pids.max": {...}}."""
-    limits = {}
+    """{"AS": {"soft", "hard", "shell", "source"}, ..., "memory.max": {"soft", "path",
+    "current", "peak", "source"}, "pids.max": {...}, "fs.file-max": {...}}: this process's
+    rlimits (None: unlimited), the cgroup v2 limits of its cgroup or the nearest parent that
+    sets one, the system's file table; each with where it comes from."""
+    limits: dict = {}
     for name, shell in RLIMITS:
         try:
             soft, hard = resource.getrlimit(getattr(resource, "RLIMIT_" + name))
@@ -83,19 +132,158 @@ def read_limits():
         limits[name] = {"soft": None if soft == resource.RLIM_INFINITY else soft,
                         "hard": None if hard == resource.RLIM_INFINITY else hard,
                         "shell": shell}
-    group = None
-    for line in (read_text(host_path("/proc/self/cgroup")) or "").splitlines():
-        if line.startswith("0::"):
-            group = line[3:].strip()
+    group = own_cgroup()
     while group is not None:
-        base = host_path("/sys/fs/cgroup" + group.rstrip("/"))
-        for name in ("memory.max", "pids.max"):
-            value = (read_text(os.path.join(base, name)) or "").strip()
-            if value.isdigit() and name not in limits:
-                limits[name] = {"soft": int(value), "path": os.path.join(
-                    "/sys/fs/cgroup" + group.rstrip("/"), name)}
+        for name, count in (("memory.max", "memory"), ("pids.max", "pids")):
+            value = number(read_text(cgroup_file(group, name)))
+            if value is not None and name not in limits:
+                limits[name] = {"soft": value, "path": "/sys/fs/cgroup" + (
+                    group.rstrip("/") + "/" + name), "group": group,
+                    "current": number(read_text(cgroup_file(group, count + ".current"))),
+                    "peak": number(read_text(cgroup_file(group, count + ".peak")))}
         group = None if group in ("", "/") else os.path.dirname(group.rstrip("/")) or "/"
+    files = (read_text(host_path("/proc/sys/fs/file-nr")) or "").split()
+    most = number(read_text(host_path("/proc/sys/fs/file-max")))
+    if most is not None and most < 1 << 62:
+        limits["fs.file-max"] = {"soft": most, "path": "/proc/sys/fs/file-max",
+                                 "current": number(files[0]) if files else None}
+    owner = limit_owner(own_cgroup(), rlimits=True)
+    for name, limit in limits.items():
+        limit["by"] = list(owner_of(name, limit, owner))
+        limit["source"] = limit_source(name, limit)
     return limits
+
+
+def owner_of(name, limit, owner):
+    """(kind, name) of who sets a limit: a cgroup limit's own cgroup's, else the process's."""
+    if name in ("memory.max", "pids.max") and limit.get("group") not in (None, "", "/"):
+        return limit_owner(limit["group"])
+    return tuple(owner)
+
+
+def limit_owner(group, env=None, rlimits=False):
+    """(kind, name): who sets the limits of a process in cgroup `group` (or of a limit set on
+    that cgroup): ("slurm", job id), ("docker" / "podman" / "kubernetes" / "lxc", None),
+    ("unit", a systemd unit or slice), ("login", a session scope or user slice), (None, None).
+    rlimits: a process's rlimits, which a service sets (Limit*=), never a scope or slice."""
+    env = os.environ if env is None else env
+    group = group or ""
+    job = re.search(r"/job_(\d+)", group)
+    if env.get("SLURM_JOB_ID") or (job and "slurm" in group):
+        return "slurm", env.get("SLURM_JOB_ID") or (job.group(1) if job else None)
+    for word, kind in (("kubepods", "kubernetes"), ("libpod", "podman"), ("docker", "docker"),
+                       ("lxc", "lxc")):
+        if word in group:
+            return kind, None
+    if group in ("", "/"):
+        # The root of a cgroup namespace: the container's own cgroup.
+        container = where_it_runs()["container"]
+        if container:
+            return container, None
+    parts = [part for part in group.split("/") if part]
+    logins = [part for part in parts if re.match(r"user-\d+\.slice$|session-", part)]
+    if logins:
+        return "login", logins[0]
+    units = [part for part in parts if re.search(r"\.(service|scope|slice)$", part)
+             and part not in ("system.slice", "init.scope", "-.slice", "machine.slice")]
+    services = [part for part in units if part.endswith(".service")]
+    if rlimits and services:
+        return "unit", services[-1]
+    if units and not rlimits:
+        return "unit", units[-1]
+    return None, None
+
+
+def limit_source(name, limit):
+    """Where a limit comes from, in words (its `by`: limit_owner's)."""
+    kind, who = limit.get("by") or (None, None)
+    if name == "fs.file-max":
+        return "the kernel's table of open files, for the whole node (sysctl fs.file-max)"
+    if name in ("memory.max", "pids.max"):
+        where = {"slurm": "Slurm job %s's cgroup" % (who or "?"),
+                 "docker": "the Docker container's cgroup", "podman": "the Podman container's "
+                 "cgroup", "kubernetes": "the Kubernetes pod's cgroup",
+                 "lxc": "the LXC container's cgroup", "unit": "the cgroup of %s" % who,
+                 "login": "the cgroup of %s" % who}.get(kind or "", "the cgroup %s" % (
+                     limit.get("group") or "/"))
+        return where
+    soft, hard = limit.get("soft"), limit.get("hard")
+    head = "soft limit; hard %s" % ("unlimited" if hard is None else hard) if (
+        soft is not None and (hard is None or hard > soft)) else "soft = hard limit"
+    where = {"slurm": "propagated by Slurm (job %s) from the shell that submitted it "
+             "(PropagateResourceLimits)" % (who or "?"),
+             "docker": "the Docker container's (docker run --ulimit, or dockerd's "
+             "default-ulimits)", "podman": "the Podman container's (podman run --ulimit)",
+             "kubernetes": "the container runtime's default (Kubernetes sets none per pod)",
+             "lxc": "the LXC container's (lxc.prlimit)", "unit": "the systemd unit %s's "
+             "(Limit%s=)" % (who, name), "login": "the login's (pam_limits: "
+             "/etc/security/limits.conf)"}.get(kind or "", "inherited from what started the "
+                                                "job")
+    return "%s; %s" % (head, where)
+
+
+def limit_how(name, limit):
+    """How to raise a limit where it comes from (its `by`: limit_owner's)."""
+    kind, who = limit.get("by") or (None, None)
+    if name == "fs.file-max":
+        return ("sysctl -w fs.file-max=%d (and in /etc/sysctl.d/), on the host of a container; "
+                "find what holds them (/proc/sys/fs/file-nr)" % (max(limit["soft"] * 2, 1 << 20)))
+    if name in ("memory.max", "pids.max"):
+        memory = name == "memory.max"
+        hows = {
+            "slurm": "submit with more memory (sbatch --mem=, --mem-per-cpu=; cgroup.conf "
+                     "ConstrainRAMSpace)" if memory else "ask the admins to raise TasksMax= "
+                     "of slurmstepd.scope (pids.max)",
+            "docker": "docker run --memory=<a larger size> (docker update --memory on a "
+                      "running container)" if memory else "docker run --pids-limit=<a larger "
+                      "count> (or -1)",
+            "podman": "podman run --memory=<a larger size>" if memory else "podman run "
+                      "--pids-limit=<a larger count> (or -1)",
+            "kubernetes": "raise resources.limits.memory in the pod spec" if memory else
+                          "raise the kubelet's podPidsLimit",
+            "lxc": "raise the container's memory (Proxmox: pct set VMID --memory; "
+                   "lxc.cgroup2.memory.max)" if memory else "raise lxc.cgroup2.pids.max in "
+                   "the container's config"}
+        if kind in hows:
+            return hows[kind]
+        if kind in ("unit", "login") and who:
+            return "systemctl set-property %s %s=<a larger value> (or in the unit)%s" % (
+                who, "MemoryMax" if memory else "TasksMax",
+                "; a user's slices: UserTasksMax / TasksMax= of user-.slice" if (
+                    kind == "login" and not memory) else "")
+        return ("raise the job's or container's memory.max: docker --memory, Slurm --mem, "
+                "systemd MemoryMax=" if memory else "raise the cgroup's pids.max: docker "
+                "--pids-limit, systemd TasksMax=")
+    item, target = RLIMIT_ITEMS.get(name, (name.lower(), "unlimited"))
+    flag = (limit.get("shell") or "ulimit").split()[-1]
+    soft, hard = limit.get("soft"), limit.get("hard")
+    steps = []
+    if soft is not None and (hard is None or hard > soft):
+        steps.append("ulimit -S %s %s in the job's script (the hard limit allows it)" % (
+            flag, "unlimited" if hard is None else hard))
+    ulimit = "-1" if target == "unlimited" else target
+    hows = {
+        "slurm": "ulimit %s %s in the shell that runs sbatch/srun (Slurm propagates its limits"
+                 "; srun --propagate=NONE takes slurmd's), or the admins' "
+                 "PropagateResourceLimitsExcept=%s in slurm.conf and Limit%s= in "
+                 "slurmd.service" % (flag, target, name, name),
+        "docker": "docker run --ulimit %s=%s:%s (or default-ulimits in "
+                  "/etc/docker/daemon.json)" % (item, ulimit, ulimit),
+        "podman": "podman run --ulimit %s=%s:%s" % (item, ulimit, ulimit),
+        "kubernetes": "raise the container runtime's default (Limit%s= in containerd.service "
+                      "or the CRI's default ulimits)" % name,
+        "lxc": "lxc.prlimit.%s = %s in the container's config" % (item, target),
+        "unit": "Limit%s=%s in %s (systemctl edit %s), then restart it" % (
+            name, "infinity" if target == "unlimited" else target, who, who),
+        "login": "'%s hard %s %s' in /etc/security/limits.conf, then a new login" % (
+            login_name(), item, target)}
+    steps.append(hows.get(kind or "", "ulimit %s %s where the job starts (as root, or within "
+                          "the hard limit); the hard limit is set by what starts it: %s in "
+                          "/etc/security/limits.conf (a login), Limit%s= (a systemd unit), "
+                          "docker run --ulimit %s=%s:%s (a container), the submitting shell's "
+                          "ulimit (Slurm's PropagateResourceLimits)" % (
+                              flag, target, item, name, item, ulimit, ulimit)))
+    return "; ".join(steps)
 
 
 def limited(limits, *names):
@@ -106,17 +294,98 @@ def limited(limits, *names):
     return None, None
 
 
+def near(limit):
+    """Whether a cgroup limit's use (current, peak) reached nine tenths of it."""
+    used = max(limit.get("current") or 0, limit.get("peak") or 0)
+    return bool(limit.get("soft")) and used * 10 >= limit["soft"] * 9
+
+
+def limit_order(errno_name, limits):
+    """[(limit name, cause)] of the limits set that explain `errno_name`, likeliest first: a
+    cgroup limit its use reached first; of the process counts, the smaller limit first."""
+    rules = [(n, c) for n, c in ERRNO_LIMITS.get(errno_name or "", ()) if limited(limits, n)[0]]
+    if errno_name == "EAGAIN" and limited(limits, "NPROC")[0] and limited(limits, "pids.max")[0]:
+        if limits["NPROC"]["soft"] < limits["pids.max"]["soft"] and not near(limits["pids.max"]):
+            rules.sort(key=lambda rule: rule[0] != "NPROC")
+    if errno_name == "ENOMEM" and limited(limits, "memory.max")[0] and near(limits["memory.max"]):
+        rules.sort(key=lambda rule: rule[0] != "memory.max")
+    return rules
+
+
 def limit_values(name, limit):
     shell = limit.get("shell") or name
     if name in ("AS", "DATA", "FSIZE", "MEMLOCK", "STACK"):
         # getrlimit's bytes; ulimit -v/-d/-f/-l/-s counts KiB
-        value = "%s (%s KiB)" % (human(limit["soft"]), limit["soft"] // 1024)
+        value = human(limit["soft"])
+        if not value.endswith(" KiB"):
+            value += " (%s KiB)" % (limit["soft"] // 1024)
     elif name == "memory.max":
         value = human(limit["soft"])
     else:
         value = str(limit["soft"])
+    if limit.get("current") is not None:
+        value += " (%s in use%s)" % (human(limit["current"]) if name == "memory.max" else
+                                     limit["current"], ", peak %s" % human(limit["peak"]) if (
+                                         name == "memory.max" and limit.get("peak")) else "")
     return {"limit": "%s (%s)" % (name, shell) if name in dict(RLIMITS) else limit.get(
-        "path", name), "value": value, "path": limit.get("path", "")}
+        "path", name), "value": value, "path": limit.get("path", ""),
+        "source": limit.get("source") or limit_source(name, limit),
+        "how": limit_how(name, limit)}
+
+
+#: Headroom under which a limit is tight for CUDA's initialisation: the driver starts a few
+#: threads and opens the device nodes and some /proc files (seen on an H100, driver 580:
+#: cuInit 304 under `ulimit -u 12`, 100 under `ulimit -n 12`).
+CUDA_TASKS, CUDA_FILES = 16, 64
+
+
+def user_tasks(uid=None):
+    """The tasks (threads included) of this real uid's processes, as RLIMIT_NPROC counts
+    them, or None where /proc cannot be listed."""
+    uid = os.getuid() if uid is None else uid
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return None
+    count = 0
+    for pid in pids:
+        status = read_text("/proc/%s/status" % pid, 4096) or ""
+        owner = re.search(r"^Uid:\s+(\d+)", status, re.M)
+        threads = re.search(r"^Threads:\s+(\d+)", status, re.M)
+        if owner and threads and int(owner.group(1)) == uid:
+            count += int(threads.group(1))
+    return count
+
+
+def cuda_limit(code, limits, nodes_open):
+    """(cause, values) of a tight limit of the job's that explains cuInit's `code`, or None:
+    304 (CUDA_ERROR_OPERATING_SYSTEM: an OS call the driver made failed) under a process limit
+    with fewer than CUDA_TASKS tasks to spare (pids.max by its pids.current, NPROC by the
+    user's tasks now), else an open-file limit below CUDA_FILES; 100 (CUDA_ERROR_NO_DEVICE)
+    with the device nodes opening fine (`nodes_open`) under an open-file limit below
+    CUDA_FILES."""
+    found = []
+    if code == 304:
+        name, limit = limited(limits, "pids.max")
+        if name and (limit.get("current") or 0) + CUDA_TASKS >= limit["soft"]:
+            found.append(("process_limit", limit_values(name, limit)))
+        name, limit = limited(limits, "NPROC")
+        tasks = user_tasks() if name else None
+        if name and tasks is not None and tasks + CUDA_TASKS >= limit["soft"]:
+            values = limit_values(name, limit)
+            values["value"] += " (%d tasks of this user now)" % tasks
+            found.append(("process_limit", values))
+    if code in (304, 100) and (code == 304 or nodes_open):
+        name, limit = limited(limits, "NOFILE")
+        if name and limit["soft"] < CUDA_FILES:
+            found.append(("open_files_limit", limit_values(name, limit)))
+    return found[0] if found else None
+
+
+def limit_causes(errno_name, limits):
+    """[(cause, values)] of the limits set that explain `errno_name`, likeliest first."""
+    return [(cause, limit_values(name, limits[name]))
+            for name, cause in limit_order(errno_name, limits)]
 
 
 def fs_state(path, mountinfo):
@@ -148,6 +417,15 @@ def where_mounted(state):
     """'DIR (mount POINT)': the dir statvfs read, and the mount that holds it."""
     at, mount = state.get("at") or "", state.get("mount") or ""
     return "%s (mount %s)" % (at, mount) if mount and mount != at else at or mount
+
+
+def login_name():
+    """This process's user name as limits.conf names it (its uid where it has no name)."""
+    try:
+        import pwd
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except (ImportError, KeyError):
+        return str(os.geteuid())
 
 
 def owner_name(uid):
@@ -243,26 +521,16 @@ def explain(errno_name, path, text, mountinfo, limits, place=None, top=None):
         if state.get("noexec"):
             found += [(c, values) for c in (place_causes(place).get("noexec"), "path_noexec")
                       if c]
-        name, limit = limited(limits, "AS", "DATA")
-        if name:
-            found.append(("address_space_limit", dict(values, **limit_values(name, limit))))
-        name, limit = limited(limits, "memory.max")
-        if name:
-            found.append(("memory_cgroup_limit", dict(values, **limit_values(name, limit))))
+        found += [(cause, dict(values, **named)) for cause, named in limit_causes(
+            "ENOMEM", limits)]
         return [*found, ("loader_map_failed", values)]
     if loader and loader[0] == "missing":
         return [("shared_library_missing", dict(values, library=loader[1]))]
-    if errno_name in ("ENOMEM", "EAGAIN", "EMFILE", "ENFILE", "EFBIG"):
-        names = {"ENOMEM": (("AS", "address_space_limit"), ("DATA", "address_space_limit"),
-                            ("memory.max", "memory_cgroup_limit")),
-                 "EAGAIN": (("pids.max", "process_limit"), ("NPROC", "process_limit"),
-                            ("memory.max", "memory_cgroup_limit")),
-                 "EMFILE": (("NOFILE", "open_files_limit"),),
-                 "EFBIG": (("FSIZE", "file_size_limit"),)}.get(errno_name, ())
-        for name, cause in names:
-            if limited(limits, name)[0]:
-                found.append((cause, dict(values, **limit_values(name, limits[name]))))
-        return [*found, ("process_limits", values)]
+    if errno_name in ERRNO_LIMITS:
+        found += [(cause, dict(values, **named)) for cause, named in limit_causes(
+            errno_name, limits)]
+        # A kill with no cgroup limit is the node's OOM killer's: the tool's text names it.
+        return found if errno_name == "SIGKILL" else [*found, ("process_limits", values)]
     own, generic = place_causes(place), None
     if not path:
         # A bare errno (`[Errno 28] No space left on device`): the dir it was reproduced in.
@@ -276,6 +544,17 @@ def explain(errno_name, path, text, mountinfo, limits, place=None, top=None):
         return [(c, values) for c in (own.get(errno_name or ""), rule) if c]
     if path in KNOWN_PATHS and errno_name == "ENOENT" and not os.path.exists(path):
         return [(KNOWN_PATHS[path], values)]
+    if errno_name == "ENAMETOOLONG":
+        # Never "missing": no mkdir makes it. The first name longer than NAME_MAX, else the
+        # whole path (longer than PATH_MAX).
+        parts, long_name = path.split("/"), None
+        for index, part in enumerate(parts):
+            if len(part.encode("utf-8", "surrogateescape")) > 255:
+                long_name = "/".join(parts[:index + 1])
+                break
+        state = fs_state(os.path.dirname(long_name or path) or "/", mountinfo)
+        values.update(component=long_name or path, mount=where_mounted(state))
+        return [*found, ("path_name_too_long", values)]
     seen, finding = walk(path)
     values["missing"] = "%s %s" % (errno_name, path)
     state = fs_state(path, mountinfo)

@@ -10,7 +10,12 @@ try:
     import torch
     import triton
     import triton.language as tl
-    target = triton.runtime.driver.active.get_current_target()
+    # Each release's own way (3.x: driver.active; 2.x: the module's driver itself).
+    driver = triton.runtime.driver
+    if "active" in getattr(driver, "__dict__", {}) or hasattr(type(driver), "active"):
+        driver = driver.active
+    getter = getattr(driver, "get_current_target", None)
+    target = getter() if getter else "Triton %s" % triton.__version__
     emit("target", {"ok": True, "target": str(target)})
 
     @triton.jit

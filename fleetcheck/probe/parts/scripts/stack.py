@@ -16,8 +16,10 @@ from fleetcheck.probe.parts.scripts.workload import (
     VENDORED_FLA,
     OwnPath,
     backend_report,
+    current_target,
     detection_function,
     failure_of,
+    guarded,
     fla_requirements,
     framework_imports,
     inductor_report,
@@ -27,6 +29,7 @@ from fleetcheck.probe.parts.scripts.workload import (
     run_detection,
     trace_compiler,
     vllm_report,
+    write_test,
 )
 from fleetcheck.probe.parts.stages import FLA_LAYOUTS
 
@@ -127,6 +130,14 @@ try:
 except Exception as e:
     meta["python"]["include_error"] = err(e)
 meta["triton_dir"] = spec_dir("triton")
+def path_entry(package_dir):
+    # The sys.path entry a package was found in: what shadows an installed copy, and why.
+    for entry in sys.path:
+        if package_dir and os.path.realpath(os.path.join(entry or ".", os.path.basename(
+                package_dir))) == os.path.realpath(package_dir):
+            return entry or os.getcwd()
+    return None
+meta["triton_entry"] = path_entry(meta["triton_dir"])
 meta["triton_dists"] = distributions("triton", ("triton", "pytorch_triton"))
 meta["torch_dir"] = spec_dir("torch")
 meta["fla_dir"] = spec_dir("fla")
@@ -214,14 +225,18 @@ def mirror_cache(cache):
     # So the attempt runs on a copy made of real key dirs holding a symlink to each of the
     # user's files: hits read through the links, anything written lands in the copy, which goes
     # with the probe's temp dir (rmtree removes links, never their targets).
-    mirror = os.path.join(os.path.dirname(fresh), "warm-cache")
+    mirror = fresh + "-warm"
     os.mkdir(mirror)
+    if own is not None:
+        own.throwaway.append(mirror)
     try:
         keys = os.listdir(cache)
     except OSError:
         keys = []
     for key in keys:
         source = os.path.join(cache, key)
+        if key.startswith(".fleetcheck-probe"):
+            continue  # the probe's own throw-away dirs (this run's, or a concurrent one's)
         try:
             names = os.listdir(source) if os.path.isdir(source) else None
         except OSError:
@@ -252,7 +267,7 @@ def fresh_attempt(data):
     first = len(COMPILER_RUNS)
     t0 = time.time()
     try:
-        data["target"] = target_of(triton.runtime.driver.active.get_current_target())
+        data["target"] = target_of(current_target(triton))
         data["ok"] = True
         data["compiler"] = COMPILER_RUNS[first:]
     except BaseException as e:
@@ -261,6 +276,15 @@ def fresh_attempt(data):
         data["failure"] = dict(failure_of(e), compiler=COMPILER_RUNS[first:])
     data["seconds"] = round(time.time() - t0, 3)
     data["cache"] = "fresh"
+    data["fresh_dir"] = fresh
+    failure = data.get("failure") or {}
+    if failure.get("errno") and not failure.get("filename"):
+        # A bare OSError (a write has no path): the same write, done again, says where.
+        for where, directory in (("cache", fresh), ("tmp", os.environ.get("TMPDIR"))):
+            found = write_test(directory, 65536) if directory else None
+            if found and found.get("errno") == failure["errno"]:
+                failure["where"] = where
+                break
     emit("target", data)
     if not data["ok"]:
         warm = {"cache_dir": None}
@@ -273,7 +297,7 @@ def fresh_attempt(data):
         if os.path.isdir(cache):
             try:
                 os.environ["TRITON_CACHE_DIR"] = mirror_cache(cache)
-                warm["target"] = target_of(triton.runtime.driver.active.get_current_target())
+                warm["target"] = target_of(current_target(triton))
                 warm["ok"] = True
             except BaseException as e:
                 warm["ok"] = False
@@ -301,8 +325,8 @@ if meta["triton_dir"]:
         data["cache"] = "fresh"
         emit("target", data)
 if triton is not None:
-    emit("knobs", knob_report(triton, own_env))
-    emit("backends", backend_report(triton))
+    emit("knobs", guarded(knob_report, triton, own_env))
+    emit("backends", guarded(backend_report, triton))
     # The workload's own path first: its real get_current_target() through its own cache (its
     # real entries) and temp dirs (throw-away subdirectories, as its Triton and compilers
     # choose them), which FLA and the frameworks' detections below then use too; removed at
@@ -327,12 +351,15 @@ if triton is not None:
         # It failed, or loaded the workload's existing entries: a fresh cache tells whether
         # Triton builds at all here, and the user's warm cache whether it hides that.
         own.suspend()
+        # The fresh cache lives where the workload's own would (a throw-away subdirectory of
+        # its cache dir: the same mount, its exec and space), else in the probe's temp dir.
+        fresh = own.fresh_dir(fresh)
         try:
             fresh_attempt(data)
             built = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(fresh)
                      for f in names if f.endswith(".so")]
-            if built:
-                own.size = max(built)
+            if built and data.get("ok"):
+                own.size = max(built)  # a module Triton built, not one a full disk cut short
         finally:
             own.resume()
     emit("own", own.finish())

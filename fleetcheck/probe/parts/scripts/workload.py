@@ -24,9 +24,32 @@ import tempfile as _tempfile
 COMPILER_RUNS = []
 
 
+TRACED = []  # subprocess.check_call as it was before trace_compiler(), while traced
+
+
+def untrace_compiler():
+    """subprocess.check_call back to what it was (True), after the tracer's own error."""
+    if not TRACED:
+        return False
+    _subprocess.check_call = TRACED.pop()
+    return True
+
+
+def guarded(step, *args):
+    """`step(*args)`'s report; its own error (the probe's, never the workload's) recorded as
+    {"probe_error": ..., "probe_step": ...} instead of ending the stack."""
+    try:
+        return step(*args)
+    except BaseException as e:
+        failure = failure_of(e)
+        return {"probe_error": failure.get("error"),
+                "probe_step": failure.get("probe_step") or step.__name__}
+
+
 def trace_compiler():
     """Record each subprocess.check_call (Triton's compiler call: runtime/build.py)."""
     original = _subprocess.check_call
+    TRACED.append(original)
 
     def check_call(*popenargs, **kwargs):
         argv = popenargs[0] if popenargs else kwargs.get("args")
@@ -55,6 +78,25 @@ def trace_compiler():
     _subprocess.check_call = check_call
 
 
+#: The file name of the probe's own code as this interpreter runs it ("<string>" for -c).
+PROBE_FILE = (lambda: None).__code__.co_filename
+
+
+def probe_step(e):
+    """The probe's own function an exception was raised in, or None where it is the
+    workload's code's (Triton, torch, a compiler) or an OSError or compiler exit that the
+    probe's stand-ins raise as the workload's own step would: the innermost frame says."""
+    if isinstance(e, (OSError, _subprocess.CalledProcessError, KeyboardInterrupt,
+                      SystemExit, ImportError, SyntaxError)):
+        return None  # an import's failure is the imported code's (its frames are trimmed)
+    tb, last = getattr(e, "__traceback__", None), None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    if last is None or last.tb_frame.f_code.co_filename != PROBE_FILE:
+        return None
+    return last.tb_frame.f_code.co_name
+
+
 def failure_of(e):
     """What a failed step raised: its text, errno name, paths, a compiler's command."""
     out = {"error": err(e), "type": type(e).__name__}
@@ -67,6 +109,9 @@ def failure_of(e):
     if isinstance(e, _subprocess.CalledProcessError):
         out["returncode"] = e.returncode
         out["cmd"] = [str(a) for a in e.cmd] if isinstance(e.cmd, (list, tuple)) else e.cmd
+    step = probe_step(e)
+    if step:
+        out["probe_step"] = step  # the probe's own error: never the workload's verdict
     return out
 
 
@@ -197,12 +242,61 @@ def write_test(directory, size):
             pass
 
 
-def reset_driver(triton):
-    """Make Triton build its driver again (DriverConfig caches it per process)."""
+def driver_proxies(triton):
+    """The objects that hold this release's built driver: 3.4+'s DriverConfig (_default,
+    _active), 3.0-3.3's DriverConfig of LazyProxy objects (default, active), 2.x's module-level
+    LazyProxy (runtime.driver itself); read from what the release defines, never assumed."""
     holder = getattr(getattr(triton, "runtime", None), "driver", None)
+    if holder is None:
+        return None, []
+    try:
+        state = object.__getattribute__(holder, "__dict__")
+    except AttributeError:
+        state = {}
+    proxies = [holder, *state.values()]
+    return holder, [p for p in proxies if "_init_fn" in getattr(p, "__dict__", {}) or (
+        p is holder and "_init_fn" in state)]
+
+
+def reset_driver(triton):
+    """Make Triton build its driver again, as a new process of the workload would (each
+    release caches it per process in its own way: `driver_proxies`)."""
+    holder, proxies = driver_proxies(triton)
+    if holder is None:
+        return
+    state = getattr(holder, "__dict__", {}) if not proxies or proxies[0] is not holder else {}
     for name in ("_default", "_active"):
-        if hasattr(holder, name):
+        if name in state:
             setattr(holder, name, None)
+    for proxy in proxies:
+        object.__setattr__(proxy, "_obj", None)
+    if "default" in state and "active" in state and state["active"] is not state["default"]:
+        holder.active = state["default"]  # 3.0-3.3: reset_active(), as a new process has it
+
+
+def current_target(triton):
+    """What the workload's first kernel asks of this release's driver, which builds its
+    utilities module (cuda_utils / hip_utils) on the way: 3.x's
+    driver.active.get_current_target(); 2.2-2.3's driver.get_current_target() (the module's
+    driver is the LazyProxy of the driver itself); 2.1's driver.utils and the device's
+    capability, as its compiler reads it (no get_current_target())."""
+    holder, proxies = driver_proxies(triton)
+    if holder is None:
+        raise AttributeError("module 'triton.runtime' has no attribute 'driver'")
+    if not (proxies and proxies[0] is holder):
+        return holder.active.get_current_target()
+    built = object.__getattribute__(holder, "_initialize_obj")
+    built()
+    real = object.__getattribute__(holder, "_obj")
+    getter = getattr(type(real), "get_current_target", None)
+    if getter is not None:
+        return real.get_current_target()
+    if getattr(real, "utils", None) is None:
+        raise RuntimeError("Triton %s found no GPU driver (%s)" % (
+            getattr(triton, "__version__", "?"), type(real).__name__))
+    import torch
+    major, minor = torch.cuda.get_device_capability()
+    return ("hip" if "hip" in type(real).__name__.lower() else "cuda", major * 10 + minor)
 
 
 def owner_name(uid):
@@ -391,14 +485,18 @@ def proof_manager(base, cache, made, written, keys, name, hits):
     Triton does before its os.replace), from which the module is loaded; the real entry is never
     replaced. `written` collects those dirs for removal, `hits` the entries' files it found."""
 
-    def __init__(self, key, override=False, dump=False):
-        if not (override or dump):
+    def __init__(self, *args, **kwargs):
+        # Whatever this release's manager takes: the key first (every release so far), then
+        # override and dump (2.1-3.9), by position or by name.
+        key = args[0] if args else kwargs.get("key")
+        flags = [*args[1:3], kwargs.get("override"), kwargs.get("dump")]
+        if isinstance(key, str) and not any(flags):
             keys.append(key)
             try:
                 make_dirs(_os.path.join(cache, key), made)
             except OSError:
                 pass  # Triton's own os.makedirs below raises it as the workload sees it
-        base.__init__(self, key, override=override, dump=dump)
+        base.__init__(self, *args, **kwargs)
 
     def entry_hit(self, filename, found):
         # get_file and get_group ask has_file (every release with it): an existing file of the
@@ -506,7 +604,8 @@ class OwnPath:
         rep["probe_cache"] = probe_cache
         rep["through"] = "entries" if real else "subdir"
         if real:
-            rep["entries"] = audit_entries(cache, rebuilds_bad_entries(self.triton), self.name)
+            rep["entries"] = guarded(audit_entries, cache, rebuilds_bad_entries(self.triton),
+                                     self.name)
         # From here on this process runs as the workload does, whatever fails next: FLA and
         # the frameworks' detections meet the same dirs (and the same failure) afterwards.
         self.saved = {"TRITON_CACHE_DIR": _os.environ.get("TRITON_CACHE_DIR"),
@@ -552,21 +651,30 @@ class OwnPath:
 
     def attempt(self, target_of):
         """get_current_target() as the workload's process runs it; finish() completes the
-        report."""
+        report. An error of the proof's own cache manager (a Triton whose manager takes other
+        arguments or calls other methods) is the probe's: the path is proved again without
+        it, in a throw-away subdirectory of the cache."""
         rep = self.report
         emit("own-start", {})  # the fresh-cache attempt waits for this one: see its check
         failure = self.prepare()
         if failure is None:
-            reset_driver(self.triton)
-            first = len(COMPILER_RUNS)
-            try:
-                rep["target"] = target_of(
-                    self.triton.runtime.driver.active.get_current_target())
-                rep["ok"] = True
-            except BaseException as e:
-                failure = failure_of(e)
-                failure["compiler"] = COMPILER_RUNS[first:]
-            self.runs = COMPILER_RUNS[first:]
+            for _ in range(3):
+                reset_driver(self.triton)
+                first = len(COMPILER_RUNS)
+                try:
+                    rep["target"] = target_of(current_target(self.triton))
+                    rep["ok"] = True
+                    failure = None
+                except BaseException as e:
+                    failure = failure_of(e)
+                    failure["compiler"] = COMPILER_RUNS[first:]
+                    step = failure.get("probe_step")
+                    if step == "check_call" and self.untraced(failure):
+                        continue  # the tracer's own error: prove the build without it
+                    if step and self.patched and self.without_proof(failure):
+                        continue  # the proof manager's: prove it in a throw-away subdir
+                self.runs = COMPILER_RUNS[first:]
+                break
         if failure is not None:
             rep["ok"] = False
             rep["failure"] = failure
@@ -576,6 +684,51 @@ class OwnPath:
             emit("own-made", {"made": self.made, "throwaway": self.throwaway,
                               "written": self.written})
         return rep
+
+    def without_proof(self, failure):
+        """The proof's manager put back to Triton's own, and the build pointed at a
+        throw-away subdirectory of the workload's cache (True), after its own error."""
+        rep = self.report
+        self.restore_manager()
+        rep["instrumentation"] = {"error": failure.get("error"), "step": failure["probe_step"],
+                                  "what": "the proof's cache manager over the real entries"}
+        probe_cache = _os.path.join(rep["cache_dir"], self.name)
+        try:
+            make_dirs(probe_cache, self.made)
+        except OSError:
+            return False
+        self.throwaway.append(probe_cache)
+        rep["probe_cache"], rep["through"] = probe_cache, "subdir"
+        self.keys, self.hits = [], []
+        _os.environ["TRITON_CACHE_DIR"] = probe_cache
+        return True
+
+    def fresh_dir(self, fallback):
+        """A new throw-away subdirectory of the workload's cache dir for the fresh-cache
+        attempt (removed with the others), or `fallback` where none can be made there."""
+        path = _os.path.join(self.report["cache_dir"], self.name + "-fresh")
+        try:
+            make_dirs(path, self.made)
+        except OSError:
+            return fallback
+        self.throwaway.append(path)
+        return path
+
+    def untraced(self, failure):
+        """The compiler tracer removed after its own error (True): the build is proved
+        without it (the toolchain's proof is then the probe's own test compile)."""
+        if not untrace_compiler():
+            return False
+        self.report["instrumentation"] = {"error": failure.get("error"),
+                                          "step": failure["probe_step"],
+                                          "what": "the compiler runs' tracer"}
+        return True
+
+    def restore_manager(self):
+        if self.patched:
+            cache_module, base = self.patched
+            swap_manager(cache_module, self.proof, base)
+            self.patched = None
 
     def built_from_nothing(self):
         """True when this build proved what a build in a fresh cache proves: it succeeded,
@@ -630,10 +783,7 @@ class OwnPath:
         return None
 
     def restore(self):
-        if self.patched:
-            cache_module, base = self.patched
-            swap_manager(cache_module, self.proof, base)
-            self.patched = None
+        self.restore_manager()
         put_env({key: value for key, value in self.saved.items() if key != "tempdir"})
         if "tempdir" in self.saved:
             _tempfile.tempdir = self.saved["tempdir"]
@@ -757,7 +907,15 @@ def detection_function(path, names=("get_available_device", "_cpu_device_warning
     """The framework's own detection functions, compiled from its installed source file."""
     import ast
     with open(path, encoding="utf-8") as handle:
-        tree = ast.parse(handle.read(), path)
+        text = handle.read()
+    try:
+        tree = ast.parse(text, path)
+    except SystemError as e:
+        # CPython 3.11.0-3.11.7 (gh-106905): a parse in a finalizer the collector ran during
+        # this one resets its recursion count; the parse itself is sound, so once more.
+        if "recursion depth mismatch" not in str(e):
+            raise
+        tree = ast.parse(text, path)
     body = [node for node in tree.body
             if isinstance(node, ast.FunctionDef) and node.name in names]
     if not any(node.name == names[0] for node in body):
@@ -800,6 +958,11 @@ def backend_report(triton):
     except Exception as e:
         out["entry_points_error"] = err(e)
     try:
+        import importlib.util
+        if importlib.util.find_spec("triton.backends") is None:
+            # Triton < 3.0 has no backends package (its RECORD says whether one is missing).
+            out["absent"] = True
+            return out
         import triton.backends as found_backends
         found = getattr(found_backends, "backends", None)
         if isinstance(found, dict):
@@ -813,7 +976,11 @@ def backend_report(triton):
                     out.setdefault("is_active_errors", {})[name] = err(e)
             out["selection"] = selection(found)
     except BaseException as e:
-        out["error"] = err(e)
+        failure = failure_of(e)
+        if failure.get("probe_step"):
+            out.update(probe_error=failure["error"], probe_step=failure["probe_step"])
+        else:
+            out["error"] = failure["error"]
     return out
 
 
