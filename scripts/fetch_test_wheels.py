@@ -13,16 +13,32 @@ them, and the toolchain tests compile `driver.c` as Triton does. vLLM's wheel is
 PyPI with HTTP range requests (the zip's directory, then each member), each checked against the
 wheel's RECORD, whose own sha256 is pinned here (`.test-wheels/vllm-0.33.0/`); so is Triton
 3.6.0's `runtime/driver.py` (its backend selection, `.test-wheels/triton-3.6.0/`). The tests unpack
-the wheels over the suite's stub torch/triton; they never download anything themselves. Exit 1
-with one line per wheel that could not be fetched.
+the wheels over the suite's stub torch/triton; they never download anything themselves.
+
+The version matrix (tests/probe/test_release_matrix.py) runs the real Python code of every
+Triton minor release users run (RELEASES): of each, its Python files, its C sources (the
+drivers' driver.c, 2.x's runtime/backends/cuda.c and hip.c), the headers those include (read
+from the sources, transitively) and its dist-info, read out of the wheel on PyPI with range
+requests and each checked against the wheel's RECORD, whose sha256 is pinned here. They are kept
+outside the checkout, so that a machine fetches each once (`release_cache()`:
+$FLEETCHECK_TEST_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/fleetcheck-test; tests/releases.py
+reads the same), with their bytecode compiled by the interpreter that fetched them.
+`--no-releases` leaves them out (scripts/test.sh --quick: no quick test reads them),
+`--releases-only` fetches only them.
+
+Exit 1 with one line per wheel that could not be fetched.
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
+import compileall
 import hashlib
 import io
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +46,7 @@ import tarfile
 import urllib.parse
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -206,6 +223,168 @@ def ranged(dist: str, version: str, filename: str, record_sha: str,
     return None
 
 
+#: The version matrix's Triton releases: (distribution, version, wheel file, sha256 of the wheel's
+#: RECORD). The newest patch of each minor release users run (2.1 to 3.6) and the newest on
+#: PyPI; the CPython 3.11 x86_64 wheels (their Python files are those of every other wheel of
+#: the release). pytorch-triton-rocm 3.x is not on PyPI (`pip index versions` lists 2.1.0 as its
+#: newest there; PyTorch's own index serves 3.x, which the test set-up cannot reach): the ROCm
+#: rows run the AMD backend (triton/backends/amd) that the PyPI wheel of the same Triton ships.
+RELEASES: tuple[tuple[str, str, str, str], ...] = (
+    ("triton", "2.1.0", "triton-2.1.0-0-cp311-cp311-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+     "9124bbcef4e8a3ba2140c3f8eea19e6d5d9ebfd02c334b7645440568d7c852b2"),
+    ("triton", "2.2.0", "triton-2.2.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+     "0bfa2065fd46393480b756e26bb6f2458f84ad7a41f07eaef773c3d48f063941"),
+    ("triton", "2.3.1", "triton-2.3.1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+     "87647800d1a14e3fba4eb14b49dbff144a7b3f4ba4b8c487880b7d71ebf591b1"),
+    ("triton", "3.0.0", "triton-3.0.0-1-cp311-cp311-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+     "838c4c2e3bf6e7fdc79fe22539e43b4ca4564073ce3daf0367bc942a269fb3d4"),
+    ("triton", "3.1.0", "triton-3.1.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+     "8a8c72917a9eb0ffdb0c39dc4cbf484a3effbde544d59a939b90b3ae953a88ce"),
+    ("triton", "3.2.0", "triton-3.2.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+     "1132d5bafb7773868e594ca404b335d22936206d5c8fcf585450997bae6bc372"),
+    ("triton", "3.3.1", "triton-3.3.1-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+     "2671baa0ad2cbd09f9e1201e4527078df357b79029a53fa2131ad64d7e35bcfc"),
+    ("triton", "3.4.0", "triton-3.4.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+     "2d2cd38140b28e7879031fba5c6058cd4b11476ff9cf7358a615bd408ba94e9d"),
+    ("triton", "3.5.1", "triton-3.5.1-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+     "83dcf6b915420d8fd7088bd35b260d1e78feb17d728c8468fbe241dbbc4538bb"),
+    ("triton", "3.6.0", "triton-3.6.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+     "52aa3e3448b12ad7bb72166a4b66ccffd83ea1bb3758620df9a35896944621dc"),
+    ("triton", "3.9.0", "triton-3.9.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+     "45980cb659cf7d5d536592a24f3a73ef9898831d0518c6f7d500ab4abb7c56a4"),
+)
+#: Bumped when what is kept of a release changes: an older cache entry is fetched again.
+RELEASE_LAYOUT = 1
+
+
+def release_cache() -> Path:
+    """The cache outside the checkout that holds the version matrix's releases (one folder per
+    release, `<dist>-<version>/`): $FLEETCHECK_TEST_CACHE, else
+    ${XDG_CACHE_HOME:-$HOME/.cache}/fleetcheck-test. tests/releases.py reads the same."""
+    explicit = os.environ.get("FLEETCHECK_TEST_CACHE")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "fleetcheck-test"
+
+
+def release_stamp(filename: str, record_sha: str) -> str:
+    """The first lines of a fetched release's .complete (then one line per member kept)."""
+    return f"{filename}\n{record_sha}\nlayout {RELEASE_LAYOUT}\n"
+
+
+INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.MULTILINE)
+
+
+def kept(name: str) -> bool:
+    """A release's member the matrix needs besides the headers: Python files, C sources (the
+    drivers), and the dist-info (METADATA, RECORD, entry_points.txt...)."""
+    top = name.split("/")[0]
+    if top.endswith(".dist-info"):
+        return True
+    return top == "triton" and name.endswith((".py", ".c"))
+
+
+def record_digests(record: bytes) -> dict[str, str]:
+    digests = {}
+    for line in record.decode().splitlines():
+        name, _, rest = line.partition(",")
+        digests[name] = rest.partition(",")[0]
+    return digests
+
+
+def headers_needed(sources: dict[str, bytes], names: set[str],
+                   read: Callable[[str], bytes]) -> set[str]:
+    """The headers of the wheel that `sources` include, transitively (each read with `read`):
+    an `#include` is looked up beside the including file, then in every include/ folder of
+    the wheel (where Triton's build points -I). System headers (not in the wheel) are not
+    followed; a conditional include counts (a superset of what one build reads)."""
+    include_dirs = sorted({n[:n.index("/include/") + len("/include")] for n in names
+                           if "/include/" in n})
+    found: set[str] = set()
+    todo = list(sources.items())
+    while todo:
+        name, text = todo.pop()
+        for match in INCLUDE.finditer(text):
+            wanted = match.group(1).decode("utf-8", "replace")
+            for folder in [name.rpartition("/")[0], *include_dirs]:
+                path = os.path.normpath(f"{folder}/{wanted}")
+                if path in names:
+                    if path not in found:
+                        found.add(path)
+                        todo.append((path, read(path)))
+                    break
+    return found
+
+
+def release(dist: str, version: str, filename: str, record_sha: str) -> str | None:
+    """A release's Python files, C sources, the headers they include and its dist-info, into
+    release_cache(), each member checked against the wheel's RECORD (pinned by hash); then
+    compiled to bytecode by this interpreter (once per interpreter)."""
+    cache = release_cache()
+    target = cache / f"{dist}-{version}"
+    done = target / ".complete"
+    stamp = release_stamp(filename, record_sha)
+    if not (done.is_file() and done.read_text().startswith(stamp)):
+        problem = _fetch_release(dist, version, filename, record_sha, target, stamp)
+        if problem:
+            return problem
+    compiled = target / f".compiled-{sys.implementation.cache_tag}"
+    if not compiled.is_file():
+        compileall.compile_dir(target / "triton", quiet=1)
+        compiled.write_text(sys.version + "\n")
+    return None
+
+
+def _fetch_release(dist: str, version: str, filename: str, record_sha: str, target: Path,
+                   stamp: str) -> str | None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    scratch = target.with_name(f".{target.name}.{os.getpid()}")
+    shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        with zipfile.ZipFile(RangedWheel(*index_url(dist, version, filename))) as archive:
+            names = set(archive.namelist())
+            record_name = next((n for n in names if n.endswith(".dist-info/RECORD")
+                                and n.count("/") == 1), None)
+            if record_name is None:
+                return f"{filename} has no RECORD"
+            record = archive.read(record_name)
+            if hashlib.sha256(record).hexdigest() != record_sha:
+                return f"{record_name} does not have the pinned sha256 {record_sha}"
+            digests = record_digests(record)
+            fetched: dict[str, bytes] = {}
+
+            def read(name: str) -> bytes:
+                data = archive.read(name)
+                if name != record_name:
+                    want = digests.get(name, "")
+                    got = "sha256=" + base64.urlsafe_b64encode(
+                        hashlib.sha256(data).digest()).rstrip(b"=").decode()
+                    if got != want:
+                        raise ValueError(f"{name} does not match the wheel's RECORD")
+                fetched[name] = data
+                return data
+
+            for name in sorted(n for n in names if kept(n) and not n.endswith("/")):
+                read(name)
+            sources = {n: d for n, d in fetched.items() if n.endswith(".c")}
+            headers_needed(sources, names, read)
+    except (OSError, KeyError, zipfile.BadZipFile, ValueError) as exc:
+        shutil.rmtree(scratch, ignore_errors=True)
+        return f"{type(exc).__name__}: {exc}"
+    for name, data in fetched.items():
+        if ".." in name.split("/") or name.startswith("/"):
+            return f"{filename}: a member outside the wheel: {name}"
+        path = scratch / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    (scratch / ".complete").write_text(stamp + "".join(f"{n}\n" for n in sorted(fetched)))
+    shutil.rmtree(target, ignore_errors=True)
+    scratch.rename(target)
+    return None
+
+
 def wheel_name(dist: str, version: str) -> str:
     return f"{dist.replace('-', '_')}-{version}-py3-none-any.whl"
 
@@ -277,7 +456,30 @@ def sdist(dist: str, version: str, filename: str, sha: str, package: str) -> str
     return None
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--no-releases", action="store_true",
+                       help="leave out the version matrix's Triton releases")
+    which.add_argument("--releases-only", action="store_true",
+                       help="fetch only the version matrix's Triton releases")
+    args = parser.parse_args(argv)
+    failed = []
+    if not args.releases_only:
+        failed += fetch_wheels()
+    if not args.no_releases:
+        for dist, version, filename, record_sha in RELEASES:
+            problem = release(dist, version, filename, record_sha)
+            if problem:
+                failed.append(f"{dist}=={version}: {problem}")
+    for line in failed:
+        print(f"fetch_test_wheels: {line}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def fetch_wheels() -> list[str]:
+    """The wheels, sdists and ranged members under .test-wheels/: the lines of those that
+    could not be fetched."""
     CACHE.mkdir(exist_ok=True)
     failed = []
     for dist, version, _ in WHEELS:
@@ -298,9 +500,7 @@ def main() -> int:
         problem = ranged(dist, version, filename, record_sha, members)
         if problem:
             failed.append(f"{dist}=={version}: {problem}")
-    for line in failed:
-        print(f"fetch_test_wheels: {line}", file=sys.stderr)
-    return 1 if failed else 0
+    return failed
 
 
 if __name__ == "__main__":

@@ -32,8 +32,9 @@ if [ "${1:-}" = "--quick" ]; then
   shift
   "$py" -c 'import fleetcheck, pytest, xdist' >/dev/null 2>&1 || scripts/install.sh --dev
   "$py" -m ruff check fleetcheck tests bench scripts
-  # The real FLA wheels some in-process tests read (fetched once; nothing to do after that).
-  "$py" scripts/fetch_test_wheels.py
+  # The real FLA wheels some in-process tests read (fetched once; nothing to do after that);
+  # not the version matrix's Triton releases: only tests that run the probe read them.
+  "$py" scripts/fetch_test_wheels.py --no-releases
   exec "$py" -m pytest "${workers[@]}" \
     -m "not (sshd or runtimes or browser or slow or own_process or subprocess)" "$@"
 fi
@@ -104,7 +105,9 @@ fi
 collect=$!
 "$py" -m ruff check fleetcheck tests bench scripts
 "$py" -m mypy
-# The real flash-linear-attention wheels the probe's tests install (scripts/fetch_test_wheels.py).
+# The real flash-linear-attention wheels the probe's tests install, and the Triton releases of
+# the version matrix, into $FLEETCHECK_TEST_CACHE (default ~/.cache/fleetcheck-test: fetched
+# once per machine) (scripts/fetch_test_wheels.py).
 "$py" scripts/fetch_test_wheels.py
 wait "$collect" || true
 exec "$py" -m pytest "${workers[@]}" "$@"

@@ -279,8 +279,11 @@ def build_nvml(where: Path, *, version: str, nvml_rc: int, compute_mode: int,
 
 
 def build_libcuda(where: Path, *, version: str, init_rc: int, driver_version: int, count: int,
-                  name: str, cc: str, memory_mib: int, ctx_rc: int = 0) -> Path:
-    """A stub libcuda.so.<version> (soname libcuda.so.1), compiled once per configuration."""
+                  name: str, cc: str, memory_mib: int, ctx_rc: int = 0, extra: str = "") -> Path:
+    """A stub libcuda.so.<version> (soname libcuda.so.1), compiled once per configuration.
+
+    extra: more C compiled into it (tests/releases.py: the entry points a release's driver.c
+    links to that LIBCUDA_C does not define)."""
     major, minor = cc.split(".")
     defines = {"INIT_RC": init_rc, "DRIVER_VERSION": driver_version, "COUNT": count,
                "NAME": json.dumps(name), "CC_MAJOR": major, "CC_MINOR": minor,
@@ -289,13 +292,13 @@ def build_libcuda(where: Path, *, version: str, init_rc: int, driver_version: in
     where.mkdir(parents=True, exist_ok=True)
 
     def build() -> None:
-        source = _write(where / "libcuda_stub.c", LIBCUDA_C)
+        source = _write(where / "libcuda_stub.c", LIBCUDA_C + extra)
         argv = [GCC, str(source), "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o",
                 str(target)] + [f"-D{k}={v}" for k, v in defines.items()]
         subprocess.run(argv, check=True)
         source.unlink()
 
-    _compiled(["libcuda", version, defines], target, build)
+    _compiled(["libcuda", version, defines, *([extra] if extra else [])], target, build)
     return target
 
 
@@ -631,11 +634,28 @@ class DriverConfig:
         return self._active
 
 class LazyProxy:
-    """Triton 2.x: no `.active`."""
-    def __init__(self):
-        self.backend = None
+    """Triton 2.x's runtime/driver.py: the module's `driver` is a LazyProxy of the driver
+    itself (no `.active`); 2.2-2.3's driver has get_current_target() (a tuple), 2.1's none."""
+    def __init__(self, init_fn):
+        self._init_fn = init_fn
+        self._obj = None
+    def _initialize_obj(self):
+        if self._obj is None:
+            self._obj = self._init_fn()
+    def __getattr__(self, name):
+        self._initialize_obj()
+        return getattr(self._obj, name)
 
-driver = DriverConfig() if _CONFIG["version"][0] >= 3 else LazyProxy()
+class CudaDriver2(CudaDriver):
+    def get_current_target(self):
+        import torch
+        major, minor = torch.cuda.get_device_capability()
+        return ("cuda", major * 10 + minor)
+
+if _CONFIG["version"][:2] == [2, 1]:
+    del CudaDriver2.get_current_target, CudaDriver.get_current_target
+
+driver = DriverConfig() if _CONFIG["version"][0] >= 3 else LazyProxy(CudaDriver2)
 '''
 
 TRITON_HIP_DRIVER = r'''
@@ -933,17 +953,73 @@ IS_NVIDIA_BLACKWELL = False
 '''
 
 
+def top_level_function(source: str, name: str) -> str | None:
+    """The text of the module-level `def NAME` of `source`, from `def` to the end of its last
+    statement: what `ast.get_source_segment` gives for its FunctionDef; None if it has none.
+
+    Read with `tokenize`, not `ast.parse`: CPython 3.11 before 3.11.8 (Debian 12 has 3.11.2)
+    keeps the AST constructor's recursion count in one variable of the interpreter, so an
+    `ast.parse` whose construction runs another one (a finalizer that the garbage collector
+    runs meanwhile formats a traceback, which 3.11 does with ast.parse; or another thread's,
+    the GIL passing during that collection) fails with "SystemError: AST constructor recursion
+    depth mismatch" (CPython gh-106905). Whether it does depends on what earlier tests left for
+    the collector; this does not."""
+    import io
+    import tokenize
+    skipped = {tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.INDENT,
+               tokenize.DEDENT, tokenize.ENDMARKER}
+    start: tuple[int, int] | None = None
+    end = (0, 0)
+    level = 0   # the INDENTs open inside the function
+    header_ended = False   # its `def` line(s) read: a body on lines of its own or none follows
+    previous: tokenize.TokenInfo | None = None
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if start is None:
+            if (token.type == tokenize.NAME and token.string == name and previous is not None
+                    and previous.type == tokenize.NAME and previous.string == "def"
+                    and previous.start[1] == 0):
+                start = previous.start
+            if token.type not in (tokenize.NL, tokenize.COMMENT):
+                previous = token
+            continue
+        if token.type in (tokenize.NL, tokenize.COMMENT):
+            continue
+        if header_ended and level == 0 and token.type != tokenize.INDENT:
+            break  # `def f(): statement`, all on its def line
+        if token.type == tokenize.INDENT:
+            level += 1
+        elif token.type == tokenize.DEDENT:
+            level -= 1
+            if level == 0:
+                break
+        elif token.type == tokenize.NEWLINE and level == 0:
+            header_ended = True
+        if token.type not in skipped:
+            end = token.end
+    if start is None:
+        return None
+    lines = io.StringIO(source).readlines()[start[0] - 1:end[0]]  # tokenize's lines
+    lines[-1] = lines[-1][:end[1]]
+    lines[0] = lines[0][start[1]:]
+    return "".join(lines)
+
+
+#: `_real_create_driver`'s texts by version: a worker reads each release's file once.
+_CREATE_DRIVERS: dict[str, str] = {}
+
+
 def _real_create_driver(version: str) -> str:
     """The text of `_create_driver()` in that Triton's runtime/driver.py, as released."""
-    import ast
-    path = TEST_WHEELS / f"triton-{version}" / "triton" / "runtime" / "driver.py"
-    if not path.is_file():
-        raise ValueError(f"triton_driver={version!r}: its runtime/driver.py is not fetched "
-                         "(scripts/fetch_test_wheels.py)")
-    source = path.read_text()
-    found = next(node for node in ast.parse(source).body
-                 if isinstance(node, ast.FunctionDef) and node.name == "_create_driver")
-    return (ast.get_source_segment(source, found) or "") + "\n"
+    if version not in _CREATE_DRIVERS:
+        path = TEST_WHEELS / f"triton-{version}" / "triton" / "runtime" / "driver.py"
+        if not path.is_file():
+            raise ValueError(f"triton_driver={version!r}: its runtime/driver.py is not fetched "
+                             "(scripts/fetch_test_wheels.py)")
+        found = top_level_function(path.read_text(), "_create_driver")
+        if found is None:
+            raise ValueError(f"{path}: no module-level def _create_driver")
+        _CREATE_DRIVERS[version] = found + "\n"
+    return _CREATE_DRIVERS[version]
 
 
 def _install_backends(target: Path) -> None:
@@ -1117,6 +1193,7 @@ def make_node(
     triton_backends: bool = True,
     triton_driver: str = "3.9.0",
     cuda_missing: int = 0,
+    libcuda_extra: str = "",
 ) -> NodeEnv:
     """Build a fake node under `root`.
 
@@ -1147,6 +1224,7 @@ def make_node(
     from a cache - a job filling the user's cache while the probe reads it.
     cuda_missing: GPUs the driver (NVML, nvidia-smi, /proc/driver/nvidia) lists that CUDA
     cannot open (libcuda counts that many fewer). Each GPU's NVML state: `gpu_state_env`.
+    libcuda_extra: more C in the stub libcuda (build_libcuda's extra).
     """
     if gpu not in GPU_MODES:
         raise ValueError(f"gpu must be one of {GPU_MODES}")
@@ -1196,7 +1274,8 @@ def make_node(
         lib = build_libcuda(libdir, version=libcuda_version, init_rc=init_rc,
                             driver_version=cuda_driver_version, count=gpus - cuda_missing,
                             name=gpu_name,
-                            cc=compute_capability, memory_mib=memory_mib, ctx_rc=ctx_rc)
+                            cc=compute_capability, memory_mib=memory_mib, ctx_rc=ctx_rc,
+                            extra=libcuda_extra)
         if nvml:
             build_nvml(libdir, version=libcuda_version, nvml_rc=nvml_rc,
                        compute_mode=compute_mode, count=gpus, memory_mib=memory_mib)
@@ -1257,6 +1336,39 @@ def make_node(
                    bindir=bindir, site=site)
 
 
+#: Runs probe.py as `python - < probe.py` runs it (in __main__, its code named "<stdin>", argv
+#: ["-", ARGS...], the source on stdin), from its code object compiled once per interpreter
+#: and source: compiling the 330 KB probe is 0.1 s of CPU a run, and the suite runs it
+#: hundreds of times. argv: the code cache's path (the source's sha256 in its name), then the
+#: probe's args; where the cache cannot be read, the source on stdin is compiled.
+PROBE_LOADER = """
+import marshal, os, sys, __main__
+_cache = sys.argv[1] + "." + sys.implementation.cache_tag
+try:
+    with open(_cache, "rb") as _f:
+        _code = marshal.load(_f)
+except (OSError, EOFError, ValueError, TypeError):
+    _code = compile(sys.stdin.buffer.read(), "<stdin>", "exec")
+    try:  # another user (a workload user's run) cannot write this process's folder
+        with open("%s.%d" % (_cache, os.getpid()), "wb") as _f:
+            marshal.dump(_code, _f)
+        os.replace("%s.%d" % (_cache, os.getpid()), _cache)
+    except OSError:
+        pass
+sys.argv = ["-", *sys.argv[2:]]
+for _name in ("marshal", "os", "sys", "_cache", "_f", "_name"):
+    __main__.__dict__.pop(_name, None)
+exec(_code, __main__.__dict__)
+"""
+
+
+def probe_code() -> tuple[Path, Path]:
+    """(probe.py, the path its code objects are cached under in this process's folder)."""
+    source = Path(__file__).resolve().parent.parent / "fleetcheck/probe/probe.py"
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:20]
+    return source, _cache_folder() / f"probe-{digest}"
+
+
 def run_probe(node: NodeEnv, *args: str, isolated: bool = False, python: str | None = None,
               timeout: float = 120, prefix: list[str] | None = None,
               ) -> tuple[int, dict[str, object], str]:
@@ -1264,10 +1376,10 @@ def run_probe(node: NodeEnv, *args: str, isolated: bool = False, python: str | N
 
     prefix: a command the probe runs under (a private mount namespace, another user...).
     """
-    source = (Path(__file__).resolve().parent.parent / "fleetcheck/probe/probe.py").read_bytes()
+    source, code = probe_code()
     argv = list(prefix or []) + [python or node.python] + (["-I"] if isolated else []) + [
-        "-", *args]
-    done = subprocess.run(argv, input=source, env=node.env, capture_output=True,
+        "-c", PROBE_LOADER, str(code), *args]
+    done = subprocess.run(argv, input=source.read_bytes(), env=node.env, capture_output=True,
                           timeout=timeout, cwd=node.root)
     lines = done.stdout.decode().splitlines()
     assert len(lines) == 1, done.stdout.decode()[:2000] + done.stderr.decode()[:2000]
@@ -1404,11 +1516,13 @@ ROCM_TORCH_ARCH = ("gfx900", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx1030", 
 
 def build_libamdhip64(where: Path, *, hip_version: str, count_rc: int, count: int, name: str,
                       memory_mib: int, gcn_arch: str = "gfx942:sramecc+:xnack-",
-                      hip_include: Path | None = None) -> Path:
+                      hip_include: Path | None = None, extra: str = "") -> Path:
     """A stub libamdhip64.so.<major> (soname libamdhip64.so.<major>) plus its libamdhip64.so.
 
     hip_include: the hip headers of Triton's AMD backend; with them the library also has
-    hipGetDeviceProperties filling the real hipDeviceProp_t, so the real driver.c runs on it."""
+    hipGetDeviceProperties filling the real hipDeviceProp_t, so the real driver.c runs on it.
+    extra: one more unit of C, compiled as that one is (tests/releases.py: what a release's
+    driver.c resolves that the stub does not define)."""
     major, minor, patch = (int(p) for p in hip_version.split("."))
     defines = {"HIP_VERSION": major * 10000000 + minor * 100000 + patch, "COUNT_RC": count_rc,
                "COUNT": count, "NAME": json.dumps(name), "MEM_MIB": memory_mib,
@@ -1422,13 +1536,16 @@ def build_libamdhip64(where: Path, *, hip_version: str, count_rc: int, count: in
         if hip_include is not None:
             sources.append(_write(where / "libamdhip64_props.c", LIBAMDHIP64_PROPS_C))
             flags = [f"-I{hip_include}"]
+        if extra:
+            sources.append(_write(where / "libamdhip64_extra.c", extra))
         subprocess.run([GCC, *map(str, sources), "-shared", "-fPIC",
                         f"-Wl,-soname,libamdhip64.so.{major}", "-o", str(target), "-ldl", *flags]
                        + [f"-D{k}={v}" for k, v in defines.items()], check=True)
         for source in sources:
             source.unlink()
 
-    _compiled(["hip", target.name, defines, str(hip_include)], target, build)
+    _compiled(["hip", target.name, defines, str(hip_include), *([extra] if extra else [])],
+              target, build)
     (where / f"libamdhip64.so.{major}").symlink_to(target.name)
     (where / "libamdhip64.so").symlink_to(f"libamdhip64.so.{major}")
     return where / "libamdhip64.so"
@@ -1453,6 +1570,8 @@ def make_amd_node(
     torch_arch: tuple[str, ...] = ROCM_TORCH_ARCH,
     container: str | None = None,
     env: dict[str, str] | None = None,
+    hip_include: Path | None = None,
+    libhip_extra: str = "",
     **node_kwargs: object,
 ) -> NodeEnv:
     """A fake AMD GPU node: KFD topology under /sys, /dev/kfd and /dev/dri/renderD*, amdgpu's
@@ -1465,6 +1584,7 @@ def make_amd_node(
     file); "system-rocm" (Triton is pointed at a system ROCm of another version than torch's);
     "insufficient-driver" (hipGetDeviceCount returns 35); "no-device" (100); "cpu-torch" (a
     CPU-only torch). Other keywords go to make_node (compiler=False, fla=..., vllm=...).
+    hip_include, libhip_extra: build_libamdhip64's hip_include and extra, for the torch's copy.
     """
     if mode not in AMD_MODES:
         raise ValueError(f"mode must be one of {AMD_MODES}")
@@ -1494,7 +1614,8 @@ def make_amd_node(
     ld_entries = [("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6")]
     if torch and mode not in ("no-libhip", "cpu-torch"):
         build_libamdhip64(site / "torch/lib", hip_version=hip_version, count_rc=count_rc,
-                          count=gpus, name=gpu_name, memory_mib=196592)
+                          count=gpus, name=gpu_name, memory_mib=196592,
+                          hip_include=hip_include, extra=libhip_extra)
     if mode == "system-rocm":
         system = build_libamdhip64(node.root / "rocm/lib", hip_version=system_hip_version,
                                    count_rc=count_rc, count=gpus, name=gpu_name,
@@ -1613,3 +1734,180 @@ def real_triton_build(node: NodeEnv) -> NodeEnv:
     driver = triton / "runtime/driver.py"
     driver.write_text(driver.read_text() + REAL_BUILD_DRIVER)
     return node
+
+
+# ---- A node's state as a fix leaves it (tests/probe/test_fixes_proven.py) ----
+
+#: The `--gpu-name` values each CUDA release's ptxas knows (the newest release first that
+#: added them): CUDA 11.8 added sm_89/sm_90, 12.0 sm_90a, 12.8 Blackwell's sm_100/101/120,
+#: 12.9 sm_103/121, 13.0 sm_110 (sm_101 renamed) and dropped what is older than sm_75.
+PTXAS_ARCHS: tuple[tuple[tuple[int, int], tuple[str, ...]], ...] = (
+    ((13, 0), ("sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_90a",
+               "sm_100", "sm_100a", "sm_103", "sm_103a", "sm_110", "sm_110a", "sm_120",
+               "sm_120a", "sm_121", "sm_121a")),
+    ((12, 9), ("sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75",
+               "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a",
+               "sm_101", "sm_101a", "sm_103", "sm_103a", "sm_120", "sm_120a", "sm_121",
+               "sm_121a")),
+    ((12, 8), ("sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75",
+               "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a",
+               "sm_101", "sm_101a", "sm_120", "sm_120a")),
+    ((12, 0), ("sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75",
+               "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a")),
+    ((11, 8), ("sm_35", "sm_37", "sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62", "sm_70",
+               "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90")),
+    ((11, 0), ("sm_35", "sm_37", "sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62", "sm_70",
+               "sm_72", "sm_75", "sm_80", "sm_86", "sm_87")),
+)
+
+#: A ptxas of one CUDA release that compiles only for the architectures that release knows,
+#: with ptxas's own fatal error (exit 255) for any other; `-o FILE` gets an empty cubin.
+PTXAS_COMPILING = """#!/bin/sh
+for a do
+  case "$a" in
+    --version) echo "ptxas: NVIDIA (R) Ptx optimizing assembler"
+               echo "Cuda compilation tools, release {v}, V{v}.93"; exit 0;;
+    --gpu-name=*) arch=${{a#--gpu-name=}};;
+  esac
+done
+case "$arch" in
+  {archs}) ;;
+  *) echo "ptxas fatal   : Value '$arch' is not defined for option 'gpu-name'" >&2; exit 255;;
+esac
+out=; prev=
+for a do [ "$prev" = -o ] && out=$a; prev=$a; done
+[ -n "$out" ] && : > "$out"
+exit 0
+"""
+
+
+def write_ptxas(path: Path, version: str) -> Path:
+    """A ptxas of CUDA `version` (e.g. "11.7") at `path` that knows only its release's
+    architectures (PTXAS_ARCHS): the ptxas a TRITON_PTXAS_PATH override points at."""
+    major, minor = (int(p) for p in version.split(".")[:2])
+    archs = next(names for release, names in PTXAS_ARCHS if (major, minor) >= release)
+    return _write(path, PTXAS_COMPILING.format(v=version, archs="|".join(archs)), 0o755)
+
+
+#: Appended to the stub triton/__init__.py by `kernels_run_ptxas`: before a kernel's launcher,
+#: its PTX goes through ptxas as Triton's backends/nvidia/compiler.py make_cubin() runs it (the
+#: ptxas `get_ptxas(arch)` picks: knobs' TRITON_PTXAS_PATH / TRITON_PTXAS_BLACKWELL_PATH, then the
+#: bundled one, each kept only where its `--version` answers), and fails as make_cubin() does.
+KERNELS_RUN_PTXAS = r'''
+
+# ---- kernels compiled by ptxas (tests/nodeenv.py, kernels_run_ptxas) ----
+class PTXASError(RuntimeError):
+    """triton.runtime.errors.PTXASError."""
+
+def _fleetcheck_ptxas(capability):
+    import os, re, subprocess
+    # Triton 3.9 takes the blackwell ptxas from sm_90, 3.5-3.8 from sm_100; older: one ptxas.
+    since = 90 if tuple(_CONFIG["version"][:2]) >= (3, 9) else 100
+    binary = "ptxas-blackwell" if capability >= since and tuple(_CONFIG["version"][:2]) >= (
+        3, 5) else "ptxas"
+    key = "TRITON_%s_PATH" % binary.upper().replace("-", "_")
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [os.path.join(here, "backends", "nvidia", "bin", binary)]
+    if os.environ.get(key) is not None:
+        paths.insert(0, os.environ[key])
+    for path in paths:
+        try:
+            out = subprocess.check_output([path, "--version"], stderr=subprocess.STDOUT)
+        except (subprocess.CalledProcessError, FileNotFoundError):
+            continue
+        if re.search(r".*release (\d+\.\d+).*", out.decode("utf-8"), flags=re.MULTILINE):
+            return path
+    raise RuntimeError("Cannot find %s" % binary)
+
+def _fleetcheck_make_cubin(capability):
+    import os, subprocess, tempfile
+    ptxas = _fleetcheck_ptxas(capability)
+    arch = "sm_%d%s" % (capability, "a" if capability >= 90 else "")
+    with tempfile.NamedTemporaryFile(delete=False, mode="w", suffix=".ptx") as fsrc, \
+            tempfile.NamedTemporaryFile(delete=False, mode="r", suffix=".log") as flog:
+        fsrc.write("// fleetcheck_add_one\n")
+        fsrc.flush()
+        cmd = [ptxas, "-lineinfo", "-v", "--regAllocOptLevel=2", "--gpu-name=%s" % arch,
+               fsrc.name, "-o", fsrc.name + ".o"]
+        try:
+            subprocess.run(cmd, check=True, close_fds=False, stderr=flog)
+        except subprocess.CalledProcessError as e:
+            with open(flog.name) as log_file:
+                log = log_file.read()
+            error = ("Internal Triton PTX codegen error" if e.returncode == 255
+                     else "`ptxas` failed with error code %d" % e.returncode)
+            raise PTXASError("%s\n`ptxas` stderr:\n%s\nRepro command: %s\n"
+                             % (error, log, " ".join(cmd)))
+        finally:
+            for name in (fsrc.name, flog.name, fsrc.name + ".o"):
+                if os.path.exists(name):
+                    os.remove(name)
+
+_fleetcheck_launch = _Kernel.__getitem__
+
+def _fleetcheck_compiled(self, grid):
+    launch = _fleetcheck_launch(self, grid)
+    def compiled(*args, **meta):
+        import torch
+        major, minor = torch.cuda.get_device_capability()
+        _fleetcheck_make_cubin(major * 10 + minor)
+        return launch(*args, **meta)
+    return compiled
+
+_Kernel.__getitem__ = _fleetcheck_compiled
+'''
+
+
+def kernels_run_ptxas(node: NodeEnv) -> NodeEnv:
+    """The node's stub Triton compiles each kernel's PTX with ptxas before it launches it, as
+    Triton does (KERNELS_RUN_PTXAS), and its bundled ptxas binaries know only their release's
+    architectures (`write_ptxas`): a ptxas that does not know the GPU fails the kernel."""
+    import re
+
+    triton = node.site / "triton"
+    init = triton / "__init__.py"
+    init.write_text(init.read_text() + KERNELS_RUN_PTXAS)
+    for binary in ("ptxas", "ptxas-blackwell"):
+        for folder in ("backends/nvidia/bin", "third_party/cuda/bin"):
+            path = triton / folder / binary
+            found = re.search(r"release (\d+\.\d+)", path.read_text()) if path.is_file() else None
+            if found:
+                write_ptxas(path, found.group(1))
+    return node
+
+
+def ldconfig_refresh(node: NodeEnv) -> None:
+    """`/sbin/ldconfig` run as root on the node: the linker cache rebuilt from the dirs the
+    node's /etc/ld.so.conf.d files name, in order, then the default dir (the node's lib/, where
+    its driver installed libcuda.so.1): what `ldconfig -p` lists afterwards. A node without its
+    /sbin/ldconfig has nothing to run (FileNotFoundError)."""
+    ldconfig = node.sysroot / "sbin" / "ldconfig"
+    if not ldconfig.is_file():
+        raise FileNotFoundError(2, "No such file or directory", str(ldconfig))
+    dirs: list[str] = []
+    for conf in sorted((node.sysroot / "etc" / "ld.so.conf.d").glob("*.conf")):
+        dirs += [line.strip() for line in conf.read_text().splitlines()
+                 if line.strip() and not line.lstrip().startswith("#")]
+    dirs.append(str(node.root / "lib"))
+    entries = [("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6")]
+    for folder in dict.fromkeys(dirs):
+        for name in ("libcuda.so.1", "libcuda.so"):
+            if (Path(folder) / name).exists():
+                entries.append((name, str(Path(folder) / name)))
+    body = "".join(f"echo '\t{n} (libc6,x86-64) => {p}'\n" for n, p in entries)
+    _write(ldconfig, f"#!/bin/sh\necho '{len(entries) + 812} libs found in cache "
+           "`/etc/ld.so.cache'\"'\"\n" + body, 0o755)
+
+
+def triton_source_checkout(node: NodeEnv, version: str = "3.9.0") -> Path:
+    """A Triton source checkout without its build, first on the node's PYTHONPATH (as
+    `export PYTHONPATH=~/src/triton/python:$PYTHONPATH` leaves it): the release's Python files
+    under src/triton/python/triton, but no triton/_C/libtriton (the extension the build makes),
+    no bundled ptxas, no dist-info. It shadows the installed wheel: `import triton` finds it
+    first and fails in it. Returns the dir put on PYTHONPATH."""
+    python = node.root / "src" / "triton" / "python"
+    shutil.copytree(TEST_WHEELS / f"triton-{version}" / "triton", python / "triton",
+                    ignore=shutil.ignore_patterns("__pycache__", "include", "bin"))
+    node.env["PYTHONPATH"] = os.pathsep.join(
+        [str(python), *filter(None, node.env.get("PYTHONPATH", "").split(os.pathsep))])
+    return python
