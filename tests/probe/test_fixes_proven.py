@@ -1024,7 +1024,7 @@ SCENARIOS: tuple[Scenario, ...] = (
              wrong_causes=("triton_kernel", "triton_target", "triton_own_path")),
     # A cache dir whose name is longer than the file system allows (ENAMETOOLONG): whatever
     # it is named, its fix must be one that can be done.
-    Scenario("cache_dir_name_too_long", (),
+    Scenario("cache_dir_name_too_long", ("path_name_too_long",),
              faults=(Fault("TRITON_CACHE_DIR below a too-long name", too_long_cache_dir),)),
     # The host's part: each fix rebuilds the node with what it names.
     Scenario("device_nodes_then_driver_then_fla_allocator",
@@ -1215,9 +1215,8 @@ EXCLUDED: dict[str, str] = {
                       "which a fake node cannot set up",
     "path_missing": "Triton creates every missing dir of its cache (os.makedirs), and tempfile "
                     "and gcc fall back from a missing TMPDIR: a missing path is the root of no "
-                    "node a test can build (a missing /sbin/ldconfig is ldconfig_binary_missing)"
-                    "; a name too long for the file system is named path_missing today (the "
-                    "scenario cache_dir_name_too_long, whose fix cannot be done)",
+                    "node a test can build (a missing /sbin/ldconfig is ldconfig_binary_missing;"
+                    " a name too long for the file system is path_name_too_long)",
     "path_foreign_owner": "a dir of the cache's or TMPDIR's path that another user owns is the "
                           "dir's own cause (cache_dir_unwritable, tmp_dir_unusable: their "
                           "fixes are proven), and an entry below the cache is "
@@ -1239,8 +1238,7 @@ EXCLUDED: dict[str, str] = {
                          "limit behind it (those are cache_dir_noexec and address_space_limit, "
                          "proven): the loader maps every well-formed library a test can build",
     "os_error": "an errno no record names: which errnos those are changes as records are "
-                "added, so no fixed fake node shows one for long (ENAMETOOLONG is named "
-                "path_missing today: the scenario cache_dir_name_too_long)",
+                "added, so no fixed fake node shows one for long",
 }
 
 
