@@ -723,7 +723,8 @@ class Spawned:
                     self.proc.wait(timeout=2)
                 except subprocess.TimeoutExpired:
                     pass
-            self.drained.wait(timeout=1)
+            self.drained.wait(timeout=min(10.0, max(1.0, self.timeout - (
+                time.monotonic() - self.started))))
             for stream, _ in self.unread:
                 close_quietly(stream)
             if rc == -signal.SIGKILL and not timed_out:

@@ -84,7 +84,14 @@ def test_a_fault_in_the_probes_own_step_is_never_a_workload_verdict(
     source = PROBE.read_text()
     before = snapshot(state.node.home, state.tmp)
     said = []
+    # A cold cache meets what a warm one does but the build's own writes (the manager's put
+    # and the compiler's runs): those points are made there too.
+    cold = {"def __init__(self, *args, **kwargs):", "def put(self, data, filename, binary=True):",
+            "def has_file(self, filename):", "def check_call(*popenargs, **kwargs):",
+            "def current_target(triton):"}
     for def_line, proved in POINTS:
+        if not warm and def_line not in cold:
+            continue
         doc = probe_with(state, injected(source, def_line))
         triton = doc["triton"]
         where = f"{def_line}: {triton['verdict']} ({triton['cause']}): {doc['reason']}"

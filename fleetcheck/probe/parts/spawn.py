@@ -331,7 +331,11 @@ class Spawned:
                     self.proc.wait(timeout=2)
                 except subprocess.TimeoutExpired:
                     pass
-            self.drained.wait(timeout=1)
+            # What it wrote before it ended: the reader's end of its pipes, which a busy node
+            # may take long to reach (never cut at 1 s: a lost line is a false failure); a
+            # process it left holding them ends the wait at its deadline, 10 s at most.
+            self.drained.wait(timeout=min(10.0, max(1.0, self.timeout - (
+                time.monotonic() - self.started))))
             for stream, _ in self.unread:
                 close_quietly(stream)
             if rc == -signal.SIGKILL and not timed_out:
