@@ -1046,38 +1046,42 @@ def write_test(directory, size):
             pass
 
 
-def driver_proxies(triton):
+def reproduce(code, places, size):
+    for where, directory in places:
+        if directory and _os.path.isdir(directory):
+            found = write_test(directory, size)
+            if found and found.get("errno") == code:
+                return where, dict(found, directory=directory)
+    return None, None
+
+
+def driver_holder(triton):
     holder = getattr(getattr(triton, "runtime", None), "driver", None)
-    if holder is None:
-        return None, []
     try:
-        state = object.__getattribute__(holder, "__dict__")
+        return holder, object.__getattribute__(holder, "__dict__")
     except AttributeError:
-        state = {}
-    proxies = [holder, *state.values()]
-    return holder, [p for p in proxies if "_init_fn" in getattr(p, "__dict__", {}) or (
-        p is holder and "_init_fn" in state)]
+        return holder, {}
 
 
 def reset_driver(triton):
-    holder, proxies = driver_proxies(triton)
-    if holder is None:
+    holder, state = driver_holder(triton)
+    if "_init_fn" in state:  # 2.x
+        object.__setattr__(holder, "_obj", None)
         return
-    state = getattr(holder, "__dict__", {}) if not proxies or proxies[0] is not holder else {}
-    for name in ("_default", "_active"):
-        if name in state:
+    for name, value in list(state.items()):
+        if name in ("_default", "_active"):
             setattr(holder, name, None)
-    for proxy in proxies:
-        object.__setattr__(proxy, "_obj", None)
+        elif "_init_fn" in getattr(value, "__dict__", {}):
+            object.__setattr__(value, "_obj", None)
     if "default" in state and "active" in state and state["active"] is not state["default"]:
         holder.active = state["default"]  # 3.0-3.3: reset_active(), as a new process has it
 
 
 def current_target(triton):
-    holder, proxies = driver_proxies(triton)
+    holder, state = driver_holder(triton)
     if holder is None:
         raise AttributeError("module 'triton.runtime' has no attribute 'driver'")
-    if not (proxies and proxies[0] is holder):
+    if "_init_fn" not in state:
         return holder.active.get_current_target()
     built = object.__getattribute__(holder, "_initialize_obj")
     built()
@@ -1510,15 +1514,12 @@ class OwnPath:
             self.patched = patched
 
     def locate(self, code):
-        for where, directory in (("cache", self.report.get("probe_cache")),
-                                 ("tmp", _tempfile.tempdir),
-                                 ("tmp", _os.environ.get("TMPDIR"))):
-            if directory and _os.path.isdir(directory):
-                found = write_test(directory, self.size)
-                if found and found.get("errno") == code:
-                    self.report["reproduced"] = dict(found, directory=directory)
-                    return where
-        return None
+        where, found = reproduce(code, (("cache", self.report.get("probe_cache")),
+                                        ("tmp", _tempfile.tempdir),
+                                        ("tmp", _os.environ.get("TMPDIR"))), self.size)
+        if found:
+            self.report["reproduced"] = found
+        return where
 
     def restore(self):
         self.restore_manager()
@@ -2126,11 +2127,8 @@ def fresh_attempt(data):
     data["fresh_dir"] = fresh
     failure = data.get("failure") or {}
     if failure.get("errno") and not failure.get("filename"):
-        for where, directory in (("cache", fresh), ("tmp", os.environ.get("TMPDIR"))):
-            found = write_test(directory, 65536) if directory else None
-            if found and found.get("errno") == failure["errno"]:
-                failure["where"] = where
-                break
+        failure["where"] = reproduce(failure["errno"], (("cache", fresh), (
+            "tmp", os.environ.get("TMPDIR"))), 65536)[0]
     emit("target", data)
     if not data["ok"]:
         warm = {"cache_dir": None}
@@ -4923,8 +4921,6 @@ class PackageChecks(Part):
         listed = [p for p in (self.env.get("PYTHONPATH") or "").split(os.pathsep) if p]
         if any(os.path.realpath(p) == os.path.realpath(entry) for p in listed):
             variable, source = "PYTHONPATH", "PYTHONPATH"
-        elif os.path.realpath(entry) == os.path.realpath(self.tmp):
-            variable, source = "the working directory", "the working directory"
         else:
             variable, source = "sys.path (a .pth file or the script's directory)", "sys.path"
         first = dists[0]
@@ -5623,14 +5619,14 @@ class TritonChecks(Part):
         triton = self.triton_version()
         if not cuda or not triton:
             return ("skip", "ptxas or Triton version unknown", "", evidence)
-        override = self.ptxas_override_fix()
-        if override:
-            key, tool, cap, need = self.ptxas_override
+        too_old = self.ptxas_override_too_old()
+        if too_old:
+            key, tool, cap, need = too_old
             evidence["override"] = {"variable": key, "value": tool.get("path")}
             return ("fail", "%s=%s is ptxas %s, which does not know sm_%d%d (needs CUDA >= "
                     "%d.%d); Triton %s runs it instead of its own" % (
                         key, tool.get("path"), tool.get("version"), cap[0], cap[1], need[0],
-                        need[1], evidence["triton"]), override, evidence)
+                        need[1], evidence["triton"]), self.ptxas_override_fix(), evidence)
         if (triton <= (3, 2, 99) and cuda >= (12, 7)) or (triton <= (3, 4, 99) and cuda >= (13,)):
             evidence["expected_error"] = ("Triton only support CUDA 10.0 or higher, but got "
                                           "CUDA version: %s" % tool.get("version"))
@@ -5639,21 +5635,27 @@ class TritonChecks(Part):
                     "unset TRITON_PTXAS_PATH and upgrade Triton instead", evidence)
         return ("pass", "TRITON_PTXAS_PATH ptxas %s" % tool.get("version"), "", evidence)
 
-    def ptxas_override_fix(self):
+    def ptxas_override_too_old(self):
         for cap in self.capabilities():
             key, tool = self.active_ptxas(cap)
             if key not in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
                 continue
             have, need = version_tuple(tool.get("version")), PTXAS_MIN_FOR_CC.get(cap)
             if have and need and have[:2] < need:
-                self.ptxas_override = (key, tool, cap, need)
-                own = self.ptxas_tools().get("ptxas") or {}
-                return ("unset %s (now %s, ptxas %s) in the workload's environment, so Triton "
-                        "runs its own ptxas%s; or point it at a ptxas of CUDA >= %d.%d, which "
-                        "knows sm_%d%d" % (key, tool.get("path"), tool.get("version"),
-                                           " %s" % own["version"] if own.get("version") else "",
-                                           need[0], need[1], cap[0], cap[1]))
-        return ""
+                return key, tool, cap, need
+        return None
+
+    def ptxas_override_fix(self):
+        found = self.ptxas_override_too_old()
+        if not found:
+            return ""
+        key, tool, cap, need = found
+        own = self.ptxas_tools().get("ptxas") or {}
+        return ("unset %s (now %s, ptxas %s) in the workload's environment, so Triton runs its "
+                "own ptxas%s; or point it at a ptxas of CUDA >= %d.%d, which knows sm_%d%d" % (
+                    key, tool.get("path"), tool.get("version"),
+                    " %s" % own["version"] if own.get("version") else "", need[0], need[1],
+                    cap[0], cap[1]))
 
     def check_triton_too_old_for_gpu(self):
         caps = self.capabilities()
@@ -6920,8 +6922,9 @@ class Evaluation(Part):
         return context
 
     def cause_fix(self, cause, values=None):
-        if cause == "triton_too_old_for_gpu" and self.ptxas_override_fix():
-            return self.ptxas_override_fix()  # the override is the object, not the release
+        override = self.ptxas_override_fix() if cause == "triton_too_old_for_gpu" else ""
+        if override:
+            return override  # the override is the object, not the release
         return fill_fix(cause, self.fix_context(values)) if cause else ""
 
     def limit_named(self, errno_name):

@@ -102,8 +102,6 @@ class PackageChecks(Part):
         listed = [p for p in (self.env.get("PYTHONPATH") or "").split(os.pathsep) if p]
         if any(os.path.realpath(p) == os.path.realpath(entry) for p in listed):
             variable, source = "PYTHONPATH", "PYTHONPATH"
-        elif os.path.realpath(entry) == os.path.realpath(self.tmp):
-            variable, source = "the working directory", "the working directory"
         else:
             variable, source = "sys.path (a .pth file or the script's directory)", "sys.path"
         first = dists[0]

@@ -151,14 +151,14 @@ class TritonChecks(Part):
         triton = self.triton_version()
         if not cuda or not triton:
             return ("skip", "ptxas or Triton version unknown", "", evidence)
-        override = self.ptxas_override_fix()
-        if override:
-            key, tool, cap, need = self.ptxas_override
+        too_old = self.ptxas_override_too_old()
+        if too_old:
+            key, tool, cap, need = too_old
             evidence["override"] = {"variable": key, "value": tool.get("path")}
             return ("fail", "%s=%s is ptxas %s, which does not know sm_%d%d (needs CUDA >= "
                     "%d.%d); Triton %s runs it instead of its own" % (
                         key, tool.get("path"), tool.get("version"), cap[0], cap[1], need[0],
-                        need[1], evidence["triton"]), override, evidence)
+                        need[1], evidence["triton"]), self.ptxas_override_fix(), evidence)
         if (triton <= (3, 2, 99) and cuda >= (12, 7)) or (triton <= (3, 4, 99) and cuda >= (13,)):
             evidence["expected_error"] = ("Triton only support CUDA 10.0 or higher, but got "
                                           "CUDA version: %s" % tool.get("version"))
@@ -167,24 +167,31 @@ class TritonChecks(Part):
                     "unset TRITON_PTXAS_PATH and upgrade Triton instead", evidence)
         return ("pass", "TRITON_PTXAS_PATH ptxas %s" % tool.get("version"), "", evidence)
 
-    def ptxas_override_fix(self):
-        """The fix naming the workload's ptxas override (TRITON_PTXAS_PATH, or its Blackwell
-        twin) and its value, where that override is the ptxas Triton runs for a GPU here and
-        it does not know the GPU's architecture; '' otherwise."""
+    def ptxas_override_too_old(self):
+        """(variable, its ptxas, the GPU's capability, the CUDA it needs) where the
+        workload's ptxas override (TRITON_PTXAS_PATH, or its Blackwell twin) is the ptxas
+        Triton runs for a GPU here and does not know its architecture; else None."""
         for cap in self.capabilities():
             key, tool = self.active_ptxas(cap)
             if key not in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
                 continue
             have, need = version_tuple(tool.get("version")), PTXAS_MIN_FOR_CC.get(cap)
             if have and need and have[:2] < need:
-                self.ptxas_override = (key, tool, cap, need)
-                own = self.ptxas_tools().get("ptxas") or {}
-                return ("unset %s (now %s, ptxas %s) in the workload's environment, so Triton "
-                        "runs its own ptxas%s; or point it at a ptxas of CUDA >= %d.%d, which "
-                        "knows sm_%d%d" % (key, tool.get("path"), tool.get("version"),
-                                           " %s" % own["version"] if own.get("version") else "",
-                                           need[0], need[1], cap[0], cap[1]))
-        return ""
+                return key, tool, cap, need
+        return None
+
+    def ptxas_override_fix(self):
+        """The fix naming that override and its value; '' where there is none."""
+        found = self.ptxas_override_too_old()
+        if not found:
+            return ""
+        key, tool, cap, need = found
+        own = self.ptxas_tools().get("ptxas") or {}
+        return ("unset %s (now %s, ptxas %s) in the workload's environment, so Triton runs its "
+                "own ptxas%s; or point it at a ptxas of CUDA >= %d.%d, which knows sm_%d%d" % (
+                    key, tool.get("path"), tool.get("version"),
+                    " %s" % own["version"] if own.get("version") else "", need[0], need[1],
+                    cap[0], cap[1]))
 
     def check_triton_too_old_for_gpu(self):
         caps = self.capabilities()

@@ -192,8 +192,9 @@ class Evaluation(Part):
 
     def cause_fix(self, cause, values=None):
         """A cause's fix, filled with this node's values ('' for no cause)."""
-        if cause == "triton_too_old_for_gpu" and self.ptxas_override_fix():
-            return self.ptxas_override_fix()  # the override is the object, not the release
+        override = self.ptxas_override_fix() if cause == "triton_too_old_for_gpu" else ""
+        if override:
+            return override  # the override is the object, not the release
         return fill_fix(cause, self.fix_context(values)) if cause else ""
 
     def limit_named(self, errno_name):

@@ -29,7 +29,7 @@ from fleetcheck.probe.parts.scripts.workload import (
     run_detection,
     trace_compiler,
     vllm_report,
-    write_test,
+    reproduce,
 )
 from fleetcheck.probe.parts.stages import FLA_LAYOUTS
 
@@ -280,11 +280,8 @@ def fresh_attempt(data):
     failure = data.get("failure") or {}
     if failure.get("errno") and not failure.get("filename"):
         # A bare OSError (a write has no path): the same write, done again, says where.
-        for where, directory in (("cache", fresh), ("tmp", os.environ.get("TMPDIR"))):
-            found = write_test(directory, 65536) if directory else None
-            if found and found.get("errno") == failure["errno"]:
-                failure["where"] = where
-                break
+        failure["where"] = reproduce(failure["errno"], (("cache", fresh), (
+            "tmp", os.environ.get("TMPDIR"))), 65536)[0]
     emit("target", data)
     if not data["ok"]:
         warm = {"cache_dir": None}

@@ -242,34 +242,40 @@ def write_test(directory, size):
             pass
 
 
-def driver_proxies(triton):
-    """The objects that hold this release's built driver: 3.4+'s DriverConfig (_default,
-    _active), 3.0-3.3's DriverConfig of LazyProxy objects (default, active), 2.x's module-level
-    LazyProxy (runtime.driver itself); read from what the release defines, never assumed."""
+def reproduce(code, places, size):
+    """A bare OSError (a write has no path) located: the same write done again in each
+    (where, dir) of `places`; (where, what it raised there + the dir) or (None, None)."""
+    for where, directory in places:
+        if directory and _os.path.isdir(directory):
+            found = write_test(directory, size)
+            if found and found.get("errno") == code:
+                return where, dict(found, directory=directory)
+    return None, None
+
+
+def driver_holder(triton):
+    """(runtime.driver, its own attributes) as this release defines it, never assumed: 3.4+'s
+    DriverConfig (_default, _active), 3.0-3.3's DriverConfig of LazyProxy objects (default,
+    active), 2.x's module-level LazyProxy of the driver itself (its _init_fn, _obj)."""
     holder = getattr(getattr(triton, "runtime", None), "driver", None)
-    if holder is None:
-        return None, []
     try:
-        state = object.__getattribute__(holder, "__dict__")
+        return holder, object.__getattribute__(holder, "__dict__")
     except AttributeError:
-        state = {}
-    proxies = [holder, *state.values()]
-    return holder, [p for p in proxies if "_init_fn" in getattr(p, "__dict__", {}) or (
-        p is holder and "_init_fn" in state)]
+        return holder, {}
 
 
 def reset_driver(triton):
     """Make Triton build its driver again, as a new process of the workload would (each
-    release caches it per process in its own way: `driver_proxies`)."""
-    holder, proxies = driver_proxies(triton)
-    if holder is None:
+    release caches it per process in its own way: `driver_holder`)."""
+    holder, state = driver_holder(triton)
+    if "_init_fn" in state:  # 2.x
+        object.__setattr__(holder, "_obj", None)
         return
-    state = getattr(holder, "__dict__", {}) if not proxies or proxies[0] is not holder else {}
-    for name in ("_default", "_active"):
-        if name in state:
+    for name, value in list(state.items()):
+        if name in ("_default", "_active"):
             setattr(holder, name, None)
-    for proxy in proxies:
-        object.__setattr__(proxy, "_obj", None)
+        elif "_init_fn" in getattr(value, "__dict__", {}):
+            object.__setattr__(value, "_obj", None)
     if "default" in state and "active" in state and state["active"] is not state["default"]:
         holder.active = state["default"]  # 3.0-3.3: reset_active(), as a new process has it
 
@@ -280,10 +286,10 @@ def current_target(triton):
     driver.active.get_current_target(); 2.2-2.3's driver.get_current_target() (the module's
     driver is the LazyProxy of the driver itself); 2.1's driver.utils and the device's
     capability, as its compiler reads it (no get_current_target())."""
-    holder, proxies = driver_proxies(triton)
+    holder, state = driver_holder(triton)
     if holder is None:
         raise AttributeError("module 'triton.runtime' has no attribute 'driver'")
-    if not (proxies and proxies[0] is holder):
+    if "_init_fn" not in state:
         return holder.active.get_current_target()
     built = object.__getattribute__(holder, "_initialize_obj")
     built()
@@ -772,15 +778,12 @@ class OwnPath:
 
     def locate(self, code):
         """A bare OSError (a write has no path): do the same write in each dir it may be."""
-        for where, directory in (("cache", self.report.get("probe_cache")),
-                                 ("tmp", _tempfile.tempdir),
-                                 ("tmp", _os.environ.get("TMPDIR"))):
-            if directory and _os.path.isdir(directory):
-                found = write_test(directory, self.size)
-                if found and found.get("errno") == code:
-                    self.report["reproduced"] = dict(found, directory=directory)
-                    return where
-        return None
+        where, found = reproduce(code, (("cache", self.report.get("probe_cache")),
+                                        ("tmp", _tempfile.tempdir),
+                                        ("tmp", _os.environ.get("TMPDIR"))), self.size)
+        if found:
+            self.report["reproduced"] = found
+        return where
 
     def restore(self):
         self.restore_manager()
