@@ -664,7 +664,8 @@ class OwnPath:
         emit("own-start", {})  # the fresh-cache attempt waits for this one: see its check
         failure = self.prepare()
         if failure is None:
-            for _ in range(3):
+            raced = False
+            for _ in range(4):
                 reset_driver(self.triton)
                 first = len(COMPILER_RUNS)
                 try:
@@ -679,6 +680,9 @@ class OwnPath:
                         continue  # the tracer's own error: prove the build without it
                     if step and self.patched and self.without_proof(failure):
                         continue  # the proof manager's: prove it in a throw-away subdir
+                    if not raced and self.removed_meanwhile(failure):
+                        raced = True
+                        continue  # once: another process removed a dir of the cache mid-build
                 self.runs = COMPILER_RUNS[first:]
                 break
         if failure is not None:
@@ -707,6 +711,21 @@ class OwnPath:
         rep["probe_cache"], rep["through"] = probe_cache, "subdir"
         self.keys, self.hits = [], []
         _os.environ["TRITON_CACHE_DIR"] = probe_cache
+        return True
+
+    def removed_meanwhile(self, failure):
+        """Whether an ENOENT is a dir of the cache (or above it) that another process removed
+        while this build ran (a concurrent probe's clean-up of the dirs it made, a job's rm):
+        Triton creates every missing dir of its cache with os.makedirs, so a missing one is
+        no failure of the workload's. The dirs are made again (True) for one more build."""
+        cache, missing = self.report["cache_dir"], failure.get("filename")
+        if failure.get("errno") != "ENOENT" or not missing or not (
+                missing == cache or missing.startswith(cache.rstrip("/") + "/")):
+            return False
+        try:
+            make_dirs(self.report.get("probe_cache") or cache, self.made)
+        except OSError:
+            return False
         return True
 
     def fresh_dir(self, fallback):
