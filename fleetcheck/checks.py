@@ -1,6 +1,6 @@
-"""The check catalogue on the host: titles and report columns of the probe's checks, whose ids,
-causal order, vendors, labels and fixes come from the probe's cause records
-(fleetcheck/probe/parts/catalogue.py, the module the probe is built from).
+"""The check catalogue on the host: the probe's checks as the host shows them, derived from the
+cause records (fleetcheck/probe/parts/catalogue.py, the module the probe is built from): ids,
+causal order, vendors, titles, report columns, short labels, fixes.
 
 Ids marked `catalogue=True` come from the failure catalogue (docs/checks.md lists them with
 their error texts); the others are fleetcheck's own checks around them.
@@ -12,7 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fleetcheck.probe.parts.catalogue import CAUSES, CAUSES_BY_ID, cause_label, fill_fix
+from fleetcheck.probe.parts.catalogue import (
+    CAUSES,
+    CAUSES_BY_ID,
+    REPAIRS,
+    Cause,
+    cause_label,
+    fill_fix,
+)
 
 
 @dataclass(frozen=True)
@@ -26,91 +33,23 @@ class CheckInfo:
     vendor: str | None = None
     #: The title on an AMD node, where the shared check answers for HIP (None: `title`).
     amd_title: str | None = None
+    #: The text of a report cell this check fails or warns (None: the state's word).
+    short: str | None = None
 
 
-#: How each check is shown (title, report column; whether it is a catalogue row, the AMD
-#: title); the ids, their causal order and vendors come from the cause records.
-_SHOWN: dict[str, tuple[str, str, bool, str | None]] = {
-    "gpu_present": ("NVIDIA GPU present", "gpus", False, "AMD GPU present"),
-    "dev_nodes_missing": ("/dev/nvidia* nodes usable", "gpus", True,
-                          "/dev/kfd and /dev/dri render nodes usable"),
-    "cgroup_devices_revoked": ("GPU access not revoked under the container", "gpus", True, None),
-    "fabric_manager_not_ready": ("NVSwitch fabric ready (cuInit not 802)", "driver", True, None),
-    "cuda_compat_on_unsupported_gpu": ("no forward-compat libcuda on unsupported HW", "driver",
-                                       True,
-                                       None),
-    "libcuda_stub_shadowing": ("libcuda is the driver's, not the link stub", "driver", True, None),
-    "driver_userspace_mismatch": ("driver libraries match kernel module", "driver", True,
-                                  "ROCm userspace works with the amdgpu driver"),
-    "zero_active_drivers": ("CUDA driver initialises", "driver", True,
-                            "HIP runtime finds the GPUs"),
-    "gpu_exclusive_busy": ("GPU not held exclusively by another process", "driver", True, None),
-    "driver_too_old": ("driver new enough for torch's CUDA", "driver", True, None),
-    "torch_cuda": ("PyTorch sees the GPUs", "torch", False, "PyTorch (ROCm build) sees the GPUs"),
-    "torch_lacks_arch": ("PyTorch built for this GPU", "torch", True,
-                         "PyTorch built for this gfx arch"),
-    "gpu_arch_unsupported": ("GPU capability >= 7.0 (Triton, inductor)", "gpus", False,
-                             "gfx arch supported by Triton's AMD backend"),
-    "triton_installed": ("Triton installed (one distribution)", "triton", False, None),
-    "triton_2x": ("Triton 3.x", "triton", True, None),
-    "triton_backends": ("Triton selects one backend (entry points, active drivers)", "triton", True,
-                        None),
-    "cc_env_invalid": ("$CC points at a compiler", "compiler", True, None),
-    "no_c_compiler": ("C compiler (CC, gcc or clang)", "compiler", True, None),
-    "no_linker": ("linker (ld)", "compiler", True, None),
-    "libc_headers_missing": ("libc headers", "headers", True, None),
-    "python_headers_missing": ("Python.h for the interpreter", "headers", True, None),
-    "ldconfig_binary_missing": ("/sbin/ldconfig present", "libcuda", True, None),
-    "libcuda_not_in_ldcache": ("libcuda.so.1 found as Triton finds it", "libcuda", True, None),
-    "ldcache_stale_libcuda_entry": ("ldconfig's libcuda.so.1 exists here", "libcuda", True, None),
-    "libcuda_unversioned_missing": ("libcuda.so for Triton < 3.6", "libcuda", True, None),
-    "libhip_path_invalid": ("TRITON_LIBHIP_PATH names a libamdhip64.so (AMD)", "libcuda", True,
-                            None),
-    "libamdhip64_not_found": ("libamdhip64.so found as Triton finds it (AMD)", "libcuda", True,
-                              None),
-    "libamdhip64_other_rocm": ("libamdhip64 of torch's ROCm (AMD)", "libcuda", True, None),
-    "cache_dir_unwritable": ("Triton cache writable", "cache", True, None),
-    "cache_dir_noexec": ("Triton cache on an exec mount", "cache", True, None),
-    "cache_on_network_fs": ("Triton cache node-local (not NFS/Lustre/FUSE)", "cache", True, None),
-    "cache_dir_full": ("Triton cache has space for a build", "cache", False, None),
-    "tmp_dir_unusable": ("temp dir usable for Triton's build", "cache", False, None),
-    "ptxas_missing": ("bundled ptxas", "triton", True, None),
-    "ptxas_override_unparsed": ("TRITON_PTXAS_PATH usable", "triton", True, None),
-    "triton_too_old_for_gpu": ("Triton's ptxas knows this GPU", "triton", True, None),
-    "driver_too_old_for_bundled_ptxas": ("driver loads the cubins of Triton's ptxas", "driver",
-                                         True,
-                                         None),
-    "triton_target": ("get_current_target() in a fresh cache", "verdict", False, None),
-    "triton_own_path": ("get_current_target() in the workload's own dirs", "verdict", False, None),
-    "stale_cache_masks_compiler": ("works without relying on a warm cache", "cache", True, None),
-    "triton_kernel": ("JIT kernel runs on every GPU (--deep)", "verdict", False, None),
-    "blackwell_no_allocator": ("FLA registers an allocator on Blackwell", "fla", True, None),
-    "fla_fallback_hidden": ("flash-linear-attention on the GPU", "fla", True, None),
-    "workload_env": ("no variable moves or slows the kernels", "triton", False, None),
-    "inductor_ready": ("torch.compile's own path (user, cache dir)", "triton", False, None),
-    "torch_install_broken": ("torch's installed files complete", "torch", True, None),
-    "triton_install_broken": ("Triton's installed files complete (RECORD, backend)",
-                              "triton", True, None),
-    "cache_entry_foreign_owner": ("Triton cache entries not another user's", "cache", True, None),
-    "cache_entry_unreadable": ("Triton cache entries readable", "cache", True, None),
-    "cache_entry_corrupt": ("Triton cache entries intact", "cache", True, None),
-    # The GPUs' state before a job (fleetcheck/gpustate.py: the playbook decides whether each
-    # fails or warns: max_gpu_memory_used, foreign_processes, memory_health, min_gpus).
-    "gpu_memory_in_use": ("GPU memory free (not held by another process)", "gpu_memory", True,
-                          None),
-    "gpu_foreign_processes": ("no other process on the GPUs", "gpu_memory", True, None),
-    "gpu_memory_health": ("no pending or failed GPU memory repair", "gpus", True, None),
-    "gpu_missing_for_cuda": ("CUDA opens every GPU the driver lists", "gpus", True, None),
-    "gpu_persistence_mode": ("persistence mode on", "gpus", True, None),
-    "gpu_xid_events": ("no critical Xid event in the kernel log (last hour)", "gpus", True,
-                       None),
-}
+#: The column of a check whose record names none: the end-to-end checks', shown under Triton.
+VERDICT_COLUMN = "verdict"
+
+
+def check_info(cause: Cause) -> CheckInfo:
+    """How the host shows a record's check; a record that says nothing of it still gets its
+    label as the title and the verdict's column (a test asks every record for both)."""
+    return CheckInfo(cause.id, cause.title or cause.label, cause.column or VERDICT_COLUMN,
+                     cause.catalogue, cause.vendor, cause.amd_title, cause.short)
+
 
 #: Every check the probe emits, in causal order: the first failing one is the root cause.
-CHECKS: tuple[CheckInfo, ...] = tuple(
-    CheckInfo(cause.id, *_SHOWN[cause.id][:3], vendor=cause.vendor,
-              amd_title=_SHOWN[cause.id][3])
-    for cause in CAUSES if cause.check)
+CHECKS: tuple[CheckInfo, ...] = tuple(check_info(cause) for cause in CAUSES if cause.check)
 
 CHECKS_BY_ID: dict[str, CheckInfo] = {info.id: info for info in CHECKS}
 
@@ -192,20 +131,48 @@ CAUSES_TABLE_START = "<!-- causes: generated from fleetcheck/probe/parts/catalog
 CAUSES_TABLE_END = "<!-- end of causes -->"
 
 
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _named_from(cause: Cause) -> str:
+    """What names a cause: its check, its messages, errnos, errnos in a workload dir."""
+    named = ["its check"] if cause.check else []
+    named += [f"`{_cell(text)}`" for text in cause.texts]
+    named += [f"errno {name}" for name in cause.errnos]
+    named += [f"{' '.join(names)} in the {place} dir"
+              for place, names in sorted((cause.places or {}).items())]
+    return "; ".join(named) or "its object or limit"
+
+
+def _judged(cause: Cause) -> str:
+    """How the probe weighs a check: what it fails, what it needs, what hides it."""
+    if not cause.check:
+        return ""
+    scope = {"triton": "the verdict", "framework": "the node (a framework's own way)",
+             "gpu_state": "the node (the GPUs' state)"}.get(cause.scope, cause.scope)
+    notes = [f"fails {scope}"]
+    if cause.graded_by:
+        notes.append(f"graded by `{cause.graded_by}`")
+    if cause.stack:
+        notes.append("needs the stack")
+    if cause.maskable:
+        notes.append("a warm cache hides it")
+    info = check_info(cause)
+    shown = f"`{info.column}`" + (f" ({info.short})" if info.short else "")
+    return f"{'; '.join(notes)}; column {shown}"
+
+
 def causes_table() -> str:
     """docs/checks.md's table of causes, one row per record (a test pins the file to it)."""
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|")
-
     rows = [CAUSES_TABLE_START, "",
-            "| cause | label | named from | fix (filled with the node's values) "
-            "| `fleetcheck fix` |",
-            "|---|---|---|---|---|"]
+            "| cause | label | named from | judged (checks) | fix (filled with the node's "
+            "values) | `fleetcheck fix` |",
+            "|---|---|---|---|---|---|"]
     for cause in CAUSES:
-        named = ["its check"] if cause.check else []
-        named += [f"`{cell(text)}`" for text in cause.texts]
-        named += [f"errno {name}" for name in cause.errnos]
-        source = "; ".join(named) or "its object or limit"
-        rows.append(f"| `{cause.id}` | {cell(cause.label)} | {source} | {cell(cause.fix)} "
-                    f"| {cause.repair or 'printed'} |")
-    return "\n".join([*rows, "", CAUSES_TABLE_END])
+        label = _cell(cause.label) + (" (toolchain)" if cause.toolchain else "")
+        rows.append(f"| `{cause.id}` | {label} | {_named_from(cause)} | {_judged(cause)} "
+                    f"| {_cell(cause.fix)} | {cause.repair or 'printed'} |")
+    legend = [f"- `{repair or 'printed'}`: {what}" for repair, what in REPAIRS.items()]
+    return "\n".join([*rows, "", "What `fleetcheck fix` does (the record's `repair`):", "",
+                      *legend, "", CAUSES_TABLE_END])

@@ -13,12 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetcheck.model import Check
-
-#: Check ids of the GPU state (the probe's catalogue: parts/catalogue.py GPU_STATE_IDS).
-MEMORY_CHECK = "gpu_memory_in_use"
-FOREIGN_CHECK = "gpu_foreign_processes"
-HEALTH_CHECK = "gpu_memory_health"
-MISSING_CHECK = "gpu_missing_for_cuda"
+from fleetcheck.probe.parts.catalogue import CAUSES_BY_ID
 
 #: `foreign_processes:` and `memory_health:` values.
 FOREIGN_LEVELS = ("fail", "warn", "ignore")
@@ -49,12 +44,19 @@ def _with(check: Check, status: str, note: str) -> Check:
     return Check(check.id, status, f"{check.summary} ({note})", check.fix, check.evidence)
 
 
+def graded_by(check_id: str) -> str | None:
+    """The playbook key that grades a check (its record's `graded_by`), or None."""
+    cause = CAUSES_BY_ID.get(check_id)
+    return cause.graded_by if cause is not None else None
+
+
 def regrade(check: Check, gpu: GpuPolicy, playbook: str) -> Check:
     """The check as this playbook grades it (other checks are returned as they are); a check
     already graded by it is returned unchanged."""
     if check.status not in ("pass", "warn", "fail"):
         return check
-    if check.id == MEMORY_CHECK and gpu.max_memory_used is not None:
+    key = graded_by(check.id)
+    if key == "max_gpu_memory_used" and gpu.max_memory_used is not None:
         share = _share(check)
         if share is None:
             return check
@@ -65,14 +67,14 @@ def regrade(check: Check, gpu: GpuPolicy, playbook: str) -> Check:
             return _with(check, "pass", f"within playbook {playbook}'s "
                                         f"{gpu.max_memory_used:.0%}")
         return check
-    if check.id == FOREIGN_CHECK and check.status != "pass":
+    if key == "foreign_processes" and check.status != "pass":
         if gpu.foreign_processes == "ignore":
             return _with(check, "skip", f"playbook {playbook} ignores other processes")
         if gpu.foreign_processes != check.status:
             return Check(check.id, gpu.foreign_processes, check.summary, check.fix,
                          check.evidence)
         return check
-    if check.id == HEALTH_CHECK and check.status == "fail" and gpu.memory_health == "warn":
+    if key == "memory_health" and check.status == "fail" and gpu.memory_health == "warn":
         return _with(check, "warn", f"playbook {playbook} only warns on memory health")
     return check
 

@@ -1,10 +1,11 @@
 """The repair planner: a probed node's failing causes -> the steps that fix them, where they run.
 
-Owns which causes fleetcheck repairs itself (safe and local: packages, the ld.so.conf.d entry
-and `ldconfig`, the `libcuda.so` symlink) and which it only prints for the host's admin or
-the workload's owner (device pass-through, drivers, fabric manager, the venv's torch/Triton,
-the workload's environment). Every step is an argv list; every name or path taken from the
-node's facts is checked against a strict pattern before it enters one.
+Which causes fleetcheck repairs itself (safe and local: packages, the ld.so.conf.d entry and
+`ldconfig`, the `libcuda.so` symlink) and which it only prints for the host's admin or the
+workload's owner (device pass-through, drivers, fabric manager, the venv's torch/Triton, the
+workload's environment) is each cause record's `repair` (probe/parts/catalogue.py, REPAIRS);
+this module owns how. Every step is an argv list; every name or path taken from the node's
+facts is checked against a strict pattern before it enters one.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from fleetcheck.fix.distro import (
     python_xy,
 )
 from fleetcheck.model import Check, NodeResult, Report
-from fleetcheck.probe.parts.catalogue import CAUSES, fill_fix
+from fleetcheck.probe.parts.catalogue import CAUSES_BY_ID, fill_fix
 from fleetcheck.verdict import UNVERIFIED_STATUSES
 
 #: Our own ld.so.conf.d file: one line, ours alone, so the step is idempotent and revertible.
@@ -47,8 +48,8 @@ LEAVES_ALONE = (
     "the workload's environment and the user's Triton cache",
     "the host: container configuration, drivers, services",
 )
-#: Causes that are the host's (its admin's) to fix, never run from the node.
-HOST_CAUSES = frozenset(cause.id for cause in CAUSES if cause.repair == "host")
+#: The records' repairs that are the host's (its admin's) to do, never run from the node.
+HOST_REPAIRS = ("host", "gpu_access")
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,13 @@ def failing_causes(node: NodeResult) -> list[Check]:
                   key=lambda check: causal_rank(check.id))
 
 
+def repair_of(cause_id: str) -> str | None:
+    """What fix does about a cause: its record's `repair` (None, for an id no record has too:
+    its fix printed for the workload's owner)."""
+    cause = CAUSES_BY_ID.get(cause_id)
+    return cause.repair if cause is not None else None
+
+
 def _safe_dir(path: object) -> str | None:
     if not isinstance(path, str) or not _SAFE_DIR.match(path):
         return None
@@ -198,7 +206,7 @@ def _manual_for(node: NodeResult, check: Check) -> ManualAction:
     module = driver.get("kernel_module")
     if not isinstance(module, str) or not _VERSION.match(module):
         module = "<the host's driver version>"
-    if check.id in GPU_ACCESS_CAUSES:
+    if repair_of(check.id) == "gpu_access":
         # How the GPUs reach the node is its kind's to say (LXC config, a runtime's options).
         vendor = "amd" if facts.get("gpu_vendor") == "amd" else "nvidia"
         inside = kinds.find(node_kind(node)) if vendor == "amd" else container_kind(node)
@@ -235,19 +243,9 @@ def _manual_for_amd(node: NodeResult, check: Check) -> ManualAction:
 
 def _printed_fix(node: NodeResult, check: Check) -> ManualAction:
     """The check's own fix, else its cause's record filled with the node's facts."""
-    who = "host" if check.id in HOST_CAUSES else "person"
+    who = "host" if repair_of(check.id) in HOST_REPAIRS else "person"
     fix = check.fix or fill_fix(check.id, node_fix_values(node.facts))
     return ManualAction(check.id, who, check.summary, (fix,) if fix else ())
-
-
-#: Causes where the node sees no GPU that its host gives it: its kind says how to pass it in.
-GPU_ACCESS_CAUSES = ("dev_nodes_missing", "zero_active_drivers")
-#: Causes a distribution package repairs.
-PACKAGE_CAUSES = ("no_c_compiler", "no_linker", "libc_headers_missing", "python_headers_missing")
-#: Causes repaired by listing the real libcuda directory for the loader: the loader finds
-#: libcuda.so.1, Triton's `ldconfig -p` does not (absent, or only at a path missing here).
-LOADER_CAUSES = ("libcuda_not_in_ldcache", "ldcache_stale_libcuda_entry")
-CACHE_CAUSES = ("cache_dir_unwritable", "cache_dir_noexec", "cache_on_network_fs")
 
 
 def _linker_off_path(node: NodeResult) -> ManualAction | None:
@@ -269,7 +267,7 @@ def _linker_off_path(node: NodeResult) -> ManualAction | None:
 
 def _packages(node: NodeResult, check: Check, family: Family) -> tuple[list[str],
                                                                        ManualAction | None]:
-    """(package names, printed action) for one of PACKAGE_CAUSES on this family."""
+    """(package names, printed action) for a cause whose repair is "packages" on this family."""
     if check.id == "no_c_compiler":
         names, action = _python_headers(node, family, failed=False)
         return [*family.compiler, *names], action
@@ -277,10 +275,16 @@ def _packages(node: NodeResult, check: Check, family: Family) -> tuple[list[str]
         return list(family.linker), _linker_off_path(node)
     if check.id == "libc_headers_missing":
         return list(family.libc_headers), None
-    return _python_headers(node, family, failed=True)
+    if check.id == "python_headers_missing":
+        return _python_headers(node, family, failed=True)
+    # A record that says "packages" of a cause this planner knows no packages for: printed
+    # (tests/fix/test_repairs.py fails on it).
+    return [], _printed_fix(node, check)
 
 
 def _loader_steps(check: Check) -> list[Step] | ManualAction:
+    """The repair "ldcache": the loader finds libcuda.so.1, Triton's `ldconfig -p` does not
+    (absent, or only at a path missing here), so the real dir is listed for the loader."""
     directory = _libcuda_dir(check)
     if directory is None:
         return ManualAction(check.id, "person", check.summary, (
@@ -302,7 +306,7 @@ def _symlink_steps(check: Check) -> list[Step] | ManualAction:
 
 def _printed(node: NodeResult, check: Check) -> ManualAction:
     """The action for a cause fleetcheck does not repair itself."""
-    if check.id in CACHE_CAUSES:
+    if repair_of(check.id) == "cache_dir":
         return _cache_action(node, check)
     if check.id == "cc_env_invalid":
         return ManualAction(check.id, "person", check.summary, (
@@ -327,7 +331,8 @@ def plan_node(node: NodeResult) -> NodePlan | None:
     notes: list[str] = []
     for check in causes:
         repair: list[Step] | ManualAction | None = None
-        if check.id in PACKAGE_CAUSES:
+        kind = repair_of(check.id)
+        if kind == "packages":
             if family is None:
                 notes.append(f"{check.id}: {unknown}")
                 repair = ManualAction(check.id, "person", check.summary,
@@ -340,9 +345,9 @@ def plan_node(node: NodeResult) -> NodePlan | None:
                     notes.append(f"{check.id}: {exc}")
                 for name in names:
                     packages.setdefault(name, check.id)
-        elif check.id in LOADER_CAUSES:
+        elif kind == "ldcache":
             repair = _loader_steps(check)
-        elif check.id == "libcuda_unversioned_missing":
+        elif kind == "symlink":
             repair = _symlink_steps(check)
         else:
             repair = _printed(node, check)

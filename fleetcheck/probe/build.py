@@ -17,7 +17,9 @@ The parts are joined in `parts.PARTS` order into one standard-library file (docs
   compressed: transport/qemu_api.py).
 
 Imports of other kinds at a part's top level, a top-level import after other code, or a name
-that two parts define are errors (`FILE:LINE: problem`, exit 2).
+that two parts define are errors (`FILE:LINE: problem`, exit 2). So is a cause record with a
+check whose method the built Probe lacks (`check_method(id)`, `check_<id>`): the probe would
+otherwise run, and call the check by name, on a user's node.
 """
 
 from __future__ import annotations
@@ -213,7 +215,47 @@ def build(parts_dir: Path = PARTS_DIR, order: Sequence[str] = PARTS) -> str:
         gap = "\n" if index == 0 else "\n\n"  # isort's one blank line after the imports
         out.append(gap + rule + "-" * (WIDTH - len(rule)) + "\n\n"
                    + shipped(part.body))
-    return "".join(out)
+    text = "".join(out)
+    verify_checks(text, parts_dir)
+    return text
+
+
+def _record_line(catalogue: Path, cause_id: str) -> int:
+    """The line of the record `Cause("ID", ...)` in the catalogue part (1 if not found)."""
+    tree = ast.parse(catalogue.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id == "Cause" and node.args
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value == cause_id):
+            return node.lineno
+    return 1
+
+
+def verify_checks(text: str, parts_dir: Path = PARTS_DIR) -> None:
+    """Every record with a check finds its method on the built Probe (BuildError if not).
+
+    The built text is run as a module (it defines, and runs nothing at import) and asked as
+    the probe asks it: `getattr(probe, check_method(id))` for each id of CHECK_IDS.
+    """
+    namespace: dict[str, object] = {"__name__": "fleetcheck_probe_built"}
+    try:
+        exec(compile(text, str(TARGET), "exec"), namespace)  # noqa: S102 - our own build
+    except Exception as exc:  # noqa: BLE001 - any failure is the build's to report
+        raise BuildError(f"{_where(parts_dir / '__init__.py', 1)}: the built probe does not "
+                         f"import: {type(exc).__name__}: {exc}") from None
+    probe, method_of, ids = (namespace.get(name) for name in ("Probe", "check_method",
+                                                               "CHECK_IDS"))
+    if not isinstance(probe, type) or not callable(method_of) or not isinstance(ids, tuple):
+        raise BuildError(f"{_where(parts_dir / '__init__.py', 1)}: the built probe lacks its "
+                         "Probe class, check_method() or CHECK_IDS")
+    for cause_id in ids:
+        method = method_of(cause_id)
+        if not callable(getattr(probe, method, None)):
+            catalogue = parts_dir / "catalogue.py"
+            raise BuildError(f"{_where(catalogue, _record_line(catalogue, cause_id))}: the "
+                             f"record {cause_id!r} has a check, but the Probe has no "
+                             f"{method}() (a method of a checks_*.py part's class, among "
+                             "Probe's bases in assembly.py)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,36 +33,6 @@ _VERDICT_STATE = {
     "unknown": "error",
 }
 
-#: Short cell text for a check that did not pass, so a narrow column still says what is wrong.
-SHORT_LABELS = {
-    "gpu_present": "none",
-    "dev_nodes_missing": "no /dev",
-    "driver_userspace_mismatch": "mismatch",
-    "zero_active_drivers": "no driver",
-    "driver_too_old": "too old",
-    "torch_cuda": "no CUDA",
-    "torch_lacks_arch": "no arch",
-    "cc_env_invalid": "bad $CC",
-    "no_c_compiler": "missing",
-    "no_linker": "no ld",
-    "libc_headers_missing": "no libc",
-    "python_headers_missing": "no Python.h",
-    "ldconfig_binary_missing": "no ldconfig",
-    "libcuda_not_in_ldcache": "not cached",
-    "libcuda_unversioned_missing": "no .so",
-    "cache_dir_unwritable": "read-only",
-    "cache_entry_foreign_owner": "foreign",
-    "cache_entry_unreadable": "unreadable",
-    "cache_entry_corrupt": "corrupt",
-    "cache_dir_noexec": "noexec",
-    "stale_cache_masks_compiler": "stale",
-    "blackwell_no_allocator": "no alloc",
-    "fla_fallback_hidden": "cpu",
-    "gpu_memory_health": "repair",
-    "gpu_missing_for_cuda": "missing",
-    "gpu_persistence_mode": "no pm",
-    "gpu_xid_events": "xid",
-}
 #: Short cell words for a framework's outcome (verdict.FRAMEWORK_STATES has the full set).
 FRAMEWORK_SHORT = {
     "gpu": "gpu", "triton": "gpu", "cpu-only": "cpu", "cpu-fallback": "cpu",
@@ -329,7 +299,9 @@ def build_cell(node: NodeResult, column: str) -> Cell:
     elif column != "triton" and state in PROBLEM_CHECK_STATUSES:
         culprit = next((c for c, s in zip(checks, states, strict=True) if s == state), None)
         label = _STATE_WORDS[state]
-        text = SHORT_LABELS.get(culprit.id, label) if culprit is not None else label
+        info = CHECKS_BY_ID.get(culprit.id) if culprit is not None else None
+        # The record's short text, so a narrow column still says what is wrong.
+        text = info.short if info is not None and info.short else label
     if text is None:
         text = _STATE_WORDS.get(state, "—")
     return Cell(column, state, text, tuple(checks))

@@ -120,3 +120,33 @@ def test_the_shipped_probe_reaches_the_guest_agent_api_in_few_pieces() -> None:
     assert packed.argv[:2] == ["python3", "-c"]
     assert len(packed.pieces) + 1 < MAX_PIECES
     assert all(len(text) <= API_INPUT_LIMIT for text in (*packed.pieces, packed.data))
+
+
+def _with_record(source: str, record: str) -> str:
+    """catalogue.py's text with `record` added before the GPU-state records (a check there)."""
+    anchor = "    # The GPUs' state before a job"
+    assert anchor in source
+    return source.replace(anchor, record + anchor, 1)
+
+
+def test_a_record_whose_check_is_missing_fails_the_build(tmp_path: Path) -> None:
+    # Before the build checked, such a record built a probe that called check_<id> by name on
+    # every node: each one an `error` (exit 3) at the user's command.
+    catalogue = (probe_build.PARTS_DIR / "catalogue.py").read_text()
+    parts = _parts(tmp_path, catalogue=_with_record(catalogue, (
+        '    Cause("widget_broken", "a broken widget", "{pip} install widget", check=True),\n')))
+    line = next(number for number, text in enumerate(
+        (parts / "catalogue.py").read_text().splitlines(), 1) if '"widget_broken"' in text)
+    assert _error(parts) == (
+        f"{parts}/catalogue.py:{line}: the record 'widget_broken' has a check, but the Probe "
+        "has no check_widget_broken() (a method of a checks_*.py part's class, among Probe's "
+        "bases in assembly.py)")
+
+
+def test_a_check_method_removed_fails_the_build(tmp_path: Path) -> None:
+    source = (probe_build.PARTS_DIR / "checks_fla.py").read_text()
+    parts = _parts(tmp_path, checks_fla=source.replace(
+        "def check_fla_fallback_hidden(self):", "def fla_fallback_hidden(self):"))
+    assert "the record 'fla_fallback_hidden' has a check, but the Probe has no " \
+           "check_fla_fallback_hidden()" in _error(parts)
+

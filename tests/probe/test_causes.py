@@ -1,16 +1,27 @@
-"""One record per cause: every cause and every classified message has an actionable fix, and
-docs/checks.md's table of causes is the records'."""
+"""One record per cause: every cause and every classified message has an actionable fix, every
+field of a record is one its readers know, no table keyed by cause ids lives outside the
+records, and docs/checks.md's table of causes is the records'."""
 
 from __future__ import annotations
 
+import ast
+import errno
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from fleetcheck.checks import CHECKS, causes_table, node_fix_values
-from fleetcheck.probe.parts.catalogue import CAUSES, CAUSES_BY_ID, MESSAGE_RULES, fill_fix
+from fleetcheck.checks import CHECKS, COLUMNS, VERDICT_COLUMN, causes_table, node_fix_values
+from fleetcheck.gpustate import GpuPolicy
+from fleetcheck.probe.parts.catalogue import (
+    CAUSES,
+    CAUSES_BY_ID,
+    MESSAGE_RULES,
+    PLACE_RULES,
+    REPAIRS,
+    fill_fix,
+)
 from fleetcheck.probe.parts.diagnose import diagnoses
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,3 +114,58 @@ def test_docs_checks_md_holds_the_records_table() -> None:
 def test_an_unknown_value_stays_visible() -> None:
     assert fill_fix("address_space_limit", {}).count("<limit>") == 1
     assert fill_fix("no_such_cause", VALUES) == ""
+
+
+def test_every_check_record_says_how_the_host_shows_it() -> None:
+    # The host would fall back on the label and the verdict's column; the records say better.
+    columns = {key for key, _ in COLUMNS} | {VERDICT_COLUMN}
+    for cause in CAUSES:
+        if cause.check:
+            assert cause.title and cause.column in columns, cause.id
+        else:  # how a check is shown, judged or graded means nothing for a cause without one
+            assert (cause.title, cause.amd_title, cause.column, cause.short, cause.stack,
+                    cause.maskable, cause.scope, cause.graded_by) == (
+                None, None, None, None, False, False, "triton", None), cause.id
+
+
+def test_every_field_is_of_its_readers_vocabulary() -> None:
+    playbook_keys = {"max_gpu_memory_used", "foreign_processes", "memory_health"}
+    assert len(playbook_keys) == len(GpuPolicy.__dataclass_fields__)
+    errnos = set(errno.errorcode.values()) | {"noexec"}
+    for cause in CAUSES:
+        assert cause.repair in REPAIRS, cause.id
+        assert cause.vendor in (None, "nvidia", "amd"), cause.id
+        assert cause.scope in ("triton", "framework", "gpu_state"), cause.id
+        assert cause.graded_by in playbook_keys | {None}, cause.id
+        assert (cause.graded_by is None) or cause.scope == "gpu_state", cause.id
+        assert set(cause.errnos) <= errnos, cause.id
+        for place, names in (cause.places or {}).items():
+            assert place in ("cache", "tmp") and set(names) <= errnos, cause.id
+    # An errno in a workload dir names one cause: a second record would silently replace it.
+    claimed = [(place, name) for cause in CAUSES for place, names in (
+        cause.places or {}).items() for name in names]
+    assert len(claimed) == len(set(claimed)) == sum(len(rules) for rules in PLACE_RULES.values())
+
+
+def _cause_id_tables(path: Path) -> list[int]:
+    """The lines of literal tables in `path` that hold two cause ids or more as their
+    elements or keys (a set, tuple, list, or a dict's keys)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        items = node.keys if isinstance(node, ast.Dict) else (
+            node.elts if isinstance(node, ast.Set | ast.Tuple | ast.List) else [])
+        ids = [item for item in items
+               if isinstance(item, ast.Constant) and item.value in CAUSES_BY_ID]
+        if len(ids) >= 2:
+            found.append(node.lineno)
+    return found
+
+
+def test_no_table_keyed_by_cause_ids_lives_outside_the_records() -> None:
+    # A table of ids typed beside the records is a cause half-added: derive it from a field.
+    catalogue = ROOT / "fleetcheck" / "probe" / "parts" / "catalogue.py"
+    built = ROOT / "fleetcheck" / "probe" / "probe.py"
+    found = {str(path.relative_to(ROOT)): lines for path in sorted(
+        (ROOT / "fleetcheck").rglob("*.py")) if path not in (catalogue, built)
+        for lines in [_cause_id_tables(path)] if lines}
+    assert found == {}

@@ -16,13 +16,6 @@ import re
 from fleetcheck.probe.parts.classify import message_causes
 from fleetcheck.probe.parts.objects import explain, parse_oserror
 
-#: A diagnosis that names a toolchain cause a warm cache hides (see evaluate.MASKABLE).
-TOOLCHAIN_CAUSES = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker",
-                              "libc_headers_missing", "python_headers_missing",
-                              "libcuda_unversioned_missing", "include_dir_unreadable",
-                              "cc_rejects_flags", "compiler_killed", "compiler_incomplete",
-                              "libc_crt_missing"})
-
 
 def inside(path, top):
     """Whether `path` is `top` or below it (both as given and resolved)."""

@@ -6,13 +6,18 @@ from fleetcheck.probe.parts.base import Part, bounded, clip, clip_head, error_te
 from fleetcheck.probe.parts.catalogue import (
     CHECK_IDS,
     CUDA_ONLY,
-    GPU_STATE_IDS,
     HIP_ONLY,
+    MASKABLE,
+    NODE_ONLY,
+    STACK_DEPENDENT,
+    TOOLCHAIN_CAUSES,
+    TRITON_DEPENDENT,
     cause_label,
+    check_method,
     fill_fix,
 )
 from fleetcheck.probe.parts.classify import message_causes
-from fleetcheck.probe.parts.diagnose import TOOLCHAIN_CAUSES, diagnoses
+from fleetcheck.probe.parts.diagnose import diagnoses
 from fleetcheck.probe.parts.facts_toolchain import install_hint
 from fleetcheck.probe.parts.objects import (
     LIMIT_CAUSES,
@@ -25,30 +30,6 @@ from fleetcheck.probe.parts.objects import (
     read_limits,
 )
 from fleetcheck.probe.parts.spawn import LIMIT_ERRNOS, oom_kills
-
-#: Checks that need the workload's Python stack to have answered at all.
-STACK_DEPENDENT = frozenset({
-    "torch_install_broken", "triton_install_broken",
-    "torch_cuda", "torch_lacks_arch", "triton_installed", "triton_2x", "triton_backends",
-    "libcuda_unversioned_missing", "ptxas_missing", "ptxas_override_unparsed",
-    "triton_too_old_for_gpu", "triton_target", "stale_cache_masks_compiler",
-    "blackwell_no_allocator", "fla_fallback_hidden", "driver_too_old",
-    "driver_too_old_for_bundled_ptxas", "libamdhip64_other_rocm", "cache_dir_full",
-    "tmp_dir_unusable", "triton_own_path", "workload_env", "inductor_ready",
-})
-
-#: Checks that only matter when Triton is installed.
-TRITON_DEPENDENT = frozenset(CHECK_IDS[CHECK_IDS.index("triton_2x"):CHECK_IDS.index(
-    "blackwell_no_allocator")])
-
-
-#: Checks of one framework's own way (torch.compile): a failure fails the node, not Triton's
-#: verdict (Triton itself runs on the GPU).
-FRAMEWORK_ONLY = frozenset({"inductor_ready"}) | GPU_STATE_IDS
-
-#: Toolchain failures a warm cache hides (a cached stub skips cc, headers and the link).
-MASKABLE = frozenset({"cc_env_invalid", "no_c_compiler", "no_linker", "libc_headers_missing",
-                      "python_headers_missing", "libcuda_unversioned_missing", "triton_target"})
 
 
 class Evaluation(Part):
@@ -68,7 +49,7 @@ class Evaluation(Part):
         for check_id in CHECK_IDS:
             if check_id in left_out:
                 continue
-            method = "check_" + check_id
+            method = check_method(check_id)
             if self.vendor == "amd" and hasattr(self, method + "_hip"):
                 method += "_hip"
             try:
@@ -354,8 +335,8 @@ class Evaluation(Part):
             check = by_id["triton_installed"]
             triton = {"verdict": "not-installed", "backend": None, "cause": "triton_installed",
                       "fix": check["fix"] or self.cause_fix("triton_installed")}
-        elif any(c["id"] not in FRAMEWORK_ONLY for c in fails):
-            first = next(c for c in fails if c["id"] not in FRAMEWORK_ONLY)
+        elif any(c["id"] not in NODE_ONLY for c in fails):
+            first = next(c for c in fails if c["id"] not in NODE_ONLY)
             cause = first["id"]
             named = (first["evidence"] or {}).get("matches")
             # The cause the failing step's message names; never one whose own check passed
@@ -386,7 +367,7 @@ class Evaluation(Part):
             status = "fail"
             if triton["verdict"] == "cpu-fallback":
                 reason = "Triton cpu-fallback: " + next(
-                    c for c in fails if c["id"] not in FRAMEWORK_ONLY)["summary"]
+                    c for c in fails if c["id"] not in NODE_ONLY)["summary"]
             else:
                 reason = fails[0]["summary"]
         elif errors or triton["verdict"] == "unknown":

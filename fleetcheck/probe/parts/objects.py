@@ -18,7 +18,7 @@ import resource
 import stat
 
 from fleetcheck.probe.parts.base import host_path, read_text
-from fleetcheck.probe.parts.catalogue import ERRNO_RULES
+from fleetcheck.probe.parts.catalogue import ERRNO_RULES, PLACE_RULES
 from fleetcheck.probe.parts.facts_cache import mount_of
 from fleetcheck.probe.parts.facts_where import where_it_runs
 from fleetcheck.probe.parts.spawn import cgroup_file, own_cgroup
@@ -36,10 +36,6 @@ RLIMIT_ITEMS = {"AS": ("as", "unlimited"), "DATA": ("data", "unlimited"),
                 "NOFILE": ("nofile", "65536"), "NPROC": ("nproc", "unlimited"),
                 "FSIZE": ("fsize", "unlimited"), "MEMLOCK": ("memlock", "unlimited"),
                 "STACK": ("stack", "unlimited")}
-
-#: The causes that name a limit of the job's (or the node's file table).
-LIMIT_CAUSES = frozenset({"address_space_limit", "memory_cgroup_limit", "open_files_limit",
-                          "process_limit", "file_size_limit", "file_table_limit"})
 
 #: Texts of a limit that carry no errno's strerror: the signal of a file-size limit, Python's
 #: and glibc's thread-creation failures, compilers' allocation failures.
@@ -61,6 +57,9 @@ ERRNO_LIMITS = {
     # program cc1"), named from the cgroup's limit.
     "SIGKILL": (("memory.max", "memory_cgroup_limit"),),
 }
+
+#: The causes that name a limit of the job's (or the node's file table).
+LIMIT_CAUSES = frozenset(cause for limits in ERRNO_LIMITS.values() for _, cause in limits)
 
 #: Paths whose absence is a catalogue cause of its own.
 KNOWN_PATHS = {"/sbin/ldconfig": "ldconfig_binary_missing"}
@@ -493,17 +492,6 @@ def denied(path, seen):
     return None
 
 
-def place_causes(place):
-    """errno name -> the cause of a workload dir (the cache's, the temp dir's)."""
-    return {"cache": {"ENOSPC": "cache_dir_full", "EDQUOT": "cache_dir_full",
-                     "EACCES": "cache_dir_unwritable", "EPERM": "cache_dir_unwritable",
-                     "EROFS": "cache_dir_unwritable", "noexec": "cache_dir_noexec"},
-           "tmp": {"ENOSPC": "tmp_dir_unusable", "EDQUOT": "tmp_dir_unusable",
-                   "EACCES": "tmp_dir_unusable", "EPERM": "tmp_dir_unusable",
-                   "EROFS": "tmp_dir_unusable", "ENOTDIR": "tmp_dir_unusable",
-                   "noexec": "tmp_dir_unusable"}}.get(place) or {}
-
-
 def explain(errno_name, path, text, mountinfo, limits, place=None, top=None):
     """[(cause, values)], most precise first, for an errno (or a loader's text) on `path`.
 
@@ -519,7 +507,7 @@ def explain(errno_name, path, text, mountinfo, limits, place=None, top=None):
         state = fs_state(loader[1], mountinfo) if loader[1] else {}
         values["mount"] = where_mounted(state)
         if state.get("noexec"):
-            found += [(c, values) for c in (place_causes(place).get("noexec"), "path_noexec")
+            found += [(c, values) for c in (PLACE_RULES.get(place, {}).get("noexec"), "path_noexec")
                       if c]
         found += [(cause, dict(values, **named)) for cause, named in limit_causes(
             "ENOMEM", limits)]
@@ -531,7 +519,7 @@ def explain(errno_name, path, text, mountinfo, limits, place=None, top=None):
             errno_name, limits)]
         # A kill with no cgroup limit is the node's OOM killer's: the tool's text names it.
         return found if errno_name == "SIGKILL" else [*found, ("process_limits", values)]
-    own, generic = place_causes(place), None
+    own, generic = PLACE_RULES.get(place, {}), None
     if not path:
         # A bare errno (`[Errno 28] No space left on device`): the dir it was reproduced in.
         rule = ERRNO_RULES.get(errno_name or "")
