@@ -619,6 +619,8 @@ class Deadline:
         return time.monotonic() - self.start
 
 
+STARTED: list = []
+
 LIVE: "set[Spawned]" = set()
 
 
@@ -704,8 +706,9 @@ READER = Reader()
 
 class Spawned:
 
-    def __init__(self, argv, timeout, env=None, cwd=None, max_out=1 << 20):
+    def __init__(self, argv, timeout, env=None, cwd=None, max_out=1 << 20, label=None):
         self.argv = list(argv)
+        self.label = label or os.path.basename(str(argv[0]))
         self.timeout = timeout
         self.started = time.monotonic()
         self.out: list = []
@@ -758,6 +761,7 @@ class Spawned:
             except OSError as exc:
                 return exc
             LIVE.add(self)
+            STARTED.append(self.label)
             self.error = self.errno = self.alone = None
             return None
         finally:
@@ -943,12 +947,15 @@ def died(result):
 # --- stages ---------------------------------------------------------------------------------------
 
 HELPER_PRELUDE = r'''
-import json, sys
+import json, sys, threading
 MARK = "@@fleetcheck@@ "
+EMITTING = threading.Lock()  # a stage line is whole, whichever thread emits it
 def emit(stage, data):
     data["stage"] = stage
-    sys.stdout.write(MARK + json.dumps(data, default=str) + "\n")
-    sys.stdout.flush()
+    line = MARK + json.dumps(data, default=str) + "\n"
+    with EMITTING:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 def err(e):
     return (type(e).__name__ + ": " + str(e))[-4000:]
 '''
@@ -969,8 +976,235 @@ FLA_LAYOUTS = (("utils/hardware.py", "fla.utils.hardware"),  # 0.6
                ("utils/_device.py", "fla.utils._device"),    # 0.5.1 - 0.5.x
                ("utils.py", "fla.utils"))                    # 0.1 - 0.5.0
 
+GPU_STATE = r'''
+import ctypes
+def gpu_state():
+    out = {"source": "nvml"}
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError as e:
+        out["error"] = "libnvidia-ml.so.1: " + str(e)[:500]
+        return out
+    NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFF
+    class Memory(ctypes.Structure):
+        _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
+                    ("used", ctypes.c_ulonglong)]
+    class MemoryV2(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint), ("total", ctypes.c_ulonglong),
+                    ("reserved", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
+                    ("used", ctypes.c_ulonglong)]
+    class ProcessV2(ctypes.Structure):
+        _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong),
+                    ("gpuInstanceId", ctypes.c_uint), ("computeInstanceId", ctypes.c_uint)]
+    class ProcessV1(ctypes.Structure):
+        _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong)]
+    def call(name, *args):
+        fn = getattr(nvml, name, None)
+        return None if fn is None else fn(*args)
+    def processes(handle):
+        for name, kind in (("nvmlDeviceGetComputeRunningProcesses_v3", ProcessV2),
+                           ("nvmlDeviceGetComputeRunningProcesses_v2", ProcessV2),
+                           ("nvmlDeviceGetComputeRunningProcesses", ProcessV1)):
+            if getattr(nvml, name, None) is None:
+                continue
+            size = 64
+            for _ in range(3):
+                count = ctypes.c_uint(size)
+                buf = (kind * size)()
+                rc = call(name, handle, ctypes.byref(count), buf)
+                if rc == 7:  # NVML_ERROR_INSUFFICIENT_SIZE: count says how many there are
+                    size = count.value + 16
+                    continue
+                if rc != 0:
+                    return "%s: %s" % (name, text(rc))
+                return [(buf[i].pid, None if buf[i].usedGpuMemory == NOT_AVAILABLE
+                         else buf[i].usedGpuMemory) for i in range(count.value)]
+            return "%s: the list kept growing" % name
+        return "no nvmlDeviceGetComputeRunningProcesses"
+    def text(rc):
+        try:
+            return (nvml.nvmlErrorString(rc) or b"").decode("utf-8", "replace") or "rc %d" % rc
+        except Exception:
+            return "rc %d" % rc
+    def uint(name, handle):
+        value = ctypes.c_uint(0)
+        rc = call(name, handle, ctypes.byref(value))
+        return value.value if rc == 0 else None
+    try:
+        nvml.nvmlErrorString.restype = ctypes.c_char_p
+        rc = nvml.nvmlInit_v2()
+        if rc != 0:
+            out["error"] = "nvmlInit_v2: " + text(rc)
+            out["init"] = rc
+            return out
+        count = ctypes.c_uint(0)
+        rc = nvml.nvmlDeviceGetCount_v2(ctypes.byref(count))
+        if rc != 0:
+            out["error"] = "nvmlDeviceGetCount_v2: " + text(rc)
+        gpus = []
+        for i in range(count.value if rc == 0 else 0):
+            gpu = {"index": i}
+            gpus.append(gpu)
+            handle = ctypes.c_void_p()
+            hrc = nvml.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(handle))
+            if hrc != 0:
+                gpu["error"] = "nvmlDeviceGetHandleByIndex_v2: " + text(hrc)
+                continue
+            buf = ctypes.create_string_buffer(96)
+            if call("nvmlDeviceGetUUID", handle, buf, 96) == 0:
+                gpu["uuid"] = buf.value.decode("utf-8", "replace")
+            memory = MemoryV2(version=ctypes.sizeof(MemoryV2) | (2 << 24))
+            if call("nvmlDeviceGetMemoryInfo_v2", handle, ctypes.byref(memory)) == 0:
+                gpu["memory"] = {"total": memory.total, "used": memory.used, "free": memory.free,
+                                 "reserved": memory.reserved}
+            else:
+                memory1 = Memory()
+                mrc = call("nvmlDeviceGetMemoryInfo", handle, ctypes.byref(memory1))
+                if mrc == 0:
+                    gpu["memory"] = {"total": memory1.total, "used": memory1.used,
+                                     "free": memory1.free}
+                else:
+                    gpu["memory_error"] = "nvmlDeviceGetMemoryInfo: " + (
+                        text(mrc) if mrc is not None else "missing")
+            procs = processes(handle)
+            if isinstance(procs, str):
+                gpu["processes_error"] = procs
+            else:
+                gpu["processes"] = [{"pid": pid, "used": used} for pid, used in procs]
+            gpu["persistence_mode"] = uint("nvmlDeviceGetPersistenceMode", handle)
+            gpu["compute_mode"] = uint("nvmlDeviceGetComputeMode", handle)
+            health = {}
+            corr, unc, pending, failed = (ctypes.c_uint(0) for _ in range(4))
+            if call("nvmlDeviceGetRemappedRows", handle, ctypes.byref(corr), ctypes.byref(unc),
+                    ctypes.byref(pending), ctypes.byref(failed)) == 0:
+                health["remapped_rows"] = {"correctable": corr.value, "uncorrectable": unc.value,
+                                           "pending": bool(pending.value),
+                                           "failure": bool(failed.value)}
+            retired = {}
+            for cause, key in ((0, "single_bit"), (1, "double_bit")):
+                pages = ctypes.c_uint(0)
+                prc = call("nvmlDeviceGetRetiredPages_v2", handle, cause, ctypes.byref(pages), None,
+                           None)
+                if prc is None:
+                    prc = call("nvmlDeviceGetRetiredPages", handle, cause, ctypes.byref(pages),
+                               None)
+                if prc in (0, 7):  # 7: INSUFFICIENT_SIZE with a NULL buffer, pages has the count
+                    retired[key] = pages.value
+            if retired:
+                health["retired_pages"] = retired
+            pend = uint("nvmlDeviceGetRetiredPagesPendingStatus", handle)
+            if pend is not None:
+                health["retired_pages_pending"] = bool(pend)
+            ecc = ctypes.c_ulonglong(0)
+            if call("nvmlDeviceGetTotalEccErrors", handle, 1, 0, ctypes.byref(ecc)) == 0:
+                health["ecc_uncorrected_volatile"] = ecc.value
+            gpu["health"] = health
+        out["gpus"] = gpus
+        nvml.nvmlShutdown()
+    except Exception as e:
+        out["error"] = (type(e).__name__ + ": " + str(e))[:500]
+    return out
+'''
+LIBCUDA = r'''
+import ctypes
+def libcuda_facts():
+    out = {"loaded": None}
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError as e:
+        out["load_error"] = str(e)[:1000]
+        return out
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                if "libcuda.so" in line:
+                    out["loaded"] = line.split()[-1]
+                    break
+    except OSError:
+        pass
+    out["loaded"] = out["loaded"] or "libcuda.so.1"
+    def name(rc):
+        p = ctypes.c_char_p()
+        try:
+            if lib.cuGetErrorName(rc, ctypes.byref(p)) == 0 and p.value:
+                return p.value.decode()
+        except Exception:
+            pass
+        return None
+    v = ctypes.c_int(0)
+    try:
+        out["version_rc"] = lib.cuDriverGetVersion(ctypes.byref(v))
+        out["version"] = v.value
+    except Exception as e:
+        out["version_error"] = str(e)
+    rc = lib.cuInit(0)
+    out["init"] = rc
+    out["init_name"] = name(rc)
+    if rc == 0:
+        n = ctypes.c_int(0)
+        rc = lib.cuDeviceGetCount(ctypes.byref(n))
+        out["count_rc"] = rc
+        out["count"] = n.value
+        devices = []
+        for i in range(n.value if rc == 0 else 0):
+            d = ctypes.c_int(0)
+            info = {"index": i}
+            if lib.cuDeviceGet(ctypes.byref(d), i) == 0:
+                buf = ctypes.create_string_buffer(256)
+                if lib.cuDeviceGetName(buf, 256, d) == 0:
+                    info["name"] = buf.value.decode("utf-8", "replace")
+                major, minor = ctypes.c_int(0), ctypes.c_int(0)
+                if (lib.cuDeviceGetAttribute(ctypes.byref(major), 75, d) == 0
+                        and lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, d) == 0):
+                    info["compute_capability"] = "%d.%d" % (major.value, minor.value)
+                mem = ctypes.c_size_t(0)
+                try:
+                    if lib.cuDeviceTotalMem_v2(ctypes.byref(mem), d) == 0:
+                        info["memory_mib"] = mem.value // (1 << 20)
+                except AttributeError:
+                    pass
+            devices.append(info)
+        out["devices"] = devices
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError as e:
+        nvml = None
+        out["nvml_error"] = str(e)[:500]
+    modes = {}
+    if nvml is not None:
+        try:
+            nvml.nvmlErrorString.restype = ctypes.c_char_p
+            nrc = nvml.nvmlInit_v2()
+            out["nvml_init"] = nrc
+            if nrc != 0:
+                out["nvml_init_text"] = (nvml.nvmlErrorString(nrc) or b"").decode(
+                    "utf-8", "replace")
+            else:
+                for i in range(out.get("count") or 0):
+                    handle, mode = ctypes.c_void_p(), ctypes.c_int(-1)
+                    if (nvml.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(handle)) == 0
+                            and nvml.nvmlDeviceGetComputeMode(handle, ctypes.byref(mode)) == 0):
+                        modes[i] = mode.value
+                nvml.nvmlShutdown()
+        except Exception as e:
+            out["nvml_error"] = str(e)[:500]
+    out["compute_modes"] = {str(k): v for k, v in modes.items()}
+    contexts = {}
+    for i, mode in modes.items():
+        if mode not in (2, 3):
+            continue
+        d, ctx = ctypes.c_int(0), ctypes.c_void_p()
+        if lib.cuDeviceGet(ctypes.byref(d), i) == 0:
+            crc = lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), d)
+            contexts[str(i)] = {"rc": crc, "name": name(crc)}
+            if crc == 0:
+                lib.cuDevicePrimaryCtxRelease(d)
+    out["contexts"] = contexts
+    return out
+'''
+
 STACK_SCRIPT = (HELPER_PRELUDE + PY_INCLUDE + "FLA_LAYOUTS = %r\n" % (FLA_LAYOUTS,)
-                + r'''
+                + GPU_STATE + LIBCUDA + r'''
 import errno as _errno, os as _os, shutil as _shutil, stat as _stat, subprocess as _subprocess
 import tempfile as _tempfile
 
@@ -994,6 +1228,22 @@ def guarded(step, *args):
         failure = failure_of(e)
         return {"probe_error": failure.get("error"),
                 "probe_step": failure.get("probe_step") or step.__name__}
+
+
+STARTED = []
+
+
+def count_processes():
+    popen = _subprocess.Popen
+    execute = getattr(popen, "_execute_child", None)
+    if execute is None:
+        return
+
+    def _execute_child(self, args, *rest, **kwargs):
+        STARTED.append(_os.path.basename(str(args[0] if isinstance(args, (list, tuple)) and args
+                                             else args)))
+        return execute(self, args, *rest, **kwargs)
+    popen._execute_child = _execute_child
 
 
 def trace_compiler():
@@ -1219,6 +1469,82 @@ def current_target(triton):
     import torch
     major, minor = torch.cuda.get_device_capability()
     return ("hip" if "hip" in type(real).__name__.lower() else "cuda", major * 10 + minor)
+
+
+class SkeletonBuilt(Exception):
+    """Raised once the release's own build compiled, linked and loaded the skeleton of its
+    driver module (`skeleton_proof`): nothing more of the driver is needed."""
+
+
+def skeleton_source(source, name):
+    kept, going_on = [], False
+    for line in source.splitlines():
+        if going_on or line.lstrip().startswith("#"):
+            kept.append(line)
+            going_on = line.rstrip().endswith("\\")
+    if "Python.h" not in source:
+        kept.append("#include <Python.h>")
+    kept.append("static struct PyModuleDef fleetcheck_skeleton = "
+                "{PyModuleDef_HEAD_INIT, \"%s\", NULL, -1, NULL};" % name)
+    kept.append("PyMODINIT_FUNC PyInit_%s(void) { return PyModule_Create(&fleetcheck_skeleton); }"
+                % name)
+    return "\n".join(kept) + "\n"
+
+
+def release_builds(triton):
+    spaces = [getattr(module, "__dict__", {}) for name, module in list(sys.modules.items())
+              if module is not None and (name == "triton" or name.startswith("triton."))]
+    backends = getattr(getattr(triton, "backends", None), "backends", None)
+    for backend in (backends.values() if isinstance(backends, dict) else ()):
+        for value in vars(getattr(backend, "driver", None) or object).values():
+            space = getattr(value, "__globals__", None)
+            if isinstance(space, dict):
+                spaces.append(space)
+    found, seen = [], set()
+    for space in spaces:
+        build = space.get("_build")
+        if id(space) not in seen and callable(build) and getattr(
+                build, "__name__", "") == "_build":
+            seen.add(id(space))
+            found.append((space, build))
+    return found
+
+
+def skeleton_proof(triton, where):
+    patched = release_builds(triton)
+    if not patched:
+        return False
+
+    def skeleton_of(original):
+        def _build(name, src, srcdir, *args, **kwargs):
+            with open(src, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+            with open(src, "w", encoding="utf-8") as handle:
+                handle.write(skeleton_source(text, name))
+            made = original(name, src, srcdir, *args, **kwargs)
+            placed = _os.path.join(where, _os.path.basename(made))
+            _shutil.copyfile(made, placed)
+            import importlib.util
+            spec = importlib.util.spec_from_file_location(name, placed)
+            spec.loader.exec_module(  # type: ignore[union-attr]
+                importlib.util.module_from_spec(spec))
+            raise SkeletonBuilt(placed)
+        return _build
+    saved = _os.environ.get("TRITON_CACHE_DIR")
+    _os.environ["TRITON_CACHE_DIR"] = where
+    for space, original in patched:
+        space["_build"] = skeleton_of(original)
+    try:
+        reset_driver(triton)
+        current_target(triton)
+        return False
+    except SkeletonBuilt:
+        return True
+    finally:
+        for space, original in patched:
+            space["_build"] = original
+        put_env({"TRITON_CACHE_DIR": saved})
+        reset_driver(triton)
 
 
 def owner_name(uid):
@@ -1754,14 +2080,106 @@ def inductor_report(torch_dir, env, py_tmp, name, deep=False):
             out["has_triton"] = found if isinstance(found, bool) else None
         except BaseException as e:
             out["has_triton_error"] = err(e)
+    config = _os.path.join(torch_dir, "_inductor", "config.py")
     try:
-        from torch._inductor import config as inductor_config
-        out["disable_device_detection"] = getattr(
-            inductor_config, "triton_disable_device_detection", False) is True
-        out["cxx"] = repr(getattr(getattr(inductor_config, "cpp", None), "cxx", None))
-    except BaseException as e:
-        out["config_error"] = err(e)
+        found = source_settings(config, (("triton_disable_device_detection", None),
+                                         ("cxx", "cpp")))
+        out["disable_device_detection"] = found.get("triton_disable_device_detection") is True
+        out["cxx"] = repr(found.get("cxx"))
+        out["config_read"] = "source"
+    except Exception:
+        try:
+            from torch._inductor import config as inductor_config
+            out["disable_device_detection"] = getattr(
+                inductor_config, "triton_disable_device_detection", False) is True
+            out["cxx"] = repr(getattr(getattr(inductor_config, "cpp", None), "cxx", None))
+            out["config_read"] = "import"
+        except BaseException as e:
+            out["config_error"] = err(e)
     return out
+
+
+class NotPlain(ValueError):
+    """A setting whose value is more than the environment, constants and sys.platform."""
+
+
+def plain_value(node):
+    import ast
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Tuple):
+        return tuple(plain_value(item) for item in node.elts)
+    if isinstance(node, ast.Attribute) and _dotted(node) == "sys.platform":
+        return sys.platform
+    if isinstance(node, ast.Subscript) and _dotted(node.value) == "os.environ":
+        index = node.slice
+        if type(index).__name__ == "Index":  # Python 3.8's wrapper of the subscript
+            index = index.value
+        key = plain_value(index)
+        if key not in _os.environ:
+            raise NotPlain("os.environ[%r] would raise" % (key,))
+        return _os.environ[key]
+    if isinstance(node, ast.Call) and _dotted(node.func) in ("os.environ.get", "os.getenv") \
+            and not node.keywords and 1 <= len(node.args) <= 2:
+        args = [plain_value(arg) for arg in node.args]
+        return _os.environ.get(args[0], args[1] if len(args) > 1 else None)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return not plain_value(node.operand)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = plain_value(node.operand)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BoolOp):
+        value = None
+        for item in node.values:
+            value = plain_value(item)
+            if bool(value) is isinstance(node.op, ast.Or):
+                return value
+        return value
+    if isinstance(node, ast.IfExp):
+        return plain_value(node.body if plain_value(node.test) else node.orelse)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, right = plain_value(node.left), plain_value(node.comparators[0])
+        compare = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+                   ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+                   ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b}
+        for kind, function in compare.items():
+            if isinstance(node.ops[0], kind):
+                return function(left, right)
+    raise NotPlain(type(node).__name__)
+
+
+def _dotted(node):
+    import ast
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def source_settings(path, wanted):
+    import ast
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), path)
+    scopes: dict = {None: tree.body}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            scopes[node.name] = node.body
+    found = {}
+    for name, scope in wanted:
+        values = [node.value for node in scopes.get(scope, ())
+                  if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
+                  and name in [t.id for t in (node.targets if isinstance(node, ast.Assign)
+                                              else [node.target]) if isinstance(t, ast.Name)]]
+        if len(values) > 1:
+            raise NotPlain("%s is set %d times" % (name, len(values)))
+        if values:
+            found[name] = plain_value(values[0])
+    return found
 
 
 VENDORED_FLA = (
@@ -2031,13 +2449,26 @@ def framework_imports(meta):
         item["log"] = records[-5:]
         item["warnings"] = [str(w.message)[:300] for w in caught][:5]
     return out
-''' + r'''
+'''
+                + r'''
 import os, re, subprocess, time, warnings
+count_processes()
 fresh = sys.argv[1]
 user_cache = json.loads(sys.argv[2])
 own_opts = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
 own_env = own_opts.get("env") or {}
 own_name = own_opts.get("name") or ".fleetcheck-probe"
+def read_driver():
+    emit("gpustate", guarded(gpu_state))
+    emit("libcuda", guarded(libcuda_facts))
+driver_reader = None
+if own_opts.get("driver"):
+    driver_reader = threading.Thread(target=read_driver, daemon=True)
+    try:
+        driver_reader.start()
+    except RuntimeError:  # can't start new thread: the job's process limit counts threads
+        driver_reader = None
+        read_driver()
 import importlib.util, sysconfig
 def spec_dir(name):
     try:
@@ -2111,13 +2542,22 @@ def ptxas(path):
     info = {"path": path, "exists": os.path.exists(path), "executable": os.access(path, os.X_OK)}
     if info["executable"]:
         try:
-            out = subprocess.run([path, "--version"], stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, timeout=10).stdout
-            out = out.decode("utf-8", "replace")
+            info["run"] = subprocess.Popen([path, "--version"], stdout=subprocess.PIPE,
+                                           stderr=subprocess.STDOUT)
+        except Exception as e:
+            info["error"] = err(e)
+    return info
+def ptxas_done(info):
+    run = info.pop("run", None)
+    if run is not None:
+        try:
+            out = run.communicate(timeout=10)[0].decode("utf-8", "replace")
             m = re.search(r"release (\d+)\.(\d+)", out)
             info["version"] = m.group(1) + "." + m.group(2) if m else None
             info["output"] = out[-400:]
         except Exception as e:
+            run.kill()
+            run.wait()
             info["error"] = err(e)
     return info
 meta = {"python": {"executable": sys.executable, "include": None,
@@ -2177,10 +2617,10 @@ if meta["triton_dir"]:
     for var in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
         if os.environ.get(var):
             tools[var] = ptxas(os.environ[var])
-    meta["ptxas"] = tools
+    meta["ptxas"] = {name: ptxas_done(info) for name, info in tools.items()}
 emit("meta", meta)
 if len(sys.argv) > 3 and sys.argv[3] == "meta":
-    emit("done", {})
+    emit("done", {"processes": STARTED, "compiler_runs": 0})
     sys.exit(0)
 trace_compiler()
 
@@ -2289,6 +2729,20 @@ def fresh_attempt(data):
             warm["ok"] = None
         emit("warm", warm)
     os.environ["TRITON_CACHE_DIR"] = fresh
+def skeleton_attempt(data):
+    where = os.path.join(fresh, "skeleton")
+    first = len(COMPILER_RUNS)
+    t0 = time.time()
+    try:
+        os.mkdir(where)
+        built = skeleton_proof(triton, where)
+    except BaseException:
+        built = False
+    if built:
+        data.update(ok=True, target=own.report.get("target"), compiler=COMPILER_RUNS[first:],
+                    cache="skeleton", fresh_dir=where, seconds=round(time.time() - t0, 3))
+        emit("target", data)
+    return built
 triton = None
 own = None
 if meta["triton_dir"]:
@@ -2327,10 +2781,11 @@ if triton is not None:
         own.suspend()
         fresh = own.fresh_dir(fresh)
         try:
-            fresh_attempt(data)
+            if not (report.get("ok") and skeleton_attempt(data)):
+                fresh_attempt(data)
             built = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(fresh)
                      for f in names if f.endswith(".so")]
-            if built and data.get("ok"):
+            if built and data.get("ok") and data.get("cache") == "fresh":
                 own.size = max(built)  # a module Triton built, not one a full disk cut short
         finally:
             own.resume()
@@ -2417,104 +2872,12 @@ if any(meta.get(n + "_dir") for n in ("xformers", "liger_kernel", "mamba_ssm", "
         data = {"error": failure_of(e)}
     data["seconds"] = round(time.time() - t0, 3)
     emit("imports", data)
-emit("done", {})
+if driver_reader is not None:
+    driver_reader.join(30)  # the driver layer's own cap as a helper of its own
+emit("done", {"processes": STARTED, "compiler_runs": len(COMPILER_RUNS)})
 ''')
 
-CUDA_SCRIPT = r'''
-import ctypes, json, sys
-out = {"loaded": None}
-try:
-    lib = ctypes.CDLL("libcuda.so.1")
-except OSError as e:
-    out["load_error"] = str(e)[:1000]
-    print(json.dumps(out)); sys.exit(0)
-try:
-    with open("/proc/self/maps") as f:
-        for line in f:
-            if "libcuda.so" in line:
-                out["loaded"] = line.split()[-1]
-                break
-except OSError:
-    pass
-out["loaded"] = out["loaded"] or "libcuda.so.1"
-def name(rc):
-    p = ctypes.c_char_p()
-    try:
-        if lib.cuGetErrorName(rc, ctypes.byref(p)) == 0 and p.value:
-            return p.value.decode()
-    except Exception:
-        pass
-    return None
-v = ctypes.c_int(0)
-try:
-    out["version_rc"] = lib.cuDriverGetVersion(ctypes.byref(v))
-    out["version"] = v.value
-except Exception as e:
-    out["version_error"] = str(e)
-rc = lib.cuInit(0)
-out["init"] = rc
-out["init_name"] = name(rc)
-if rc == 0:
-    n = ctypes.c_int(0)
-    rc = lib.cuDeviceGetCount(ctypes.byref(n))
-    out["count_rc"] = rc
-    out["count"] = n.value
-    devices = []
-    for i in range(n.value if rc == 0 else 0):
-        d = ctypes.c_int(0)
-        info = {"index": i}
-        if lib.cuDeviceGet(ctypes.byref(d), i) == 0:
-            buf = ctypes.create_string_buffer(256)
-            if lib.cuDeviceGetName(buf, 256, d) == 0:
-                info["name"] = buf.value.decode("utf-8", "replace")
-            major, minor = ctypes.c_int(0), ctypes.c_int(0)
-            if (lib.cuDeviceGetAttribute(ctypes.byref(major), 75, d) == 0
-                    and lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, d) == 0):
-                info["compute_capability"] = "%d.%d" % (major.value, minor.value)
-            mem = ctypes.c_size_t(0)
-            try:
-                if lib.cuDeviceTotalMem_v2(ctypes.byref(mem), d) == 0:
-                    info["memory_mib"] = mem.value // (1 << 20)
-            except AttributeError:
-                pass
-        devices.append(info)
-    out["devices"] = devices
-try:
-    nvml = ctypes.CDLL("libnvidia-ml.so.1")
-except OSError as e:
-    nvml = None
-    out["nvml_error"] = str(e)[:500]
-modes = {}
-if nvml is not None:
-    try:
-        nvml.nvmlErrorString.restype = ctypes.c_char_p
-        nrc = nvml.nvmlInit_v2()
-        out["nvml_init"] = nrc
-        if nrc != 0:
-            out["nvml_init_text"] = (nvml.nvmlErrorString(nrc) or b"").decode("utf-8", "replace")
-        else:
-            for i in range(out.get("count") or 0):
-                handle, mode = ctypes.c_void_p(), ctypes.c_int(-1)
-                if (nvml.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(handle)) == 0
-                        and nvml.nvmlDeviceGetComputeMode(handle, ctypes.byref(mode)) == 0):
-                    modes[i] = mode.value
-            nvml.nvmlShutdown()
-    except Exception as e:
-        out["nvml_error"] = str(e)[:500]
-out["compute_modes"] = {str(k): v for k, v in modes.items()}
-contexts = {}
-for i, mode in modes.items():
-    if mode not in (2, 3):
-        continue
-    d, ctx = ctypes.c_int(0), ctypes.c_void_p()
-    if lib.cuDeviceGet(ctypes.byref(d), i) == 0:
-        crc = lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), d)
-        contexts[str(i)] = {"rc": crc, "name": name(crc)}
-        if crc == 0:
-            lib.cuDevicePrimaryCtxRelease(d)
-out["contexts"] = contexts
-print(json.dumps(out))
-'''
+CUDA_SCRIPT = LIBCUDA + "import json\nprint(json.dumps(libcuda_facts()))\n"
 
 HIP_SCRIPT = r'''
 import ctypes, json, os, subprocess
@@ -2666,11 +3029,14 @@ print(json.dumps({"executable": sys.executable, "version": "%d.%d.%d" % sys.vers
 '''
 
 DEEP_SCRIPT = HELPER_PRELUDE + r'''
-import time
+import os, sys, time
 try:
     import torch
     import triton
     import triton.language as tl
+    waited = time.time()
+    while len(sys.argv) > 1 and not os.path.exists(sys.argv[1]) and time.time() - waited < 20:
+        time.sleep(0.01)
     driver = triton.runtime.driver
     if "active" in getattr(driver, "__dict__", {}) or hasattr(type(driver), "active"):
         driver = driver.active
@@ -2709,133 +3075,7 @@ except BaseException as e:
 emit("done", {})
 '''
 
-GPUSTATE_SCRIPT = r'''
-import ctypes, json, sys
-out = {"source": "nvml"}
-try:
-    nvml = ctypes.CDLL("libnvidia-ml.so.1")
-except OSError as e:
-    out["error"] = "libnvidia-ml.so.1: " + str(e)[:500]
-    print(json.dumps(out)); sys.exit(0)
-NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFF
-class Memory(ctypes.Structure):
-    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
-                ("used", ctypes.c_ulonglong)]
-class MemoryV2(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint), ("total", ctypes.c_ulonglong),
-                ("reserved", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
-                ("used", ctypes.c_ulonglong)]
-class ProcessV2(ctypes.Structure):
-    _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong),
-                ("gpuInstanceId", ctypes.c_uint), ("computeInstanceId", ctypes.c_uint)]
-class ProcessV1(ctypes.Structure):
-    _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong)]
-def call(name, *args):
-    fn = getattr(nvml, name, None)
-    return None if fn is None else fn(*args)
-def processes(handle):
-    for name, kind in (("nvmlDeviceGetComputeRunningProcesses_v3", ProcessV2),
-                       ("nvmlDeviceGetComputeRunningProcesses_v2", ProcessV2),
-                       ("nvmlDeviceGetComputeRunningProcesses", ProcessV1)):
-        if getattr(nvml, name, None) is None:
-            continue
-        size = 64
-        for _ in range(3):
-            count = ctypes.c_uint(size)
-            buf = (kind * size)()
-            rc = call(name, handle, ctypes.byref(count), buf)
-            if rc == 7:  # NVML_ERROR_INSUFFICIENT_SIZE: count says how many there are
-                size = count.value + 16
-                continue
-            if rc != 0:
-                return "%s: %s" % (name, text(rc))
-            return [(buf[i].pid, None if buf[i].usedGpuMemory == NOT_AVAILABLE
-                     else buf[i].usedGpuMemory) for i in range(count.value)]
-        return "%s: the list kept growing" % name
-    return "no nvmlDeviceGetComputeRunningProcesses"
-def text(rc):
-    try:
-        return (nvml.nvmlErrorString(rc) or b"").decode("utf-8", "replace") or "rc %d" % rc
-    except Exception:
-        return "rc %d" % rc
-def uint(name, handle):
-    value = ctypes.c_uint(0)
-    rc = call(name, handle, ctypes.byref(value))
-    return value.value if rc == 0 else None
-try:
-    nvml.nvmlErrorString.restype = ctypes.c_char_p
-    rc = nvml.nvmlInit_v2()
-    if rc != 0:
-        out["error"] = "nvmlInit_v2: " + text(rc)
-        out["init"] = rc
-        print(json.dumps(out)); sys.exit(0)
-    count = ctypes.c_uint(0)
-    rc = nvml.nvmlDeviceGetCount_v2(ctypes.byref(count))
-    if rc != 0:
-        out["error"] = "nvmlDeviceGetCount_v2: " + text(rc)
-    gpus = []
-    for i in range(count.value if rc == 0 else 0):
-        gpu = {"index": i}
-        gpus.append(gpu)
-        handle = ctypes.c_void_p()
-        hrc = nvml.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(handle))
-        if hrc != 0:
-            gpu["error"] = "nvmlDeviceGetHandleByIndex_v2: " + text(hrc)
-            continue
-        buf = ctypes.create_string_buffer(96)
-        if call("nvmlDeviceGetUUID", handle, buf, 96) == 0:
-            gpu["uuid"] = buf.value.decode("utf-8", "replace")
-        memory = MemoryV2(version=ctypes.sizeof(MemoryV2) | (2 << 24))
-        if call("nvmlDeviceGetMemoryInfo_v2", handle, ctypes.byref(memory)) == 0:
-            gpu["memory"] = {"total": memory.total, "used": memory.used, "free": memory.free,
-                             "reserved": memory.reserved}
-        else:
-            memory1 = Memory()
-            mrc = call("nvmlDeviceGetMemoryInfo", handle, ctypes.byref(memory1))
-            if mrc == 0:
-                gpu["memory"] = {"total": memory1.total, "used": memory1.used,
-                                 "free": memory1.free}
-            else:
-                gpu["memory_error"] = "nvmlDeviceGetMemoryInfo: " + (
-                    text(mrc) if mrc is not None else "missing")
-        procs = processes(handle)
-        if isinstance(procs, str):
-            gpu["processes_error"] = procs
-        else:
-            gpu["processes"] = [{"pid": pid, "used": used} for pid, used in procs]
-        gpu["persistence_mode"] = uint("nvmlDeviceGetPersistenceMode", handle)
-        gpu["compute_mode"] = uint("nvmlDeviceGetComputeMode", handle)
-        health = {}
-        corr, unc, pending, failed = (ctypes.c_uint(0) for _ in range(4))
-        if call("nvmlDeviceGetRemappedRows", handle, ctypes.byref(corr), ctypes.byref(unc),
-                ctypes.byref(pending), ctypes.byref(failed)) == 0:
-            health["remapped_rows"] = {"correctable": corr.value, "uncorrectable": unc.value,
-                                       "pending": bool(pending.value),
-                                       "failure": bool(failed.value)}
-        retired = {}
-        for cause, key in ((0, "single_bit"), (1, "double_bit")):
-            pages = ctypes.c_uint(0)
-            prc = call("nvmlDeviceGetRetiredPages_v2", handle, cause, ctypes.byref(pages), None,
-                       None)
-            if prc is None:
-                prc = call("nvmlDeviceGetRetiredPages", handle, cause, ctypes.byref(pages), None)
-            if prc in (0, 7):  # 7: INSUFFICIENT_SIZE with a NULL buffer, pages has the count
-                retired[key] = pages.value
-        if retired:
-            health["retired_pages"] = retired
-        pend = uint("nvmlDeviceGetRetiredPagesPendingStatus", handle)
-        if pend is not None:
-            health["retired_pages_pending"] = bool(pend)
-        ecc = ctypes.c_ulonglong(0)
-        if call("nvmlDeviceGetTotalEccErrors", handle, 1, 0, ctypes.byref(ecc)) == 0:
-            health["ecc_uncorrected_volatile"] = ecc.value
-        gpu["health"] = health
-    out["gpus"] = gpus
-    nvml.nvmlShutdown()
-except Exception as e:
-    out["error"] = (type(e).__name__ + ": " + str(e))[:500]
-print(json.dumps(out))
-'''
+GPUSTATE_SCRIPT = GPU_STATE + "import json\nprint(json.dumps(gpu_state()))\n"
 
 
 # --- facts_system ---------------------------------------------------------------------------------
@@ -3970,7 +4210,7 @@ class ToolchainFacts(Part):
             info = json.loads(run_inline(PYINFO_SCRIPT))
             return info
         result = Spawned([self.workload_python, "-c", PYINFO_SCRIPT],
-                         self.deadline.timeout(15), env=self.env).result()
+                         self.deadline.timeout(15), env=self.env, label="pyinfo").result()
         try:
             return json.loads(result["stdout"])
         except ValueError:
@@ -4258,17 +4498,18 @@ class GpuStateFacts(Part):
     def start_gpu_state(self):
         self.gpustate = None
         self.gpu_state_info = {"error": "not run: no NVIDIA GPU"}
-        if self.possible_gpu and self.vendor == "nvidia":
+        if self.possible_gpu and self.vendor == "nvidia" and not self.driver_in_stack:
             self.gpustate = Spawned([sys.executable, "-I", "-c", GPUSTATE_SCRIPT],
-                                    self.deadline.timeout(15), env=self.env)
+                                    self.deadline.timeout(15), env=self.env, label="gpustate")
 
-    def wait_gpu_state(self):
+    def wait_gpu_state(self, info=None):
         if self.vendor == "amd" and self.possible_gpu:
             info = amd_gpu_state(self.amd["kfd_gpus"])
-        elif self.gpustate is None:
+        elif info is None and self.gpustate is None:
             return
         else:
-            info = stage_answer(self.gpustate.result(), "NVML state probe")
+            if info is None and self.gpustate is not None:
+                info = stage_answer(self.gpustate.result(), "NVML state probe")
             if info.get("error") and not info.get("gpus"):
                 smi = shutil.which("nvidia-smi", path=self.env.get("PATH", os.defpath))
                 if smi:
@@ -4369,32 +4610,36 @@ class Gather(Part):
         self.own_name = ".fleetcheck-probe-%d-%s" % (os.getpid(), os.urandom(4).hex())
         self.own_missing = (missing_dirs(triton_cache_dir(self.env))
                             + missing_dirs(cuda_cache_dir(self.env)))
+        self.driver_in_stack = self.possible_gpu and self.vendor == "nvidia" and not self.deep
         self.start_gpu_state()  # before any stage that may create a CUDA context
         own = json.dumps({"name": self.own_name, "deep": self.deep, "env": {
-            key: self.env.get(key) for key in WORKLOAD_ENV_KEYS}})
+            key: self.env.get(key) for key in WORKLOAD_ENV_KEYS}, "driver": self.driver_in_stack})
         self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode,
-                              own], self.deadline.timeout(), env=env, cwd=self.tmp)
-        self.wait_gpu_state()  # read while the stack imports torch; contexts come after
+                              own], self.deadline.timeout(), env=env, cwd=self.tmp, label="stack")
         self.deep_run = self.cuda = self.smi = self.ldconfig = self.compile = None
         self.hip = self.rocminfo = None
-        if self.possible_gpu:
-            if self.deep:
-                script = os.path.join(self.tmp, "fleetcheck_deep_kernel.py")
-                with open(script, "w") as handle:
-                    handle.write(DEEP_SCRIPT)
-                deep_env = dict(env)
-                deep_env["TRITON_CACHE_DIR"] = self.own_cache_dir("-deep")
-                self.deep_run = Spawned([self.workload_python, script], self.deadline.timeout(),
-                                        env=deep_env, cwd=self.tmp)
+        state_read = os.path.join(self.tmp, "gpu-state-read")
+        if self.possible_gpu and self.deep:
+            script = os.path.join(self.tmp, "fleetcheck_deep_kernel.py")
+            with open(script, "w") as handle:
+                handle.write(DEEP_SCRIPT)
+            deep_env = dict(env)
+            deep_env["TRITON_CACHE_DIR"] = self.own_cache_dir("-deep")
+            self.deep_run = Spawned([self.workload_python, script, state_read],
+                                    self.deadline.timeout(), env=deep_env, cwd=self.tmp,
+                                    label="deep")
+        self.wait_gpu_state()  # read while the stack imports torch; contexts come after
+        with open(state_read, "w"):
+            pass
         if self.possible_gpu and self.vendor == "amd":
             self.hip = Spawned([self.workload_python, "-c", HIP_SCRIPT],
-                               self.deadline.timeout(30), env=env, cwd=self.tmp)
+                               self.deadline.timeout(30), env=env, cwd=self.tmp, label="hip")
             rocminfo = shutil.which("rocminfo", path=self.env.get("PATH", os.defpath))
             if rocminfo:
                 self.rocminfo = Spawned([rocminfo], self.deadline.timeout(15), env=self.env)
         elif self.possible_gpu:
-            self.cuda = Spawned([sys.executable, "-I", "-c", CUDA_SCRIPT],
-                                self.deadline.timeout(30), env=self.env)
+            if not self.driver_in_stack:
+                self.start_libcuda()
             smi = shutil.which("nvidia-smi", path=self.env.get("PATH", os.defpath))
             if smi:
                 self.smi = Spawned([smi, "--query-gpu=index,name,uuid,memory.total,compute_cap,"
@@ -4426,7 +4671,6 @@ class Gather(Part):
         self.mountinfo = read_text(host_path("/proc/self/mountinfo"))
         self.proc_devices = read_text(host_path("/proc/devices")) or ""
 
-        self.cuda_info: dict = self.collect_cuda() if self.cuda else {"error": "not run: no GPU"}
         self.smi_info: dict = parse_smi(self.smi.result()) if self.smi else {"error": "not run"}
         if self.possible_gpu and not self.smi and self.vendor == "nvidia":
             self.smi_info = {"error": "not on PATH"}
@@ -4436,10 +4680,44 @@ class Gather(Part):
         self.stack_result = self.stack.result()
         self.remove_workload_dirs()
         self.stages = stage_lines(self.stack_result["stdout"])
+        if self.driver_in_stack:
+            self.driver_from_stack()
+        self.cuda_info: dict = self.collect_cuda() if self.cuda else (
+            self.stack_stage("libcuda") or {"error": "not run: no GPU"})
         self.compile_result = self.test_compile() if self.possible_gpu else None
         self.deep_result = self.deep_run.result() if self.deep_run else None
         self.deep_stages = stage_lines(self.deep_result["stdout"]) if self.deep_result else {}
         self.assemble_facts()
+        self.facts["probe_cost"] = self.cost()
+
+    def cost(self):
+        done = self.stages.get("done") or {}
+        runs = done.get("compiler_runs")
+        return {"helpers": list(STARTED), "stack_processes": done.get("processes"),
+                "compiler_runs": None if runs is None else runs + (1 if self.compile else 0)}
+
+    def start_libcuda(self):
+        self.cuda = Spawned([sys.executable, "-I", "-c", CUDA_SCRIPT],
+                            self.deadline.timeout(30), env=self.env, label="libcuda")
+
+    def stack_stage(self, name):
+        data = self.stages.get(name)
+        if data is None:
+            return None
+        data = {key: value for key, value in data.items() if key != "stage"}
+        if data.get("probe_step"):
+            return {"error": "probe error in %s: %s" % (data["probe_step"],
+                                                        data.get("probe_error"))}
+        return data
+
+    def driver_from_stack(self):
+        state = self.stack_stage("gpustate")
+        if state is None:
+            self.driver_in_stack = False
+            self.start_gpu_state()
+        if self.stack_stage("libcuda") is None:
+            self.start_libcuda()
+        self.wait_gpu_state(state)
 
     def test_compile(self):
         meta = self.stages.get("meta")
@@ -5845,6 +6123,11 @@ class TritonChecks(Part):
                 return ("pass", "get_current_target() = %s:%s, built from nothing (no entry "
                         "of it in the workload's cache)" % (t.get("backend"), t.get("arch")),
                         "", evidence)
+            if target.get("cache") == "skeleton":
+                return ("pass", "get_current_target() = %s:%s through the workload's cache; "
+                        "Triton's own build of its driver module's skeleton (the same "
+                        "compiler, headers, flags and link) loaded from a fresh cache" % (
+                            t.get("backend"), t.get("arch")), "", evidence)
             return ("pass", "get_current_target() = %s:%s in a fresh cache" % (
                 t.get("backend"), t.get("arch")), "", evidence)
         error = target.get("error") or ""

@@ -11,7 +11,10 @@ what that code did:
 - it failed: verdict cpu-fallback, with the cause its error names (`EXPECTED`, read from the
   release's own error text and type, whatever the case meant to break);
 - it succeeded on a warm cache only (the same step in an empty cache fails in the compiler,
-  as a new kernel's launcher would): verdict gpu, cause stale_cache_masks_compiler.
+  as a new kernel's launcher would): verdict gpu, cause stale_cache_masks_compiler;
+- on a healthy warm cache the toolchain's proof is the release's own build of its driver
+  module's skeleton (the same compiler, headers, flags and link; `triton_target`'s evidence
+  says `skeleton`), and the verdict is gpu.
 
 The cases: a healthy node; no C compiler (an empty PATH but for binutils, no CC); CC naming no
 file; libcuda.so.1 missing from the linker cache; no Python headers; a warm cache hiding a
@@ -90,6 +93,17 @@ def judge(rel: Release, case: str, doc: dict[str, Any], t: Truth, env: dict[str,
         assert triton["fix"], where
 
 
+def assert_skeleton(rel: Release, case: str, doc: dict[str, Any], t: Truth,
+                    env: dict[str, str]) -> None:
+    """A warm healthy node: the workload's start loaded its entry, and the toolchain is
+    proven by the release's own build of its driver module's skeleton, not by compiling the
+    whole module again (triton_target's evidence says `skeleton`); the verdict the same."""
+    judge(rel, case, doc, t, env)
+    target = next(c for c in doc["checks"] if c["id"] == "triton_target")
+    assert (target["status"], target["evidence"]["cache"]) == ("pass", "skeleton"), \
+        f"{rel}, {case}: {target}"
+
+
 def _needs(rel: Release) -> None:
     try:
         rel.check()
@@ -151,6 +165,8 @@ def test_the_probe_says_what_each_release_does_on_nvidia(
         t = truth(healthy)  # the workload's first run: its cache is warm from now on
         judge(rel, "healthy", doc, t, healthy.env)
         assert t.ok, f"{rel}: a healthy node fails in the release's own code: {t.error}"
+    with subtests.test(case="healthy-warm"):
+        assert_skeleton(rel, "healthy-warm", probe(healthy), t, healthy.env)
     for case in cases[1:]:
         with subtests.test(case=case):
             if case == "stale-cache-masks-compiler":
@@ -199,5 +215,7 @@ def test_the_probe_says_what_each_release_does_on_rocm(
             if case == "healthy-venv":
                 assert t.ok, f"{rel}: a healthy node fails in the release's own code: {t.error}"
             judge(rel, case, doc, t, node.env)
+            if t.ok:  # warm now: the HIP driver module's skeleton proves the toolchain
+                assert_skeleton(rel, case, probe(node), t, node.env)
         if not cases and not healthy and case != "healthy-venv":
             cases.append("healthy-venv")

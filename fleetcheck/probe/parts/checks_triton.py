@@ -266,6 +266,12 @@ class TritonChecks(Part):
                 return ("pass", "get_current_target() = %s:%s, built from nothing (no entry "
                         "of it in the workload's cache)" % (t.get("backend"), t.get("arch")),
                         "", evidence)
+            if target.get("cache") == "skeleton":
+                # The workload's own start loaded its entry; its next build is proven.
+                return ("pass", "get_current_target() = %s:%s through the workload's cache; "
+                        "Triton's own build of its driver module's skeleton (the same "
+                        "compiler, headers, flags and link) loaded from a fresh cache" % (
+                            t.get("backend"), t.get("arch")), "", evidence)
             return ("pass", "get_current_target() = %s:%s in a fresh cache" % (
                 t.get("backend"), t.get("arch")), "", evidence)
         error = target.get("error") or ""

@@ -289,21 +289,25 @@ class GpuStateFacts(Part):
     the probe's own subprocesses are alive (so their pids are known as its own)."""
 
     def start_gpu_state(self):
+        """The NVML stage as a helper of its own, where the stack does not read it (--deep:
+        before the deep kernel's contexts) or did not (it died first)."""
         self.gpustate = None
         self.gpu_state_info = {"error": "not run: no NVIDIA GPU"}
-        if self.possible_gpu and self.vendor == "nvidia":
+        if self.possible_gpu and self.vendor == "nvidia" and not self.driver_in_stack:
             self.gpustate = Spawned([sys.executable, "-I", "-c", GPUSTATE_SCRIPT],
-                                    self.deadline.timeout(15), env=self.env)
+                                    self.deadline.timeout(15), env=self.env, label="gpustate")
 
-    def wait_gpu_state(self):
-        """The GPU state, before the stages that create contexts start (the deep kernel, the
-        exclusive-mode context test); nvidia-smi's queries where NVML did not load."""
+    def wait_gpu_state(self, info=None):
+        """The GPU state (`info`: the stack's stage, else the helper's answer), before the
+        stages that create contexts start (the deep kernel); nvidia-smi's queries where NVML
+        did not load."""
         if self.vendor == "amd" and self.possible_gpu:
             info = amd_gpu_state(self.amd["kfd_gpus"])
-        elif self.gpustate is None:
+        elif info is None and self.gpustate is None:
             return
         else:
-            info = stage_answer(self.gpustate.result(), "NVML state probe")
+            if info is None and self.gpustate is not None:
+                info = stage_answer(self.gpustate.result(), "NVML state probe")
             if info.get("error") and not info.get("gpus"):
                 smi = shutil.which("nvidia-smi", path=self.env.get("PATH", os.defpath))
                 if smi:

@@ -41,7 +41,7 @@ class ToolchainFacts(Part):
             info = json.loads(run_inline(PYINFO_SCRIPT))
             return info
         result = Spawned([self.workload_python, "-c", PYINFO_SCRIPT],
-                         self.deadline.timeout(15), env=self.env).result()
+                         self.deadline.timeout(15), env=self.env, label="pyinfo").result()
         try:
             return json.loads(result["stdout"])
         except ValueError:

@@ -20,7 +20,7 @@ from fleetcheck.probe.parts.facts_cache import (
 from fleetcheck.probe.parts.facts_nvidia import dev_nodes, parse_smi, proc_nvidia
 from fleetcheck.probe.parts.facts_system import cpu_count, memory_bytes, os_release
 from fleetcheck.probe.parts.facts_where import where_it_runs
-from fleetcheck.probe.parts.spawn import Spawned, stage_lines
+from fleetcheck.probe.parts.spawn import STARTED, Spawned, stage_lines
 from fleetcheck.probe.parts.stages import CUDA_SCRIPT, DEEP_SCRIPT, HIP_SCRIPT, STACK_SCRIPT
 
 
@@ -84,33 +84,42 @@ class Gather(Part):
         # and the CUDA driver's, where they do not exist yet (removed again when empty).
         self.own_missing = (missing_dirs(triton_cache_dir(self.env))
                             + missing_dirs(cuda_cache_dir(self.env)))
+        # On an NVIDIA node the stack reads each GPU's state and the driver layer in a thread
+        # beside its imports (one interpreter, one cuInit); with --deep, helpers of their own
+        # read them first, before the deep kernel's contexts.
+        self.driver_in_stack = self.possible_gpu and self.vendor == "nvidia" and not self.deep
         self.start_gpu_state()  # before any stage that may create a CUDA context
         own = json.dumps({"name": self.own_name, "deep": self.deep, "env": {
-            key: self.env.get(key) for key in WORKLOAD_ENV_KEYS}})
+            key: self.env.get(key) for key in WORKLOAD_ENV_KEYS}, "driver": self.driver_in_stack})
         self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode,
-                              own], self.deadline.timeout(), env=env, cwd=self.tmp)
-        self.wait_gpu_state()  # read while the stack imports torch; contexts come after
+                              own], self.deadline.timeout(), env=env, cwd=self.tmp, label="stack")
         self.deep_run = self.cuda = self.smi = self.ldconfig = self.compile = None
         self.hip = self.rocminfo = None
-        if self.possible_gpu:
-            if self.deep:
-                script = os.path.join(self.tmp, "fleetcheck_deep_kernel.py")
-                with open(script, "w") as handle:
-                    handle.write(DEEP_SCRIPT)
-                deep_env = dict(env)
-                deep_env["TRITON_CACHE_DIR"] = self.own_cache_dir("-deep")
-                self.deep_run = Spawned([self.workload_python, script], self.deadline.timeout(),
-                                        env=deep_env, cwd=self.tmp)
+        state_read = os.path.join(self.tmp, "gpu-state-read")
+        if self.possible_gpu and self.deep:
+            # The deep kernel imports torch beside the per-GPU state's read, and makes its
+            # first context only once that read is done (the file state_read).
+            script = os.path.join(self.tmp, "fleetcheck_deep_kernel.py")
+            with open(script, "w") as handle:
+                handle.write(DEEP_SCRIPT)
+            deep_env = dict(env)
+            deep_env["TRITON_CACHE_DIR"] = self.own_cache_dir("-deep")
+            self.deep_run = Spawned([self.workload_python, script, state_read],
+                                    self.deadline.timeout(), env=deep_env, cwd=self.tmp,
+                                    label="deep")
+        self.wait_gpu_state()  # read while the stack imports torch; contexts come after
+        with open(state_read, "w"):
+            pass
         if self.possible_gpu and self.vendor == "amd":
             # Triton's HIP search runs in the workload's interpreter and environment.
             self.hip = Spawned([self.workload_python, "-c", HIP_SCRIPT],
-                               self.deadline.timeout(30), env=env, cwd=self.tmp)
+                               self.deadline.timeout(30), env=env, cwd=self.tmp, label="hip")
             rocminfo = shutil.which("rocminfo", path=self.env.get("PATH", os.defpath))
             if rocminfo:
                 self.rocminfo = Spawned([rocminfo], self.deadline.timeout(15), env=self.env)
         elif self.possible_gpu:
-            self.cuda = Spawned([sys.executable, "-I", "-c", CUDA_SCRIPT],
-                                self.deadline.timeout(30), env=self.env)
+            if not self.driver_in_stack:
+                self.start_libcuda()
             smi = shutil.which("nvidia-smi", path=self.env.get("PATH", os.defpath))
             if smi:
                 self.smi = Spawned([smi, "--query-gpu=index,name,uuid,memory.total,compute_cap,"
@@ -142,7 +151,6 @@ class Gather(Part):
         self.mountinfo = read_text(host_path("/proc/self/mountinfo"))
         self.proc_devices = read_text(host_path("/proc/devices")) or ""
 
-        self.cuda_info: dict = self.collect_cuda() if self.cuda else {"error": "not run: no GPU"}
         self.smi_info: dict = parse_smi(self.smi.result()) if self.smi else {"error": "not run"}
         if self.possible_gpu and not self.smi and self.vendor == "nvidia":
             self.smi_info = {"error": "not on PATH"}
@@ -152,10 +160,50 @@ class Gather(Part):
         self.stack_result = self.stack.result()
         self.remove_workload_dirs()
         self.stages = stage_lines(self.stack_result["stdout"])
+        if self.driver_in_stack:
+            self.driver_from_stack()
+        self.cuda_info: dict = self.collect_cuda() if self.cuda else (
+            self.stack_stage("libcuda") or {"error": "not run: no GPU"})
         self.compile_result = self.test_compile() if self.possible_gpu else None
         self.deep_result = self.deep_run.result() if self.deep_run else None
         self.deep_stages = stage_lines(self.deep_result["stdout"]) if self.deep_result else {}
         self.assemble_facts()
+        self.facts["probe_cost"] = self.cost()
+
+    def cost(self):
+        """What the probe started: its helpers, the processes the stack's interpreter started
+        (the compiler and ldconfig runs of Triton among them) and the compiler runs of the
+        toolchain's proof (the --deep kernel's own not counted)."""
+        done = self.stages.get("done") or {}
+        runs = done.get("compiler_runs")
+        return {"helpers": list(STARTED), "stack_processes": done.get("processes"),
+                "compiler_runs": None if runs is None else runs + (1 if self.compile else 0)}
+
+    def start_libcuda(self):
+        self.cuda = Spawned([sys.executable, "-I", "-c", CUDA_SCRIPT],
+                            self.deadline.timeout(30), env=self.env, label="libcuda")
+
+    def stack_stage(self, name):
+        """A stage the stack emitted, without its name; its own error as the answer's."""
+        data = self.stages.get(name)
+        if data is None:
+            return None
+        data = {key: value for key, value in data.items() if key != "stage"}
+        if data.get("probe_step"):
+            return {"error": "probe error in %s: %s" % (data["probe_step"],
+                                                        data.get("probe_error"))}
+        return data
+
+    def driver_from_stack(self):
+        """The GPU state and the driver layer from the stack; a helper of its own for each
+        it did not emit (it died, or the deadline cut it short, first)."""
+        state = self.stack_stage("gpustate")
+        if state is None:
+            self.driver_in_stack = False
+            self.start_gpu_state()
+        if self.stack_stage("libcuda") is None:
+            self.start_libcuda()
+        self.wait_gpu_state(state)
 
     def test_compile(self):
         """The toolchain's proof: Triton's own build, where one compiled and linked its module

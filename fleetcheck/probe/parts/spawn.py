@@ -75,6 +75,9 @@ class Deadline:
         return time.monotonic() - self.start
 
 
+#: What the probe started, in order (each helper's label): the probe's cost, in its facts.
+STARTED: list = []
+
 #: Helpers still running; killed with their process groups if the probe is terminated.
 LIVE: "set[Spawned]" = set()
 
@@ -170,8 +173,9 @@ READER = Reader()
 class Spawned:
     """A subprocess started now and collected later, killed (with its group) at its timeout."""
 
-    def __init__(self, argv, timeout, env=None, cwd=None, max_out=1 << 20):
+    def __init__(self, argv, timeout, env=None, cwd=None, max_out=1 << 20, label=None):
         self.argv = list(argv)
+        self.label = label or os.path.basename(str(argv[0]))
         self.timeout = timeout
         self.started = time.monotonic()
         self.out: list = []
@@ -232,6 +236,7 @@ class Spawned:
                 return exc
             # Its own session keeps it out of the probe's group, so the probe must kill it.
             LIVE.add(self)
+            STARTED.append(self.label)
             self.error = self.errno = self.alone = None
             return None
         finally:

@@ -8,14 +8,19 @@ the name of the throw-away subdirectories (`{"env": {...}, "name": ...}`).
 
 import json
 import sys
+import threading
 
+from fleetcheck.probe.parts.scripts.cuda import libcuda_facts
+from fleetcheck.probe.parts.scripts.gpustate import gpu_state
 from fleetcheck.probe.parts.scripts.prelude import emit, err
 from fleetcheck.probe.parts.scripts.py_include import py_include
 from fleetcheck.probe.parts.scripts.workload import (
     COMPILER_RUNS,
+    STARTED,
     VENDORED_FLA,
     OwnPath,
     backend_report,
+    count_processes,
     current_target,
     detection_function,
     failure_of,
@@ -30,16 +35,32 @@ from fleetcheck.probe.parts.scripts.workload import (
     trace_compiler,
     vllm_report,
     reproduce,
+    skeleton_proof,
 )
 from fleetcheck.probe.parts.stages import FLA_LAYOUTS
 
 # ---- sent as is: everything below this line is the script ----
 import os, re, subprocess, time, warnings
+count_processes()
 fresh = sys.argv[1]
 user_cache = json.loads(sys.argv[2])
 own_opts = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
 own_env = own_opts.get("env") or {}
 own_name = own_opts.get("name") or ".fleetcheck-probe"
+def read_driver():
+    # Each GPU's state first, before this process has any context (none comes from importing
+    # torch), then the driver layer (cuInit: torch's own is then free).
+    emit("gpustate", guarded(gpu_state))
+    emit("libcuda", guarded(libcuda_facts))
+driver_reader = None
+if own_opts.get("driver"):
+    # Beside the imports below: ctypes lets go of the interpreter during each driver call.
+    driver_reader = threading.Thread(target=read_driver, daemon=True)
+    try:
+        driver_reader.start()
+    except RuntimeError:  # can't start new thread: the job's process limit counts threads
+        driver_reader = None
+        read_driver()
 import importlib.util, sysconfig
 def spec_dir(name):
     try:
@@ -111,16 +132,26 @@ def distributions(package, prefixes):
                           "version": meta.get("Version"), "path": path})
     return found
 def ptxas(path):
+    # Started now, read by ptxas_done(): the versions of every ptxas run side by side.
     info = {"path": path, "exists": os.path.exists(path), "executable": os.access(path, os.X_OK)}
     if info["executable"]:
         try:
-            out = subprocess.run([path, "--version"], stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, timeout=10).stdout
-            out = out.decode("utf-8", "replace")
+            info["run"] = subprocess.Popen([path, "--version"], stdout=subprocess.PIPE,
+                                           stderr=subprocess.STDOUT)
+        except Exception as e:
+            info["error"] = err(e)
+    return info
+def ptxas_done(info):
+    run = info.pop("run", None)
+    if run is not None:
+        try:
+            out = run.communicate(timeout=10)[0].decode("utf-8", "replace")
             m = re.search(r"release (\d+)\.(\d+)", out)
             info["version"] = m.group(1) + "." + m.group(2) if m else None
             info["output"] = out[-400:]
         except Exception as e:
+            run.kill()
+            run.wait()
             info["error"] = err(e)
     return info
 meta = {"python": {"executable": sys.executable, "include": None,
@@ -182,10 +213,10 @@ if meta["triton_dir"]:
     for var in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
         if os.environ.get(var):
             tools[var] = ptxas(os.environ[var])
-    meta["ptxas"] = tools
+    meta["ptxas"] = {name: ptxas_done(info) for name, info in tools.items()}
 emit("meta", meta)
 if len(sys.argv) > 3 and sys.argv[3] == "meta":
-    emit("done", {})
+    emit("done", {"processes": STARTED, "compiler_runs": 0})
     sys.exit(0)
 trace_compiler()
 
@@ -303,6 +334,26 @@ def fresh_attempt(data):
             warm["ok"] = None
         emit("warm", warm)
     os.environ["TRITON_CACHE_DIR"] = fresh
+def skeleton_attempt(data):
+    # The workload's own start loaded its existing driver module (a warm cache): a missing
+    # compiler, header or library breaks its next build, of its next kernel's launcher. The
+    # release's own build of the module's skeleton proves that toolchain (the same compiler,
+    # headers, flags and link, the module loaded from a cache dir beside the workload's) at a
+    # fraction of the module's compile; where it fails, the real module is built for the
+    # exact failure (fresh_attempt).
+    where = os.path.join(fresh, "skeleton")
+    first = len(COMPILER_RUNS)
+    t0 = time.time()
+    try:
+        os.mkdir(where)
+        built = skeleton_proof(triton, where)
+    except BaseException:
+        built = False
+    if built:
+        data.update(ok=True, target=own.report.get("target"), compiler=COMPILER_RUNS[first:],
+                    cache="skeleton", fresh_dir=where, seconds=round(time.time() - t0, 3))
+        emit("target", data)
+    return built
 triton = None
 own = None
 if meta["triton_dir"]:
@@ -352,10 +403,11 @@ if triton is not None:
         # its cache dir: the same mount, its exec and space), else in the probe's temp dir.
         fresh = own.fresh_dir(fresh)
         try:
-            fresh_attempt(data)
+            if not (report.get("ok") and skeleton_attempt(data)):
+                fresh_attempt(data)
             built = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(fresh)
                      for f in names if f.endswith(".so")]
-            if built and data.get("ok"):
+            if built and data.get("ok") and data.get("cache") == "fresh":
                 own.size = max(built)  # a module Triton built, not one a full disk cut short
         finally:
             own.resume()
@@ -450,4 +502,6 @@ if any(meta.get(n + "_dir") for n in ("xformers", "liger_kernel", "mamba_ssm", "
         data = {"error": failure_of(e)}
     data["seconds"] = round(time.time() - t0, 3)
     emit("imports", data)
-emit("done", {})
+if driver_reader is not None:
+    driver_reader.join(30)  # the driver layer's own cap as a helper of its own
+emit("done", {"processes": STARTED, "compiler_runs": len(COMPILER_RUNS)})

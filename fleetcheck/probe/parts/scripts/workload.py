@@ -46,6 +46,25 @@ def guarded(step, *args):
                 "probe_step": failure.get("probe_step") or step.__name__}
 
 
+#: The processes this interpreter started (subprocess's, Triton's compiler and ldconfig runs
+#: among them): the probe's cost, in its facts.
+STARTED = []
+
+
+def count_processes():
+    """Count each process subprocess starts in this interpreter (its one place that forks)."""
+    popen = _subprocess.Popen
+    execute = getattr(popen, "_execute_child", None)
+    if execute is None:
+        return
+
+    def _execute_child(self, args, *rest, **kwargs):
+        STARTED.append(_os.path.basename(str(args[0] if isinstance(args, (list, tuple)) and args
+                                             else args)))
+        return execute(self, args, *rest, **kwargs)
+    popen._execute_child = _execute_child
+
+
 def trace_compiler():
     """Record each subprocess.check_call (Triton's compiler call: runtime/build.py)."""
     original = _subprocess.check_call
@@ -303,6 +322,98 @@ def current_target(triton):
     import torch
     major, minor = torch.cuda.get_device_capability()
     return ("hip" if "hip" in type(real).__name__.lower() else "cuda", major * 10 + minor)
+
+
+class SkeletonBuilt(Exception):
+    """Raised once the release's own build compiled, linked and loaded the skeleton of its
+    driver module (`skeleton_proof`): nothing more of the driver is needed."""
+
+
+def skeleton_source(source, name):
+    """The real module's preprocessor lines in order (its headers and the macros they need,
+    continuation lines kept) and an empty Python module of the same name: what Triton's build
+    of it needs of the compiler, the headers, the flags and the link step, without
+    compiling its code (the expensive part of the build)."""
+    kept, going_on = [], False
+    for line in source.splitlines():
+        if going_on or line.lstrip().startswith("#"):
+            kept.append(line)
+            going_on = line.rstrip().endswith("\\")
+    if "Python.h" not in source:
+        kept.append("#include <Python.h>")
+    kept.append("static struct PyModuleDef fleetcheck_skeleton = "
+                "{PyModuleDef_HEAD_INIT, \"%s\", NULL, -1, NULL};" % name)
+    kept.append("PyMODINIT_FUNC PyInit_%s(void) { return PyModule_Create(&fleetcheck_skeleton); }"
+                % name)
+    return "\n".join(kept) + "\n"
+
+
+def release_builds(triton):
+    """(namespace, its `_build`) for every namespace of the release that calls its C build
+    through a global of that name: 2.x's runtime/driver.py, 3.0-3.3's backends' driver.py
+    (loaded outside sys.modules: reached through their driver classes' functions), 3.4+'s
+    runtime/build.py (compile_module_from_src)."""
+    spaces = [getattr(module, "__dict__", {}) for name, module in list(sys.modules.items())
+              if module is not None and (name == "triton" or name.startswith("triton."))]
+    backends = getattr(getattr(triton, "backends", None), "backends", None)
+    for backend in (backends.values() if isinstance(backends, dict) else ()):
+        for value in vars(getattr(backend, "driver", None) or object).values():
+            space = getattr(value, "__globals__", None)
+            if isinstance(space, dict):
+                spaces.append(space)
+    found, seen = [], set()
+    for space in spaces:
+        build = space.get("_build")
+        if id(space) not in seen and callable(build) and getattr(
+                build, "__name__", "") == "_build":
+            seen.add(id(space))
+            found.append((space, build))
+    return found
+
+
+def skeleton_proof(triton, where):
+    """The toolchain's proof where the workload's own start loaded its existing driver
+    module: the release's own _build (its compiler search, flags, include and library dirs,
+    link step, as it calls them) builds the skeleton of the module it would build
+    (`skeleton_source`) with `where` as its cache dir, and the module is loaded from there as
+    Triton loads it from its cache. True when that worked; False where no build of the
+    release was reached (a release built otherwise: the caller proves it with the real
+    module). Raises what the release's build or the load raised: the caller proves it again
+    with the real module, for the exact failure."""
+    patched = release_builds(triton)
+    if not patched:
+        return False
+
+    def skeleton_of(original):
+        def _build(name, src, srcdir, *args, **kwargs):
+            with open(src, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+            with open(src, "w", encoding="utf-8") as handle:
+                handle.write(skeleton_source(text, name))
+            made = original(name, src, srcdir, *args, **kwargs)
+            placed = _os.path.join(where, _os.path.basename(made))
+            _shutil.copyfile(made, placed)
+            import importlib.util
+            spec = importlib.util.spec_from_file_location(name, placed)
+            spec.loader.exec_module(  # type: ignore[union-attr]
+                importlib.util.module_from_spec(spec))
+            raise SkeletonBuilt(placed)
+        return _build
+    saved = _os.environ.get("TRITON_CACHE_DIR")
+    _os.environ["TRITON_CACHE_DIR"] = where
+    for space, original in patched:
+        space["_build"] = skeleton_of(original)
+    try:
+        reset_driver(triton)
+        current_target(triton)
+        return False
+    except SkeletonBuilt:
+        return True
+    finally:
+        for space, original in patched:
+            space["_build"] = original
+        put_env({"TRITON_CACHE_DIR": saved})
+        reset_driver(triton)
 
 
 def owner_name(uid):
@@ -905,14 +1016,116 @@ def inductor_report(torch_dir, env, py_tmp, name, deep=False):
             out["has_triton"] = found if isinstance(found, bool) else None
         except BaseException as e:
             out["has_triton_error"] = err(e)
+    # Inductor's config as its import would set it, read from its own source: importing it
+    # imports most of inductor (3.5 s and 120 MB beside torch's 3 s on an H100), which the
+    # workload's own start does not pay; the import only where the source says more.
+    config = _os.path.join(torch_dir, "_inductor", "config.py")
     try:
-        from torch._inductor import config as inductor_config
-        out["disable_device_detection"] = getattr(
-            inductor_config, "triton_disable_device_detection", False) is True
-        out["cxx"] = repr(getattr(getattr(inductor_config, "cpp", None), "cxx", None))
-    except BaseException as e:
-        out["config_error"] = err(e)
+        found = source_settings(config, (("triton_disable_device_detection", None),
+                                         ("cxx", "cpp")))
+        out["disable_device_detection"] = found.get("triton_disable_device_detection") is True
+        out["cxx"] = repr(found.get("cxx"))
+        out["config_read"] = "source"
+    except Exception:
+        try:
+            from torch._inductor import config as inductor_config
+            out["disable_device_detection"] = getattr(
+                inductor_config, "triton_disable_device_detection", False) is True
+            out["cxx"] = repr(getattr(getattr(inductor_config, "cpp", None), "cxx", None))
+            out["config_read"] = "import"
+        except BaseException as e:
+            out["config_error"] = err(e)
     return out
+
+
+class NotPlain(ValueError):
+    """A setting whose value is more than the environment, constants and sys.platform."""
+
+
+def plain_value(node):
+    """The value of an expression made of constants, the environment (os.environ.get,
+    os.getenv, os.environ[...]), sys.platform, comparisons, not/and/or, a conditional and
+    tuples, as Python evaluates it; NotPlain for anything else."""
+    import ast
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Tuple):
+        return tuple(plain_value(item) for item in node.elts)
+    if isinstance(node, ast.Attribute) and _dotted(node) == "sys.platform":
+        return sys.platform
+    if isinstance(node, ast.Subscript) and _dotted(node.value) == "os.environ":
+        index = node.slice
+        if type(index).__name__ == "Index":  # Python 3.8's wrapper of the subscript
+            index = index.value
+        key = plain_value(index)
+        if key not in _os.environ:
+            raise NotPlain("os.environ[%r] would raise" % (key,))
+        return _os.environ[key]
+    if isinstance(node, ast.Call) and _dotted(node.func) in ("os.environ.get", "os.getenv") \
+            and not node.keywords and 1 <= len(node.args) <= 2:
+        args = [plain_value(arg) for arg in node.args]
+        return _os.environ.get(args[0], args[1] if len(args) > 1 else None)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return not plain_value(node.operand)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = plain_value(node.operand)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BoolOp):
+        value = None
+        for item in node.values:
+            value = plain_value(item)
+            if bool(value) is isinstance(node.op, ast.Or):
+                return value
+        return value
+    if isinstance(node, ast.IfExp):
+        return plain_value(node.body if plain_value(node.test) else node.orelse)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, right = plain_value(node.left), plain_value(node.comparators[0])
+        compare = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+                   ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+                   ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b}
+        for kind, function in compare.items():
+            if isinstance(node.ops[0], kind):
+                return function(left, right)
+    raise NotPlain(type(node).__name__)
+
+
+def _dotted(node):
+    import ast
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def source_settings(path, wanted):
+    """{name: value} of the settings `wanted` ((name, its class or None for the module's
+    top level)) as the module at `path` sets them at import, read from its source
+    (`plain_value`); a name it never sets is left out; NotPlain where one is set otherwise,
+    or set twice."""
+    import ast
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), path)
+    scopes: dict = {None: tree.body}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            scopes[node.name] = node.body
+    found = {}
+    for name, scope in wanted:
+        values = [node.value for node in scopes.get(scope, ())
+                  if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
+                  and name in [t.id for t in (node.targets if isinstance(node, ast.Assign)
+                                              else [node.target]) if isinstance(t, ast.Name)]]
+        if len(values) > 1:
+            raise NotPlain("%s is set %d times" % (name, len(values)))
+        if values:
+            found[name] = plain_value(values[0])
+    return found
 
 
 #: The frameworks' own copies of FLA's device detection: (framework, file under the package).
