@@ -90,7 +90,9 @@ points = ["def __init__(self, *args, **kwargs):", "def put(self, data, filename,
           "def check_call(*popenargs, **kwargs):", "def current_target(triton):",
           "def reset_driver(triton):", "def backend_report(triton):", "def selection(found):",
           "def knob_report(triton, env):", "def mirror_cache(cache):",
-          'def audit_entries(cache, rebuilds, skip=".fleetcheck-probe", budget=3.0):']
+          'def audit_entries(cache, rebuilds, skip=".fleetcheck-probe", budget=3.0):',
+          "def skeleton_proof(triton, where):", "def source_settings(path, wanted):",
+          "def read_driver():"]
 for n, point in enumerate(points):
     lines = source.splitlines(keepends=True)
     (at,) = [i for i, line in enumerate(lines) if line.strip() == point]

@@ -4,10 +4,12 @@
     python -m fleetcheck.probe.build --check   # exit 1 if probe.py is not the build
 
 The parts are joined in `parts.PARTS` order into one standard-library file (docs/architecture.md,
-"The probe's sources"). Of each part the build
+"The probe's sources"). A part is named by its path under parts/ without `.py` (`facts/gather`:
+the stages' folders core/, facts/, evaluation/, checks/; `catalogue` and `main` at the top);
+every such file is in PARTS and every entry of PARTS is a file. Of each part the build
 
 - drops the module docstring and its imports of other parts (`from fleetcheck.probe.parts.NAME
-  import ...`: NAME must come earlier in PARTS and define the names);
+  import ...`, NAME dotted: NAME must come earlier in PARTS and define the names);
 - hoists its `import NAME` lines (the standard library only; `from __future__` too) to the top
   of the file, once each, sorted;
 - keeps the rest as it is written, except that `stage_script("NAME")` becomes the text of
@@ -16,10 +18,11 @@ The parts are joined in `parts.PARTS` order into one standard-library file (docs
   keep them; the shipped probe must fit the QEMU guest agent API's 64 KiB input once
   compressed: transport/qemu_api.py).
 
-Imports of other kinds at a part's top level, a top-level import after other code, or a name
-that two parts define are errors (`FILE:LINE: problem`, exit 2). So is a cause record with a
-check whose method the built Probe lacks (`check_method(id)`, `check_<id>`): the probe would
-otherwise run, and call the check by name, on a user's node.
+Imports of other kinds at a part's top level, a top-level import after other code, a name that
+two parts define, a part file missing from PARTS, an entry of PARTS with no file and a stage
+folder's `__init__.py` holding more than its docstring are errors (`FILE:LINE: problem`, exit
+2). So is a cause record with a check whose method the built Probe lacks (`check_method(id)`,
+`check_<id>`): the probe would otherwise run, and call the check by name, on a user's node.
 """
 
 from __future__ import annotations
@@ -93,7 +96,7 @@ def _literal(text: str, where: str) -> str:
     return literal
 
 
-def _embed_scripts(body: str, tree: ast.Module, path: Path, offset: int) -> str:
+def _embed_scripts(body: str, tree: ast.Module, path: Path, offset: int, scripts: Path) -> str:
     """Replace each `stage_script("NAME")` call with NAME's script text as a literal."""
     calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
              and isinstance(node.func, ast.Name) and node.func.id == "stage_script"]
@@ -104,7 +107,7 @@ def _embed_scripts(body: str, tree: ast.Module, path: Path, offset: int) -> str:
         if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)
                 and call.end_lineno == call.lineno and call.end_col_offset is not None):
             raise BuildError(f"{where}: stage_script takes one script name, on one line")
-        script = path.parent / "scripts" / f"{arg.value}.py"
+        script = scripts / f"{arg.value}.py"
         if not script.is_file():
             raise BuildError(f"{where}: no stage script {_where(script, 1)}")
         try:
@@ -125,7 +128,7 @@ def read_part(name: str, parts_dir: Path = PARTS_DIR) -> Part:
     path = parts_dir / f"{name}.py"
     if not path.is_file():
         raise BuildError(f"{_where(parts_dir / '__init__.py', 1)}: PARTS names {name!r}, "
-                         f"but there is no {path.name}")
+                         f"but there is no {name}.py")
     source = path.read_text(encoding="utf-8")
     try:
         tree = ast.parse(source, filename=str(path))
@@ -167,17 +170,42 @@ def read_part(name: str, parts_dir: Path = PARTS_DIR) -> Part:
         if isinstance(node, ast.Import | ast.ImportFrom):
             raise BuildError(f"{_where(path, node.lineno)}: imports go at the top of a part")
     lines = source.splitlines(keepends=True)[header_end:]
-    body = _embed_scripts("".join(lines), tree, path, header_end).strip("\n") + "\n"
+    body = _embed_scripts("".join(lines), tree, path, header_end,
+                          parts_dir / "scripts").strip("\n") + "\n"
     return Part(name, path, imports, future, body, _defined(statements), uses)
+
+
+def part_files(parts_dir: Path = PARTS_DIR) -> list[str]:
+    """The names of the part files in `parts_dir` (`facts/gather`), the stage scripts and the
+    packages' `__init__.py` left out; BuildError for a stage folder's `__init__.py` that holds
+    more than its docstring (it is never built into the probe)."""
+    names = []
+    for path in sorted(parts_dir.rglob("*.py")):
+        relative = path.relative_to(parts_dir)
+        if relative.parts[0] in ("scripts", "__pycache__"):
+            continue
+        if path.name == "__init__.py":
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            if len(relative.parts) > 1 and (len(tree.body) != 1
+                                            or ast.get_docstring(tree) is None):
+                raise BuildError(f"{_where(path, 1)}: a stage folder's __init__.py holds its "
+                                 "docstring only (the build never reads it)")
+            continue
+        names.append(relative.with_suffix("").as_posix())
+    return names
+
+
+def part_name(module: str) -> str:
+    """The part a module of the parts' package is (`...parts.facts.gather` -> `facts/gather`)."""
+    return module.removeprefix(PARTS_PACKAGE + ".").replace(".", "/")
 
 
 def build(parts_dir: Path = PARTS_DIR, order: Sequence[str] = PARTS) -> str:
     """The text of the shipped probe, built from the parts in `parts_dir`, in `order`."""
     listed = set(order)
-    on_disk = {p.stem for p in parts_dir.glob("*.py")} - {"__init__"}
     if len(listed) != len(order):
         raise BuildError(f"{_where(parts_dir / '__init__.py', 1)}: PARTS lists a part twice")
-    for name in sorted(on_disk - listed):
+    for name in sorted(set(part_files(parts_dir)) - listed):
         raise BuildError(f"{_where(parts_dir / (name + '.py'), 1)}: not in PARTS "
                          "(fleetcheck/probe/parts/__init__.py)")
     parts: list[Part] = []
@@ -185,7 +213,7 @@ def build(parts_dir: Path = PARTS_DIR, order: Sequence[str] = PARTS) -> str:
     for name in order:
         part = read_part(name, parts_dir)
         for node, used in part.uses:
-            source = node.module.rsplit(".", 1)[-1] if node.module else ""
+            source = part_name(node.module or "")
             done = {p.name: p for p in parts}
             if source not in done:
                 raise BuildError(f"{_where(part.path, node.lineno)}: imports {source!r}, which "
@@ -254,8 +282,8 @@ def verify_checks(text: str, parts_dir: Path = PARTS_DIR) -> None:
             catalogue = parts_dir / "catalogue.py"
             raise BuildError(f"{_where(catalogue, _record_line(catalogue, cause_id))}: the "
                              f"record {cause_id!r} has a check, but the Probe has no "
-                             f"{method}() (a method of a checks_*.py part's class, among "
-                             "Probe's bases in assembly.py)")
+                             f"{method}() (a method of a checks/*.py part's class, among "
+                             "Probe's bases in core/assembly.py)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,8 @@ Exit code: 0 ok or warn, 1 fail, 3 error or unknown.
 # Built by `python -m fleetcheck.probe.build` from fleetcheck/probe/parts/ (docs/architecture.md:
 # "The probe's sources"). Edit the parts, then rebuild; tests/probe/test_build.py checks.
 
+from __future__ import annotations
+
 import collections
 import csv
 import errno
@@ -29,15 +31,9 @@ import tempfile
 import threading
 import time
 
-# --- base -----------------------------------------------------------------------------------------
+# --- core/base ------------------------------------------------------------------------------------
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-    Part = Any
-else:
-    Part = object
 
 
 MAX_TEXT = 4096
@@ -552,27 +548,7 @@ def cause_label(cause_id, vendor=None):
     return cause.amd_label if vendor == "amd" and cause.amd_label else cause.label
 
 
-# --- classify -------------------------------------------------------------------------------------
-
-def message_causes(text):
-    found: list = []
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    for pattern, cause in MESSAGE_RULES:
-        if any(cause == seen for seen, _ in found):
-            continue
-        for line in lines:
-            if re.search(pattern, line):
-                found.append((cause, line))
-                break
-    return found
-
-
-def classify_error(text):
-    found = message_causes(text)
-    return found[0][0] if found else None
-
-
-# --- spawn ----------------------------------------------------------------------------------------
+# --- core/spawn -----------------------------------------------------------------------------------
 
 RESERVE_S = 0.4  # kept back from the deadline to assemble and print the JSON
 
@@ -944,7 +920,7 @@ def died(result):
     return "no output"
 
 
-# --- stages ---------------------------------------------------------------------------------------
+# --- core/stages ----------------------------------------------------------------------------------
 
 HELPER_PRELUDE = r'''
 import json, sys, threading
@@ -1476,10 +1452,14 @@ class SkeletonBuilt(Exception):
     driver module (`skeleton_proof`): nothing more of the driver is needed."""
 
 
-def skeleton_source(source, name):
+def skeleton_source(source, name, home=None):
+    import re as _re
     kept, going_on = [], False
     for line in source.splitlines():
         if going_on or line.lstrip().startswith("#"):
+            quoted = _re.match(r'\s*#\s*include\s*"([^"]+)"', line) if home else None
+            if quoted and _os.path.isfile(_os.path.join(home, quoted.group(1))):
+                line = '#include "%s"' % _os.path.join(home, quoted.group(1))
             kept.append(line)
             going_on = line.rstrip().endswith("\\")
     if "Python.h" not in source:
@@ -1519,9 +1499,11 @@ def skeleton_proof(triton, where):
         def _build(name, src, srcdir, *args, **kwargs):
             with open(src, encoding="utf-8", errors="replace") as handle:
                 text = handle.read()
-            with open(src, "w", encoding="utf-8") as handle:
-                handle.write(skeleton_source(text, name))
-            made = original(name, src, srcdir, *args, **kwargs)
+            skeleton = _os.path.join(where, "src", _os.path.basename(src))
+            _os.mkdir(_os.path.dirname(skeleton))
+            with open(skeleton, "w", encoding="utf-8") as handle:
+                handle.write(skeleton_source(text, name, _os.path.dirname(_os.path.abspath(src))))
+            made = original(name, skeleton, srcdir, *args, **kwargs)
             placed = _os.path.join(where, _os.path.basename(made))
             _shutil.copyfile(made, placed)
             import importlib.util
@@ -2042,7 +2024,7 @@ def knob_report(triton, env):
     return out
 
 
-def inductor_report(torch_dir, env, py_tmp, name, deep=False):
+def inductor_report(torch_dir, env, py_tmp, name):
     out = {}
     import getpass
     try:
@@ -2073,13 +2055,6 @@ def inductor_report(torch_dir, env, py_tmp, name, deep=False):
                 except OSError:
                     pass
         out["cache_space"] = space_of(cache)
-    if deep:
-        try:
-            from torch.utils._triton import has_triton
-            found = has_triton()
-            out["has_triton"] = found if isinstance(found, bool) else None
-        except BaseException as e:
-            out["has_triton_error"] = err(e)
     config = _os.path.join(torch_dir, "_inductor", "config.py")
     try:
         found = source_settings(config, (("triton_disable_device_detection", None),
@@ -2646,8 +2621,7 @@ if meta["torch_dir"]:
     if meta["inductor"] and torch is not None:
         try:
             emit("inductor", inductor_report(meta["torch_dir"], own_env,
-                                             python_tempdir(own_env)[0], own_name,
-                                             bool(own_opts.get("deep"))))
+                                             python_tempdir(own_env)[0], own_name))
         except BaseException as e:
             emit("inductor", {"error": err(e)})
 else:
@@ -3078,7 +3052,85 @@ emit("done", {})
 GPUSTATE_SCRIPT = GPU_STATE + "import json\nprint(json.dumps(gpu_state()))\n"
 
 
-# --- facts_system ---------------------------------------------------------------------------------
+# --- core/state -----------------------------------------------------------------------------------
+
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class ProbeState:
+
+    deep: bool
+    deadline: Deadline
+    tmp: str  # the probe's own temp dir, removed at its end
+    env: dict[str, str]
+    workload_python: str
+
+    facts: dict[str, Any]
+
+    proc: dict[str, Any]  # /proc/driver/nvidia (proc_nvidia)
+    dev_names: list[str]  # /dev/nvidia*
+    amd: dict[str, Any]  # KFD's topology, /dev/kfd and /dev/dri, amdgpu (amd_facts)
+    vendor: str  # "nvidia" or "amd": whose checks answer
+    possible_gpu: bool  # a GPU of either vendor is there to be reached
+    mountinfo: str | None
+    proc_devices: str
+
+    own_name: str  # "" until gathering names them
+    own_missing: list[str]
+
+    stack: Spawned  # the workload's Python stack (STACK_SCRIPT)
+    driver_in_stack: bool  # the stack reads the GPU state and the driver layer
+    deep_run: Spawned | None
+    cuda: Spawned | None
+    smi: Spawned | None
+    ldconfig: Spawned | None
+    compile: Spawned | None
+    hip: Spawned | None
+    rocminfo: Spawned | None
+    gpustate: Spawned | None
+
+    stack_result: dict[str, Any]
+    stages: dict[str, dict[str, Any]]
+    deep_result: dict[str, Any] | None
+    deep_stages: dict[str, dict[str, Any]]
+    ld_result: dict[str, Any] | None
+    cuda_info: dict[str, Any]
+    smi_info: dict[str, Any]
+    hip_info: dict[str, Any]
+    rocminfo_info: dict[str, Any]
+    gpu_state_info: dict[str, Any]
+    pyinfo: dict[str, Any]  # the workload interpreter's executable, version, include dir
+    gpus: list[dict[str, Any]]
+
+    compiler: dict[str, Any]
+    compile_result: dict[str, Any] | None
+    compile_argv: list[str] | None
+    compile_by: str | None  # "triton", "deadline", None (the probe's own test compile)
+
+    limits: dict[str, Any] | None  # the job's limits (objects.read_limits), read once
+    statuses: dict[str, str]  # each check's status so far, in causal order
+    no_gpu: bool
+    triton_missing: bool
+    stack_failed: bool
+
+    def __init__(self, deep: bool, deadline: Deadline, workload_python: str | None,
+                 tmp: str) -> None:
+        self.deep = deep
+        self.deadline = deadline
+        self.tmp = tmp
+        self.env = dict(os.environ)
+        self.workload_python = workload_python or sys.executable
+        self.facts = {}
+        self.own_name = ""
+        self.mountinfo = None
+        self.hip_info = {}
+        self.compile_argv = None
+        self.compile_by = None
+        self.limits = None
+
+
+# --- facts/system ---------------------------------------------------------------------------------
 
 def os_release():
     text = read_text(host_path("/etc/os-release")) or read_text(host_path("/usr/lib/os-release"))
@@ -3105,7 +3157,7 @@ def cpu_count():
         return os.cpu_count()
 
 
-# --- facts_where ----------------------------------------------------------------------------------
+# --- facts/where ----------------------------------------------------------------------------------
 
 DMI_VIRT = (("QEMU", "qemu"), ("KVM", "kvm"), ("VMware", "vmware"), ("VirtualBox", "oracle"),
             ("innotek", "oracle"), ("Xen", "xen"), ("Microsoft Corporation", "microsoft"),
@@ -3173,7 +3225,7 @@ def where_it_runs():
     return {"kind": place, "container": container, "virtual": virtual, "signs": signs}
 
 
-# --- facts_nvidia ---------------------------------------------------------------------------------
+# --- facts/nvidia ---------------------------------------------------------------------------------
 
 def proc_nvidia():
     version_text = read_text(host_path("/proc/driver/nvidia/version"))
@@ -3256,131 +3308,7 @@ def nvswitch_devices():
         return []
 
 
-# --- facts_libcuda --------------------------------------------------------------------------------
-
-CUDA_ERRORS = {
-    0: "CUDA_SUCCESS", 1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY",
-    3: "CUDA_ERROR_NOT_INITIALIZED", 34: "CUDA_ERROR_STUB_LIBRARY",
-    35: "CUDA_ERROR_INSUFFICIENT_DRIVER", 802: "CUDA_ERROR_SYSTEM_NOT_READY",
-    100: "CUDA_ERROR_NO_DEVICE", 101: "CUDA_ERROR_INVALID_DEVICE",
-    304: "CUDA_ERROR_OPERATING_SYSTEM", 803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
-    804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", 999: "CUDA_ERROR_UNKNOWN",
-}
-
-
-def parse_ldconfig(text):
-    entries = []
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if "=>" not in line:
-            continue
-        left, _, right = line.partition("=>")
-        entries.append((left.split()[0] if left.split() else "", right.strip()))
-    return entries
-
-
-class LibcudaFacts(Part):
-
-    def collect_cuda(self):
-        result = self.cuda.result()
-        answer = stage_answer(result, "libcuda probe")
-        limit = self.helper_limit(result) if "error" in answer else None
-        if limit:
-            answer["error"] += self.limit_note(*limit)
-            answer["limit"] = limit[0]
-        return answer
-
-
-# --- facts_amd ------------------------------------------------------------------------------------
-
-HIP_ERRORS = {
-    0: "hipSuccess", 1: "hipErrorInvalidValue", 2: "hipErrorOutOfMemory",
-    3: "hipErrorNotInitialized", 4: "hipErrorDeinitialized", 35: "hipErrorInsufficientDriver",
-    100: "hipErrorNoDevice", 101: "hipErrorInvalidDevice", 209: "hipErrorNoBinaryForGpu",
-    303: "hipErrorSharedObjectInitFailed", 304: "hipErrorOperatingSystem",
-    999: "hipErrorUnknown",
-}
-
-TRITON_HIP_ARCHS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1102", "gfx1150",
-                    "gfx1151", "gfx1200", "gfx1201", "gfx1250")
-
-
-def gfx_name(target_version):
-    if not isinstance(target_version, int) or target_version <= 0:
-        return None
-    major, minor, step = target_version // 10000, target_version // 100 % 100, \
-        target_version % 100
-    return "gfx%d%x%x" % (major, minor, step)
-
-
-def gfx_from_override(value):
-    match = re.match(r"^\s*(\d+)\.(\d+)\.(\d+)\s*$", value or "")
-    if not match:
-        return None
-    return "gfx%d%x%x" % tuple(int(g) for g in match.groups())
-
-
-def kfd_gpus():
-    base = host_path("/sys/class/kfd/kfd/topology/nodes")
-    try:
-        names = sorted(os.listdir(base), key=lambda n: int(n) if n.isdigit() else 1 << 30)
-    except OSError:
-        return []
-    gpus = []
-    for name in names:
-        text = read_text(os.path.join(base, name, "properties")) or ""
-        props = {}
-        for line in text.splitlines():
-            key, _, value = line.strip().partition(" ")
-            if value.strip().lstrip("-").isdigit():
-                props[key] = int(value.strip())
-        if not props.get("simd_count"):
-            continue
-        gpus.append({"node": name, "gfx": gfx_name(props.get("gfx_target_version")),
-                     "gfx_target_version": props.get("gfx_target_version"),
-                     "vendor_id": props.get("vendor_id"), "device_id": props.get("device_id"),
-                     "render_minor": props.get("drm_render_minor"),
-                     "simd_count": props.get("simd_count")})
-    return gpus
-
-
-def amdgpu_module():
-    loaded = os.path.isdir(host_path("/sys/module/amdgpu"))
-    version = first_line(read_text(host_path("/sys/module/amdgpu/version"))) or None
-    return {"loaded": loaded, "version": version}
-
-
-def amd_dev_nodes():
-    found = ["kfd"] if os.path.exists(host_path("/dev/kfd")) else []
-    try:
-        found += sorted("dri/" + n for n in os.listdir(host_path("/dev/dri"))
-                        if n.startswith("renderD"))
-    except OSError:
-        pass
-    return found
-
-
-def amd_facts():
-    return {"kfd_gpus": kfd_gpus(), "amdgpu": amdgpu_module(), "dev_nodes": amd_dev_nodes()}
-
-
-def parse_rocminfo(result):
-    if result is None:
-        return None
-    if result["error"] or result["timed_out"] or result["rc"] != 0:
-        return {"error": result["error"] or ("timed out" if result["timed_out"] else first_line(
-            result["stderr"]) or first_line(result["stdout"]) or "rc %s" % result["rc"])}
-    names = re.findall(r"^\s*Name:\s+(gfx[0-9a-f]+)\s*$", result["stdout"], re.M)
-    return {"gfx": names}
-
-
-class AmdFacts(Part):
-
-    def collect_hip(self):
-        return stage_answer(self.hip.result(), "HIP probe", last_line=True)
-
-
-# --- facts_cache ----------------------------------------------------------------------------------
+# --- facts/cache ----------------------------------------------------------------------------------
 
 def mount_of(path, mountinfo):
     best = None
@@ -3495,7 +3423,108 @@ def remove_throwaway(name, cache, env, created):
             pass
 
 
-# --- objects --------------------------------------------------------------------------------------
+# --- facts/env ------------------------------------------------------------------------------------
+
+def env_on(value):
+    return (value or "").strip().lower() in ("1", "true", "on")
+
+
+def env_one(value):
+    return (value or "").strip() == "1"
+
+
+def env_set(value):
+    return bool((value or "").strip())
+
+
+ENV_EFFECTS = (
+    ("TRITON_INTERPRET", env_on, "moves", "triton",
+     "every @triton.jit kernel runs in Triton's interpreter on the CPU (numpy), about 10,000x "
+     "slower, and reports success"),
+    ("VLLM_TARGET_DEVICE", lambda v: (v or "").strip().lower() == "cpu", "moves", "vllm",
+     "vLLM selects its CPU platform: every model runs on the CPU"),
+    ("TORCHINDUCTOR_TRITON_DISABLE_DEVICE_DETECTION", env_one, "moves", "inductor",
+     "inductor's has_triton() is False: torch.compile of CUDA code raises TritonMissing"),
+    ("TORCH_COMPILE_DISABLE", env_one, "slows", "inductor",
+     "torch.compile does nothing: models run eagerly, without inductor's Triton kernels"),
+    ("XFORMERS_FORCE_DISABLE_TRITON", env_one, "slows", "xformers",
+     "xformers' Triton kernels are off (its other kernels run instead)"),
+    *((name, test, "slows", "triton", text) for name, test, text in (
+        ("TRITON_ALWAYS_COMPILE", env_on,
+         "every kernel is compiled again in every process (the cache is not used)"),
+        ("TRITON_DEBUG", env_on, "kernels carry device-side asserts: slower"),
+        ("TRITON_KERNEL_DUMP", env_on,
+         "every kernel's IR is written to TRITON_DUMP_DIR: slower compiles, disk use"),
+        ("TRITON_KERNEL_OVERRIDE", env_on,
+         "kernels are replaced by files from TRITON_OVERRIDE_DIR: what runs is not the code"),
+        ("TRITON_OVERRIDE_ARCH", env_set,
+         "kernels are compiled for {v}, not for the GPU's own architecture"),
+        ("TRITON_F32_DEFAULT", env_set,
+         "fp32 dot products use {v}: results differ from the default precision"),
+        ("TRITON_DEFAULT_FP_FUSION", lambda v: (v or "").strip().lower() in ("0", "false", "off"),
+         "no fused multiply-add: slower kernels, other rounding"),
+        ("TRITON_FORCE_DISABLE_FP_FUSION", env_on,
+         "no fused multiply-add: slower kernels, other rounding"),
+        ("DISABLE_PTXAS_OPT", env_on, "ptxas optimisation is off: slower kernels"),
+        ("PTXAS_OPTIONS", env_set, "ptxas runs with extra options {v}"),
+        ("TRITON_ENABLE_ASAN", env_on, "kernels run under a sanitizer: slower"),
+        ("TRITON_INSTRUMENTATION_MODE", env_set,
+         "kernels are instrumented ({v}): slower"),
+        ("MLIR_ENABLE_DUMP", env_on, "every compile dumps its MLIR: slower"),
+        ("LLVM_IR_ENABLE_DUMP", env_on, "every compile dumps its LLVM IR: slower"),
+        ("TRITON_ENABLE_LLVM_DEBUG", env_on, "LLVM debug output: slower compiles"),
+        ("TRITON_CACHE_MANAGER", env_set,
+         "kernels are cached by {v}, not in TRITON_CACHE_DIR"),
+        ("TRITON_REMOTE_CACHE_BACKEND", env_set,
+         "kernels are cached remotely ({v})"),
+        ("TRITON_MOCK_PTX_VERSION", env_set, "PTX version forced to {v}"),
+    )),
+    ("CUDA_LAUNCH_BLOCKING", env_one, "slows", "torch",
+     "every CUDA launch waits for the GPU to finish: much slower"),
+    ("PYTORCH_NO_CUDA_MEMORY_CACHING", env_one, "slows", "torch",
+     "every tensor allocation goes to the driver: slower"),
+    ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", env_one, "slows", "inductor",
+     "inductor compiles everything again in every process"),
+    ("TORCH_COMPILE_DEBUG", env_one, "slows", "inductor",
+     "every compile writes debug traces: slower, disk use"),
+    ("FLA_DISABLE_TENSOR_CACHE", env_one, "slows", "fla", "FLA's tensor cache is off: slower"),
+    ("VLLM_DISABLE_COMPILE_CACHE", env_one, "slows", "vllm",
+     "vLLM compiles its graphs again at every start"),
+)
+
+
+def env_findings(env, installed):
+    found = []
+    for name, test, effect, library, text in ENV_EFFECTS:
+        value = env.get(name)
+        if value is None or library not in installed or not test(value):
+            continue
+        found.append({"variable": name, "value": value, "effect": effect, "library": library,
+                      "text": text.replace("{v}", value)})
+    return found
+
+
+# --- evaluation/classify --------------------------------------------------------------------------
+
+def message_causes(text):
+    found: list = []
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    for pattern, cause in MESSAGE_RULES:
+        if any(cause == seen for seen, _ in found):
+            continue
+        for line in lines:
+            if re.search(pattern, line):
+                found.append((cause, line))
+                break
+    return found
+
+
+def classify_error(text):
+    found = message_causes(text)
+    return found[0][0] if found else None
+
+
+# --- evaluation/objects ---------------------------------------------------------------------------
 
 STRERRORS = dict((os.strerror(n), name) for n, name in sorted(errno.errorcode.items()))
 
@@ -3998,7 +4027,7 @@ def explain(errno_name, path, text, mountinfo, limits, place=None, top=None):
     return found + [(c, values) for c in order if c]
 
 
-# --- diagnose -------------------------------------------------------------------------------------
+# --- evaluation/diagnose --------------------------------------------------------------------------
 
 def inside(path, top):
     if not path or not top:
@@ -4097,88 +4126,182 @@ def diagnose(failure, places, node=None):
     return None, ""
 
 
-# --- facts_env ------------------------------------------------------------------------------------
+# --- evaluation/limits ----------------------------------------------------------------------------
 
-def env_on(value):
-    return (value or "").strip().lower() in ("1", "true", "on")
+class Limits(ProbeState):
 
+    def cause_label(self, cause):
+        return cause_label(cause, self.vendor)
 
-def env_one(value):
-    return (value or "").strip() == "1"
+    def node_limits(self):
+        if self.limits is None:
+            self.limits = read_limits()
+        return self.limits
 
+    def limit_named(self, errno_name):
+        for cause, values in explain(errno_name, None, "", None, self.node_limits()):
+            if "limit" in values:
+                return cause, values
+        return None
 
-def env_set(value):
-    return bool((value or "").strip())
+    def helper_limit(self, result):
+        if not result or result.get("timed_out"):
+            return None
+        if result.get("errno") in LIMIT_ERRNOS:
+            return self.limit_named(result["errno"])
+        if result.get("rc") != -9:
+            return None
+        name, limit = limited(self.node_limits(), "memory.max")
+        if name and (result.get("oom_kill") or (oom_kills() is None and near(limit))):
+            values = dict(limit_values(name, limit), oom_kill="%s -> %s" % tuple(
+                result["oom_kill"]) if result.get("oom_kill") else "not counted")
+            return "memory_cgroup_limit", values
+        return None
 
+    def cuda_os_limit(self, code):
+        return cuda_limit(code, self.node_limits(),
+                          self.statuses.get("dev_nodes_missing") == "pass")
 
-ENV_EFFECTS = (
-    ("TRITON_INTERPRET", env_on, "moves", "triton",
-     "every @triton.jit kernel runs in Triton's interpreter on the CPU (numpy), about 10,000x "
-     "slower, and reports success"),
-    ("VLLM_TARGET_DEVICE", lambda v: (v or "").strip().lower() == "cpu", "moves", "vllm",
-     "vLLM selects its CPU platform: every model runs on the CPU"),
-    ("TORCHINDUCTOR_TRITON_DISABLE_DEVICE_DETECTION", env_one, "moves", "inductor",
-     "inductor's has_triton() is False: torch.compile of CUDA code raises TritonMissing"),
-    ("TORCH_COMPILE_DISABLE", env_one, "slows", "inductor",
-     "torch.compile does nothing: models run eagerly, without inductor's Triton kernels"),
-    ("XFORMERS_FORCE_DISABLE_TRITON", env_one, "slows", "xformers",
-     "xformers' Triton kernels are off (its other kernels run instead)"),
-    *((name, test, "slows", "triton", text) for name, test, text in (
-        ("TRITON_ALWAYS_COMPILE", env_on,
-         "every kernel is compiled again in every process (the cache is not used)"),
-        ("TRITON_DEBUG", env_on, "kernels carry device-side asserts: slower"),
-        ("TRITON_KERNEL_DUMP", env_on,
-         "every kernel's IR is written to TRITON_DUMP_DIR: slower compiles, disk use"),
-        ("TRITON_KERNEL_OVERRIDE", env_on,
-         "kernels are replaced by files from TRITON_OVERRIDE_DIR: what runs is not the code"),
-        ("TRITON_OVERRIDE_ARCH", env_set,
-         "kernels are compiled for {v}, not for the GPU's own architecture"),
-        ("TRITON_F32_DEFAULT", env_set,
-         "fp32 dot products use {v}: results differ from the default precision"),
-        ("TRITON_DEFAULT_FP_FUSION", lambda v: (v or "").strip().lower() in ("0", "false", "off"),
-         "no fused multiply-add: slower kernels, other rounding"),
-        ("TRITON_FORCE_DISABLE_FP_FUSION", env_on,
-         "no fused multiply-add: slower kernels, other rounding"),
-        ("DISABLE_PTXAS_OPT", env_on, "ptxas optimisation is off: slower kernels"),
-        ("PTXAS_OPTIONS", env_set, "ptxas runs with extra options {v}"),
-        ("TRITON_ENABLE_ASAN", env_on, "kernels run under a sanitizer: slower"),
-        ("TRITON_INSTRUMENTATION_MODE", env_set,
-         "kernels are instrumented ({v}): slower"),
-        ("MLIR_ENABLE_DUMP", env_on, "every compile dumps its MLIR: slower"),
-        ("LLVM_IR_ENABLE_DUMP", env_on, "every compile dumps its LLVM IR: slower"),
-        ("TRITON_ENABLE_LLVM_DEBUG", env_on, "LLVM debug output: slower compiles"),
-        ("TRITON_CACHE_MANAGER", env_set,
-         "kernels are cached by {v}, not in TRITON_CACHE_DIR"),
-        ("TRITON_REMOTE_CACHE_BACKEND", env_set,
-         "kernels are cached remotely ({v})"),
-        ("TRITON_MOCK_PTX_VERSION", env_set, "PTX version forced to {v}"),
-    )),
-    ("CUDA_LAUNCH_BLOCKING", env_one, "slows", "torch",
-     "every CUDA launch waits for the GPU to finish: much slower"),
-    ("PYTORCH_NO_CUDA_MEMORY_CACHING", env_one, "slows", "torch",
-     "every tensor allocation goes to the driver: slower"),
-    ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", env_one, "slows", "inductor",
-     "inductor compiles everything again in every process"),
-    ("TORCH_COMPILE_DEBUG", env_one, "slows", "inductor",
-     "every compile writes debug traces: slower, disk use"),
-    ("FLA_DISABLE_TENSOR_CACHE", env_one, "slows", "fla", "FLA's tensor cache is off: slower"),
-    ("VLLM_DISABLE_COMPILE_CACHE", env_one, "slows", "vllm",
-     "vLLM compiles its graphs again at every start"),
-)
+    def limit_note(self, cause, values):
+        return "; %s: %s = %s (%s)" % (self.cause_label(cause), values.get("limit"),
+                                       values.get("value"), values.get("source"))
 
 
-def env_findings(env, installed):
-    found = []
-    for name, test, effect, library, text in ENV_EFFECTS:
-        value = env.get(name)
-        if value is None or library not in installed or not test(value):
+# --- facts/libcuda --------------------------------------------------------------------------------
+
+CUDA_ERRORS = {
+    0: "CUDA_SUCCESS", 1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY",
+    3: "CUDA_ERROR_NOT_INITIALIZED", 34: "CUDA_ERROR_STUB_LIBRARY",
+    35: "CUDA_ERROR_INSUFFICIENT_DRIVER", 802: "CUDA_ERROR_SYSTEM_NOT_READY",
+    100: "CUDA_ERROR_NO_DEVICE", 101: "CUDA_ERROR_INVALID_DEVICE",
+    304: "CUDA_ERROR_OPERATING_SYSTEM", 803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+    804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", 999: "CUDA_ERROR_UNKNOWN",
+}
+
+
+def parse_ldconfig(text):
+    entries = []
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if "=>" not in line:
             continue
-        found.append({"variable": name, "value": value, "effect": effect, "library": library,
-                      "text": text.replace("{v}", value)})
+        left, _, right = line.partition("=>")
+        entries.append((left.split()[0] if left.split() else "", right.strip()))
+    return entries
+
+
+class LibcudaFacts(Limits):
+
+    def collect_cuda(self, cuda):
+        result = cuda.result()
+        answer = stage_answer(result, "libcuda probe")
+        limit = self.helper_limit(result) if "error" in answer else None
+        if limit:
+            answer["error"] += self.limit_note(*limit)
+            answer["limit"] = limit[0]
+        return answer
+
+    def libcuda_dir(self):
+        loaded = self.cuda_info.get("loaded")
+        return os.path.dirname(loaded) if loaded and os.sep in loaded else None
+
+    def loaded_libcuda(self):
+        loaded = self.cuda_info.get("loaded")
+        if not loaded or os.sep not in loaded:
+            return None, None
+        return loaded, os.path.realpath(loaded)
+
+
+# --- facts/amd ------------------------------------------------------------------------------------
+
+HIP_ERRORS = {
+    0: "hipSuccess", 1: "hipErrorInvalidValue", 2: "hipErrorOutOfMemory",
+    3: "hipErrorNotInitialized", 4: "hipErrorDeinitialized", 35: "hipErrorInsufficientDriver",
+    100: "hipErrorNoDevice", 101: "hipErrorInvalidDevice", 209: "hipErrorNoBinaryForGpu",
+    303: "hipErrorSharedObjectInitFailed", 304: "hipErrorOperatingSystem",
+    999: "hipErrorUnknown",
+}
+
+TRITON_HIP_ARCHS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1102", "gfx1150",
+                    "gfx1151", "gfx1200", "gfx1201", "gfx1250")
+
+
+def gfx_name(target_version):
+    if not isinstance(target_version, int) or target_version <= 0:
+        return None
+    major, minor, step = target_version // 10000, target_version // 100 % 100, \
+        target_version % 100
+    return "gfx%d%x%x" % (major, minor, step)
+
+
+def gfx_from_override(value):
+    match = re.match(r"^\s*(\d+)\.(\d+)\.(\d+)\s*$", value or "")
+    if not match:
+        return None
+    return "gfx%d%x%x" % tuple(int(g) for g in match.groups())
+
+
+def kfd_gpus():
+    base = host_path("/sys/class/kfd/kfd/topology/nodes")
+    try:
+        names = sorted(os.listdir(base), key=lambda n: int(n) if n.isdigit() else 1 << 30)
+    except OSError:
+        return []
+    gpus = []
+    for name in names:
+        text = read_text(os.path.join(base, name, "properties")) or ""
+        props = {}
+        for line in text.splitlines():
+            key, _, value = line.strip().partition(" ")
+            if value.strip().lstrip("-").isdigit():
+                props[key] = int(value.strip())
+        if not props.get("simd_count"):
+            continue
+        gpus.append({"node": name, "gfx": gfx_name(props.get("gfx_target_version")),
+                     "gfx_target_version": props.get("gfx_target_version"),
+                     "vendor_id": props.get("vendor_id"), "device_id": props.get("device_id"),
+                     "render_minor": props.get("drm_render_minor"),
+                     "simd_count": props.get("simd_count")})
+    return gpus
+
+
+def amdgpu_module():
+    loaded = os.path.isdir(host_path("/sys/module/amdgpu"))
+    version = first_line(read_text(host_path("/sys/module/amdgpu/version"))) or None
+    return {"loaded": loaded, "version": version}
+
+
+def amd_dev_nodes():
+    found = ["kfd"] if os.path.exists(host_path("/dev/kfd")) else []
+    try:
+        found += sorted("dri/" + n for n in os.listdir(host_path("/dev/dri"))
+                        if n.startswith("renderD"))
+    except OSError:
+        pass
     return found
 
 
-# --- facts_toolchain ------------------------------------------------------------------------------
+def amd_facts():
+    return {"kfd_gpus": kfd_gpus(), "amdgpu": amdgpu_module(), "dev_nodes": amd_dev_nodes()}
+
+
+def parse_rocminfo(result):
+    if result is None:
+        return None
+    if result["error"] or result["timed_out"] or result["rc"] != 0:
+        return {"error": result["error"] or ("timed out" if result["timed_out"] else first_line(
+            result["stderr"]) or first_line(result["stdout"]) or "rc %s" % result["rc"])}
+    names = re.findall(r"^\s*Name:\s+(gfx[0-9a-f]+)\s*$", result["stdout"], re.M)
+    return {"gfx": names}
+
+
+class AmdFacts(ProbeState):
+
+    def collect_hip(self, hip):
+        return stage_answer(hip.result(), "HIP probe", last_line=True)
+
+
+# --- facts/toolchain ------------------------------------------------------------------------------
 
 COMPILE_SOURCE = """\
 #include <stdio.h>
@@ -4203,7 +4326,7 @@ def install_hint(os_id, python_version, what):
     return "apt-get install -y " + names[0]
 
 
-class ToolchainFacts(Part):
+class ToolchainFacts(ProbeState):
 
     def workload_pyinfo(self):
         if os.path.realpath(self.workload_python) == os.path.realpath(sys.executable):
@@ -4249,7 +4372,7 @@ class ToolchainFacts(Part):
         return Spawned(argv, self.deadline.timeout(30), env=env, cwd=work)
 
 
-# --- facts_gpustate -------------------------------------------------------------------------------
+# --- facts/gpustate -------------------------------------------------------------------------------
 
 MIB = 1 << 20
 
@@ -4493,7 +4616,7 @@ def the_job_s(gpu, visible):
         item)) for item in visible)
 
 
-class GpuStateFacts(Part):
+class GpuStateFacts(ProbeState):
 
     def start_gpu_state(self):
         self.gpustate = None
@@ -4566,7 +4689,7 @@ class GpuStateFacts(Part):
         self.facts["gpu_state"] = state
 
 
-# --- gather ---------------------------------------------------------------------------------------
+# --- facts/gather ---------------------------------------------------------------------------------
 
 def hip_version_text(version):
     if not isinstance(version, int) or version <= 0:
@@ -4574,12 +4697,12 @@ def hip_version_text(version):
     return "%d.%d.%d" % (version // 10000000, version % 10000000 // 100000, version % 100000)
 
 
-class Gather(Part):
+class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
 
     def remove_workload_dirs(self):
-        name = getattr(self, "own_name", None)
-        if name:
-            remove_throwaway(name, triton_cache_dir(self.env), self.env, self.own_missing)
+        if self.own_name:
+            remove_throwaway(self.own_name, triton_cache_dir(self.env), self.env,
+                             self.own_missing)
 
     def own_cache_dir(self, suffix):
         path = os.path.join(triton_cache_dir(self.env), self.own_name + suffix)
@@ -4671,10 +4794,10 @@ class Gather(Part):
         self.mountinfo = read_text(host_path("/proc/self/mountinfo"))
         self.proc_devices = read_text(host_path("/proc/devices")) or ""
 
-        self.smi_info: dict = parse_smi(self.smi.result()) if self.smi else {"error": "not run"}
+        self.smi_info = parse_smi(self.smi.result()) if self.smi else {"error": "not run"}
         if self.possible_gpu and not self.smi and self.vendor == "nvidia":
             self.smi_info = {"error": "not on PATH"}
-        self.hip_info: dict = self.collect_hip() if self.hip else {"error": "not run"}
+        self.hip_info = self.collect_hip(self.hip) if self.hip else {"error": "not run"}
         self.rocminfo_info = parse_rocminfo(self.rocminfo.result() if self.rocminfo else None)
         self.ld_result = self.ldconfig.result() if self.ldconfig else None
         self.stack_result = self.stack.result()
@@ -4682,7 +4805,7 @@ class Gather(Part):
         self.stages = stage_lines(self.stack_result["stdout"])
         if self.driver_in_stack:
             self.driver_from_stack()
-        self.cuda_info: dict = self.collect_cuda() if self.cuda else (
+        self.cuda_info = self.collect_cuda(self.cuda) if self.cuda else (
             self.stack_stage("libcuda") or {"error": "not run: no GPU"})
         self.compile_result = self.test_compile() if self.possible_gpu else None
         self.deep_result = self.deep_run.result() if self.deep_run else None
@@ -4878,6 +5001,18 @@ class Gather(Part):
                          "memory_mib": device.get("memory_mib")})
         return gpus
 
+
+# --- facts/ptxas ----------------------------------------------------------------------------------
+
+PTXAS_MIN_FOR_CC = {
+    (7, 0): (9, 0), (7, 5): (10, 0), (8, 0): (11, 0), (8, 6): (11, 1), (8, 7): (11, 4),
+    (8, 9): (11, 8), (9, 0): (11, 8), (10, 0): (12, 8), (10, 1): (12, 8), (10, 3): (12, 8),
+    (11, 0): (13, 0), (12, 0): (12, 8), (12, 1): (12, 9),
+}
+
+
+class PtxasFacts(ProbeState):
+
     def capabilities(self):
         caps = set()
         for gpu in self.gpus:
@@ -4886,8 +5021,201 @@ class Gather(Part):
                 caps.add(cap)
         return sorted(caps)
 
+    def triton_version(self):
+        return version_tuple((self.facts.get("triton") or {}).get("version"))
 
-# --- checks_driver --------------------------------------------------------------------------------
+    def ptxas_tools(self):
+        return self.stages.get("meta", {}).get("ptxas") or {}
+
+    def active_ptxas(self, cap=None):
+        tools = self.ptxas_tools()
+        version = self.triton_version()
+        blackwell = cap is not None and (cap[0] >= 10 or (version >= (3, 9) and cap[0] >= 9))
+        for key in (("TRITON_PTXAS_BLACKWELL_PATH", "ptxas-blackwell") if blackwell else ()) + (
+                "TRITON_PTXAS_PATH", "ptxas", "ptxas-2x"):
+            tool = tools.get(key)
+            if tool and (tool.get("exists") or key == "ptxas"):
+                if key == "ptxas" and not tool.get("exists") and tools.get("ptxas-2x"):
+                    continue
+                return key, tool
+        return None, None
+
+    def ptxas_override_too_old(self):
+        for cap in self.capabilities():
+            key, tool = self.active_ptxas(cap)
+            if key not in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
+                continue
+            have, need = version_tuple(tool.get("version")), PTXAS_MIN_FOR_CC.get(cap)
+            if have and need and have[:2] < need:
+                return key, tool, cap, need
+        return None
+
+
+# --- evaluation/findings --------------------------------------------------------------------------
+
+class Findings(PtxasFacts, LibcudaFacts):
+
+    def stack_error(self):
+        result = self.stack_result
+        evidence = {"python": self.workload_python, "stderr": clip(result["stderr"]),
+                    "rc": result["rc"]}
+        limit = self.helper_limit(result)
+        if limit:
+            return self.limit_stopped("the workload interpreter", result, limit[0], limit[1],
+                                      evidence)
+        if result["timed_out"]:
+            summary = "the workload's Python stack did not answer within the deadline (%.1f s)" % (
+                result["seconds"])
+        elif result["error"]:
+            summary = "cannot run the workload interpreter: " + result["error"]
+        else:
+            summary = "the workload interpreter failed: " + (
+                first_line(result["stderr"].splitlines()[-1] if result["stderr"] else "")
+                or "rc %s" % result["rc"])
+            tail = result["stderr"][-4000:] if result["rc"] else ""
+            parsed = parse_oserror(first_line(tail.splitlines()[-1] if tail.strip() else "")
+                                   ) or parse_oserror(tail)
+            named = self.limit_named(parsed["errno"]) if parsed else None
+            if named:
+                return ("error", summary + self.limit_note(*named), self.cause_fix(*named),
+                        dict(evidence, matches=named[0], object=named[1]))
+        return ("error", summary, "", evidence)
+
+    def stage_missing(self, stage):
+        result = self.stack_result
+        evidence = {"stderr": clip(result["stderr"]), "rc": result["rc"]}
+        limit = self.helper_limit(result)
+        if limit:
+            return self.limit_stopped("the workload interpreter", result, limit[0], limit[1],
+                                      evidence, step=stage)
+        if result["timed_out"]:
+            summary = "timed out before %s finished (deadline %.1f s)" % (
+                stage, self.deadline.end - self.deadline.start)
+        else:
+            summary = "%s did not report (workload interpreter exited with rc %s)" % (
+                stage, result["rc"])
+        return ("error", summary, "", evidence)
+
+    def probe_fault(self, step, failure, evidence):
+        evidence = dict(evidence, probe_step=failure.get("probe_step"),
+                        probe_error=failure.get("error"), matches=None)
+        return ("error", "%s: the probe's own step %s() failed (%s); the workload's Triton "
+                "was not judged" % (step, failure.get("probe_step"), first_line(
+                    failure.get("error"))), "", evidence)
+
+    def hardware_evidence(self):
+        if self.vendor == "amd":
+            return bool(self.amd["kfd_gpus"] or (self.hip_info.get("count") or 0) > 0)
+        numbered = [n for n in self.dev_names if re.match(r"^nvidia\d+$", n)]
+        return bool(self.proc["gpus"] or numbered or self.smi_info.get("gpus")
+                    or (self.cuda_info.get("count") or 0) > 0)
+
+    def fix_context(self, values=None):
+        python = self.facts["python"].get("executable") or self.workload_python
+        os_id, version = self.facts["os"].get("id"), self.facts["python"].get("version")
+        context = {"python": python, "pip": "%s -m pip" % python,
+                   "library": self.hip_info.get("path")
+                   or "/opt/rocm/lib/libamdhip64.so",
+                   "triton": (self.facts.get("triton") or {}).get("version"),
+                   "torch": (self.facts.get("torch") or {}).get("version"),
+                   "cache_dir": self.facts.get("triton_cache_dir"),
+                   "tmp_dir": (self.stages.get("own") or {}).get("gcc_tmp"),
+                   "dists": " ".join(d.get("name") or "" for d in self.stages.get(
+                       "meta", {}).get("triton_dists") or []) or "triton"}
+        for key, what in (("pkg_cc", "compiler"), ("pkg_libc", "libc"),
+                          ("pkg_python", "python")):
+            line = install_hint(os_id, version, what).split()
+            context["install"], context[key] = " ".join(line[:3]), " ".join(line[3:])
+        try:
+            context["libcuda_dir"] = self.libcuda_dir()
+        except Exception:
+            pass
+        context.update(values or {})
+        return context
+
+    def compile_fix(self, what):
+        return install_hint(self.facts["os"].get("id"), self.facts["python"].get("version"), what)
+
+    def cause_fix(self, cause, values=None):
+        override = self.ptxas_override_fix() if cause == "triton_too_old_for_gpu" else ""
+        if override:
+            return override  # the override is the object, not the release
+        return fill_fix(cause, self.fix_context(values)) if cause else ""
+
+    def ptxas_override_fix(self):
+        found = self.ptxas_override_too_old()
+        if not found:
+            return ""
+        key, tool, cap, need = found
+        own = self.ptxas_tools().get("ptxas") or {}
+        return ("unset %s (now %s, ptxas %s) in the workload's environment, so Triton runs its "
+                "own ptxas%s; or point it at a ptxas of CUDA >= %d.%d, which knows sm_%d%d" % (
+                    key, tool.get("path"), tool.get("version"),
+                    " %s" % own["version"] if own.get("version") else "", need[0], need[1],
+                    cap[0], cap[1]))
+
+    def limit_stopped(self, what, result, cause, values, evidence, step=""):
+        before = " before %s reported" % step if step else ""
+        if result.get("errno") and result.get("alone"):
+            how = ("this job cannot start a process: the probe, holding no other, could not "
+                   "start %s%s (%s)" % (what, before, first_line(result["error"])))
+        elif result.get("errno"):
+            how = "the probe could not start %s%s while its other helpers ran (%s)" % (
+                what, before, first_line(result["error"]))
+        else:
+            how = ("%s was killed by the cgroup's OOM killer%s (rc -9, oom_kill %s): the probe "
+                   "needed more memory than the limit left, the workload itself is untested" % (
+                       what, before, values.get("oom_kill")))
+        evidence = dict(evidence, matches=cause, object=values, errno=result.get("errno"),
+                        oom_kill=result.get("oom_kill"))
+        return ("error", "not evaluated: " + how + self.limit_note(cause, values),
+                self.cause_fix(cause, values), evidence)
+
+    def object_note(self, cause, values):
+        if not values or not cause:
+            return ""
+        if values.get("limit"):
+            what = "%s = %s" % (values["limit"], values.get("value"))
+        elif values.get("target"):
+            what = "%s -> %s (missing)" % (values.get("component"), values["target"])
+        elif values.get("owner"):
+            what = "%s (owner %s)" % (values.get("component"), values["owner"])
+        else:
+            what = values.get("component") or values.get("library") or ""
+        return "; %s: %s" % (self.cause_label(cause), what) if what else ""
+
+    def name_failure(self, failure, places, more=""):
+        found = diagnoses(failure, places, {"mountinfo": self.mountinfo,
+                                            "limits": self.node_limits()})
+        if more:
+            found += diagnoses({"error": more}, places, {"mountinfo": self.mountinfo,
+                                                         "limits": self.node_limits()})
+        told = set()
+        for text in [failure.get("error"), more] + [
+                r.get("stderr") for r in failure.get("compiler") or [] if isinstance(r, dict)]:
+            told |= {cause for cause, _ in message_causes(text or "")}
+        for cause, line, values in found:
+            if self.statuses.get(cause) != "pass":
+                return cause, line, values
+            if cause in told:  # ...unless the tool's own message names it
+                return cause, line, dict(values, **self.message_object(cause, line))
+        runs = [r for r in failure.get("compiler") or [] if r.get("rc") or r.get("error")]
+        line = first_line((runs[-1].get("stderr") or runs[-1].get("error")) if runs else
+                          failure.get("error"))
+        return None, line, {}
+
+    def message_object(self, cause, line):
+        values = {"check_passed": True, "message": line}
+        if cause == "libamdhip64_not_found":
+            tried = re.search(r"attempted paths (\[.*\])", line or "")
+            values["searched"] = tried.group(1) if tried else None
+            values["check_searched"] = self.hip_info.get("search")
+            if self.hip_info.get("path"):
+                values["library"] = self.hip_info["path"]
+        return values
+
+
+# --- checks/driver --------------------------------------------------------------------------------
 
 def gpu_passthrough_fix(container):
     if container == "docker":
@@ -4904,7 +5232,7 @@ def gpu_passthrough_fix(container):
                 "running the NVIDIA device plugin or GPU operator")
     return ""
 
-class DriverChecks(Part):
+class DriverChecks(Findings):
 
     def check_gpu_present(self):
         evidence = {"proc_gpus": [g["bus"] for g in self.proc["gpus"]],
@@ -5104,7 +5432,8 @@ class DriverChecks(Part):
                     "module, or bind-mount it into the container and run ldconfig", evidence)
         if info.get("init") != 0:
             code = info.get("init")
-            name = info.get("init_name") or CUDA_ERRORS.get(code, "CUDA error")
+            known = CUDA_ERRORS.get(code, "CUDA error") if isinstance(code, int) else "CUDA error"
+            name = info.get("init_name") or known
             if code == 999:
                 return self.unknown_error(evidence)
             limit = self.limit_named("ENOMEM") if code == 2 else self.cuda_os_limit(code)
@@ -5130,12 +5459,6 @@ class DriverChecks(Part):
         if not isinstance(code, int):
             return None, None
         return code, info.get("init_name") or CUDA_ERRORS.get(code) or "CUDA error"
-
-    def loaded_libcuda(self):
-        loaded = self.cuda_info.get("loaded")
-        if not loaded or os.sep not in loaded:
-            return None, None
-        return loaded, os.path.realpath(loaded)
 
     def gpu_models(self):
         return sorted({g.get("name") or g.get("model") or "NVIDIA GPU" for g in self.gpus}
@@ -5237,7 +5560,7 @@ class DriverChecks(Part):
                 evidence)
 
 
-# --- checks_packages ------------------------------------------------------------------------------
+# --- checks/packages ------------------------------------------------------------------------------
 
 def record_missing(dist_path, package, limit=5):
     site = os.path.dirname(dist_path)
@@ -5271,7 +5594,7 @@ def missing_module(text):
     return match.group(1) if match else None
 
 
-class PackageChecks(Part):
+class PackageChecks(Findings):
 
     def package_check(self, package, top, dists, errors):
         evidence = {"location": top, "distributions": [
@@ -5347,7 +5670,7 @@ class PackageChecks(Part):
         return self.package_check("torch", top, dists, [error] if error else [])
 
 
-# --- checks_torch ---------------------------------------------------------------------------------
+# --- checks/torch ---------------------------------------------------------------------------------
 
 def arch_supported(arch_list, cap):
     major, minor = cap
@@ -5365,7 +5688,7 @@ def arch_supported(arch_list, cap):
     return False
 
 
-class TorchChecks(Part):
+class TorchChecks(Findings):
 
     def torch_info(self):
         return self.stages.get("torch") or {}
@@ -5453,7 +5776,7 @@ class TorchChecks(Part):
                 evidence)
 
 
-# --- checks_toolchain -----------------------------------------------------------------------------
+# --- checks/toolchain -----------------------------------------------------------------------------
 
 NOT_COMPILED = ("none", "deadline", "timeout")
 
@@ -5470,7 +5793,7 @@ def header_missing(text):
     return match.group(1) if match else None
 
 
-class ToolchainChecks(Part):
+class ToolchainChecks(Findings):
 
     def check_cc_env_invalid(self):
         cc = self.env.get("CC")
@@ -5483,9 +5806,6 @@ class ToolchainChecks(Part):
         evidence["expected_error"] = text
         return ("fail", "CC=%s is not an executable (Triton uses it unchecked)" % cc,
                 "fix or unset CC (export CC=/usr/bin/gcc)", evidence)
-
-    def compile_fix(self, what):
-        return install_hint(self.facts["os"].get("id"), self.facts["python"].get("version"), what)
 
     def check_no_c_compiler(self):
         path = self.env.get("PATH", os.defpath)
@@ -5587,9 +5907,9 @@ class ToolchainChecks(Part):
         return ("pass", "%s present" % header, "", evidence)
 
 
-# --- checks_libcuda -------------------------------------------------------------------------------
+# --- checks/libcuda -------------------------------------------------------------------------------
 
-class LoaderChecks(Part):
+class LoaderChecks(Findings):
 
     def check_ldconfig_binary_missing(self):
         path = host_path("/sbin/ldconfig")
@@ -5605,10 +5925,6 @@ class LoaderChecks(Part):
         return ("fail", "/sbin/ldconfig missing (Triton runs it by that path)",
                 "set TRITON_LIBCUDA_PATH=%s, or install libc-bin" % (
                     self.libcuda_dir() or "<dir of libcuda.so.1>"), evidence)
-
-    def libcuda_dir(self):
-        loaded = self.cuda_info.get("loaded")
-        return os.path.dirname(loaded) if loaded and os.sep in loaded else None
 
     def libcuda_dirs(self):
         env_path = self.env.get("TRITON_LIBCUDA_PATH")
@@ -5651,26 +5967,25 @@ class LoaderChecks(Part):
             return ("skip", "no /sbin/ldconfig to ask (see ldconfig_binary_missing)", "", {})
         if self.ld_result and self.ld_result["timed_out"]:
             return ("error", "/sbin/ldconfig -p timed out", "", {})
-        said = (self.ld_result or {}).get("stderr") or ""
+        ran = self.ld_result or {}
+        said = ran.get("stderr") or ""
         limit = self.ldconfig_limit()
         if limit:
             cause, values, shared = limit
-            evidence = {"stderr": said, "rc": self.ld_result["rc"], "error": self.ld_result[
-                "error"], "errno": self.ld_result.get("errno")}
+            evidence = {"stderr": said, "rc": ran["rc"], "error": ran["error"],
+                        "errno": ran.get("errno")}
             if not shared:
-                return self.limit_stopped("/sbin/ldconfig -p", self.ld_result, cause, values,
-                                          evidence)
+                return self.limit_stopped("/sbin/ldconfig -p", ran, cause, values, evidence)
             evidence.update(matches=cause, object=values, expected_error=first_line(
-                self.ld_result["error"] or said))
+                ran["error"] or said))
             return ("fail", "/sbin/ldconfig -p, which Triton runs to find libcuda, cannot run "
-                    "in this job: %s%s" % (first_line(self.ld_result["error"]) or " ".join(
+                    "in this job: %s%s" % (first_line(ran["error"]) or " ".join(
                         said.split()), self.limit_note(cause, values)),
                     self.cause_fix(cause, values), evidence)
         if "Can't open cache file" in said and not self.env.get("TRITON_LIBCUDA_PATH"):
             return ("fail", "/sbin/ldconfig -p fails: %s" % " ".join(said.split()),
                     self.cause_fix("ld_so_cache_missing"), {
-                        "matches": "ld_so_cache_missing", "stderr": said,
-                        "rc": self.ld_result["rc"]})
+                        "matches": "ld_so_cache_missing", "stderr": said, "rc": ran["rc"]})
         dirs, failure, entries = self.libcuda_dirs()
         locs = [p for n, p in entries if "libcuda.so.1" in n]
         if failure and locs and not self.env.get("TRITON_LIBCUDA_PATH"):
@@ -5744,9 +6059,9 @@ class LoaderChecks(Part):
                 evidence)
 
 
-# --- checks_cache ---------------------------------------------------------------------------------
+# --- checks/cache ---------------------------------------------------------------------------------
 
-class CacheChecks(Part):
+class CacheChecks(Findings):
 
     def check_cache_dir_unwritable(self):
         cache = self.facts["triton_cache_dir"]
@@ -5879,16 +6194,9 @@ def user_name():
         return str(os.geteuid())
 
 
-# --- checks_triton --------------------------------------------------------------------------------
+# --- checks/triton --------------------------------------------------------------------------------
 
-PTXAS_MIN_FOR_CC = {
-    (7, 0): (9, 0), (7, 5): (10, 0), (8, 0): (11, 0), (8, 6): (11, 1), (8, 7): (11, 4),
-    (8, 9): (11, 8), (9, 0): (11, 8), (10, 0): (12, 8), (10, 1): (12, 8), (10, 3): (12, 8),
-    (11, 0): (13, 0), (12, 0): (12, 8), (12, 1): (12, 9),
-}
-
-
-class TritonChecks(Part):
+class TritonChecks(Findings):
 
     def check_triton_installed(self):
         meta = self.stages.get("meta", {})
@@ -5905,9 +6213,6 @@ class TritonChecks(Part):
                     self.cause_fix("triton_installed"), evidence)
         version = self.facts["triton"]["version"]
         return ("pass", "triton %s at %s" % (version, meta["triton_dir"]), "", evidence)
-
-    def triton_version(self):
-        return version_tuple((self.facts.get("triton") or {}).get("version"))
 
     def check_triton_2x(self):
         version = self.triton_version()
@@ -5978,22 +6283,6 @@ class TritonChecks(Part):
         return ("skip", "Triton's selection not run: %s" % (
             chosen.get("unavailable") or "no result"), "", evidence)
 
-    def ptxas_tools(self):
-        return self.stages.get("meta", {}).get("ptxas") or {}
-
-    def active_ptxas(self, cap=None):
-        tools = self.ptxas_tools()
-        version = self.triton_version()
-        blackwell = cap is not None and (cap[0] >= 10 or (version >= (3, 9) and cap[0] >= 9))
-        for key in (("TRITON_PTXAS_BLACKWELL_PATH", "ptxas-blackwell") if blackwell else ()) + (
-                "TRITON_PTXAS_PATH", "ptxas", "ptxas-2x"):
-            tool = tools.get(key)
-            if tool and (tool.get("exists") or key == "ptxas"):
-                if key == "ptxas" and not tool.get("exists") and tools.get("ptxas-2x"):
-                    continue
-                return key, tool
-        return None, None
-
     def check_ptxas_missing(self):
         _, tool = self.active_ptxas()
         evidence = {"ptxas": self.ptxas_tools()}
@@ -6033,28 +6322,6 @@ class TritonChecks(Part):
                     % (evidence["triton"], tool.get("version")),
                     "unset TRITON_PTXAS_PATH and upgrade Triton instead", evidence)
         return ("pass", "TRITON_PTXAS_PATH ptxas %s" % tool.get("version"), "", evidence)
-
-    def ptxas_override_too_old(self):
-        for cap in self.capabilities():
-            key, tool = self.active_ptxas(cap)
-            if key not in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
-                continue
-            have, need = version_tuple(tool.get("version")), PTXAS_MIN_FOR_CC.get(cap)
-            if have and need and have[:2] < need:
-                return key, tool, cap, need
-        return None
-
-    def ptxas_override_fix(self):
-        found = self.ptxas_override_too_old()
-        if not found:
-            return ""
-        key, tool, cap, need = found
-        own = self.ptxas_tools().get("ptxas") or {}
-        return ("unset %s (now %s, ptxas %s) in the workload's environment, so Triton runs its "
-                "own ptxas%s; or point it at a ptxas of CUDA >= %d.%d, which knows sm_%d%d" % (
-                    key, tool.get("path"), tool.get("version"),
-                    " %s" % own["version"] if own.get("version") else "", need[0], need[1],
-                    cap[0], cap[1]))
 
     def check_triton_too_old_for_gpu(self):
         caps = self.capabilities()
@@ -6186,6 +6453,8 @@ class TritonChecks(Part):
             return ("skip", "not run (use --deep)", "", {})
         stages = self.deep_stages
         result = self.deep_result
+        if result is None:  # never started: no GPU here (the other checks are skipped too)
+            return ("skip", "not run: no GPU to run it on", "", {})
         evidence = {"stderr": clip(result["stderr"], 2000), "seconds": result["seconds"]}
         if "error" in stages:
             error = stages["error"]["error"]
@@ -6205,10 +6474,11 @@ class TritonChecks(Part):
         if count == 0:
             return ("fail", "kernel run: torch sees no GPU", self.cause_fix("torch_cuda"),
                     evidence)
-        missing = [i for i, d in enumerate(devices) if d is None]
-        if missing:
-            return ("error", "kernel run timed out before GPU %d" % missing[0], "", evidence)
-        bad = [d for d in devices if not d.get("ok")]
+        answered = [d for d in devices if d is not None]
+        if len(answered) < count:
+            return ("error", "kernel run timed out before GPU %d" % devices.index(None), "",
+                    evidence)
+        bad = [d for d in answered if not d.get("ok")]
         if bad:
             cause, _, values = self.name_failure({"error": bad[0].get("error")}, {})
             evidence["matches"] = cause
@@ -6218,9 +6488,9 @@ class TritonChecks(Part):
         return ("pass", "JIT kernel verified on %d GPU(s) in a fresh cache" % count, "", evidence)
 
 
-# --- checks_fla -----------------------------------------------------------------------------------
+# --- checks/fla -----------------------------------------------------------------------------------
 
-class FlaChecks(Part):
+class FlaChecks(Findings):
 
     def check_blackwell_no_allocator(self):
         meta = self.stages.get("meta", {})
@@ -6300,7 +6570,7 @@ class FlaChecks(Part):
             version, fla.get("device_platform"), fla.get("layout")), "", evidence)
 
 
-# --- checks_workload ------------------------------------------------------------------------------
+# --- checks/workload ------------------------------------------------------------------------------
 
 LOW_SPACE_BYTES = 100 << 20
 LOW_INODES = 2000
@@ -6309,7 +6579,7 @@ def mib(value):
     return "%.1f MiB" % (value / 1048576.0) if isinstance(value, int) else "?"
 
 
-class WorkloadChecks(Part):
+class WorkloadChecks(Findings):
 
     def own_stage(self):
         return self.stages.get("own") or {}
@@ -6474,14 +6744,11 @@ class WorkloadChecks(Part):
                     else "TORCHINDUCTOR_TRITON_DISABLE_DEVICE_DETECTION")
             return ("fail", "torch.compile of CUDA code raises TritonMissing: %s=1 disables "
                     "inductor's Triton" % name, "unset %s" % name, evidence)
-        if data.get("has_triton") is False and self.stages.get("target", {}).get("ok"):
-            return ("fail", "torch.compile finds no Triton (has_triton() is False) though "
-                    "Triton works", "see has_triton's evidence", evidence)
         return ("pass", "inductor's cache dir %s usable, user %s" % (
             data.get("cache_dir"), data.get("user")), "", evidence)
 
 
-# --- checks_hip -----------------------------------------------------------------------------------
+# --- checks/hip -----------------------------------------------------------------------------------
 
 HIP_VISIBILITY = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
 
@@ -6502,7 +6769,7 @@ def node_group(path):
         return str(gid)
 
 
-class HipChecks(Part):
+class HipChecks(TorchChecks):
 
     def hip_gfx(self):
         real = sorted({g["gfx"] for g in self.gpus if g.get("gfx")})
@@ -6765,7 +7032,7 @@ class HipChecks(Part):
                 evidence)
 
 
-# --- checks_gpustate ------------------------------------------------------------------------------
+# --- checks/gpustate ------------------------------------------------------------------------------
 
 HOLDER_FIX = ("stop what holds it before the job: `nvidia-smi --query-compute-apps=pid,"
               "used_memory --format=csv` lists the processes, `fuser -v /dev/nvidia*` who has "
@@ -6795,7 +7062,7 @@ def foreign(gpu):
     return [p for p in gpu.get("processes") or [] if not p.get("own")]
 
 
-class GpuStateChecks(Part):
+class GpuStateChecks(Findings):
 
     def gpu_state(self):
         return self.facts.get("gpu_state") or {}
@@ -6962,14 +7229,14 @@ class GpuStateChecks(Part):
             hours, " (%d informational)" % len(events) if events else ""), "", evidence)
 
 
-# --- frameworks -----------------------------------------------------------------------------------
+# --- evaluation/frameworks ------------------------------------------------------------------------
 
 CATCHES = {"vllm": "(RuntimeError, AttributeError): silent",
            "sglang": "BaseException, with FLA's warning",
            "unsloth_zoo": "Exception, with a warning"}
 
 
-class Frameworks(Part):
+class Frameworks(TorchChecks, WorkloadChecks):
 
     def frameworks(self, checks, triton):
         by_id = {c["id"]: c for c in checks}
@@ -7178,9 +7445,9 @@ class Frameworks(Part):
                          "detail": "%s: %s" % (label_name, why)}
 
 
-# --- evaluate -------------------------------------------------------------------------------------
+# --- evaluation/verdict ---------------------------------------------------------------------------
 
-class Evaluation(Part):
+class Evaluation(Findings):
 
     def run_checks(self):
         meta = self.stages.get("meta", {})
@@ -7219,143 +7486,6 @@ class Evaluation(Part):
         self.apply_masking(checks)
         return checks
 
-    def stack_error(self):
-        result = self.stack_result
-        evidence = {"python": self.workload_python, "stderr": clip(result["stderr"]),
-                    "rc": result["rc"]}
-        limit = self.helper_limit(result)
-        if limit:
-            return self.limit_stopped("the workload interpreter", result, limit[0], limit[1],
-                                      evidence)
-        if result["timed_out"]:
-            summary = "the workload's Python stack did not answer within the deadline (%.1f s)" % (
-                result["seconds"])
-        elif result["error"]:
-            summary = "cannot run the workload interpreter: " + result["error"]
-        else:
-            summary = "the workload interpreter failed: " + (
-                first_line(result["stderr"].splitlines()[-1] if result["stderr"] else "")
-                or "rc %s" % result["rc"])
-            tail = result["stderr"][-4000:] if result["rc"] else ""
-            parsed = parse_oserror(first_line(tail.splitlines()[-1] if tail.strip() else "")
-                                   ) or parse_oserror(tail)
-            named = self.limit_named(parsed["errno"]) if parsed else None
-            if named:
-                return ("error", summary + self.limit_note(*named), self.cause_fix(*named),
-                        dict(evidence, matches=named[0], object=named[1]))
-        return ("error", summary, "", evidence)
-
-    def stage_missing(self, stage):
-        result = self.stack_result
-        evidence = {"stderr": clip(result["stderr"]), "rc": result["rc"]}
-        limit = self.helper_limit(result)
-        if limit:
-            return self.limit_stopped("the workload interpreter", result, limit[0], limit[1],
-                                      evidence, step=stage)
-        if result["timed_out"]:
-            summary = "timed out before %s finished (deadline %.1f s)" % (
-                stage, self.deadline.end - self.deadline.start)
-        else:
-            summary = "%s did not report (workload interpreter exited with rc %s)" % (
-                stage, result["rc"])
-        return ("error", summary, "", evidence)
-
-    def probe_fault(self, step, failure, evidence):
-        evidence = dict(evidence, probe_step=failure.get("probe_step"),
-                        probe_error=failure.get("error"), matches=None)
-        return ("error", "%s: the probe's own step %s() failed (%s); the workload's Triton "
-                "was not judged" % (step, failure.get("probe_step"), first_line(
-                    failure.get("error"))), "", evidence)
-
-    def hardware_evidence(self):
-        if self.vendor == "amd":
-            return bool(self.amd["kfd_gpus"] or (self.hip_info.get("count") or 0) > 0)
-        numbered = [n for n in self.dev_names if re.match(r"^nvidia\d+$", n)]
-        return bool(self.proc["gpus"] or numbered or self.smi_info.get("gpus")
-                    or (self.cuda_info.get("count") or 0) > 0)
-
-    def cause_label(self, cause):
-        return cause_label(cause, self.vendor)
-
-    def node_limits(self):
-        if getattr(self, "limits", None) is None:
-            self.limits = read_limits()
-        return self.limits
-
-    def fix_context(self, values=None):
-        python = self.facts["python"].get("executable") or self.workload_python
-        os_id, version = self.facts["os"].get("id"), self.facts["python"].get("version")
-        context = {"python": python, "pip": "%s -m pip" % python,
-                   "library": getattr(self, "hip_info", {}).get("path")
-                   or "/opt/rocm/lib/libamdhip64.so",
-                   "triton": (self.facts.get("triton") or {}).get("version"),
-                   "torch": (self.facts.get("torch") or {}).get("version"),
-                   "cache_dir": self.facts.get("triton_cache_dir"),
-                   "tmp_dir": (self.stages.get("own") or {}).get("gcc_tmp"),
-                   "dists": " ".join(d.get("name") or "" for d in self.stages.get(
-                       "meta", {}).get("triton_dists") or []) or "triton"}
-        for key, what in (("pkg_cc", "compiler"), ("pkg_libc", "libc"),
-                          ("pkg_python", "python")):
-            line = install_hint(os_id, version, what).split()
-            context["install"], context[key] = " ".join(line[:3]), " ".join(line[3:])
-        try:
-            context["libcuda_dir"] = self.libcuda_dir()
-        except Exception:
-            pass
-        context.update(values or {})
-        return context
-
-    def cause_fix(self, cause, values=None):
-        override = self.ptxas_override_fix() if cause == "triton_too_old_for_gpu" else ""
-        if override:
-            return override  # the override is the object, not the release
-        return fill_fix(cause, self.fix_context(values)) if cause else ""
-
-    def limit_named(self, errno_name):
-        for cause, values in explain(errno_name, None, "", None, self.node_limits()):
-            if "limit" in values:
-                return cause, values
-        return None
-
-    def helper_limit(self, result):
-        if not result or result.get("timed_out"):
-            return None
-        if result.get("errno") in LIMIT_ERRNOS:
-            return self.limit_named(result["errno"])
-        if result.get("rc") != -9:
-            return None
-        name, limit = limited(self.node_limits(), "memory.max")
-        if name and (result.get("oom_kill") or (oom_kills() is None and near(limit))):
-            values = dict(limit_values(name, limit), oom_kill="%s -> %s" % tuple(
-                result["oom_kill"]) if result.get("oom_kill") else "not counted")
-            return "memory_cgroup_limit", values
-        return None
-
-    def cuda_os_limit(self, code):
-        return cuda_limit(code, self.node_limits(),
-                          self.statuses.get("dev_nodes_missing") == "pass")
-
-    def limit_note(self, cause, values):
-        return "; %s: %s = %s (%s)" % (self.cause_label(cause), values.get("limit"),
-                                       values.get("value"), values.get("source"))
-
-    def limit_stopped(self, what, result, cause, values, evidence, step=""):
-        before = " before %s reported" % step if step else ""
-        if result.get("errno") and result.get("alone"):
-            how = ("this job cannot start a process: the probe, holding no other, could not "
-                   "start %s%s (%s)" % (what, before, first_line(result["error"])))
-        elif result.get("errno"):
-            how = "the probe could not start %s%s while its other helpers ran (%s)" % (
-                what, before, first_line(result["error"]))
-        else:
-            how = ("%s was killed by the cgroup's OOM killer%s (rc -9, oom_kill %s): the probe "
-                   "needed more memory than the limit left, the workload itself is untested" % (
-                       what, before, values.get("oom_kill")))
-        evidence = dict(evidence, matches=cause, object=values, errno=result.get("errno"),
-                        oom_kill=result.get("oom_kill"))
-        return ("error", "not evaluated: " + how + self.limit_note(cause, values),
-                self.cause_fix(cause, values), evidence)
-
     def unknown_verdict(self, errors, first):
         for check in errors:
             named = (check.get("evidence") or {}).get("matches")
@@ -7364,49 +7494,6 @@ class Evaluation(Part):
                         "fix": "%s: %s" % (self.cause_label(named), check["fix"] or (
                             self.cause_fix(named)))}
         return {"verdict": "unknown", "backend": None, "cause": first["id"], "fix": ""}
-
-    def object_note(self, cause, values):
-        if not values or not cause:
-            return ""
-        if values.get("limit"):
-            what = "%s = %s" % (values["limit"], values.get("value"))
-        elif values.get("target"):
-            what = "%s -> %s (missing)" % (values.get("component"), values["target"])
-        elif values.get("owner"):
-            what = "%s (owner %s)" % (values.get("component"), values["owner"])
-        else:
-            what = values.get("component") or values.get("library") or ""
-        return "; %s: %s" % (self.cause_label(cause), what) if what else ""
-
-    def name_failure(self, failure, places, more=""):
-        found = diagnoses(failure, places, {"mountinfo": getattr(self, "mountinfo", None),
-                                            "limits": self.node_limits()})
-        if more:
-            found += diagnoses({"error": more}, places, {"mountinfo": getattr(
-                self, "mountinfo", None), "limits": self.node_limits()})
-        told = set()
-        for text in [failure.get("error"), more] + [
-                r.get("stderr") for r in failure.get("compiler") or [] if isinstance(r, dict)]:
-            told |= {cause for cause, _ in message_causes(text or "")}
-        for cause, line, values in found:
-            if self.statuses.get(cause) != "pass":
-                return cause, line, values
-            if cause in told:  # ...unless the tool's own message names it
-                return cause, line, dict(values, **self.message_object(cause, line))
-        runs = [r for r in failure.get("compiler") or [] if r.get("rc") or r.get("error")]
-        line = first_line((runs[-1].get("stderr") or runs[-1].get("error")) if runs else
-                          failure.get("error"))
-        return None, line, {}
-
-    def message_object(self, cause, line):
-        values = {"check_passed": True, "message": line}
-        if cause == "libamdhip64_not_found":
-            tried = re.search(r"attempted paths (\[.*\])", line or "")
-            values["searched"] = tried.group(1) if tried else None
-            values["check_searched"] = self.hip_info.get("search")
-            if self.hip_info.get("path"):
-                values["library"] = self.hip_info["path"]
-        return values
 
     def apply_masking(self, checks):
         stale = next(c for c in checks if c["id"] == "stale_cache_masks_compiler")
@@ -7473,37 +7560,27 @@ class Evaluation(Part):
         return triton, status, clip_head(reason, 400)
 
 
-# --- assembly -------------------------------------------------------------------------------------
+# --- core/assembly --------------------------------------------------------------------------------
 
 class Probe(
-        LibcudaFacts,
-        AmdFacts,
-        ToolchainFacts,
         Gather,
         DriverChecks,
         PackageChecks,
-        TorchChecks,
         ToolchainChecks,
         LoaderChecks,
         CacheChecks,
         TritonChecks,
         FlaChecks,
-        WorkloadChecks,
         HipChecks,
-        GpuStateFacts,
         GpuStateChecks,
         Frameworks,
+        TorchChecks,
+        WorkloadChecks,
         Evaluation,
 ):
-
-    def __init__(self, deep, deadline, workload_python, tmp):
-        self.deep = deep
-        self.deadline = deadline
-        self.tmp = tmp
-        self.env = dict(os.environ)
-        self.workload_python = workload_python or sys.executable
-        self.facts = {}
-        self.data = {}
+    """Gathers facts concurrently, then evaluates every check in causal order. Its state is
+    ProbeState's (core/state.py); each base is a class over it, a subclass of the classes
+    whose methods it calls (a subclass before its bases here)."""
 
 
 # --- main -----------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ def _parts_with_the_cause(tmp_path: Path) -> Path:
     catalogue = parts / "catalogue.py"
     anchor = "    # The GPUs' state before a job"
     catalogue.write_text(catalogue.read_text().replace(anchor, RECORD + anchor, 1))
-    family = parts / "checks_fla.py"
+    family = parts / "checks" / "fla.py"
     head = '    """The flash-linear-attention checks."""\n\n'
     assert head in family.read_text()
     family.write_text(family.read_text().replace(head, head + METHOD, 1))

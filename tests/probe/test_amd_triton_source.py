@@ -100,7 +100,7 @@ def test_the_probe_picks_what_triton_picks(tmp_path: Path, mode: str) -> None:
 
 def test_triton_s_own_texts_are_the_ones_the_probe_classifies(tmp_path: Path) -> None:
     """The errors of the real source, classified to their rows by the probe's patterns."""
-    from fleetcheck.probe.parts.classify import classify_error
+    from fleetcheck.probe.parts.evaluation.classify import classify_error
 
     node = make_amd_node(tmp_path / "node", mode="no-libhip")
     assert classify_error(real_search(node)["error"]) == "libamdhip64_not_found"
@@ -150,7 +150,7 @@ def test_the_real_driver_c_runs_on_the_stub_libamdhip64(tmp_path: Path) -> None:
 
 
 def test_the_real_driver_c_s_errors_are_the_probe_s_rows(tmp_path: Path) -> None:
-    from fleetcheck.probe.parts.classify import classify_error
+    from fleetcheck.probe.parts.evaluation.classify import classify_error
 
     old = real_driver_c(tmp_path / "old", hip_version="5.7.31921")
     assert old == {"error": "RuntimeError: libamdhip64 version 5.7.31921 is not supported! "

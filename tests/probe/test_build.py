@@ -14,7 +14,7 @@ from fleetcheck.probe import build as probe_build
 from fleetcheck.probe import probe as probe_module
 from fleetcheck.probe import probe_source
 from fleetcheck.probe.parts import PARTS
-from fleetcheck.probe.parts import stages as source_stages
+from fleetcheck.probe.parts.core import stages as source_stages
 
 SCRIPTS = ("HELPER_PRELUDE", "PY_INCLUDE", "STACK_SCRIPT", "CUDA_SCRIPT", "PYINFO_SCRIPT",
            "DEEP_SCRIPT")
@@ -47,7 +47,8 @@ def test_the_stage_scripts_are_sent_as_the_sources_write_them(name: str) -> None
 
 
 def _parts(tmp_path: Path, **files: str) -> Path:
-    """A copy of the real parts with some files replaced (name -> text; "" removes it)."""
+    """A copy of the real parts with some files replaced (name -> text; "" removes it; `__`
+    in a name is a folder's `/`: facts__where is facts/where.py)."""
     parts = tmp_path / "parts"
     shutil.copytree(probe_build.PARTS_DIR, parts)
     for name, text in files.items():
@@ -70,38 +71,69 @@ def test_a_copy_of_the_parts_builds_the_same_probe(tmp_path: Path) -> None:
 
 
 def test_a_part_may_import_only_the_standard_library(tmp_path: Path) -> None:
-    parts = _parts(tmp_path, facts_where='"""Where."""\n\nimport yaml\n\nX = yaml\n')
+    parts = _parts(tmp_path, facts__where='"""Where."""\n\nimport yaml\n\nX = yaml\n')
     assert _error(parts) == (
-        f"{parts}/facts_where.py:3: a part imports the standard library only, as `import NAME` "
+        f"{parts}/facts/where.py:3: a part imports the standard library only, as `import NAME` "
         "(not 'import yaml')")
 
 
 def test_imports_go_at_the_top(tmp_path: Path) -> None:
-    parts = _parts(tmp_path, facts_where='"""Where."""\n\nX = 1\nimport os\n')
-    assert _error(parts) == f"{parts}/facts_where.py:4: imports go at the top of a part"
+    parts = _parts(tmp_path, facts__where='"""Where."""\n\nX = 1\nimport os\n')
+    assert _error(parts) == f"{parts}/facts/where.py:4: imports go at the top of a part"
 
 
 def test_a_part_imports_only_from_parts_before_it(tmp_path: Path) -> None:
-    parts = _parts(tmp_path, facts_where=(
-        '"""Where."""\n\nfrom fleetcheck.probe.parts.main import main\n\nX = main\n'))
+    parts = _parts(tmp_path, facts__where=(
+        '"""Where."""\n\nfrom fleetcheck.probe.parts.core.assembly import Probe\n\nX = Probe\n'))
     assert _error(parts) == (
-        f"{parts}/facts_where.py:3: imports 'main', which does not come before it in PARTS")
+        f"{parts}/facts/where.py:3: imports 'core/assembly', which does not come before it in "
+        "PARTS")
+    parts = _parts(tmp_path / "b", facts__where=(
+        '"""Where."""\n\nfrom fleetcheck.probe.parts.core.base import nothing\n'))
+    assert _error(parts) == f"{parts}/facts/where.py:3: core/base.py defines no top-level 'nothing'"
 
 
 def test_a_name_lives_in_one_part(tmp_path: Path) -> None:
-    parts = _parts(tmp_path, facts_where='"""Where."""\n\n\ndef clip(text):\n    return text\n')
+    parts = _parts(tmp_path, facts__where='"""Where."""\n\n\ndef clip(text):\n    return text\n')
     assert _error(parts) == (
-        f"{parts}/facts_where.py:1: 'clip' is defined in base.py too (the built probe is one "
-        "namespace)")
+        f"{parts}/facts/where.py:1: 'clip' is defined in core/base.py too (the built probe is "
+        "one namespace)")
 
 
-def test_every_part_file_is_listed(tmp_path: Path) -> None:
-    parts = _parts(tmp_path, facts_extra='"""Extra."""\n')
+def test_every_part_file_is_listed_and_every_entry_is_a_file(tmp_path: Path) -> None:
+    # The folders are the stages; PARTS, the one build order, names every file in them.
+    parts = _parts(tmp_path, facts__extra='"""Extra."""\n')
     assert _error(parts) == (
-        f"{parts}/facts_extra.py:1: not in PARTS (fleetcheck/probe/parts/__init__.py)")
-    assert _error(_parts(tmp_path / "b", facts_where=""), PARTS) == (
-        f"{tmp_path}/b/parts/__init__.py:1: PARTS names 'facts_where', but there is no "
-        "facts_where.py")
+        f"{parts}/facts/extra.py:1: not in PARTS (fleetcheck/probe/parts/__init__.py)")
+    parts = _parts(tmp_path / "b", extra='"""Extra."""\n')
+    assert _error(parts) == f"{parts}/extra.py:1: not in PARTS (fleetcheck/probe/parts/__init__.py)"
+    parts = _parts(tmp_path / "c")
+    (parts / "judge").mkdir()
+    (parts / "judge" / "__init__.py").write_text('"""Judge."""\n')
+    (parts / "judge" / "odds.py").write_text('"""Odds."""\n')
+    assert _error(parts) == (
+        f"{parts}/judge/odds.py:1: not in PARTS (fleetcheck/probe/parts/__init__.py)")
+    assert _error(_parts(tmp_path / "d", facts__where=""), PARTS) == (
+        f"{tmp_path}/d/parts/__init__.py:1: PARTS names 'facts/where', but there is no "
+        "facts/where.py")
+    assert _error(_parts(tmp_path / "e"), (*PARTS, "facts/gone")) == (
+        f"{tmp_path}/e/parts/__init__.py:1: PARTS names 'facts/gone', but there is no "
+        "facts/gone.py")
+
+
+def test_the_declared_order_is_the_files_on_disk() -> None:
+    assert sorted(PARTS) == sorted(probe_build.part_files())
+    assert {name.partition("/")[0] for name in PARTS if "/" in name} == {
+        "core", "facts", "evaluation", "checks"}
+
+
+def test_a_stage_folders_init_holds_only_its_docstring(tmp_path: Path) -> None:
+    # It is imported when a part is, but never built into the probe.
+    parts = _parts(tmp_path)
+    (parts / "facts" / "__init__.py").write_text('"""Facts."""\n\nLIMIT = 3\n')
+    assert _error(parts) == (
+        f"{parts}/facts/__init__.py:1: a stage folder's __init__.py holds its docstring only "
+        "(the build never reads it)")
 
 
 def test_a_stage_script_needs_its_mark(tmp_path: Path) -> None:
@@ -139,13 +171,13 @@ def test_a_record_whose_check_is_missing_fails_the_build(tmp_path: Path) -> None
         (parts / "catalogue.py").read_text().splitlines(), 1) if '"widget_broken"' in text)
     assert _error(parts) == (
         f"{parts}/catalogue.py:{line}: the record 'widget_broken' has a check, but the Probe "
-        "has no check_widget_broken() (a method of a checks_*.py part's class, among Probe's "
-        "bases in assembly.py)")
+        "has no check_widget_broken() (a method of a checks/*.py part's class, among Probe's "
+        "bases in core/assembly.py)")
 
 
 def test_a_check_method_removed_fails_the_build(tmp_path: Path) -> None:
-    source = (probe_build.PARTS_DIR / "checks_fla.py").read_text()
-    parts = _parts(tmp_path, checks_fla=source.replace(
+    source = (probe_build.PARTS_DIR / "checks" / "fla.py").read_text()
+    parts = _parts(tmp_path, checks__fla=source.replace(
         "def check_fla_fallback_hidden(self):", "def fla_fallback_hidden(self):"))
     assert "the record 'fla_fallback_hidden' has a check, but the Probe has no " \
            "check_fla_fallback_hidden()" in _error(parts)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from fleetcheck.probe.parts.core.stages import HELPER_PRELUDE
 from fleetcheck.probe.parts.scripts import stage_script
-from fleetcheck.probe.parts.stages import HELPER_PRELUDE
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_a_half_written_entry_is_a_problem_only_where_it_cannot_be_written(
 
 
 def test_a_proof_killed_midway_leaves_no_tmp_dir_in_the_real_entries(tmp_path: Path) -> None:
-    from fleetcheck.probe.parts.facts_cache import remove_throwaway
+    from fleetcheck.probe.parts.facts.cache import remove_throwaway
     name = ".fleetcheck-probe-42-abcd"
     cache = tmp_path / "cache"
     made_by_proof = cache / key(1)       # the proof made it for its key: empty once swept

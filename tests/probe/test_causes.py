@@ -22,7 +22,7 @@ from fleetcheck.probe.parts.catalogue import (
     REPAIRS,
     fill_fix,
 )
-from fleetcheck.probe.parts.diagnose import diagnoses
+from fleetcheck.probe.parts.evaluation.diagnose import diagnoses
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "probe" / "fixtures" / "toolchain_texts.json"

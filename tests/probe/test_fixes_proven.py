@@ -1181,7 +1181,7 @@ EXCLUDED: dict[str, str] = {
     "gpu_present": "a node without a GPU is the verdict `no-gpu`, a warning with no fix: the "
                    "GPU itself is what is missing, nothing on the node to change",
     "triton_2x": "no longer a failure: Triton 2.x builds and runs kernels itself, so the check "
-                 "passes (checks_triton.py); FLA's and vLLM's own checks name their fallback",
+                 "passes (checks/triton.py); FLA's and vLLM's own checks name their fallback",
     "triton_backends": "its own failure (`import triton.backends` fails) needs a Triton whose "
                        "own start imports triton.backends; the stub's driver is imported "
                        "directly, so a broken backends package leaves the workload running. "

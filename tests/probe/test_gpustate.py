@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.probe.parts.facts_gpustate import parse_kmsg, parse_smi_state
+from fleetcheck.probe.parts.facts.gpustate import parse_kmsg, parse_smi_state
 from tests.nodeenv import gpu_state_env, make_node, run_probe
 
 #: A pid no process has here: the driver's pid of a process in another pid namespace.

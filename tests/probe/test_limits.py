@@ -28,17 +28,17 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.probe.parts import base, spawn
-from fleetcheck.probe.parts.assembly import Probe
-from fleetcheck.probe.parts.diagnose import diagnoses
-from fleetcheck.probe.parts.objects import (
+from fleetcheck.probe.parts.core import base, spawn
+from fleetcheck.probe.parts.core.assembly import Probe
+from fleetcheck.probe.parts.core.spawn import Deadline, Spawned, stage_answer
+from fleetcheck.probe.parts.evaluation.diagnose import diagnoses
+from fleetcheck.probe.parts.evaluation.objects import (
     cuda_limit,
     explain,
     limit_owner,
     read_limits,
     user_tasks,
 )
-from fleetcheck.probe.parts.spawn import Deadline, Spawned, stage_answer
 from tests.nodeenv import GCC, NodeEnv, make_node, run_probe
 
 #: A uid of the test's own, so that RLIMIT_NPROC (the user's processes) counts the probe's only.
@@ -354,7 +354,7 @@ def test_a_start_the_limit_refuses_is_recorded_with_its_errno_and_alone() -> Non
     # Real: no fd is left for the pipes (RLIMIT_NOFILE at the fds already open), and the probe
     # holds no other helper: the job itself cannot start a process.
     code = ("import json, os, resource, sys\n"
-            "from fleetcheck.probe.parts.spawn import Spawned\n"
+            "from fleetcheck.probe.parts.core.spawn import Spawned\n"
             "n = len(os.listdir('/proc/self/fd'))\n"
             "resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))\n"
             "r = Spawned([sys.executable, '-c', 'pass'], 10).result()\n"

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.probe.parts.diagnose import diagnoses
-from fleetcheck.probe.parts.objects import explain, parse_oserror, read_limits, walk
+from fleetcheck.probe.parts.evaluation.diagnose import diagnoses
+from fleetcheck.probe.parts.evaluation.objects import explain, parse_oserror, read_limits, walk
 from tests.nodeenv import make_node, private_mount_prefix, run_probe
 
 GIB16 = 16 << 30
@@ -99,7 +99,7 @@ def test_resource_errnos_name_the_limit_that_is_set() -> None:
 
 def test_the_limits_are_read_as_getrlimit_and_the_cgroup_give_them() -> None:
     script = ("import json, resource; resource.setrlimit(resource.RLIMIT_NOFILE, (77, 77)); "
-              "from fleetcheck.probe.parts.objects import read_limits; "
+              "from fleetcheck.probe.parts.evaluation.objects import read_limits; "
               "print(json.dumps(read_limits()))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60, check=True)
@@ -130,7 +130,7 @@ def _foreign_entry(tmp_path: Path) -> None:
     os.chown(cache, 4242, 4242)
     os.chmod(entry, 0o700)  # root's entry, as `sudo -E` with umask 077 leaves it
     target = entry / "cuda_utils.so"
-    script = (f"from fleetcheck.probe.parts.objects import explain; "
+    script = (f"from fleetcheck.probe.parts.evaluation.objects import explain; "
               f"print(explain('EACCES', {str(target)!r}, '', '', {{}}, 'cache', "
               f"{str(cache)!r})[:2])")
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))

@@ -27,6 +27,7 @@ one release's nodes are built in one process, the healthy node's warm cache reus
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -93,12 +94,23 @@ def judge(rel: Release, case: str, doc: dict[str, Any], t: Truth, env: dict[str,
         assert triton["fix"], where
 
 
-def assert_skeleton(rel: Release, case: str, doc: dict[str, Any], t: Truth,
-                    env: dict[str, str]) -> None:
+def release_files(node: NodeEnv) -> dict[str, str]:
+    """Every file of the node's Triton and its content's digest."""
+    root = node.site / "triton"
+    return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+def warm_probe(rel: Release, case: str, node: NodeEnv, t: Truth) -> None:
     """A warm healthy node: the workload's start loaded its entry, and the toolchain is
     proven by the release's own build of its driver module's skeleton, not by compiling the
-    whole module again (triton_target's evidence says `skeleton`); the verdict the same."""
-    judge(rel, case, doc, t, env)
+    whole module again (triton_target's evidence says `skeleton`); the verdict the same, and
+    the release's files untouched (3.9 builds its installed driver.c in place: the skeleton
+    is a file of the probe's own)."""
+    before = release_files(node)
+    doc = probe(node)
+    assert release_files(node) == before, f"{rel}, {case}: the probe changed Triton's files"
+    judge(rel, case, doc, t, node.env)
     target = next(c for c in doc["checks"] if c["id"] == "triton_target")
     assert (target["status"], target["evidence"]["cache"]) == ("pass", "skeleton"), \
         f"{rel}, {case}: {target}"
@@ -166,7 +178,7 @@ def test_the_probe_says_what_each_release_does_on_nvidia(
         judge(rel, "healthy", doc, t, healthy.env)
         assert t.ok, f"{rel}: a healthy node fails in the release's own code: {t.error}"
     with subtests.test(case="healthy-warm"):
-        assert_skeleton(rel, "healthy-warm", probe(healthy), t, healthy.env)
+        warm_probe(rel, "healthy-warm", healthy, t)
     for case in cases[1:]:
         with subtests.test(case=case):
             if case == "stale-cache-masks-compiler":
@@ -216,6 +228,6 @@ def test_the_probe_says_what_each_release_does_on_rocm(
                 assert t.ok, f"{rel}: a healthy node fails in the release's own code: {t.error}"
             judge(rel, case, doc, t, node.env)
             if t.ok:  # warm now: the HIP driver module's skeleton proves the toolchain
-                assert_skeleton(rel, case, probe(node), t, node.env)
+                warm_probe(rel, case, node, t)
         if not cases and not healthy and case != "healthy-venv":
             cases.append("healthy-venv")

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.probe.parts.diagnose import diagnose
+from fleetcheck.probe.parts.evaluation.diagnose import diagnose
 
 DRIVER_PY = (Path(__file__).resolve().parents[2] / ".test-wheels" / "triton-3.9.0" / "triton" /
              "runtime" / "driver.py")

@@ -1,6 +1,6 @@
 """The warm-cache retry reads the user's Triton cache and never writes to or deletes from it.
 
-The workload's own path (checks_workload.py) builds in a throw-away subdirectory of that cache,
+The workload's own path (checks/workload.py) builds in a throw-away subdirectory of that cache,
 removed afterwards: every entry is left as it was; only the cache dir's own mtime moves.
 """
 

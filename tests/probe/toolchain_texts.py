@@ -9,9 +9,10 @@ it records what the tool printed.
 
     python -m tests.probe.toolchain_texts TRITON_DIR OUT.json   # every case (needs root: mounts)
 
-writes the table tests/probe/fixtures/toolchain_texts.json; `tests/probe/parts/test_diagnose.py`
-checks that every text there is named by the probe's diagnosis, and re-runs live the cases that
-need no root (`LIVE`), so a new gcc or binutils that words a failure differently is noticed.
+writes the table tests/probe/fixtures/toolchain_texts.json;
+`tests/probe/parts/evaluation/test_diagnose.py` checks that every text there is named by the
+probe's diagnosis, and re-runs live the cases that need no root (`LIVE`), so a new gcc or
+binutils that words a failure differently is noticed.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ REPAIRS = {
     None: "prints the fix for the workload's owner",
 }
 
-#: How to find and stop what holds a GPU (checks_gpustate.py's HOLDER_FIX, filled there).
+#: How to find and stop what holds a GPU (checks/gpustate.py's HOLDER_FIX, filled there).
 _HOLDER_FIX = ("stop what holds it before the job: nvidia-smi --query-compute-apps=pid,"
                "used_memory --format=csv lists the processes, fuser -v /dev/nvidia* who has "
                "the GPUs open; in a container, run these on the host")
@@ -319,7 +319,7 @@ CAUSES = (
           "or export TORCHINDUCTOR_CACHE_DIR=<a writable dir>", check=True,
           title="torch.compile's own path (user, cache dir)", column="triton", catalogue=False,
           stack=True, scope="framework"),
-    # The GPUs' state before a job (facts_gpustate.py, checks_gpustate.py): they fail or warn
+    # The GPUs' state before a job (facts/gpustate.py, checks/gpustate.py): they fail or warn
     # the node under a playbook, never Triton's verdict.
     Cause("gpu_memory_in_use", "GPU memory already in use", _HOLDER_FIX, check=True,
           repair="host",
@@ -357,7 +357,8 @@ CAUSES = (
           "{library}, or add its dir to LD_LIBRARY_PATH",
           texts=(r"cannot open shared object file",)),
     # A limit: its value and where it comes from ({source}: Slurm, a container, a systemd
-    # unit, the login's limits.conf) and how to raise it there ({how}), from objects.py.
+    # unit, the login's limits.conf) and how to raise it there ({how}), from
+    # evaluation/objects.py.
     Cause("address_space_limit", "the job's address-space limit (ulimit -v)", "raise the "
           "job's address-space limit {limit}={value} ({source}): {how} (Grid Engine h_vmem, "
           "Slurm VSizeFactor): CUDA reserves address space far beyond the memory it uses"),

@@ -8,10 +8,10 @@ import sys
 import tempfile
 import time
 
-from fleetcheck.probe.parts.assembly import Probe
-from fleetcheck.probe.parts.base import bounded, clip, error_text
 from fleetcheck.probe.parts.catalogue import CHECK_IDS
-from fleetcheck.probe.parts.spawn import Deadline, kill_live, on_terminate
+from fleetcheck.probe.parts.core.assembly import Probe
+from fleetcheck.probe.parts.core.base import bounded, clip, error_text
+from fleetcheck.probe.parts.core.spawn import Deadline, kill_live, on_terminate
 
 PROBE_SCHEMA = "fleetcheck.probe/1"
 

@@ -242,8 +242,7 @@ if meta["torch_dir"]:
     if meta["inductor"] and torch is not None:
         try:
             emit("inductor", inductor_report(meta["torch_dir"], own_env,
-                                             python_tempdir(own_env)[0], own_name,
-                                             bool(own_opts.get("deep"))))
+                                             python_tempdir(own_env)[0], own_name))
         except BaseException as e:
             emit("inductor", {"error": err(e)})
 else:

@@ -329,14 +329,19 @@ class SkeletonBuilt(Exception):
     driver module (`skeleton_proof`): nothing more of the driver is needed."""
 
 
-def skeleton_source(source, name):
+def skeleton_source(source, name, home=None):
     """The real module's preprocessor lines in order (its headers and the macros they need,
     continuation lines kept) and an empty Python module of the same name: what Triton's build
     of it needs of the compiler, the headers, the flags and the link step, without
-    compiling its code (the expensive part of the build)."""
+    compiling its code (the expensive part of the build). A quoted include found beside the
+    real source (its dir `home`) is named by its path: the skeleton lives elsewhere."""
+    import re as _re
     kept, going_on = [], False
     for line in source.splitlines():
         if going_on or line.lstrip().startswith("#"):
+            quoted = _re.match(r'\s*#\s*include\s*"([^"]+)"', line) if home else None
+            if quoted and _os.path.isfile(_os.path.join(home, quoted.group(1))):
+                line = '#include "%s"' % _os.path.join(home, quoted.group(1))
             kept.append(line)
             going_on = line.rstrip().endswith("\\")
     if "Python.h" not in source:
@@ -386,11 +391,15 @@ def skeleton_proof(triton, where):
 
     def skeleton_of(original):
         def _build(name, src, srcdir, *args, **kwargs):
+            # A file of the probe's own, never the release's (3.9 builds its installed
+            # driver.c in place): the same name, its quoted includes kept where they were.
             with open(src, encoding="utf-8", errors="replace") as handle:
                 text = handle.read()
-            with open(src, "w", encoding="utf-8") as handle:
-                handle.write(skeleton_source(text, name))
-            made = original(name, src, srcdir, *args, **kwargs)
+            skeleton = _os.path.join(where, "src", _os.path.basename(src))
+            _os.mkdir(_os.path.dirname(skeleton))
+            with open(skeleton, "w", encoding="utf-8") as handle:
+                handle.write(skeleton_source(text, name, _os.path.dirname(_os.path.abspath(src))))
+            made = original(name, skeleton, srcdir, *args, **kwargs)
             placed = _os.path.join(where, _os.path.basename(made))
             _shutil.copyfile(made, placed)
             import importlib.util
@@ -973,10 +982,12 @@ def knob_report(triton, env):
     return out
 
 
-def inductor_report(torch_dir, env, py_tmp, name, deep=False):
+def inductor_report(torch_dir, env, py_tmp, name):
     """torch.compile's way to its first kernel, outside Triton: the user name it looks up,
     its cache dir (TORCHINDUCTOR_CACHE_DIR, else <tempdir>/torchinductor_<user>) created as
-    inductor does, has_triton() as inductor asks it."""
+    inductor does, its config's device detection and compiler. Not has_triton(): it imports
+    torch._dynamo (3.5 s on an H100, longer than --deep's kernel), and what it asks of
+    Triton and the GPU the probe's own checks ask."""
     out = {}
     import getpass
     try:
@@ -1007,15 +1018,6 @@ def inductor_report(torch_dir, env, py_tmp, name, deep=False):
                 except OSError:
                     pass
         out["cache_space"] = space_of(cache)
-    if deep:
-        # has_triton() imports torch._dynamo (seconds); torch 2.11's torch/_dynamo/package.py
-        # calls inductor's cache_dir() at import, so this also proves that import works.
-        try:
-            from torch.utils._triton import has_triton
-            found = has_triton()
-            out["has_triton"] = found if isinstance(found, bool) else None
-        except BaseException as e:
-            out["has_triton_error"] = err(e)
     # Inductor's config as its import would set it, read from its own source: importing it
     # imports most of inductor (3.5 s and 120 MB beside torch's 3 s on an H100), which the
     # workload's own start does not pay; the import only where the source says more.
