@@ -17,6 +17,12 @@
               default, fleetcheck's concurrency), the probe on its stdin
 - fleetcheck-sshcfg: fleetcheck reaching the nodes through the same ssh_config as pdsh and
               clush (bare-metal fleets only; issue #28)
+- fleetcheck-baseline: fleetcheck from the checkout $BENCH_BASELINE names, interleaved with
+              this one (a change's before and after on the same fleet)
+- asyncssh-floor: the least an asyncssh program does (bench/asyncssh_floor.py): one
+              connection and `conn.run(python3 - ARGS, input=probe)` per node, 64 at once,
+              fleetcheck's negotiated crypto pinned; no inventory, verdict or report
+              (bare-metal fleets only; issue #43)
 
 pdsh, clush and ansible need one target per node: they run on the bare-metal fleet
 (bench/nodes.py, `--shape nodes`), where the floor is each node's `python3 - < probe.py` in
@@ -159,19 +165,20 @@ def fleetcheck_probe_env_hook() -> str | None:
     return match.group(0) if match else None
 
 
-def run_fleetcheck(ctx: Context, fixes: str = "", inventory: str = "") -> Outcome:
+def run_fleetcheck(ctx: Context, fixes: str = "", inventory: str = "",
+                   repo: Path = REPO) -> Outcome:
     fleet = ctx.fleet
     out = ctx.workdir / f"fleetcheck-{ctx.probe.kind}{'-fixed' if fixes else ''}.json"
     out.unlink(missing_ok=True)
     cli = ["audit", inventory or fleet.inventory_path, "--format", "json", "-o", str(out),
            "--no-progress"]
     env = dict(os.environ)
-    env["PYTHONPATH"] = repo_pythonpath(REPO)
-    note = ""
+    env["PYTHONPATH"] = repo_pythonpath(repo)
+    note = "" if repo == REPO else f"the checkout at {repo}"
     if fixes:
         env["BENCH_FIXES"] = fixes
         probe_path = "-" if ctx.probe.kind == "real" else ctx.probe.path
-        argv = [sys.executable, str(REPO / "bench" / "fleetcheck_with_probe.py"), probe_path,
+        argv = [sys.executable, str(repo / "bench" / "fleetcheck_with_probe.py"), probe_path,
                 *cli]
         note = f"variant applied in-process: {fixes}"
     elif ctx.probe.kind == "real":
@@ -183,7 +190,7 @@ def run_fleetcheck(ctx: Context, fixes: str = "", inventory: str = "") -> Outcom
             argv = [sys.executable, "-m", "fleetcheck", *cli]
             note = f"probe chosen with {hook}"
         else:
-            argv = [sys.executable, str(REPO / "bench" / "fleetcheck_with_probe.py"),
+            argv = [sys.executable, str(repo / "bench" / "fleetcheck_with_probe.py"),
                     ctx.probe.path, *cli]
             note = "probe payload injected as AuditParts (bench/fleetcheck_with_probe.py)"
     measured = run_measured(argv, env=env, timeout=ctx.timeout,
@@ -203,6 +210,15 @@ def run_fleetcheck_sshcfg(ctx: Context) -> Outcome:
     if not ctx.fleet.bare:
         raise SystemExit("bench: fleetcheck-sshcfg needs the bare-metal fleet (--shape nodes)")
     return run_fleetcheck(ctx, inventory=ctx.fleet.inventory_sshcfg)
+
+
+def run_fleetcheck_baseline(ctx: Context) -> Outcome:
+    """fleetcheck from another checkout ($BENCH_BASELINE, e.g. `git worktree add ../before
+    HEAD~1`), run in turn with this one against the same fleet: a change's before and after."""
+    baseline = os.environ.get("BENCH_BASELINE")
+    if not baseline:
+        raise SystemExit("bench: fleetcheck-baseline needs BENCH_BASELINE=CHECKOUT")
+    return run_fleetcheck(ctx, repo=Path(baseline).resolve())
 
 
 def run_fleetcheck_chacha(ctx: Context) -> Outcome:
@@ -423,11 +439,29 @@ def run_clush(ctx: Context, fanout: int | None = None, matched: bool = False) ->
                    " crypto")
 
 
+def run_asyncssh_floor(ctx: Context) -> Outcome:
+    """The minimal asyncssh loop over the bare-metal nodes, on the auditor's cores."""
+    fleet = _bare_fleet(ctx, "asyncssh-floor")
+    spec = {"nodes": [["127.0.0.1", host.port] for host in fleet.hosts], "user": fleet.user,
+            "identity_file": fleet.identity_file, "known_hosts": fleet.known_hosts,
+            "command": shlex.join(ctx.probe.argv), "stdin": ctx.probe.path,
+            "concurrency": FLEETCHECK_CONCURRENCY}
+    spec_path = ctx.workdir / "asyncssh-floor.json"
+    spec_path.write_text(json.dumps(spec))
+    measured = run_measured([sys.executable, str(REPO / "bench" / "asyncssh_floor.py"),
+                             str(spec_path)], timeout=ctx.timeout,
+                            known_children=fleet.server_pids)
+    match = re.search(rb"ok=(\d+)", measured.stdout)
+    return Outcome(measured, int(match.group(1)) if match else 0, fleet.container_count,
+                   "asyncssh.connect + conn.run per node, 64 at once, matched crypto")
+
+
 CONTENDERS: dict[str, Callable[[Context], Outcome]] = {
     "floor": run_floor,
     "floor-wide": run_floor_wide,
     "fleetcheck": run_fleetcheck,
     "fleetcheck-chacha": run_fleetcheck_chacha,
+    "fleetcheck-baseline": run_fleetcheck_baseline,
     "ansible": run_ansible,
     "ssh-loop": run_ssh_loop,
     "fleetcheck-sshcfg": run_fleetcheck_sshcfg,
@@ -436,4 +470,5 @@ CONTENDERS: dict[str, Callable[[Context], Outcome]] = {
     "pdsh-64-matched": lambda ctx: run_pdsh(ctx, fanout=FLEETCHECK_CONCURRENCY, matched=True),
     "clush": run_clush,
     "clush-matched": lambda ctx: run_clush(ctx, matched=True),
+    "asyncssh-floor": run_asyncssh_floor,
 }

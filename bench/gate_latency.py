@@ -14,6 +14,13 @@ A gate costs one probe only when every node can run at once: at most `ssh.max_se
 nodes run on one host's connection (OpenSSH's MaxSessions is 10), and at most `concurrency`
 in the fleet. So the default shape is 20 hosts of 5 containers with `concurrency: 100`; the
 `--per-host 20` shape (three waves of 8 per host) is measured too, to show what waves cost.
+
+    python bench/gate_latency.py --servers inprocess --shapes 5 --runs 9 --baseline ../before
+                                                # this checkout against another, interleaved
+
+With `--baseline DIR` (another checkout of fleetcheck, e.g. `git worktree add ../before
+HEAD~1`), every run times both codes in turn against the same fleet, so that a shared
+machine's load falls on both alike; the table has one row per code.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -43,7 +51,8 @@ from bench.run import NODE_TIMEOUT, latency_probe, real_probe, trivial_probe  # 
 
 
 def one_shape(nodes: int, per_host: int, runs: int, sleep: float, workdir: Path,
-              concurrency: int, where: str) -> dict[str, object]:
+              concurrency: int, where: str,
+              codes: tuple[tuple[str, Path], ...] = (("this", REPO),)) -> list[dict[str, Any]]:
     from bench import scale
     from bench.kit import build_bench_fleet
 
@@ -70,20 +79,21 @@ def one_shape(nodes: int, per_host: int, runs: int, sleep: float, workdir: Path,
         def close() -> None:
             server.terminate()
             server.wait(10)
-    samples = []
+    samples: list[dict[str, Any]] = []
     try:
-        for run in range(runs):
-            times_path = workdir / f"times-{run}.json"
-            argv = [sys.executable, str(REPO / "bench" / "fleetcheck_with_probe.py"),
+        for run, (code, checkout) in ((run, code) for run in range(runs) for code in codes):
+            times_path = workdir / f"times-{run}-{code}.json"
+            argv = [sys.executable, str(checkout / "bench" / "fleetcheck_with_probe.py"),
                     probe_path, "gate", inventory, "--playbook", "quick"]
-            env = dict(os.environ, PYTHONPATH=repo_pythonpath(REPO), BENCH_TIMES=str(times_path))
+            env = dict(os.environ, PYTHONPATH=repo_pythonpath(checkout),
+                       BENCH_TIMES=str(times_path))
             launched = time.monotonic()
             measured = run_measured(argv, env=env, timeout=600, known_children=server_pids)
             gone = time.monotonic()
             times = json.loads(times_path.read_text())
             durations = [end - start for _, start, end in times["nodes"]]
             sample = {
-                "wall_s": measured.wall_s, "cpu_s": measured.cpu_s,
+                "code": code, "wall_s": measured.wall_s, "cpu_s": measured.cpu_s,
                 "returncode": measured.returncode, "load": measured.load_before,
                 "gate_said": measured.stderr.decode(errors="replace").strip().splitlines()[:3],
                 "starts_s": sorted(round(s - times["started"], 3) for _, s, _ in times["nodes"]),
@@ -101,22 +111,28 @@ def one_shape(nodes: int, per_host: int, runs: int, sleep: float, workdir: Path,
             }
             sample["gate_cost_s"] = sample["wall_s"] - sample["slowest_probe_s"]
             samples.append(sample)
-            print(f"{where}: {nodes} nodes, {per_host}/host, run {run + 1}/{runs}: gate "
+            print(f"{where}: {nodes} nodes, {per_host}/host, {code}, run {run + 1}/{runs}: gate "
                   f"{sample['wall_s']:.2f} s wall (exit {measured.returncode}), slowest probe "
                   f"{sample['slowest_probe_s']:.2f} s, cost {sample['gate_cost_s']:.2f} s, "
                   f"first probe at {sample['first_start_s']:.2f} s, load {sample['load']:.1f}",
                   file=sys.stderr, flush=True)
     finally:
         close()
-    median = {key: statistics.median(float(s[key]) for s in samples)  # type: ignore[arg-type]
-              for key in ("wall_s", "slowest_probe_s", "gate_cost_s", "first_start_s",
-                          "cpu_s", "start_s", "exit_s")}
     from bench import measure
 
-    return {"where": where, "cores": measure.PIN.describe(),
-            "nodes": nodes, "per_host": per_host, "concurrency": concurrency,
-            "runs": runs, "sleep_s": sleep, "median": median,
-            "load_max": max(s["load"] for s in samples), "samples": samples}
+    results: list[dict[str, Any]] = []
+    for code, _ in codes:
+        mine = [s for s in samples if s["code"] == code]
+        median = {key: statistics.median(float(s[key]) for s in mine)
+                  for key in ("wall_s", "slowest_probe_s", "gate_cost_s", "first_start_s",
+                              "cpu_s", "start_s", "exit_s", "after_last_s")}
+        spread = {key: [min(float(s[key]) for s in mine), max(float(s[key]) for s in mine)]
+                  for key in ("gate_cost_s", "first_start_s")}
+        results.append({"where": where, "code": code, "cores": measure.PIN.describe(),
+                        "nodes": nodes, "per_host": per_host, "concurrency": concurrency,
+                        "runs": runs, "sleep_s": sleep, "median": median, "spread": spread,
+                        "load_max": max(s["load"] for s in mine), "samples": mine})
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,7 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(REPO / "bench" / "gate_latency.json"))
     parser.add_argument("--pin", metavar="AUDITOR:FLEET", default="",
                         help="the gate on these cores, the nodes' servers on those (0-1:2-15)")
+    parser.add_argument("--baseline", metavar="DIR",
+                        help="another checkout of fleetcheck, run in turn with this one")
     args = parser.parse_args(argv)
+    codes: tuple[tuple[str, Path], ...] = (("this", REPO),)
+    if args.baseline:
+        codes = (("baseline", Path(args.baseline).resolve()), *codes)
     try:
         set_pin(Pin.parse(args.pin))
     except ValueError as exc:
@@ -142,19 +163,23 @@ def main(argv: list[str] | None = None) -> int:
     for where in args.servers.split(","):
         for per_host in (int(shape) for shape in args.shapes.split(",")):
             with tempfile.TemporaryDirectory(prefix="fc-gate-") as workdir:
-                results.append(one_shape(args.nodes, per_host, args.runs, args.sleep,
-                                         Path(workdir), max(64, args.nodes), where))
+                results += one_shape(args.nodes, per_host, args.runs, args.sleep,
+                                     Path(workdir), max(64, args.nodes), where, codes)
     Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
-    print("| nodes' server | nodes | containers per host | concurrency | gate wall s "
-          "| slowest probe s | gate cost s (wall - slowest) | first probe starts at s "
-          "| Python start s | exit s | gate CPU s | runs | load | cores |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("| code | nodes' server | nodes | containers per host | concurrency | gate wall s "
+          "| slowest probe s | gate cost s (wall - slowest; min-max) | first probe starts at s "
+          "(min-max) | Python start s | last probe's end to the CLI's return s | exit s "
+          "| gate CPU s | runs | load | cores |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for result in results:
-        m = result["median"]
-        print(f"| {result['where']} | {result['nodes']} | {result['per_host']} "
+        m, spread = result["median"], result["spread"]
+        cost, first = spread["gate_cost_s"], spread["first_start_s"]
+        print(f"| {result['code']} | {result['where']} | {result['nodes']} | {result['per_host']} "
               f"| {result['concurrency']} "
-              f"| {m['wall_s']:.2f} | {m['slowest_probe_s']:.2f} | {m['gate_cost_s']:.2f} "
-              f"| {m['first_start_s']:.2f} | {m['start_s']:.3f} | {m['exit_s']:.3f} "
+              f"| {m['wall_s']:.2f} | {m['slowest_probe_s']:.2f} "
+              f"| {m['gate_cost_s']:.2f} ({cost[0]:.2f}-{cost[1]:.2f}) "
+              f"| {m['first_start_s']:.2f} ({first[0]:.2f}-{first[1]:.2f}) "
+              f"| {m['start_s']:.3f} | {m['after_last_s']:.3f} | {m['exit_s']:.3f} "
               f"| {m['cpu_s']:.2f} | {result['runs']} "
               f"| {result['load_max']:.1f} | {result['cores']} |")
     return 0

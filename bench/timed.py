@@ -12,6 +12,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 
+from fleetcheck.failures import Refusal
 from fleetcheck.spec.model import HostSpec, Target
 from fleetcheck.transport.factory import TransportFactory
 from fleetcheck.transport.interface import CommandResult, RunCommand, Transport
@@ -46,8 +47,11 @@ class _Timed(Transport):
 
             yield timed
 
-    def explain_failure(self, result: CommandResult) -> tuple[str, str] | None:
+    def explain_failure(self, result: CommandResult) -> Refusal | None:
         return self.inner.explain_failure(result)
+
+    def packs_probe(self) -> bool:
+        return self.inner.packs_probe()
 
     async def close(self) -> None:
         await self.inner.close()

@@ -47,6 +47,7 @@ from fleetcheck.transport.interface import (
     Transport,
     TransportError,
 )
+from fleetcheck.transport.packing import packed_launch
 from fleetcheck.verdict import DEFAULT_POLICY, Policy
 
 INTERRUPTED = "interrupted before the probe finished"
@@ -169,6 +170,9 @@ async def probe_target(
     limits = budget(target.timeout)
     payload = shipped_probe() if probe is None else probe
     argv = probe_argv(target.python, deep=deep, deadline=limits.probe_deadline)
+    if transport.packs_probe():
+        # A quarter of the bytes on every node's channel; compressed once for all the nodes.
+        argv, payload = packed_launch(argv, payload)
     if target.env:
         # pct (and sshd) replace the environment; `env` sets the node's on the far side.
         if "=" in argv[0]:

@@ -119,6 +119,9 @@ SOURCE_COMMAND_TIMEOUT = 60.0
 STATE_QUESTION_TIMEOUT = 15.0
 #: How long each Slurm command (scontrol, sinfo) of `fleetcheck health --slurm` may take.
 SLURM_COMMAND_TIMEOUT = 15.0
+#: Default age after which a cached verdict or a node document no longer says anything about
+#: the node (`--max-age`): two missed runs of the 10-minute timer in examples/, plus slack.
+DEFAULT_MAX_AGE_S = 1800.0
 
 
 def api_deadline(api_timeout: float) -> float:

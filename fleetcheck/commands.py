@@ -330,14 +330,14 @@ class GateDocumentsRequest:
     documents: Sequence[str]
     nodes: str
     policy: Policy = DEFAULT_POLICY
-    #: The oldest document that counts (None: `nodehealth.DEFAULT_MAX_AGE_S`).
+    #: The oldest document that counts (None: `budget.DEFAULT_MAX_AGE_S`).
     max_age_s: float | None = None
 
 
 def gate_documents(request: GateDocumentsRequest) -> GateOutcome:
     """The gate over gathered node documents; the merge's lines for them are its notices."""
+    from fleetcheck.budget import DEFAULT_MAX_AGE_S
     from fleetcheck.gate import documents_gate_report
-    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S
 
     report, notes = documents_gate_report(list(request.documents), request.nodes,
                                           request.policy,
@@ -361,8 +361,8 @@ def merge(request: MergeRequest) -> AuditOutcome:
     """The merged report with its fleet checks and what its history says, as `audit` gives;
     the documents not merged as given are its notices, and an unread input makes it exit 3
     at least."""
+    from fleetcheck.budget import DEFAULT_MAX_AGE_S
     from fleetcheck.merge import merge_inputs, problem_lines
-    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S
     from fleetcheck.verdict import EXIT_UNVERIFIED
 
     merged = merge_inputs(request.inputs, policy=request.policy,
@@ -410,10 +410,11 @@ class HealthOutcome:
 def health(request: HealthRequest) -> HealthOutcome:
     """This node's health (ok, fail, unknown), its line, and what Slurm was told."""
     from fleetcheck import nodehealth
+    from fleetcheck.budget import DEFAULT_MAX_AGE_S
 
     if request.cache:
         verdict = nodehealth.read_cache(request.cache,
-                                        request.max_age_s or nodehealth.DEFAULT_MAX_AGE_S)
+                                        request.max_age_s or DEFAULT_MAX_AGE_S)
     else:
         from fleetcheck.reportio import node_to_dict
 

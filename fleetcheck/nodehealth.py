@@ -28,16 +28,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fleetcheck.budget import SLURM_COMMAND_TIMEOUT
+from fleetcheck.budget import DEFAULT_MAX_AGE_S, SLURM_COMMAND_TIMEOUT
 from fleetcheck.outbound import OutBound
 from fleetcheck.verdict import EXIT_FAIL, EXIT_PASS, EXIT_UNVERIFIED
 
 #: The cache file's schema tag; a file without it is refused, never guessed at.
 CACHE_SCHEMA = "fleetcheck.nodehealth/1"
-
-#: Default age after which a cached verdict no longer says anything about the node: two
-#: missed runs of the 10-minute timer in examples/, plus slack.
-DEFAULT_MAX_AGE_S = 1800.0
 
 #: Every drain fleetcheck makes starts with this; it resumes only drains that do (NHC's rule).
 DRAIN_TAG = "fleetcheck:"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.resources
+import pkgutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -112,6 +112,8 @@ def _gpu_policy(read: YamlReader, top: dict[str, Any]) -> GpuPolicy:
 
 def builtin_playbooks() -> list[str]:
     """Names of the playbooks shipped with fleetcheck, sorted."""
+    import importlib.resources
+
     folder = importlib.resources.files("fleetcheck") / "playbooks"
     return sorted(
         entry.name.removesuffix(".yaml") for entry in folder.iterdir()
@@ -137,13 +139,27 @@ def load_playbook(path_or_name: str | None) -> Policy:
     if path.is_file() or not _is_bare_name(path_or_name):
         text = read_source(path, path_or_name, PLAYBOOK_WORDING)
         return parse_playbook(text, path_or_name, path.stem)
-    names = builtin_playbooks()
-    if path_or_name not in names:
+    data = _builtin_text(path_or_name)
+    if data is None:
+        names = builtin_playbooks()
         raise PlaybookError(
             f"{path_or_name}: no such playbook file, nor a built-in playbook of that name"
             f"{_suggest(path_or_name, names)} (built-ins: {', '.join(names)})"
         )
-    resource = importlib.resources.files("fleetcheck") / "playbooks" / f"{path_or_name}.yaml"
-    return parse_playbook(
-        resource.read_text(encoding="utf-8"), f"builtin:{path_or_name}", path_or_name
-    )
+    return parse_playbook(data, f"builtin:{path_or_name}", path_or_name)
+
+
+def _builtin_text(name: str) -> str | None:
+    """The text of the built-in playbook `name`, None when there is none.
+
+    Read through the package's loader (`pkgutil.get_data`, as the probe's text is): the gate
+    reads one at every start, and importlib.resources' file objects cost more to import
+    (tempfile, zipfile) than the playbook does to parse.
+    """
+    if name.startswith(".") or not name.strip():
+        return None
+    try:
+        data = pkgutil.get_data("fleetcheck", f"playbooks/{name}.yaml")
+    except OSError:
+        return None
+    return None if data is None else data.decode("utf-8")

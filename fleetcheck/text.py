@@ -7,7 +7,6 @@ runs on nodes with the standard library only and imports nothing from fleetcheck
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable
 
 #: The mark a shortened text ends with, unless a caller's pinned wording uses another.
@@ -29,6 +28,8 @@ def last_line(data: bytes, limit: int = 200) -> str:
 def closest(word: object, choices: Iterable[str], *, ignore_case: bool = False) -> str | None:
     """The choice `word` was most likely meant to be (difflib's ratio of 0.6 or more), else
     None: "did you mean ...?" in the caller's own wording."""
+    import difflib  # only a mistake needs it, not every start
+
     options = list(choices)
     if not ignore_case:
         found = difflib.get_close_matches(str(word), options, n=1, cutoff=0.6)

@@ -118,3 +118,16 @@ def test_the_formats_and_their_suffixes_come_from_the_renderers_registry() -> No
                 assert "/".join(suffixes(offered[name])) in (action.help or ""), name
     assert offered == {"audit": FORMATS, "report": FORMATS, "merge": FORMATS,
                        "probe": PROBE_FORMATS}
+
+
+def test_a_command_named_first_builds_only_its_own_parser_and_parses_the_same() -> None:
+    """`fleetcheck gate ...` adds the gate's parser alone (the others' defaults import
+    renderers, the history, the gatekeeper): what it parses is what the whole parser gives."""
+    whole = subparsers(cli.build_parser())
+    for name in cli.COMMANDS:
+        alone = subparsers(cli.build_parser(name))
+        assert list(alone) == [name]
+        assert [(a.option_strings, a.dest, a.default, a.choices, a.help)
+                for a in alone[name]._actions] == \
+            [(a.option_strings, a.dest, a.default, a.choices, a.help)
+             for a in whole[name]._actions]

@@ -50,8 +50,14 @@ COMMANDS: dict[str, ModuleType] = {command.NAME: command for command in (
 )}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `fleetcheck` parser: the top level, and each registered command's own parser."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `fleetcheck` parser: the top level, and each registered command's own parser.
+
+    With `command` (a registered name) only that command's parser is added: what a run of it
+    parses is the same, and the other commands' options are not built (their help texts import
+    the renderers' registry, the history's, the gatekeeper's and the node health's defaults:
+    a fifth of the gate's start, bench/results.md).
+    """
     parser = argparse.ArgumentParser(
         prog="fleetcheck",
         description="Audit GPU nodes (Proxmox VE hosts, their LXC containers and QEMU VMs, and "
@@ -63,17 +69,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"fleetcheck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in COMMANDS.values():
-        command.add_parser(sub)
+    for name, module in COMMANDS.items():
+        if command is None or name == command:
+            module.add_parser(sub)
     return parser
+
+
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The command `argv` runs when its first word names one (`fleetcheck gate ...`), else
+    None: the top level's options, its help or a mistyped command need every parser."""
+    return argv[0] if argv and argv[0] in COMMANDS else None
 
 
 def main(argv: Sequence[str] | None = None, *, parts: Any = None) -> int:
     """The `fleetcheck` command; `parts` (an `audit.AuditParts`) lets a bench swap the
     audit's transports, probe payload or node budget without patching modules."""
     prepare_stdout()
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_named(words))
+    args = parser.parse_args(words)
     args.parts = parts
     if not args.command:
         parser.print_help(sys.stderr)

@@ -114,8 +114,8 @@ def add_max_out(parser: argparse.ArgumentParser, what: str) -> None:
 
 def add_max_age(parser: argparse.ArgumentParser, what: str) -> None:
     """--max-age: the oldest node document or cached verdict that counts, for gate, health
-    and merge (the default is fleetcheck/nodehealth.py's)."""
-    from fleetcheck.nodehealth import DEFAULT_MAX_AGE_S
+    and merge (the default is fleetcheck/budget.py's)."""
+    from fleetcheck.budget import DEFAULT_MAX_AGE_S
 
     parser.add_argument("--max-age", type=positive_seconds, default=None, metavar="SECONDS",
                         help=f"{what} (default: {DEFAULT_MAX_AGE_S:g})")

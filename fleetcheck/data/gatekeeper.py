@@ -12,7 +12,10 @@ clean-up, and the commands of fleetcheck's node kinds, which `fleetcheck host-se
 the copy it installs), and only then is the same argv executed with os.execvp. A request that
 runs the probe must carry, on stdin, a probe whose SHA-256 is in the host's allow-list; the
 gatekeeper reads it (up to `PROBE_MAX` bytes), hashes it, and hands exactly those bytes to the
-command through an anonymous in-memory file.
+command through an anonymous in-memory file. The probe comes as its source (`PYTHON - ARGS`)
+or zlib-compressed behind fleetcheck's one-line bootstrap (`PYTHON -c PROBE_BOOTSTRAP ARGS`):
+then the gatekeeper inflates it (up to `PROBE_MAX` bytes again) and hashes the source, so the
+allow-list is the same for both.
 
 Anything else is refused: one line on stderr starting "fleetcheck-gatekeeper: refused:", exit
 status `EXIT_REFUSED` (77, EX_NOPERM of sysexits.h), and a line in syslog (facility auth) or in
@@ -37,6 +40,12 @@ PROBE_MAX = 1 << 20
 READ_SECONDS = 60
 #: Most characters of SSH_ORIGINAL_COMMAND accepted.
 COMMAND_MAX = 8192
+#: The one program a `-c` may run: it reads zlib(probe) from stdin and runs the probe as
+#: `python -` would (fleetcheck/transport/packing.py's ZLIB_BOOTSTRAP, the same word).
+PROBE_BOOTSTRAP = (
+    "import sys,zlib;s=zlib.decompress(sys.stdin.buffer.read());sys.argv[0]='-';"
+    "c=compile(s,'<stdin>','exec');del s;__file__='<stdin>';exec(c)"
+)
 #: Replaced by `fleetcheck host-setup` in the copy it prints, to install this file on a host.
 INSTALL = None
 
@@ -79,20 +88,23 @@ WORDS = {
 #   ("one", [[...], [...]])  one of the alternatives
 #   ("ref", NAME)   the items of FRAGMENTS[NAME]
 #   ("stdin", "probe")  marks the request as running the probe: its stdin must be a pinned probe
+#   ("stdin", "probe-zlib")  the same, the probe zlib-compressed (inflated before it is hashed)
 # The commands of the node kinds (pct, qm, pvesh, docker/podman and the chains of one inside
 # another) are not written here: each kind's module in fleetcheck declares its own, and
 # `fleetcheck host-setup` writes them into KIND_WORDS and KIND_SHAPES in the copy it installs.
 
 FRAGMENTS = {
     # What the probe is run as: `[env NAME=VALUE...] PYTHON - [--deadline N] [--deep]
-    # [--python PATH]` (fleetcheck.probe.probe_argv; the env comes from the inventory).
+    # [--python PATH]` (fleetcheck.probe.probe_argv; the env comes from the inventory), or
+    # with `-c PROBE_BOOTSTRAP` for the `-` when it comes compressed.
     "probe": [
         ("opt", ["env", ("WORD", "ASSIGN"), ("rep", [("WORD", "ASSIGN")])]),
         ("ref", "probe_argv"),
     ],
     # The probe without `env`, where the command that runs it sets the environment itself.
     "probe_argv": [
-        ("WORD", "PYTHON"), "-", ("stdin", "probe"),
+        ("WORD", "PYTHON"),
+        ("one", [["-", ("stdin", "probe")], ["-c", PROBE_BOOTSTRAP, ("stdin", "probe-zlib")]]),
         ("opt", ["--deadline", ("WORD", "SECONDS")]),
         ("opt", ["--deep"]),
         ("opt", ["--python", ("WORD", "PYTHON")]),
@@ -148,7 +160,8 @@ def _word_ok(kind, word):
 
 
 def _match(items, words, pos, probe):
-    """Yield (position after, runs probe) for every way `items` match words[pos:]."""
+    """Yield (position after, the probe's stdin marker or False) for every way `items` match
+    words[pos:]."""
     if not items:
         yield pos, probe
         return
@@ -162,7 +175,7 @@ def _match(items, words, pos, probe):
         if pos < len(words) and _word_ok(arg, words[pos]):
             yield from _match(rest, words, pos + 1, probe)
     elif kind == "stdin":
-        yield from _match(rest, words, pos, True)
+        yield from _match(rest, words, pos, arg)
     elif kind == "ref":
         yield from _match(FRAGMENTS[arg] + rest, words, pos, probe)
     elif kind == "opt":
@@ -182,7 +195,8 @@ def _match(items, words, pos, probe):
 
 
 def classify(words):
-    """(shape name, runs the probe) for an argv the grammar accepts, else None."""
+    """(shape name, how the probe comes on stdin: "probe", "probe-zlib", or False when the
+    request runs none) for an argv the grammar accepts, else None."""
     for name, shape in SHAPES.items():
         for after, probe in _match(shape, words, 0, False):
             if after == len(words):
@@ -195,7 +209,14 @@ class Refused(Exception):
 
 
 def parse_request(command):
-    """The argv of SSH_ORIGINAL_COMMAND and its shape; raises Refused."""
+    """The argv of SSH_ORIGINAL_COMMAND, its shape and whether it runs the probe; raises
+    Refused."""
+    words, shape, stdin = _parse(command)
+    return words, shape, bool(stdin)
+
+
+def _parse(command):
+    """parse_request's, with how the probe comes on stdin (classify's) for its last."""
     if command is None or not command.strip():
         raise Refused("no command given (interactive login is not allowed)")
     if len(command) > COMMAND_MAX:
@@ -265,6 +286,23 @@ def read_probe(stream, limit=PROBE_MAX, seconds=None):
         chunks.append(chunk)
 
 
+def inflate(data, limit=PROBE_MAX):
+    """The probe that zlib `data` holds, at most `limit` bytes; raises Refused for anything
+    else (not zlib, more than one stream, or more than `limit` once inflated)."""
+    import zlib  # only a compressed probe needs it
+
+    inflater = zlib.decompressobj()
+    try:
+        script = inflater.decompress(data, limit + 1)
+    except zlib.error as exc:
+        raise Refused("probe on stdin is not zlib data: %s" % exc) from None
+    if len(script) > limit or inflater.unconsumed_tail:
+        raise Refused("probe on stdin larger than %d bytes once inflated" % limit)
+    if not inflater.eof or inflater.unused_data:
+        raise Refused("probe on stdin is not one whole zlib stream")
+    return script
+
+
 def _probe_fd(data):
     """A readable descriptor holding `data` at offset 0, with no name on any file system."""
     if hasattr(os, "memfd_create"):
@@ -327,18 +365,20 @@ def gate(argv, environ, stdin, log, execvp=os.execvp):
         else:
             return refuse(log, "gatekeeper misconfigured: unknown argument %r" % flag)
     try:
-        words, shape, runs_probe = parse_request(environ.get("SSH_ORIGINAL_COMMAND"))
-        if runs_probe:
+        words, shape, probe = _parse(environ.get("SSH_ORIGINAL_COMMAND"))
+        if probe:
             if allow_path is None:
                 raise Refused("no probe allow-list configured (--allow FILE)")
             allowed = read_allowed(allow_path)
             data = read_probe(stdin)
-            digest = hashlib.sha256(data).hexdigest()
+            # The source is what is pinned; compressed, the bootstrap inflates the same bytes.
+            source = inflate(data) if probe == "probe-zlib" else data
+            digest = hashlib.sha256(source).hexdigest()
             if digest not in allowed:
                 # A prefix keeps the node's reason on one readable line.
                 raise Refused("probe sha256 %s... is not in %s" % (digest[:16], allow_path))
             fd = _probe_fd(data)
-            detail = "sha256 %s" % digest
+            detail = "sha256 %s%s" % (digest, " (zlib)" if probe == "probe-zlib" else "")
         else:
             fd = os.open(os.devnull, os.O_RDONLY)
             detail = ""

@@ -13,7 +13,6 @@ from fleetcheck.kinds.proxmox import PVESH_GET, ProxmoxGuestKind
 from fleetcheck.spec.listings import parse_qm_list
 from fleetcheck.spec.model import Target
 from fleetcheck.transport.qemu import QemuTransport
-from fleetcheck.transport.qemu_api import ApiHostTransport, QemuApiTransport
 
 if TYPE_CHECKING:
     from fleetcheck.budget import BudgetFor
@@ -38,8 +37,12 @@ class QemuKind(ProxmoxGuestKind):
 
     def transport(self, target: Target, outer: Transport, budget: BudgetFor) -> Transport:
         assert target.vmid is not None
-        if isinstance(outer, ApiHostTransport):
-            return QemuApiTransport(outer.agent, target.vmid, budget=budget)
+        if target.host.transport == "api":
+            # Only an api host's VMs need the API's client (and its packings' lzma).
+            from fleetcheck.transport.qemu_api import ApiHostTransport, QemuApiTransport
+
+            if isinstance(outer, ApiHostTransport):
+                return QemuApiTransport(outer.agent, target.vmid, budget=budget)
         host = target.host
         return QemuTransport(outer, target.vmid, sudo=host.sudo, host_name=host.name,
                              budget=budget)

@@ -15,7 +15,6 @@ from fleetcheck.spec.errors import DiscoveryError
 from fleetcheck.spec.model import HostSpec, Target
 from fleetcheck.transport.interface import Transport
 from fleetcheck.transport.local import LocalTransport
-from fleetcheck.transport.qemu_api import ApiHostTransport
 from fleetcheck.transport.ssh import DEFAULT_CONNECT_ATTEMPTS, ConnectLimiter, SshTransport
 from fleetcheck.transport.ssh_settings import SshFiles
 
@@ -38,6 +37,9 @@ class TransportFactory:
         if host.transport == "local":
             return LocalTransport(budget=self.budget)
         if host.transport == "api":
+            # Imported here: the API's client and its packings (lzma) are only an api host's.
+            from fleetcheck.transport.qemu_api import ApiHostTransport
+
             # No SSH: only the VMs' guest agents, through the API (the loader checked `api:`).
             if host.api is None:
                 raise DiscoveryError(f"{host.name}: transport: api needs an api: section",

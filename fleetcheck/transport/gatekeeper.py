@@ -9,8 +9,6 @@ installs (`fleetcheck/gatekeeper.py`, which sits above the kinds this module sit
 from __future__ import annotations
 
 import functools
-import importlib.util
-from importlib import resources
 from types import ModuleType
 
 #: Where the script lies in the package.
@@ -19,12 +17,18 @@ SCRIPT = "data/gatekeeper.py"
 
 def shipped_text() -> str:
     """The script's source as shipped, no node kind's grammar written in."""
+    # Imported here: only a refusal or `host-setup` reads the script, not every audit's start.
+    from importlib import resources
+
     return resources.files("fleetcheck").joinpath(SCRIPT).read_text("utf-8")
 
 
 @functools.cache
 def shipped_script() -> ModuleType:
     """The script as shipped, loaded as a module: its exit status and refusal text."""
+    import importlib.util
+    from importlib import resources
+
     source = resources.files("fleetcheck").joinpath(SCRIPT)
     with resources.as_file(source) as path:
         spec = importlib.util.spec_from_file_location("fleetcheck_gatekeeper_script", path)

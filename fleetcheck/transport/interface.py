@@ -125,6 +125,12 @@ class Transport(abc.ABC):
         known_hosts, the key exchange and cipher negotiated), merged into the node's facts."""
         return {}
 
+    def packs_probe(self) -> bool:
+        """Whether a large probe reaches this transport's nodes compressed behind a bootstrap
+        (`transport/packing.py`): where its bytes cross a network (SSH, and the commands run
+        through it); not the local machine, nor a transport that packs scripts its own way."""
+        return False
+
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; safe to call more than once."""
 
@@ -163,6 +169,10 @@ class NestedTransport(Transport):
 
     def connection_facts(self) -> dict[str, object]:
         return self.outer.connection_facts()
+
+    def packs_probe(self) -> bool:
+        # The probe rides the outer transport's channel: packed where that one packs it.
+        return self.outer.packs_probe()
 
     async def run(
         self, argv: list[str], *, input: bytes | None = None, timeout: float

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import lzma
 import re
 import time
@@ -38,6 +39,7 @@ from fleetcheck.transport.interface import (
     Transport,
     TransportError,
 )
+from fleetcheck.transport.packing import RUN_AS_STDIN
 from fleetcheck.transport.qemu import VmWording, guest_command, result_from_status
 
 #: qemu-server API2/Qemu/Agent.pm: `input-data` has `maxLength => 64 * 1024`.
@@ -47,14 +49,12 @@ API_INPUT_LIMIT = 64 * 1024
 POLL_FIRST, POLL_MAX = 0.1, 1.0
 AGENT_PERMISSION = ("it needs VM.GuestAgent.Unrestricted on /vms/VMID (PVE 9) or VM.Monitor "
                     "(PVE 8 and older)")
-_RUN = ("sys.argv[0]='-';"
-        "exec(compile(s,'<stdin>','exec'),{'__name__':'__main__','__builtins__':__builtins__})")
 #: Reads base64(zlib(script)) from stdin and runs it as `python - ARGS` would (any Python).
 BOOTSTRAP = ("import base64,sys,zlib;"
-             "s=zlib.decompress(base64.b64decode(sys.stdin.buffer.read()));" + _RUN)
+             "s=zlib.decompress(base64.b64decode(sys.stdin.buffer.read()));" + RUN_AS_STDIN)
 #: The same with base85(xz(script)): a sixth smaller; needs the guest Python's lzma module.
 BOOTSTRAP_XZ = ("import base64,lzma,sys;"
-                "s=lzma.decompress(base64.b85decode(sys.stdin.buffer.read()));" + _RUN)
+                "s=lzma.decompress(base64.b85decode(sys.stdin.buffer.read()));" + RUN_AS_STDIN)
 #: The packings, in the order tried: the first whose text fits the API's input-data is sent.
 PACKINGS = (
     (BOOTSTRAP, lambda script: base64.b64encode(zlib.compress(script, 9))),
@@ -75,7 +75,7 @@ BOOTSTRAP_PIECES = ("import base64,lzma,os,shutil,sys;d=sys.argv.pop(1);"
                     " for i in range(len(os.listdir(d)))];"
                     "shutil.rmtree(d);"
                     "s=lzma.decompress(base64.b85decode(b''.join(p)+sys.stdin.buffer.read()));"
-                    + _RUN)
+                    + RUN_AS_STDIN)
 #: Removes the dir of pieces when one of them failed to arrive.
 REMOVE_PIECES = "import shutil,sys;shutil.rmtree(sys.argv[1],True)"
 #: What STORE_FIRST may print: an absolute path whose last component is its own.
@@ -105,11 +105,9 @@ def pack_script(argv: list[str], script: bytes) -> PackedScript:
         raise TransportError("input larger than the API's 64 KiB input-data", kind="error")
     index = argv.index("-")
     interpreter, args = argv[:index], argv[index + 1:]
-    packed = ""
-    for bootstrap, pack in PACKINGS:
-        packed = pack(script).decode("ascii")
-        if len(packed) <= API_INPUT_LIMIT:
-            return PackedScript(interpreter, [*interpreter, "-c", bootstrap, *args], packed)
+    bootstrap, packed = _packing(script)
+    if bootstrap:
+        return PackedScript(interpreter, [*interpreter, "-c", bootstrap, *args], packed)
     chunks = [packed[at:at + API_INPUT_LIMIT] for at in range(0, len(packed), API_INPUT_LIMIT)]
     if len(chunks) > MAX_PIECES:
         raise TransportError(
@@ -118,6 +116,19 @@ def pack_script(argv: list[str], script: bytes) -> PackedScript:
     # The dir of pieces goes after BOOTSTRAP_PIECES once the guest has made it (_run_in_pieces).
     return PackedScript(interpreter, [*interpreter, "-c", BOOTSTRAP_PIECES, *args],
                         chunks[-1], tuple(chunks[:-1]))
+
+
+@functools.lru_cache(maxsize=4)
+def _packing(script: bytes) -> tuple[str, str]:
+    """(bootstrap, text) of the first packing that fits the API's input-data, else ("", the
+    last packing's text) to send in pieces: once per script, not once per VM (xz's extreme
+    preset takes a fifth of a second of CPU for the fifth round's probe)."""
+    packed = ""
+    for bootstrap, pack in PACKINGS:
+        packed = pack(script).decode("ascii")
+        if len(packed) <= API_INPUT_LIMIT:
+            return bootstrap, packed
+    return "", packed
 
 
 class ApiAgent:

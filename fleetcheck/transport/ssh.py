@@ -213,6 +213,10 @@ class SshTransport(Transport):
         gatekept = refusal_reason(result.stderr.decode("utf-8", "replace"), result.returncode)
         return Refusal("error", gatekept, GATEKEEPER_REFUSED) if gatekept is not None else None
 
+    def packs_probe(self) -> bool:
+        """Yes: every node's channel would otherwise carry the whole probe's source."""
+        return True
+
     def connection_facts(self) -> dict[str, object]:
         """The effective address, port, user and known_hosts and what was negotiated."""
         if self.settings is None:

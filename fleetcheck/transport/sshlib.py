@@ -10,7 +10,10 @@ paid again by each gate, health check and cron run.
 While asyncssh is imported, `find_library` is given its first step alone, the ld-cache lookup:
 a liboqs installed by a package (or put in the cache by ldconfig) is still found and used, as
 the dynamic loader would find it; one found only on gcc's own search path is not. Every other
-caller of `find_library` is unaffected: it is restored as soon as the import returns.
+caller of `find_library` is unaffected: it is restored as soon as the import returns. That
+lookup runs `ldconfig -p` once per name asked (oqs, liboqs, nettle...: three to five
+processes at every start, 4 ms of CPU and up to 15 ms of a loaded 2-core machine's time); a name
+that is nowhere in the cache file ldconfig prints is answered without it (`in_ld_cache`).
 
 asyncssh's X.509 certificate support is left out the same way (`without_x509`): it imports
 cryptography's whole x509 package (a fifth of asyncssh's import time) and then needs pyOpenSSL,
@@ -40,16 +43,43 @@ import sys
 import warnings
 from collections.abc import Iterator
 
+#: The ld cache that `ldconfig -p` prints (glibc's LD_SO_CACHE).
+LD_SO_CACHE = "/etc/ld.so.cache"
+
+
+def in_ld_cache(name: str, cache: bytes | None) -> bool:
+    """Whether `ldconfig -p` may list a library `name` (`find_library`'s `lib` + name + `.`):
+    False only when no entry's name can begin so, the cache file being read (None: unknown)."""
+    return cache is None or b"lib" + name.encode() + b"." in cache
+
+
+def _read_ld_cache() -> bytes | None:
+    try:
+        with open(LD_SO_CACHE, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
 
 @contextlib.contextmanager
 def ld_cache_only() -> Iterator[None]:
-    """`ctypes.util.find_library` as its ld-cache lookup alone, for the `with` block (Linux)."""
+    """`ctypes.util.find_library` as its ld-cache lookup alone, for the `with` block (Linux).
+
+    Every name the lookup's regex can find (`lib` + name + `.` after white space) is a name the
+    cache file holds, so a name absent from the file's bytes is None without `ldconfig -p`;
+    any other is asked of `ldconfig -p` as before.
+    """
     ld_cache = getattr(ctypes.util, "_findSoname_ldconfig", None)
     if not sys.platform.startswith("linux") or not callable(ld_cache):
         yield
         return
+    cache = _read_ld_cache()
+
+    def lookup(name: str) -> str | None:
+        return ld_cache(name) if in_ld_cache(name, cache) else None
+
     original = ctypes.util.find_library
-    ctypes.util.find_library = ld_cache
+    ctypes.util.find_library = lookup
     try:
         yield
     finally:

@@ -9,6 +9,7 @@ from typing import Any
 from fleetcheck.kinds.lxc import pct_list_argv
 from fleetcheck.probe import probe_argv
 from fleetcheck.spec.model import HostSpec
+from fleetcheck.transport.packing import PACK_ABOVE, packed_launch
 from fleetcheck.transport.pct import pct_exec_argv
 from fleetcheck.transport.ssh import remote_command
 
@@ -23,6 +24,11 @@ def probe(python: str = "python3", **kwargs: Any) -> list[str]:
     return probe_argv(python, deep=kwargs.pop("deep", False), deadline=25, **kwargs)
 
 
+def packed(argv: list[str]) -> list[str]:
+    """`argv` as the audit sends it over SSH with a probe too large to go as it is."""
+    return packed_launch(argv, b"#" * (PACK_ABOVE + 1))[0]
+
+
 ENV = ["env", "CUDA_VISIBLE_DEVICES=0", "PATH=/opt/venv/bin:/usr/bin", "NOTE=a b;c$(d)"]
 
 #: (request, runs the probe): every shape an audit sends today and the ones #12 adds.
@@ -35,6 +41,14 @@ ACCEPTED = [
      True),
     (wrapped([*ENV, *probe()]), True),
     (wrapped(pct_exec_argv(101, probe())), True),
+    # The probe compressed behind its bootstrap (transport/packing.py), as every SSH audit
+    # sends the shipped one.
+    (wrapped(packed(probe())), True),
+    (wrapped([*ENV, *packed(probe("/usr/bin/python3", deep=True))]), True),
+    (wrapped(pct_exec_argv(101, packed(probe()), sudo=True)), True),
+    (wrapped(["qm", "guest", "exec", "300", "--pass-stdin", "1", "--timeout", "29", "--",
+              "timeout", "-k", "2", "26", "docker", "exec", "-i", "trainer",
+              *packed(probe())]), True),
     (wrapped(pct_exec_argv(999999999, [*ENV, *probe("/usr/bin/python3")], sudo=True)), True),
     (wrapped(["qm", "list"]), False),
     (wrapped(["sudo", "-n", "qm", "list"]), False),

@@ -10,6 +10,7 @@ import hashlib
 import io
 import os
 import shlex
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,10 @@ import pytest
 from fleetcheck.gatekeeper import probe_sha256, script_module
 from fleetcheck.probe import probe_source
 from fleetcheck.spec.model import HostSpec
+from fleetcheck.transport.gatekeeper import shipped_script
+from fleetcheck.transport.packing import ZLIB_BOOTSTRAP, zlib_packed
 from fleetcheck.transport.pct import pct_exec_argv
-from tests.gatekeeper.audit_requests import ACCEPTED, probe, wrapped
+from tests.gatekeeper.audit_requests import ACCEPTED, packed, probe, wrapped
 
 GK = script_module()
 PROBE = probe_source().encode()
@@ -35,6 +38,12 @@ REFUSED = [
     W + "pct pull 101 /etc/shadow s", W + "pct set 101 --memory 1", W + "pct destroy 101",
     W + "pct console 101", W + "pct start 101", PCT + "id", PCT + "sh -c id",
     PCT + "python3 -c 'import os'", PCT + "python3 /root/x.py", PCT + "perl -e 1",
+    # -c runs the one bootstrap, whole, and nothing else; never both forms at once.
+    PCT + "python3 -c " + shlex.quote(ZLIB_BOOTSTRAP + ";import os"),
+    PCT + "python3 -c " + shlex.quote(ZLIB_BOOTSTRAP[:-1]),
+    PCT + "python3 -c " + shlex.quote(ZLIB_BOOTSTRAP) + " -",
+    PCT + "python3 - -c " + shlex.quote(ZLIB_BOOTSTRAP),
+    PCT + "env PYTHONSTARTUP=/x python3 -c " + shlex.quote(ZLIB_BOOTSTRAP),
     PCT + "bash -", PCT + "/bin/sh -", PCT + "node -", PCT + "python3x -",
     PCT + "/usr/../usr/bin/python3 -", PCT + "python3 - --evil",
     PCT + "python3 - --python /bin/sh/../python3", PCT + "env LD_PRELOAD=/x.so python3 -",
@@ -135,6 +144,42 @@ def test_any_other_probe_is_refused(changed: bytes, allow: Path, tmp_path: Path)
     digest = hashlib.sha256(changed).hexdigest()
     refused = f"refused from 127.0.0.9: probe sha256 {digest[:16]}... is not in {allow}"
     assert refused in log.read_text()
+
+
+def test_the_bootstrap_is_the_one_the_audit_sends() -> None:
+    # The installed script and the shipped file accept exactly fleetcheck's bootstrap word.
+    assert GK.PROBE_BOOTSTRAP == shipped_script().PROBE_BOOTSTRAP == ZLIB_BOOTSTRAP
+
+
+def test_a_compressed_pinned_probe_runs_with_its_exact_bytes(allow: Path, tmp_path: Path) -> None:
+    # The source's hash is the one pinned (the allow-list does not change); the command gets
+    # the compressed bytes the bootstrap inflates, exactly those that were checked.
+    log = tmp_path / "gk.log"
+    line = wrapped(pct_exec_argv(101, packed(probe())))
+    data = zlib_packed(PROBE)
+    code, execvp = run_gate(line, data, allow, log)
+    assert code == 0
+    assert execvp.calls == [("timeout", shlex.split(line), data)]
+    assert f"allowed from 127.0.0.9: pct exec probe sha256 {probe_sha256()} (zlib)" in \
+        log.read_text()
+
+
+@pytest.mark.parametrize(("stdin", "refusal"), [
+    (zlib.compress(PROBE + b"\n"), "probe sha256 "),
+    (zlib.compress(b"import os; os.system('id')\n"), "probe sha256 "),
+    (PROBE, "probe on stdin is not zlib data"),
+    (b"", "probe on stdin is not one whole zlib stream"),
+    (zlib.compress(PROBE)[:-4], "probe on stdin is not one whole zlib stream"),
+    (zlib.compress(PROBE) + zlib.compress(b"import os"), "not one whole zlib stream"),
+    # Within the bound on the wire, far beyond it inflated: never inflated past the bound.
+    (zlib.compress(b"#" * (8 << 20), 9), "larger than 1048576 bytes once inflated"),
+], ids=["changed", "trojan", "not-zlib", "empty", "truncated", "two-streams", "bomb"])
+def test_any_other_compressed_probe_is_refused(stdin: bytes, refusal: str, allow: Path,
+                                               tmp_path: Path) -> None:
+    log = tmp_path / "gk.log"
+    code, execvp = run_gate(wrapped(packed(probe())), stdin, allow, log)
+    assert (code, execvp.calls) == (GK.EXIT_REFUSED, [])
+    assert refusal in log.read_text()
 
 
 def test_oversized_stdin_and_missing_allow_list_are_refused(tmp_path: Path, allow: Path,

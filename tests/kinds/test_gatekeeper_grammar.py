@@ -18,6 +18,7 @@ from fleetcheck.kinds.base import GatekeeperWrapper
 from fleetcheck.kinds.oci import OciKind
 from fleetcheck.probe import probe_argv
 from fleetcheck.transport.gatekeeper import shipped_script
+from fleetcheck.transport.packing import ZLIB_BOOTSTRAP
 from fleetcheck.transport.pct import pct_exec_argv
 from fleetcheck.transport.qemu import qm_exec_argv
 from fleetcheck.transport.ssh import remote_command
@@ -48,12 +49,16 @@ BEFORE_WORDS = {
     "OCIUSER": r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,31})?",
 }
 
+#: The probe on stdin: its source after `-`, or (issue #43) zlib-compressed behind the one
+#: bootstrap `-c` may run (fleetcheck/transport/packing.py).
+STDIN_PROBE = ("one", [["-", ("stdin", "probe")], ["-c", ZLIB_BOOTSTRAP, ("stdin", "probe-zlib")]])
+
 BEFORE_FRAGMENTS = {
     # What the probe is run as: `[env NAME=VALUE...] PYTHON - [--deadline N] [--deep]
     # [--python PATH]` (fleetcheck.probe.probe_argv; the env comes from the inventory).
     "probe": [
         ("opt", ["env", ("WORD", "ASSIGN"), ("rep", [("WORD", "ASSIGN")])]),
-        ("WORD", "PYTHON"), "-", ("stdin", "probe"),
+        ("WORD", "PYTHON"), STDIN_PROBE,
         ("opt", ["--deadline", ("WORD", "SECONDS")]),
         ("opt", ["--deep"]),
         ("opt", ["--python", ("WORD", "PYTHON")]),
@@ -67,7 +72,7 @@ BEFORE_FRAGMENTS = {
         ("opt", ["--user", ("WORD", "OCIUSER")]),
         ("rep", ["--env", ("WORD", "ASSIGN")]),
         ("WORD", "OCINAME"),
-        ("WORD", "PYTHON"), "-", ("stdin", "probe"),
+        ("WORD", "PYTHON"), STDIN_PROBE,
         ("opt", ["--deadline", ("WORD", "SECONDS")]),
         ("opt", ["--deep"]),
         ("opt", ["--python", ("WORD", "PYTHON")]),

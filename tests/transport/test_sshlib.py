@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck.transport.sshlib import ld_cache_only
+from fleetcheck.transport.sshlib import in_ld_cache, ld_cache_only
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,9 +23,36 @@ def test_ld_cache_only_is_scoped_to_its_block() -> None:
     original = ctypes.util.find_library
     with ld_cache_only():
         if sys.platform.startswith("linux"):
-            assert ctypes.util.find_library is ctypes.util._findSoname_ldconfig
+            assert ctypes.util.find_library is not original
             assert ctypes.util.find_library("c")  # libc is in every ld cache
     assert ctypes.util.find_library is original
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the ld cache is Linux's")
+def test_a_name_the_ld_cache_lacks_is_answered_without_ldconfig(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # `ldconfig -p` is a process per name; a name whose bytes the cache file does not hold
+    # cannot be in its listing, and every other name is still asked of it.
+    asked: list[str] = []
+
+    def ldconfig(name: str) -> str:
+        asked.append(name)
+        return f"lib{name}.so.1"
+
+    monkeypatch.setattr(ctypes.util, "_findSoname_ldconfig", ldconfig)
+    with ld_cache_only():
+        assert ctypes.util.find_library("fleetcheck-no-such-lib") is None
+        assert ctypes.util.find_library("c") == "libc.so.1"
+    assert asked == ["c"]
+
+
+def test_in_ld_cache_reads_the_names_the_listing_can_show() -> None:
+    cache = b"glibc-ld.so.cache1.1\x00libnettle.so.8\x00/usr/lib/x86_64-linux-gnu/liboqs\x00"
+    assert in_ld_cache("nettle", cache)
+    assert in_ld_cache("oqs", None)  # no cache file read: ask ldconfig
+    # "liboqs" without the "." of a soname (a folder's name) is no library of that name.
+    assert not in_ld_cache("oqs", cache)
+    assert not in_ld_cache("liboqs", cache)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="find_library's gcc is Linux's")

@@ -1,0 +1,48 @@
+"""The gate's start imports what the gate runs and nothing the other commands need: every
+module it loads before its first probe is time a job's start waits for (bench/results.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.timeout(120)
+
+#: Modules a gate over SSH never needs: other commands' (history, reports, the gatekeeper's
+#: installer, node health), the Proxmox API's client, package-resource machinery, difflib
+#: (only a mistake's "did you mean").
+NOT_ON_THE_GATES_PATH = (
+    "fleetcheck.history", "fleetcheck.reportio", "fleetcheck.gatekeeper",
+    "fleetcheck.nodehealth", "fleetcheck.outbound", "fleetcheck.transport.qemu_api",
+    "fleetcheck.completion", "importlib.resources", "difflib", "zipfile",
+)
+
+
+def test_a_gate_loads_only_what_the_gate_runs(tmp_path: Path) -> None:
+    # A host nothing listens for: the gate connects, is refused and says so (exit 3).
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text("")
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(yaml.safe_dump({
+        "defaults": {"ssh": {"port": 1, "config_file": "none",
+                             "known_hosts": str(known_hosts)}, "probe_host": True},
+        "hosts": {"gpu01": {"address": "127.0.0.1"}}}))
+    script = ("import json, sys\n"
+              "from fleetcheck.cli import main\n"
+              f"code = main(['gate', {str(inventory)!r}, '--playbook', 'quick'])\n"
+              "print(json.dumps([code, sorted(sys.modules)]))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=60, check=False)
+    code, modules = json.loads(done.stdout.splitlines()[-1])
+    assert code == 3, done.stderr
+    assert "connection refused" in done.stderr
+    assert "asyncssh" in modules and "fleetcheck.audit" in modules
+    assert [name for name in modules if name.startswith(NOT_ON_THE_GATES_PATH)] == []
