@@ -50,7 +50,7 @@ case $part in
     # What the gate imports before its first probe, on the auditor's cores (the fixed start).
     for _ in 1 2 3; do
       taskset -c "${pin%%:*}" "$py" -X importtime -c \
-        "import fleetcheck.cli, fleetcheck.commands, fleetcheck.audit, fleetcheck.gate" \
+        "import fleetcheck.cli, fleetcheck.commands, fleetcheck.audit, fleetcheck.judgement.gate" \
         2>>"$out/importtime.txt"
     done
     echo "importtime: exit $?"

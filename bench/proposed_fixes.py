@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fleetcheck.spec.model import HostSpec
+from fleetcheck.inventory_data.model import HostSpec
 from fleetcheck.transport.factory import TransportFactory
 from fleetcheck.transport.interface import Transport
 from fleetcheck.transport.ssh import ConnectLimiter, SshTransport

@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from fleetcheck.model import NodeResult, Report
+from fleetcheck.report.content import NodeResult, Report
 
 
 def probed_node(workdir: Path, **kind: Any) -> NodeResult:

@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncIterator
 
 from fleetcheck.failures import Refusal
-from fleetcheck.spec.model import HostSpec, Target
+from fleetcheck.inventory_data.model import HostSpec, Target
 from fleetcheck.transport.factory import TransportFactory
 from fleetcheck.transport.interface import CommandResult, RunCommand, Transport
 

@@ -4,7 +4,7 @@ It is given its parts (`AuditRun(inventory, transports=..., probe=..., budget=..
 transport factory (`transport/factory.py` chooses each node's transport), the probe payload
 and a node budget (`transport/interface.py` derives every deadline from a node's timeout).
 Node selection is `inventory/limit.py`'s, a transport's refusal wording its own module's, and
-the verdict `verdict.py`'s; this module only queues, times and sorts results.
+the verdict `judgement/policy.py`'s; this module only queues, times and sorts results.
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ from fleetcheck.inventory import (
     matches_limit,
 )
 from fleetcheck.inventory.discovery import needs_discovery
-from fleetcheck.model import NodeResult, Report, TritonVerdict
+from fleetcheck.judgement.policy import DEFAULT_POLICY, Policy
 from fleetcheck.observer import AuditObserver, NullObserver
 from fleetcheck.probe import probe_argv, probe_source
 from fleetcheck.probe.results import ProbeOutputError, judge_probe_output, parse_probe_output
+from fleetcheck.report.content import NodeResult, Report, TritonVerdict
 from fleetcheck.text import clip, last_line
 from fleetcheck.timestamps import utc_now
 from fleetcheck.transport.factory import TransportFactory
@@ -48,7 +49,6 @@ from fleetcheck.transport.interface import (
     TransportError,
 )
 from fleetcheck.transport.packing import packed_launch
-from fleetcheck.verdict import DEFAULT_POLICY, Policy
 
 INTERRUPTED = "interrupted before the probe finished"
 INTERRUPTED_DISCOVERY = "interrupted before its containers were discovered"

@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.errors import FleetcheckError
-from fleetcheck.model import NodeResult, Report, RunSummary
-from fleetcheck.verdict import DEFAULT_POLICY, EXIT_PASS, EXIT_USAGE, Policy, exit_code_for
+from fleetcheck.judgement.exit_codes import EXIT_PASS, EXIT_USAGE, exit_code_for
+from fleetcheck.judgement.policy import DEFAULT_POLICY, Policy
+from fleetcheck.report.content import NodeResult, Report, RunSummary
 
 if TYPE_CHECKING:
     from fleetcheck.audit import AuditParts
+    from fleetcheck.inventory_data.model import Inventory
     from fleetcheck.observer import AuditObserver
     from fleetcheck.rundiff import ReportDiff
-    from fleetcheck.spec.model import Inventory
 
 @dataclass(frozen=True)
 class AuditRequest:
@@ -107,7 +108,7 @@ class AuditOutcome:
                 warnings.append(warning)
                 hook_input = None
         if hook_input is not None and keeping.on_change:
-            from fleetcheck.hook import run_on_change
+            from fleetcheck.integrations.hook import run_on_change
 
             problem = run_on_change(keeping.on_change, hook_input)
             if problem:
@@ -161,7 +162,7 @@ def _unmatched_limit(inventory: Inventory, limit: Sequence[str], report: Report)
     if not limit or report.interrupted:
         return None
     from fleetcheck.inventory import unmatched_limit_error
-    from fleetcheck.verdict import UNVERIFIED_STATUSES
+    from fleetcheck.judgement.statuses import UNVERIFIED_STATUSES
 
     # A host that could not be listed stands for its containers: not a typo in --limit.
     unlisted = [n.id for n in report.nodes if n.vmid is None and n.status in
@@ -172,7 +173,7 @@ def _unmatched_limit(inventory: Inventory, limit: Sequence[str], report: Report)
 
 def with_fleet_checks(report: Report, policy: Policy) -> Report:
     """`report` with the fleet-wide consistency checks of `policy`."""
-    from fleetcheck.consistency import fleet_checks
+    from fleetcheck.judgement.consistency import fleet_checks
 
     return dataclasses.replace(report, fleet_checks=fleet_checks(report.nodes, policy),
                                playbook=policy.name)
@@ -225,18 +226,18 @@ class GateOutcome:
     @property
     def lines(self) -> list[str]:
         """What the gate says on stderr, one line per blocking node."""
-        from fleetcheck.gate import gate_lines
+        from fleetcheck.judgement.gate import gate_lines
 
         return gate_lines(self.report)
 
     def json(self) -> dict[str, Any]:
-        from fleetcheck.gate import gate_json
+        from fleetcheck.judgement.gate import gate_json
 
         return gate_json(self.report)
 
     @property
     def exit_code(self) -> int:
-        from fleetcheck.gate import gate_exit_code
+        from fleetcheck.judgement.gate import gate_exit_code
 
         return EXIT_USAGE if self.limit_error else int(gate_exit_code(self.report))
 
@@ -337,7 +338,7 @@ class GateDocumentsRequest:
 def gate_documents(request: GateDocumentsRequest) -> GateOutcome:
     """The gate over gathered node documents; the merge's lines for them are its notices."""
     from fleetcheck.budget import DEFAULT_MAX_AGE_S
-    from fleetcheck.gate import documents_gate_report
+    from fleetcheck.judgement.gate import documents_gate_report
 
     report, notes = documents_gate_report(list(request.documents), request.nodes,
                                           request.policy,
@@ -362,8 +363,8 @@ def merge(request: MergeRequest) -> AuditOutcome:
     the documents not merged as given are its notices, and an unread input makes it exit 3
     at least."""
     from fleetcheck.budget import DEFAULT_MAX_AGE_S
+    from fleetcheck.judgement.exit_codes import EXIT_UNVERIFIED
     from fleetcheck.merge import merge_inputs, problem_lines
-    from fleetcheck.verdict import EXIT_UNVERIFIED
 
     merged = merge_inputs(request.inputs, policy=request.policy,
                           id_template=request.id_template,
@@ -409,26 +410,26 @@ class HealthOutcome:
 
 def health(request: HealthRequest) -> HealthOutcome:
     """This node's health (ok, fail, unknown), its line, and what Slurm was told."""
-    from fleetcheck import nodehealth
     from fleetcheck.budget import DEFAULT_MAX_AGE_S
+    from fleetcheck.integrations import health_check
 
     if request.cache:
-        verdict = nodehealth.read_cache(request.cache,
+        verdict = health_check.read_cache(request.cache,
                                         request.max_age_s or DEFAULT_MAX_AGE_S)
     else:
         from fleetcheck.reportio import node_to_dict
 
         probed = probe(request.probe)
-        verdict = nodehealth.health_of_node(node_to_dict(probed.node), probed.exit_code)
-    line = (nodehealth.npd_message(verdict) if request.npd
+        verdict = health_check.health_of_node(node_to_dict(probed.node), probed.exit_code)
+    line = (health_check.npd_message(verdict) if request.npd
             else f"{verdict.state}: {verdict.message}")
     notices: list[str] = []
     if request.slurm:
         try:
-            done = nodehealth.apply_to_slurm(
-                verdict, request.node or nodehealth.slurm_node_name(),
+            done = health_check.apply_to_slurm(
+                verdict, request.node or health_check.slurm_node_name(),
                 drain_unknown=request.drain_unverified, bound=request.bound)
-        except nodehealth.SlurmError as exc:
+        except health_check.SlurmError as exc:
             done = str(exc)
         notices.append(f"health: {done}")
     return HealthOutcome(verdict, line, notices)

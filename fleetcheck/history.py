@@ -1,6 +1,7 @@
 """Run history: audits kept as gzipped JSON with bounded retention, and reading them back.
 
-What changed between two runs is `rundiff.py`'s; running the --on-change hook is `hook.py`'s.
+What changed between two runs is `rundiff.py`'s; running the --on-change hook is
+`integrations/hook.py`'s.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from fleetcheck.errors import FleetcheckError
-from fleetcheck.model import Report, RunSummary
+from fleetcheck.judgement.statuses import FAILING_STATUSES
+from fleetcheck.report.content import Report, RunSummary
 from fleetcheck.reportio import ReportFileError, dumps_report, load_report, write_atomic
 from fleetcheck.timestamps import parse_time
-from fleetcheck.verdict import FAILING_STATUSES
 
 #: Runs kept by default (`--keep`).
 DEFAULT_KEEP = 90

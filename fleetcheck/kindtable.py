@@ -1,6 +1,6 @@
 """The node kinds' table: each kind's name and where its `NodeKind` is, as data.
 
-It imports nothing, so any module can ask it, the inventory's data (`spec/model.py`)
+It imports nothing, so any module can ask it, the inventory's data (`inventory_data/model.py`)
 included, which the kinds themselves import; the registry (`kinds/__init__.py`) loads each
 kind from its line here. Adding a kind is one module and one line in `KINDS`.
 """

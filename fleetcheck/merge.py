@@ -26,17 +26,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from fleetcheck.consistency import fleet_checks
 from fleetcheck.errors import FleetcheckError
-from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
+from fleetcheck.judgement.consistency import fleet_checks
+from fleetcheck.judgement.exit_codes import EXIT_PASS, EXIT_UNVERIFIED, exit_code_for
+from fleetcheck.judgement.policy import Policy
 from fleetcheck.nodedoc import ORIGIN_FIELDS, NodeDocument, NodeDocumentError, documents_from_json
+from fleetcheck.report.content import Check, NodeResult, Report, TritonVerdict
 from fleetcheck.timestamps import REPORT_FORMAT
-from fleetcheck.verdict import (
-    EXIT_PASS,
-    EXIT_UNVERIFIED,
-    Policy,
-    exit_code_for,
-)
 
 #: File names read from a folder or a tarball; anything else there is not ours.
 DOCUMENT_SUFFIXES = (".json", ".json.gz", ".jsonl", ".ndjson")

@@ -26,22 +26,23 @@ from datetime import datetime, timezone
 from typing import Any
 
 from fleetcheck import __version__
-from fleetcheck.gpustate import graded
-from fleetcheck.model import AUDIT_SCHEMA, PROBE_SCHEMA, NodeResult
+from fleetcheck.judgement.gpustate import graded
+from fleetcheck.judgement.policy import Policy, evaluate_node
+from fleetcheck.judgement.statuses import PROBE_STATUSES
 from fleetcheck.probe.results import (
     ProbeOutput,
     ProbeOutputError,
     judge_probe_output,
     probe_output_from_json,
 )
+from fleetcheck.report.content import AUDIT_SCHEMA, PROBE_SCHEMA, NodeResult
 from fleetcheck.reportio import node_from_dict, node_to_dict
 from fleetcheck.text import clip
 from fleetcheck.timestamps import parse_time
-from fleetcheck.verdict import PROBE_STATUSES, Policy, evaluate_node
 
 #: The node document's schema tag; a later, incompatible one is refused, never guessed at.
 NODE_SCHEMA = "fleetcheck.node/1"
-#: The node-health cache (nodehealth.CACHE_SCHEMA) wraps a node document: also merged.
+#: The node-health cache (integrations/health_check.py) wraps a node document: also merged.
 CACHE_SCHEMA = "fleetcheck.nodehealth/1"
 
 #: Where a probe ran, as the document's `origin` says it; the fields of `merge --id`.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from fleetcheck.model import NodeResult
+from fleetcheck.report.content import NodeResult
 
 
 class AuditObserver(Protocol):

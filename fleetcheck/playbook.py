@@ -9,12 +9,12 @@ from typing import Any
 
 from fleetcheck.checks import CHECKS_BY_ID
 from fleetcheck.errors import FleetcheckError
-from fleetcheck.gpustate import FOREIGN_LEVELS, HEALTH_LEVELS, GpuPolicy
-from fleetcheck.model import VERDICTS
-from fleetcheck.spec.yamlread import YamlReader
-from fleetcheck.spec.yamlsrc import YamlWording, load_yaml, read_source
+from fleetcheck.inventory_data.yamlread import YamlReader
+from fleetcheck.inventory_data.yamlsrc import YamlWording, load_yaml, read_source
+from fleetcheck.judgement.gpustate import FOREIGN_LEVELS, HEALTH_LEVELS, GpuPolicy
+from fleetcheck.judgement.policy import CONSISTENCY_KEYS, DEFAULT_POLICY, Policy
+from fleetcheck.report.content import VERDICTS
 from fleetcheck.text import did_you_mean
-from fleetcheck.verdict import CONSISTENCY_KEYS, DEFAULT_POLICY, Policy
 
 #: The playbook used when none is given (fleetcheck/playbooks/default.yaml).
 DEFAULT_PLAYBOOK = "default"

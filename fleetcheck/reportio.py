@@ -20,8 +20,8 @@ from typing import Any
 
 from fleetcheck import failures
 from fleetcheck.errors import FleetcheckError
-from fleetcheck.model import AUDIT_SCHEMA, Check, NodeResult, Report, TritonVerdict
-from fleetcheck.verdict import UNVERIFIED_STATUSES
+from fleetcheck.judgement.statuses import UNVERIFIED_STATUSES
+from fleetcheck.report.content import AUDIT_SCHEMA, Check, NodeResult, Report, TritonVerdict
 
 
 class ReportFileError(FleetcheckError):

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fleetcheck.consistency import fact_label, fact_value
-from fleetcheck.model import NodeResult, Report
+from fleetcheck.judgement.consistency import fact_label, fact_value
+from fleetcheck.judgement.policy import CONSISTENCY_KEYS
+from fleetcheck.judgement.statuses import FAILING_STATUSES, HEALTHY_STATUSES
 from fleetcheck.render.sanitize import sanitise
-from fleetcheck.verdict import CONSISTENCY_KEYS, FAILING_STATUSES, HEALTHY_STATUSES
+from fleetcheck.report.content import NodeResult, Report
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,14 @@
 """The JSON Schemas (draft 2020-12) of the documents users script against: the probe's, the node
 document and the audit report.
 
-They are generated from the code's own vocabularies (`model.py`'s statuses and verdicts, the
-documents' schema tags, `nodedoc.ORIGIN_FIELDS`) and checked, key by key, against what the code's
-serialisers write (`reportio.node_to_dict`, `reportio.report_to_dict`, `nodedoc.node_document`
-and the probe's own `failure_document`): a key written without a type here stops the build, so
-a schema cannot fall behind its document. The structure is strict (`additionalProperties:
-false` on every object the code defines); what is open by design stays open: the probe's
-`facts` and a check's `evidence` (any object), check and cause ids (any snake_case id: the probe's
-catalogue grows).
+They are generated from the code's own vocabularies (`report/content.py`'s statuses and verdicts,
+the documents' schema tags, `nodedoc.ORIGIN_FIELDS`) and checked, key by key, against what the
+code's serialisers write (`reportio.node_to_dict`, `reportio.report_to_dict`,
+`nodedoc.node_document` and the probe's own `failure_document`): a key written without a type here
+stops the build, so a schema cannot fall behind its document. The structure is strict
+(`additionalProperties: false` on every object the code defines); what is open by design stays
+open: the probe's `facts` and a check's `evidence` (any object), check and cause ids (any
+snake_case id: the probe's catalogue grows).
 
 `python -m fleetcheck.schemas` writes them to `fleetcheck/data/schemas/` (package data, which
 `fleetcheck schema NAME` prints) and `docs/schemas/`; `--check` says whether both are fresh
@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck.generated import write_or_check
-from fleetcheck.model import (
+from fleetcheck.nodedoc import NODE_SCHEMA, ORIGIN_FIELDS
+from fleetcheck.report.content import (
     AUDIT_SCHEMA,
     CHECK_STATUSES,
     NODE_STATUSES,
     PROBE_SCHEMA,
     VERDICTS,
 )
-from fleetcheck.nodedoc import NODE_SCHEMA, ORIGIN_FIELDS
 
 #: The documents, by the name `fleetcheck schema NAME` takes, with the tag each carries.
 DOCUMENTS = {
@@ -94,9 +94,9 @@ def _object(properties: Mapping[str, Any], written: list[str], what: str) -> dic
 
 def _written() -> dict[str, list[str]]:
     """The keys the code's serialisers write, read off a document each of them makes."""
-    from fleetcheck.model import Check, NodeResult, Report
     from fleetcheck.nodedoc import node_document
     from fleetcheck.probe.parts.main import failure_document
+    from fleetcheck.report.content import Check, NodeResult, Report
     from fleetcheck.reportio import check_to_dict, node_to_dict, report_to_dict
 
     node = NodeResult(id="n", host="n", vmid=None, name="n", status="ok", reason="",
@@ -118,7 +118,7 @@ def _written() -> dict[str, list[str]]:
 
 
 def _defs(written: Mapping[str, list[str]], probe: bool) -> dict[str, Any]:
-    from fleetcheck.verdict import PROBE_STATUSES
+    from fleetcheck.judgement.statuses import PROBE_STATUSES
 
     check_key, triton_key = ("probe.check", "probe.triton") if probe else ("check", "triton")
     defs: dict[str, Any] = {

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.model import Check, NodeResult, TritonVerdict
 from fleetcheck.nodedoc import node_document
+from fleetcheck.report.content import Check, NodeResult, TritonVerdict
 from fleetcheck.timestamps import REPORT_FORMAT
 from tests.contracts import validated
 

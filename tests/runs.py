@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
+from fleetcheck.report.content import Check, NodeResult, Report, TritonVerdict
 from fleetcheck.reportio import report_to_dict
 from tests.contracts import validated
 

@@ -17,8 +17,8 @@ from fleetcheck.budget import (
 )
 from fleetcheck.inventory import parse_inventory
 from fleetcheck.inventory.graph import static_targets
+from fleetcheck.inventory_data.model import HostSpec, Target
 from fleetcheck.probe.parts.main import parse_args
-from fleetcheck.spec.model import HostSpec, Target
 from fleetcheck.transport.interface import CommandResult, Transport
 
 

@@ -192,7 +192,7 @@ def test_a_closed_pipe_keeps_the_exit_code() -> None:
 def _previous_run_with_another_status(history: Path) -> None:
     """A saved run in which this machine had another status, so the next run is a change."""
     from fleetcheck.history import save_run
-    from fleetcheck.model import NodeResult, Report
+    from fleetcheck.report.content import NodeResult, Report
 
     node = NodeResult(id="this-machine", host="this-machine", vmid=None, name="this-machine",
                       status="unreachable", reason="ssh: connection refused")

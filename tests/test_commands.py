@@ -6,8 +6,8 @@ import socket
 from pathlib import Path
 
 from fleetcheck import commands
-from fleetcheck.spec.model import HostSpec, Inventory
-from fleetcheck.verdict import exit_code_for
+from fleetcheck.inventory_data.model import HostSpec, Inventory
+from fleetcheck.judgement.exit_codes import exit_code_for
 
 
 def test_audit_returns_the_report_with_fleet_checks_history_and_exit_code(tmp_path: Path

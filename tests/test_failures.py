@@ -12,17 +12,18 @@ import pytest
 
 from fleetcheck import failures
 from fleetcheck.audit import node_from_result
-from fleetcheck.gatekeeper import script_module
-from fleetcheck.model import NodeResult, TritonVerdict
+from fleetcheck.host_setup import script_module
+from fleetcheck.inventory_data.model import HostSpec, Target
+from fleetcheck.judgement.fixes import blocking_fix, failure_id
+from fleetcheck.judgement.policy import DEFAULT_POLICY
+from fleetcheck.report.content import NodeResult, TritonVerdict
 from fleetcheck.reportio import node_from_dict, node_to_dict
-from fleetcheck.spec.model import HostSpec, Target
 from fleetcheck.transport import kubectl, oci, pct, qemu, refusals
 from fleetcheck.transport.interface import CommandResult, TransportError
 from fleetcheck.transport.oci import oci_exec_failure
 from fleetcheck.transport.pct import PctTransport, pct_exec_failure
 from fleetcheck.transport.qemu import QemuTransport
 from fleetcheck.transport.ssh import SshTransport
-from fleetcheck.verdict import DEFAULT_POLICY, blocking_fix, failure_id
 from tests.transport.sshserver import FakeHost, echo_stdin
 
 

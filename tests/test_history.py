@@ -16,7 +16,7 @@ from fleetcheck.history import (
     run_files,
     save_run,
 )
-from fleetcheck.model import Report, RunSummary
+from fleetcheck.report.content import Report, RunSummary
 from fleetcheck.reportio import load_report
 from tests.runs import node, run
 

@@ -50,8 +50,8 @@ def imported(tree: ast.AST, package: str, modules: Mapping[str, Path]) -> set[st
 
 def _existing(target: str, modules: Mapping[str, Path]) -> str:
     """`target`, or the package above it that has it as an alias (`fleetcheck.inventory.model`,
-    the old name of `fleetcheck.spec.model`, is an import of `fleetcheck.inventory`); "" for a
-    module of no package here."""
+    the old name of `fleetcheck.inventory_data.model`, is an import of `fleetcheck.inventory`);
+    "" for a module of no package here."""
     parts = target.split(".")
     while parts and ".".join(parts) not in modules:
         parts.pop()
@@ -148,8 +148,8 @@ def test_the_graph_sees_the_registry_and_the_packages(graph: dict[str, set[str]]
     assert "fleetcheck.kinds.lxc" in graph["fleetcheck.kinds"]
     assert "fleetcheck.transport.pct" in graph["fleetcheck.kinds.lxc"]
     # kinds/base.py names the inventory's reader for the type checker only.
-    assert "fleetcheck.spec.reader" in graph["fleetcheck.kinds.base"]
-    assert "fleetcheck.spec" in graph["fleetcheck.kinds.base"]
+    assert "fleetcheck.inventory_data.reader" in graph["fleetcheck.kinds.base"]
+    assert "fleetcheck.inventory_data" in graph["fleetcheck.kinds.base"]
 
 
 def test_no_module_imports_itself_through_others(graph: dict[str, set[str]]) -> None:
@@ -158,12 +158,12 @@ def test_no_module_imports_itself_through_others(graph: dict[str, set[str]]) -> 
 
 def test_transport_no_longer_depends_on_discovery(graph: dict[str, set[str]]) -> None:
     """Discovery lives with the kinds: transports need at most the inventory's data."""
-    allowed = {"fleetcheck.spec", "fleetcheck.spec.model", "fleetcheck.spec.errors",
-               "fleetcheck.spec.pveapi"}
+    allowed = {"fleetcheck.inventory_data", "fleetcheck.inventory_data.model",
+               "fleetcheck.inventory_data.errors", "fleetcheck.inventory_data.pveapi"}
     for module, imports in graph.items():
         if module.startswith("fleetcheck.transport."):
             leaks = {i for i in imports if i.startswith(("fleetcheck.inventory",
-                                                         "fleetcheck.spec"))} - allowed
+                                                         "fleetcheck.inventory_data"))} - allowed
             assert not leaks, (module, leaks)
 
 
@@ -172,8 +172,8 @@ def test_nothing_below_the_inventory_stage_imports_it(graph: dict[str, set[str]]
     `--limit` and discovery, and so imports the kinds: a kind, a transport or the data below
     them that did so would need the registry while the registry is being imported."""
     below = [m for m in graph if m.startswith(("fleetcheck.kinds", "fleetcheck.transport.",
-                                               "fleetcheck.spec"))
-             or m in ("fleetcheck.model", "fleetcheck.kindtable")]
+                                               "fleetcheck.inventory_data"))
+             or m in ("fleetcheck.report.content", "fleetcheck.kindtable")]
     for module in below:
         assert not {i for i in graph[module] if i == "fleetcheck.inventory"
                     or i.startswith("fleetcheck.inventory.")}, module
@@ -199,6 +199,19 @@ def test_the_old_names_of_the_modules_moved_below_the_kinds_are_the_same_modules
     import fleetcheck.inventory.model as old_model
 
     from fleetcheck.inventory import yamlsrc as old_yamlsrc
-    from fleetcheck.spec import model, yamlsrc
+    from fleetcheck.inventory_data import model, yamlsrc
 
     assert (old_model, old_yamlsrc) == (model, yamlsrc)
+
+
+def test_the_packages_spanning_floors_import_nothing_on_import() -> None:
+    """`inventory_data/`, `report/`, `judgement/` and `integrations/` group modules that stand
+    on different floors (`report/content.py` below the kinds, `judgement/gate.py` above
+    `render/sanitize.py`): an `__init__` that imported one of its modules would lift every
+    module of the package to that module's floor, and close a circle the first time a lower one
+    is imported."""
+    for package in ("inventory_data", "report", "judgement", "integrations"):
+        init = PACKAGE / package / "__init__.py"
+        tree = ast.parse(init.read_text(), str(init))
+        assert not [node for node in ast.walk(tree)
+                    if isinstance(node, ast.Import | ast.ImportFrom)], package

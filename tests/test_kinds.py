@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fleetcheck import kinds
+from fleetcheck.inventory_data.model import ContainerSpec, HostSpec, OciContainerSpec, OciSpec
 from fleetcheck.kinds.base import NodeKind
-from fleetcheck.spec.model import ContainerSpec, HostSpec, OciContainerSpec, OciSpec
 from fleetcheck.transport.interface import Transport
 from fleetcheck.transport.local import LocalTransport
 from fleetcheck.transport.oci import OciTransport

@@ -4,8 +4,8 @@ table's answer wherever it is built (the inventory's targets, a report's nodes).
 from __future__ import annotations
 
 from fleetcheck import kinds, kindtable
-from fleetcheck.model import NodeResult
-from fleetcheck.spec.model import HostSpec, SkippedTarget, Target
+from fleetcheck.inventory_data.model import HostSpec, SkippedTarget, Target
+from fleetcheck.report.content import NodeResult
 
 
 def test_the_first_line_is_the_one_kind_that_runs_in_no_other() -> None:

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from fleetcheck.cli import main
+from fleetcheck.integrations.health_check import cache_document
+from fleetcheck.judgement.policy import DEFAULT_POLICY
 from fleetcheck.merge import merge_inputs
 from fleetcheck.nodedoc import EXPECTED, NODE_SCHEMA
-from fleetcheck.nodehealth import cache_document
 from fleetcheck.reportio import dumps_report, load_report, report_to_dict
 from fleetcheck.timestamps import REPORT_FORMAT
-from fleetcheck.verdict import DEFAULT_POLICY
 from tests import nodedocs
 from tests.contracts import validated
 from tests.nodedocs import doc, set_now, when, write
@@ -242,7 +242,7 @@ def audited(name: str, stdout: bytes, policy: Any) -> Any:
     """The node an audit makes of the same reply from a node of that name (audit.py's own
     node_from_result, on the local transport)."""
     from fleetcheck.audit import node_from_result
-    from fleetcheck.spec.model import HostSpec, Target
+    from fleetcheck.inventory_data.model import HostSpec, Target
     from fleetcheck.transport.interface import CommandResult
     from fleetcheck.transport.local import LocalTransport
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from fleetcheck.judgement.policy import Policy
 from fleetcheck.nodedoc import EXPECTED, NodeDocumentError, documents_from_json, node_origin
 from fleetcheck.probe.results import judge_probe_output, probe_output_from_json
-from fleetcheck.verdict import Policy
 from tests.contracts import validated
 
 

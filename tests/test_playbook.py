@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck.gpustate import GpuPolicy
+from fleetcheck.judgement.gpustate import GpuPolicy
+from fleetcheck.judgement.policy import DEFAULT_POLICY
 from fleetcheck.playbook import PlaybookError, builtin_playbooks, load_playbook
-from fleetcheck.verdict import DEFAULT_POLICY
 
 REPO = Path(__file__).resolve().parents[1]
 

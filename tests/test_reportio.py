@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from fleetcheck import failures
-from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
+from fleetcheck.report.content import Check, NodeResult, Report, TritonVerdict
 from fleetcheck.reportio import (
     ReportFileError,
     dumps_report,

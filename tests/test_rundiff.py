@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fleetcheck.model import Check, NodeResult, TritonVerdict
+from fleetcheck.report.content import Check, NodeResult, TritonVerdict
 from fleetcheck.rundiff import Change, diff_reports
 from tests.runs import node, run
 

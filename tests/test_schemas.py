@@ -14,8 +14,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from fleetcheck import reportio, schemas
-from fleetcheck.model import AUDIT_SCHEMA, PROBE_SCHEMA
 from fleetcheck.nodedoc import NODE_SCHEMA
+from fleetcheck.report.content import AUDIT_SCHEMA, PROBE_SCHEMA
 from fleetcheck.reportio import report_to_dict
 from tests.contracts import problems
 from tests.nodedocs import doc

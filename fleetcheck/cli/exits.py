@@ -1,6 +1,6 @@
 """How a command ends: every exit code the command line returns (the audit's 0-3 from
-`verdict.py`, and its own for Ctrl-C, a closed pipe and a failed flush), which failure ends with
-which, and the end of the process once its output is flushed."""
+`judgement/exit_codes.py`, and its own for Ctrl-C, a closed pipe and a failed flush), which
+failure ends with which, and the end of the process once its output is flushed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import NoReturn
 
 from fleetcheck.cli.output import flush_streams, say, silence_stdout
 from fleetcheck.errors import FleetcheckError
-from fleetcheck.verdict import EXIT_FAIL, EXIT_PASS, EXIT_UNVERIFIED, EXIT_USAGE
+from fleetcheck.judgement.exit_codes import EXIT_FAIL, EXIT_PASS, EXIT_UNVERIFIED, EXIT_USAGE
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAIL", "EXIT_FLUSH_FAILED", "EXIT_INTERRUPTED",
            "EXIT_PASS", "EXIT_UNVERIFIED", "EXIT_USAGE", "exit_code", "finish"]

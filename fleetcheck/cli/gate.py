@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     policy = load_policy(args.playbook)
     limit = args.limit
     if args.nodes is not None:
-        from fleetcheck.gate import job_limit
+        from fleetcheck.judgement.gate import job_limit
 
         if args.limit:
             raise UsageError("--nodes and --limit: give one (--nodes is the job's node set)")

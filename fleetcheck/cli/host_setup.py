@@ -13,7 +13,7 @@ NAME = "host-setup"
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    from fleetcheck.gatekeeper import (
+    from fleetcheck.host_setup import (
         DEFAULT_AUTHORIZED_KEYS,
         DEFAULT_HASH_PATH,
         DEFAULT_HOST_PYTHON,
@@ -52,7 +52,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fleetcheck.gatekeeper import HostSetup
+    from fleetcheck.host_setup import HostSetup
 
     setup = HostSetup.for_key_file(
         args.key, python=args.python, script_path=args.script_path, hash_path=args.hash_file,

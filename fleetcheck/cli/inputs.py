@@ -11,9 +11,9 @@ from fleetcheck.cli.output import check_history, check_output, say
 
 if TYPE_CHECKING:
     from fleetcheck.commands import Keeping
+    from fleetcheck.inventory_data.model import Inventory
+    from fleetcheck.judgement.policy import Policy
     from fleetcheck.outbound import OutBound
-    from fleetcheck.spec.model import Inventory
-    from fleetcheck.verdict import Policy
 
 
 def load_policy(name: str | None) -> Policy:

@@ -67,11 +67,11 @@ def run(args: argparse.Namespace) -> int:
     outcome = commands.probe(commands.ProbeRequest(python=args.python, deep=args.deep,
                                                    timeout=args.timeout, policy=policy))
     if args.cache:
-        from fleetcheck.nodehealth import cache_document
+        from fleetcheck.integrations.health_check import cache_document
 
         emit(cache_document(outcome.document, outcome.exit_code), args.cache)
     if args.nfd:
-        from fleetcheck.nfd import feature_file
+        from fleetcheck.integrations.nfd import feature_file
 
         emit(feature_file(outcome.document), args.nfd)
     fmt = output_format(args.format, args.output, PROBE_FORMATS)
@@ -84,7 +84,7 @@ def _script(args: argparse.Namespace) -> int:
     if args.sha256:
         if not args.script:
             raise UsageError("--sha256 goes with --script (fleetcheck probe --script --sha256)")
-        from fleetcheck.gatekeeper import probe_sha256
+        from fleetcheck.host_setup import probe_sha256
 
         emit(probe_sha256() + "\n")
         return EXIT_PASS

@@ -14,8 +14,8 @@ from fleetcheck.cli.output import emit, file_options, output_format, say
 
 if TYPE_CHECKING:
     from fleetcheck.commands import AuditOutcome, AuditRequest
-    from fleetcheck.spec.model import Inventory
-    from fleetcheck.verdict import Policy
+    from fleetcheck.inventory_data.model import Inventory
+    from fleetcheck.judgement.policy import Policy
 
 Outcome = TypeVar("Outcome")
 

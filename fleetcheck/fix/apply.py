@@ -12,14 +12,14 @@ import time
 from dataclasses import dataclass, field
 
 from fleetcheck.fix.plan import NodePlan, Step
-from fleetcheck.model import NodeResult
+from fleetcheck.judgement.statuses import HEALTHY_STATUSES, UNVERIFIED_STATUSES
+from fleetcheck.report.content import NodeResult
 from fleetcheck.transport.interface import (
     CommandResult,
     NodeBudget,
     RunCommand,
     TransportError,
 )
-from fleetcheck.verdict import HEALTHY_STATUSES, UNVERIFIED_STATUSES
 
 #: Output kept per command and stream in the record (the end: apt's errors come last).
 OUTPUT_TAIL = 4000

@@ -26,9 +26,9 @@ from fleetcheck.fix.distro import (
     python_headers_package,
     python_xy,
 )
-from fleetcheck.model import Check, NodeResult, Report
+from fleetcheck.judgement.statuses import UNVERIFIED_STATUSES
 from fleetcheck.probe.parts.catalogue import CAUSES_BY_ID, fill_fix
-from fleetcheck.verdict import UNVERIFIED_STATUSES
+from fleetcheck.report.content import Check, NodeResult, Report
 
 #: Our own ld.so.conf.d file: one line, ours alone, so the step is idempotent and revertible.
 LDCONF_FILE = "/etc/ld.so.conf.d/fleetcheck-libcuda.conf"

@@ -12,9 +12,10 @@ from typing import Any
 
 from fleetcheck.fix.apply import NodeOutcome, StepRun
 from fleetcheck.fix.plan import FixPlan, NodePlan
-from fleetcheck.model import NodeResult
+from fleetcheck.judgement.fixes import root_cause
+from fleetcheck.judgement.statuses import HEALTHY_STATUSES
 from fleetcheck.render.sanitize import terminal_line
-from fleetcheck.verdict import HEALTHY_STATUSES, root_cause
+from fleetcheck.report.content import NodeResult
 
 FIX_SCHEMA = "fleetcheck.fix/1"
 

@@ -19,11 +19,12 @@ from fleetcheck.audit import AuditParts, AuditRun
 from fleetcheck.fix.apply import NodeOutcome, StepRun, run_steps
 from fleetcheck.fix.plan import FixPlan, node_kind
 from fleetcheck.inventory import Inventory, Target
-from fleetcheck.model import NodeResult, Report
+from fleetcheck.judgement.policy import DEFAULT_POLICY, Policy
+from fleetcheck.judgement.statuses import UNVERIFIED_STATUSES
 from fleetcheck.observer import AuditObserver
+from fleetcheck.report.content import NodeResult, Report
 from fleetcheck.transport.interface import Transport, TransportError
 from fleetcheck.transport.pct import sudo_prefix
-from fleetcheck.verdict import DEFAULT_POLICY, UNVERIFIED_STATUSES, Policy
 
 
 class FixRun:

@@ -1,12 +1,12 @@
 """The inventory stage: load and validate inventory.yaml, select nodes, discover containers.
 
 Above the node kinds, which it asks for their keys, id shapes and expansions; the data and
-readers the kinds need are below them, in `fleetcheck/spec/`, and re-exported here as the
-stage's API (`HostSpec`, `InventoryError`...). Nothing below the kinds imports this package.
+readers the kinds need are below them, in `fleetcheck/inventory_data/`, and re-exported here as
+the stage's API (`HostSpec`, `InventoryError`...). Nothing below the kinds imports this package.
 
-The modules that moved there (`fleetcheck.inventory.model` is `fleetcheck.spec.model` now, and
-so on) stay importable by their old names, as the same module objects, for code written
-against them; fleetcheck's own modules use the new names (mypy knows only those, and
+The modules that moved there (`fleetcheck.inventory.model` is `fleetcheck.inventory_data.model`
+now, and so on) stay importable by their old names, as the same module objects, for code
+written against them; fleetcheck's own modules use the new names (mypy knows only those, and
 tests/test_import_graph.py reads an old name as an import of this package).
 """
 
@@ -27,7 +27,7 @@ from fleetcheck.inventory.limit import (
     unmatched_patterns,
 )
 from fleetcheck.inventory.load import load_inventory, parse_inventory
-from fleetcheck.spec import (
+from fleetcheck.inventory_data import (
     errors,
     listings,
     model,
@@ -39,8 +39,8 @@ from fleetcheck.spec import (
     yamlread,
     yamlsrc,
 )
-from fleetcheck.spec.errors import DiscoveryError, InventoryError
-from fleetcheck.spec.model import (
+from fleetcheck.inventory_data.errors import DiscoveryError, InventoryError
+from fleetcheck.inventory_data.model import (
     ALL_CONTAINERS,
     ApiOptions,
     ContainerSpec,
@@ -51,7 +51,7 @@ from fleetcheck.spec.model import (
     SshOptions,
     Target,
 )
-from fleetcheck.spec.pveapi import discover_via_api
+from fleetcheck.inventory_data.pveapi import discover_via_api
 
 for _moved in (errors, listings, model, patterns, pveapi, ranges, reader, schema, yamlread,
                yamlsrc):

@@ -23,7 +23,7 @@ from fleetcheck.inventory.ansible_model import (
     AnsibleSourceError,
     group_members,
 )
-from fleetcheck.spec.yamlsrc import YamlWording, load_yaml, read_source
+from fleetcheck.inventory_data.yamlsrc import YamlWording, load_yaml, read_source
 
 _SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$")
 _GROUP_NAME = re.compile(r"^([^:\]\s]+)\s*(?:#.*)?$")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 
-from fleetcheck.spec.model import HostSpec, Inventory
+from fleetcheck.inventory_data.model import HostSpec, Inventory
 
 
 def builtin_inventory() -> Inventory:

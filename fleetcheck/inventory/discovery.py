@@ -10,14 +10,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fleetcheck import kinds
-from fleetcheck.kinds.proxmox import ProxmoxGuestKind
-from fleetcheck.spec.listings import discovered_vmid, parse_pct_list
-from fleetcheck.spec.model import (
+from fleetcheck.inventory_data.listings import discovered_vmid, parse_pct_list
+from fleetcheck.inventory_data.model import (
     DiscoveredContainer,
     HostSpec,
     SkippedTarget,
     Target,
 )
+from fleetcheck.kinds.proxmox import ProxmoxGuestKind
 
 __all__ = [
     "discovered_vmid",

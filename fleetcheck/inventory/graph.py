@@ -7,7 +7,7 @@ from typing import Any
 
 from fleetcheck import kinds
 from fleetcheck.inventory.discovery import static_targets
-from fleetcheck.spec.model import (
+from fleetcheck.inventory_data.model import (
     HostSpec,
     Inventory,
     SshOptions,

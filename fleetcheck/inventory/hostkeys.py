@@ -8,7 +8,7 @@ inventory that asks the registry which keys there are.
 from __future__ import annotations
 
 from fleetcheck import kinds
-from fleetcheck.spec.schema import HOST_KEYS
+from fleetcheck.inventory_data.schema import HOST_KEYS
 
 
 def kind_keys() -> dict[str, kinds.NodeKind]:

@@ -6,13 +6,12 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from fleetcheck import kinds
 from fleetcheck.inventory.discovery import host_nodes, needs_discovery, static_targets
-from fleetcheck.kinds.proxmox import may_select_guests
-from fleetcheck.spec.errors import InventoryError
-from fleetcheck.spec.model import (
+from fleetcheck.inventory_data.errors import InventoryError
+from fleetcheck.inventory_data.model import (
     HostSpec,
     Inventory,
 )
-from fleetcheck.spec.patterns import (
+from fleetcheck.inventory_data.patterns import (
     hosts_matching,
     is_vmid_pattern,
     label_of,
@@ -20,13 +19,14 @@ from fleetcheck.spec.patterns import (
     rpartition_outside_brackets,
     split_patterns,
 )
-from fleetcheck.spec.ranges import (
+from fleetcheck.inventory_data.ranges import (
     RangeError,
     expand_pattern,
     matches_name,
     partition_outside_brackets,
     split_outside_brackets,
 )
+from fleetcheck.kinds.proxmox import may_select_guests
 from fleetcheck.text import did_you_mean
 
 __all__ = [

@@ -10,11 +10,11 @@ from fleetcheck.errors import FleetcheckError
 from fleetcheck.inventory.hostkeys import host_keys, kind_keys
 from fleetcheck.inventory.limit import pattern_problem
 from fleetcheck.inventory.sources import SOURCE_KEYS, SourceEntry, read_sources
-from fleetcheck.spec.errors import InventoryError
-from fleetcheck.spec.model import HostSpec, Inventory, declaration_fields
-from fleetcheck.spec.ranges import RangeError, expand_nodes, has_range
-from fleetcheck.spec.reader import InventoryReader, address_problem
-from fleetcheck.spec.schema import (
+from fleetcheck.inventory_data.errors import InventoryError
+from fleetcheck.inventory_data.model import HostSpec, Inventory, declaration_fields
+from fleetcheck.inventory_data.ranges import RangeError, expand_nodes, has_range
+from fleetcheck.inventory_data.reader import InventoryReader, address_problem
+from fleetcheck.inventory_data.schema import (
     API_KEYS,
     DEFAULTS_KEYS,
     HOST_KEYS,
@@ -24,8 +24,8 @@ from fleetcheck.spec.schema import (
     TRANSPORTS,
     merge_settings,
 )
-from fleetcheck.spec.yamlread import show
-from fleetcheck.spec.yamlsrc import (
+from fleetcheck.inventory_data.yamlread import show
+from fleetcheck.inventory_data.yamlsrc import (
     INVENTORY_WORDING,
     KeyPath,
     YamlDocument,

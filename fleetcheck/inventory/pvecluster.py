@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fleetcheck.spec.errors import DiscoveryError
-from fleetcheck.spec.model import ApiOptions
-from fleetcheck.spec.pveapi import (
+from fleetcheck.inventory_data.errors import DiscoveryError
+from fleetcheck.inventory_data.model import ApiOptions
+from fleetcheck.inventory_data.pveapi import (
     GUEST_PRIVILEGE,
     api_client,
     call_api,

@@ -17,8 +17,8 @@ from typing import Any
 from fleetcheck.budget import SOURCE_COMMAND_TIMEOUT
 from fleetcheck.inventory.ansible import AnsibleInventory
 from fleetcheck.inventory.hostkeys import host_keys
-from fleetcheck.spec.reader import InventoryReader
-from fleetcheck.spec.schema import API_KEYS, LABEL_RE, merge_settings
+from fleetcheck.inventory_data.reader import InventoryReader
+from fleetcheck.inventory_data.schema import API_KEYS, LABEL_RE, merge_settings
 from fleetcheck.text import did_you_mean
 
 #: A host variable `fleetcheck_KEY` is the host key KEY (`fleetcheck_containers: all`).
@@ -348,9 +348,9 @@ def _read_proxmox(builder: InventoryReader, item: Mapping[str, Any], path: tuple
     """The nodes of a Proxmox cluster, each a host listing its guests through the same API."""
     from fleetcheck import kinds
     from fleetcheck.inventory.pvecluster import read_cluster
+    from fleetcheck.inventory_data.errors import DiscoveryError, InventoryError
+    from fleetcheck.inventory_data.model import ALL_CONTAINERS
     from fleetcheck.kinds.proxmox import ProxmoxGuestKind
-    from fleetcheck.spec.errors import DiscoveryError, InventoryError
-    from fleetcheck.spec.model import ALL_CONTAINERS
 
     where = (*path, "proxmox")
     keys = tuple(k for k in API_KEYS if k != "node")

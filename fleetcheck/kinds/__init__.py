@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.budget import BudgetFor, NodeBudget
+from fleetcheck.inventory_data.model import HostSpec, SkippedTarget, Target
 from fleetcheck.kinds.base import NOT_MINE, Discovery, IdShape, NodeKind, NotMine, host_target
 from fleetcheck.kindtable import GUEST_BEFORE_KINDS, KINDS, ROOT_KIND, default_kind
-from fleetcheck.spec.model import HostSpec, SkippedTarget, Target
 
 if TYPE_CHECKING:
-    from fleetcheck.model import NodeResult
+    from fleetcheck.report.content import NodeResult
     from fleetcheck.transport.interface import Transport
 
 #: Every kind a node may have (the JSON contract's `kind`).

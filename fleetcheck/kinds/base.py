@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from fleetcheck.budget import BudgetFor
-from fleetcheck.spec.model import HostSpec, SkippedTarget, Target
+from fleetcheck.inventory_data.model import HostSpec, SkippedTarget, Target
 
 if TYPE_CHECKING:
-    from fleetcheck.model import Check, NodeResult
-    from fleetcheck.spec.reader import InventoryReader
+    from fleetcheck.inventory_data.reader import InventoryReader
+    from fleetcheck.report.content import Check, NodeResult
     from fleetcheck.transport.interface import Transport
 
 #: What a kind's `expand` returns: nodes to probe, and nodes known but not probed.
@@ -85,7 +85,7 @@ class NodeKind(abc.ABC):
     def read_declaration(self, reader: InventoryReader, value: Any, path: tuple[Any, ...],
                          transport: str) -> Any:
         """Its `inventory_key`'s value read and checked with the loader's typed reader
-        (`spec/reader.py`: `reader.mapping`, `reader.string`, `reader.local_path`,
+        (`inventory_data/reader.py`: `reader.mapping`, `reader.string`, `reader.local_path`,
         `reader.unique`, `reader.shown`, `reader.fail(path, problem)`...); `transport` is the
         host's ("local": paths are this machine's). The result is what `HostSpec.declaration` finds:
         the HostSpec field of that name where HostSpec has one, else
@@ -123,7 +123,7 @@ class NodeKind(abc.ABC):
 
     def needs_listing(self, parent: Target) -> bool:
         """Whether this kind's nodes under `parent` are known only once a listing ran."""
-        from fleetcheck.spec.model import ALL_CONTAINERS
+        from fleetcheck.inventory_data.model import ALL_CONTAINERS
 
         return self.declared(parent) == ALL_CONTAINERS
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from fleetcheck.inventory_data.model import Target
 from fleetcheck.kinds.base import GatekeeperWrapper, NodeKind, Nodes
-from fleetcheck.spec.model import Target
 
 if TYPE_CHECKING:
     from fleetcheck.budget import BudgetFor
-    from fleetcheck.model import NodeResult
+    from fleetcheck.report.content import NodeResult
     from fleetcheck.transport.interface import Transport
 
 

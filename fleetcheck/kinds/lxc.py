@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from fleetcheck.inventory_data.listings import parse_pct_list
+from fleetcheck.inventory_data.model import ALL_CONTAINERS, DiscoveredContainer, HostSpec, Target
 from fleetcheck.kinds.base import GatekeeperWrapper
 from fleetcheck.kinds.proxmox import PVESH_GET, ProxmoxGuestKind
-from fleetcheck.spec.listings import parse_pct_list
-from fleetcheck.spec.model import ALL_CONTAINERS, DiscoveredContainer, HostSpec, Target
 from fleetcheck.transport.pct import PctTransport, pve_list_argv
 
 if TYPE_CHECKING:
     from fleetcheck.budget import BudgetFor
-    from fleetcheck.model import Check, NodeResult
+    from fleetcheck.report.content import Check, NodeResult
     from fleetcheck.transport.interface import Transport
 
 

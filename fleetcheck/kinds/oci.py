@@ -10,10 +10,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from fleetcheck.budget import LISTING_TIMEOUT
-from fleetcheck.kinds.base import NOT_MINE, GatekeeperWrapper, IdShape, NodeKind, inherited
-from fleetcheck.spec.errors import DiscoveryError
-from fleetcheck.spec.listings import parse_oci_ps
-from fleetcheck.spec.model import (
+from fleetcheck.inventory_data.errors import DiscoveryError
+from fleetcheck.inventory_data.listings import parse_oci_ps
+from fleetcheck.inventory_data.model import (
     ALL_CONTAINERS,
     ContainerSpec,
     DiscoveredOci,
@@ -23,19 +22,20 @@ from fleetcheck.spec.model import (
     SkippedTarget,
     Target,
 )
-from fleetcheck.spec.patterns import (
+from fleetcheck.inventory_data.patterns import (
     may_select_inside,
     rpartition_outside_brackets,
 )
-from fleetcheck.spec.ranges import matches_name
+from fleetcheck.inventory_data.ranges import matches_name
+from fleetcheck.kinds.base import NOT_MINE, GatekeeperWrapper, IdShape, NodeKind, inherited
 from fleetcheck.text import clip, last_line
 from fleetcheck.transport.oci import OciTransport, oci_exec_failure, oci_list_argv
 
 if TYPE_CHECKING:
     from fleetcheck.budget import BudgetFor
+    from fleetcheck.inventory_data.reader import InventoryReader
     from fleetcheck.kinds.base import Discovery, Nodes, NotMine
-    from fleetcheck.model import Check, NodeResult
-    from fleetcheck.spec.reader import InventoryReader
+    from fleetcheck.report.content import Check, NodeResult
     from fleetcheck.transport.interface import Transport
 
 

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.budget import LISTING_TIMEOUT
-from fleetcheck.kinds.base import NOT_MINE, Discovery, IdShape, NodeKind, Nodes, NotMine
-from fleetcheck.spec.model import (
+from fleetcheck.inventory_data.model import (
     ALL_CONTAINERS,
     HostSpec,
     KubernetesSpec,
@@ -27,13 +26,14 @@ from fleetcheck.spec.model import (
     SkippedTarget,
     Target,
 )
+from fleetcheck.kinds.base import NOT_MINE, Discovery, IdShape, NodeKind, Nodes, NotMine
 from fleetcheck.text import clip
 from fleetcheck.transport.kubectl import PodTransport, kubectl_failure, pods_argv
 
 if TYPE_CHECKING:
     from fleetcheck.budget import BudgetFor
-    from fleetcheck.model import Check, NodeResult
-    from fleetcheck.spec.reader import InventoryReader
+    from fleetcheck.inventory_data.reader import InventoryReader
+    from fleetcheck.report.content import Check, NodeResult
     from fleetcheck.transport.interface import Transport
 
 #: kubectl's annotation naming the container `kubectl exec` picks without `-c`.

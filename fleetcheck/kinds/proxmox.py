@@ -14,6 +14,21 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from fleetcheck.budget import LISTING_TIMEOUT
+from fleetcheck.inventory_data.errors import DiscoveryError, InventoryError
+from fleetcheck.inventory_data.listings import parse_pvesh_json
+from fleetcheck.inventory_data.model import (
+    ALL_CONTAINERS,
+    VMID_MAX,
+    VMID_MIN,
+    ContainerSpec,
+    DiscoveredContainer,
+    HostSpec,
+    SkippedTarget,
+    Target,
+)
+from fleetcheck.inventory_data.patterns import is_vmid_pattern, plain_atoms, selects_anything
+from fleetcheck.inventory_data.pveapi import discover_guests_via_api
+from fleetcheck.inventory_data.ranges import matches_name, partition_outside_brackets
 from fleetcheck.kinds.base import (
     NOT_MINE,
     Discovery,
@@ -25,26 +40,11 @@ from fleetcheck.kinds.base import (
     merge_labels,
 )
 from fleetcheck.kinds.oci import oci_schema_keys, read_oci
-from fleetcheck.spec.errors import DiscoveryError, InventoryError
-from fleetcheck.spec.listings import parse_pvesh_json
-from fleetcheck.spec.model import (
-    ALL_CONTAINERS,
-    VMID_MAX,
-    VMID_MIN,
-    ContainerSpec,
-    DiscoveredContainer,
-    HostSpec,
-    SkippedTarget,
-    Target,
-)
-from fleetcheck.spec.patterns import is_vmid_pattern, plain_atoms, selects_anything
-from fleetcheck.spec.pveapi import discover_guests_via_api
-from fleetcheck.spec.ranges import matches_name, partition_outside_brackets
 from fleetcheck.transport.pct import pve_list_argv, pve_list_failure, sudo_prefix
 
 if TYPE_CHECKING:
-    from fleetcheck.model import NodeResult
-    from fleetcheck.spec.reader import InventoryReader
+    from fleetcheck.inventory_data.reader import InventoryReader
+    from fleetcheck.report.content import NodeResult
     from fleetcheck.transport.interface import Transport
 
 
@@ -182,7 +182,7 @@ class ProxmoxGuestKind(NodeKind):
         self.default_name = default_name
         #: The kind's own tool, whose `TOOL list` answers when pvesh cannot (pct, qm).
         self.tool = tool
-        #: The guests in what `TOOL list` printed (its parser in `spec/listings.py`).
+        #: The guests in what `TOOL list` printed (its parser in `inventory_data/listings.py`).
         self.parse_listing = parse_listing
 
     def schema_keys(self) -> tuple[str, ...]:

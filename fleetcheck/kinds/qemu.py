@@ -8,15 +8,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from fleetcheck.inventory_data.listings import parse_qm_list
+from fleetcheck.inventory_data.model import Target
 from fleetcheck.kinds.base import GatekeeperWrapper
 from fleetcheck.kinds.proxmox import PVESH_GET, ProxmoxGuestKind
-from fleetcheck.spec.listings import parse_qm_list
-from fleetcheck.spec.model import Target
 from fleetcheck.transport.qemu import QemuTransport
 
 if TYPE_CHECKING:
     from fleetcheck.budget import BudgetFor
-    from fleetcheck.model import NodeResult
+    from fleetcheck.report.content import NodeResult
     from fleetcheck.transport.interface import Transport
 
 

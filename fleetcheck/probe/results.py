@@ -10,10 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetcheck.gpustate import graded
-from fleetcheck.model import CHECK_STATUSES, PROBE_SCHEMA, VERDICTS, Check, TritonVerdict
+from fleetcheck.judgement.gpustate import graded
+from fleetcheck.judgement.policy import Policy, evaluate_node
+from fleetcheck.judgement.statuses import PROBE_STATUSES
+from fleetcheck.report.content import CHECK_STATUSES, PROBE_SCHEMA, VERDICTS, Check, TritonVerdict
 from fleetcheck.text import clip
-from fleetcheck.verdict import PROBE_STATUSES, Policy, evaluate_node
 
 #: Statuses a probe reports for its node.
 #: Bounds applied to everything read from a node.

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetcheck.errors import FleetcheckError
-from fleetcheck.model import Report, RunSummary
+from fleetcheck.report.content import Report, RunSummary
 
 
 class RenderError(FleetcheckError):

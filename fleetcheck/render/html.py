@@ -13,7 +13,9 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from fleetcheck import kinds
 from fleetcheck.checks import COLUMNS, check_title
-from fleetcheck.model import NODE_STATUSES, Check, NodeResult, Report, RunSummary
+from fleetcheck.judgement.fixes import node_fix, root_cause
+from fleetcheck.judgement.frameworks import framework_outcomes
+from fleetcheck.judgement.statuses import FAILING_STATUSES
 from fleetcheck.render.matrix import (
     Row,
     build_rows,
@@ -24,8 +26,8 @@ from fleetcheck.render.matrix import (
 )
 from fleetcheck.render.sanitize import as_text, terminal_block, terminal_line
 from fleetcheck.render.trend import trend_chart
+from fleetcheck.report.content import NODE_STATUSES, Check, NodeResult, Report, RunSummary
 from fleetcheck.timestamps import parse_timestamp
-from fleetcheck.verdict import FAILING_STATUSES, framework_outcomes, node_fix, root_cause
 
 _STATUS_RANK = {status: index for index, status in enumerate(NODE_STATUSES)}
 _FACT_ITEMS_MAX = 400

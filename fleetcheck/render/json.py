@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from fleetcheck.model import Report
+from fleetcheck.report.content import Report
 from fleetcheck.reportio import dumps_report
 
 

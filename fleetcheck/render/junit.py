@@ -6,9 +6,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
 
-from fleetcheck.model import Check, NodeResult, Report
 from fleetcheck.render.matrix import display_name
 from fleetcheck.render.sanitize import as_text, xml_text
+from fleetcheck.report.content import Check, NodeResult, Report
 
 #: How a check status shows in JUnit; warnings pass (JUnit has no warning) but keep their text.
 CHECK_OUTCOMES = {

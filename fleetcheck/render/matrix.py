@@ -8,13 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetcheck.checks import CHECKS_BY_ID, COLUMNS, causal_rank
-from fleetcheck.model import Check, NodeResult, Report
-from fleetcheck.verdict import (
-    GATE_UNVERIFIED,
-    PROBLEM_CHECK_STATUSES,
-    PROBLEM_STATUSES,
-    framework_outcomes,
-)
+from fleetcheck.judgement.frameworks import framework_outcomes
+from fleetcheck.judgement.statuses import GATE_UNVERIFIED, PROBLEM_CHECK_STATUSES, PROBLEM_STATUSES
+from fleetcheck.report.content import Check, NodeResult, Report
 
 #: Cell states, best first; a cell shows the worst state of its checks.
 CELL_STATES = ("none", "pass", "skip", "warn", "error", "fail")

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TextIO
 
-from fleetcheck.model import NodeResult
+from fleetcheck.judgement.statuses import FAILING_STATUSES
 from fleetcheck.observer import AuditObserver, NullObserver
 from fleetcheck.render.sanitize import terminal_line
-from fleetcheck.verdict import FAILING_STATUSES
+from fleetcheck.report.content import NodeResult
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID

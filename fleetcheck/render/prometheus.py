@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fleetcheck.model import CHECK_STATUSES, NODE_STATUSES, VERDICTS, Report
 from fleetcheck.render.matrix import fact
 from fleetcheck.render.sanitize import prometheus_label
+from fleetcheck.report.content import CHECK_STATUSES, NODE_STATUSES, VERDICTS, Report
 from fleetcheck.timestamps import parse_timestamp
 
 _HELP = {
@@ -133,8 +133,8 @@ def _count(value: object) -> int | None:
 
 def _add_versions(out: _Exposition, report: Report) -> None:
     """One sample per node and compared fact, so a rule can count distinct values (drift)."""
-    from fleetcheck.consistency import fact_value
-    from fleetcheck.verdict import CONSISTENCY_KEYS
+    from fleetcheck.judgement.consistency import fact_value
+    from fleetcheck.judgement.policy import CONSISTENCY_KEYS
 
     for node in report.nodes:
         for key in CONSISTENCY_KEYS:

@@ -11,7 +11,9 @@ from rich.console import Console
 from rich.text import Text
 
 from fleetcheck.checks import COLUMNS
-from fleetcheck.model import NodeResult, Report
+from fleetcheck.judgement.fixes import node_fix, root_cause
+from fleetcheck.judgement.frameworks import framework_outcomes
+from fleetcheck.judgement.statuses import PROBLEM_CHECK_STATUSES
 from fleetcheck.render.matrix import (
     Row,
     build_rows,
@@ -20,7 +22,7 @@ from fleetcheck.render.matrix import (
     problem_nodes,
 )
 from fleetcheck.render.sanitize import terminal_block, terminal_line
-from fleetcheck.verdict import PROBLEM_CHECK_STATUSES, framework_outcomes, node_fix, root_cause
+from fleetcheck.report.content import NodeResult, Report
 
 #: Columns dropped first when the terminal is narrow, those showing a problem last;
 #: Node, Status and Triton always stay.

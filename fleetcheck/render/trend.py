@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fleetcheck.model import NODE_STATUSES, Report, RunSummary
 from fleetcheck.render.matrix import fallback_nodes
+from fleetcheck.report.content import NODE_STATUSES, Report, RunSummary
 
 WIDTH, HEIGHT = 560, 150
 _LEFT, _RIGHT, _TOP, _BOTTOM = 28, 8, 10, 22

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from fleetcheck import kinds
 from fleetcheck.budget import BudgetFor, NodeBudget
-from fleetcheck.spec.errors import DiscoveryError
-from fleetcheck.spec.model import HostSpec, Target
+from fleetcheck.inventory_data.errors import DiscoveryError
+from fleetcheck.inventory_data.model import HostSpec, Target
 from fleetcheck.transport.interface import Transport
 from fleetcheck.transport.local import LocalTransport
 from fleetcheck.transport.ssh import DEFAULT_CONNECT_ATTEMPTS, ConnectLimiter, SshTransport

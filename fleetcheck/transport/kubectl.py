@@ -14,7 +14,7 @@ import re
 
 from fleetcheck import failures
 from fleetcheck.failures import Refusal
-from fleetcheck.spec.model import KubernetesSpec, PodPlace
+from fleetcheck.inventory_data.model import KubernetesSpec, PodPlace
 from fleetcheck.text import clip
 from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
 

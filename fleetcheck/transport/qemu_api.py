@@ -30,9 +30,9 @@ from typing import Any
 
 from fleetcheck.budget import BudgetFor, NodeBudget
 from fleetcheck.failures import ACCESS_DENIED, UNREACHABLE, Refusal
-from fleetcheck.spec.errors import DiscoveryError
-from fleetcheck.spec.model import ApiOptions
-from fleetcheck.spec.pveapi import api_client, call_api, read_token_secret
+from fleetcheck.inventory_data.errors import DiscoveryError
+from fleetcheck.inventory_data.model import ApiOptions
+from fleetcheck.inventory_data.pveapi import api_client, call_api, read_token_secret
 from fleetcheck.transport.interface import (
     CommandResult,
     RunCommand,

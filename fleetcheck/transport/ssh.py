@@ -14,8 +14,8 @@ from typing import Any
 
 from fleetcheck.budget import CLOSE_WAIT, BudgetFor, NodeBudget, connect_wait
 from fleetcheck.failures import GATEKEEPER_REFUSED, JUMP_HOST_KEY, UNREACHABLE, Refusal
-from fleetcheck.spec.model import HostSpec
-from fleetcheck.transport.gatekeeper import refusal_reason
+from fleetcheck.inventory_data.model import HostSpec
+from fleetcheck.transport.gatekeeper_refusal import refusal_reason
 from fleetcheck.transport.interface import (
     OUTPUT_CAP,
     STDERR_CAP,

@@ -1,7 +1,7 @@
 """Owns the SSH host-key policy: which known_hosts file, strict or accept-new, and its wording.
 
 `ssh.py` holds connection mechanics; what is trusted, how a first key is recorded and how a
-refused key is explained live here (the gate's fixes match these texts, see verdict.py).
+refused key is explained live here (the gate's fixes match these texts, see judgement/fixes.py).
 """
 
 from __future__ import annotations

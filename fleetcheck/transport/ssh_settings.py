@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetcheck.budget import DEFAULT_CONNECT_TIMEOUT
-from fleetcheck.spec.model import HostSpec, SshOptions
+from fleetcheck.inventory_data.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import TransportError
 from fleetcheck.transport.ssh_config import (
     DEFAULT_IDENTITY_FILES,

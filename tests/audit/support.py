@@ -7,8 +7,8 @@ import asyncio
 
 from fleetcheck.audit import run_audit
 from fleetcheck.inventory import load_inventory
-from fleetcheck.model import NodeResult, Report
 from fleetcheck.observer import NullObserver
+from fleetcheck.report.content import NodeResult, Report
 from tests.fleet import Fleet
 
 GPU_OK = ("ok", "Triton gpu (cuda)")

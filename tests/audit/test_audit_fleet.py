@@ -10,7 +10,7 @@ import pytest
 
 from fleetcheck.audit import AuditRun
 from fleetcheck.inventory import InventoryError, load_inventory
-from fleetcheck.model import Report
+from fleetcheck.report.content import Report
 from tests.audit.support import GPU_OK, audit, audit_until_deadline, rows
 from tests.fleet import Fleet
 

@@ -204,7 +204,7 @@ def test_a_runtime_that_cannot_list_is_one_node(fleet: Fleet) -> None:
 
 
 def test_vms_and_docker_pass_the_hosts_gatekeeper(fleet: Fleet, tmp_path: Path) -> None:
-    from fleetcheck.gatekeeper import probe_sha256
+    from fleetcheck.host_setup import probe_sha256
     from tests.gatekeeper.support import (
         audit_with,
         install_gatekeeper,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fleetcheck.audit import AuditRun, local_node_result, run_audit
-from fleetcheck.spec.model import HostSpec, Inventory
+from fleetcheck.inventory_data.model import HostSpec, Inventory
 from fleetcheck.transport.interface import NodeBudget
 from tests.nodeenv import make_node
 

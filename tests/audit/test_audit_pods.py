@@ -14,7 +14,7 @@ import yaml
 
 from fleetcheck.audit import run_audit
 from fleetcheck.inventory import check_limit, load_inventory
-from fleetcheck.model import Report
+from fleetcheck.report.content import Report
 from tests.audit.support import GPU_OK, rows
 from tests.nodeenv import make_node
 

@@ -8,7 +8,7 @@ import pytest
 
 from fleetcheck.audit import run_audit
 from fleetcheck.inventory import load_inventory
-from fleetcheck.model import Report
+from fleetcheck.report.content import Report
 from tests.audit.support import audit_until_deadline
 from tests.fleet import Fleet
 

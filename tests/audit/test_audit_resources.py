@@ -9,8 +9,8 @@ import textwrap
 
 from fleetcheck.audit import run_audit
 from fleetcheck.inventory import load_inventory
-from fleetcheck.model import NodeResult
 from fleetcheck.observer import NullObserver
+from fleetcheck.report.content import NodeResult
 
 #: A container's "python3" that runs until the fast host's sshd logs the end of its session,
 #: then prints a line that is not the probe's document; bounded by the node's timeout.

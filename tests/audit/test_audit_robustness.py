@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from fleetcheck.audit import run_audit
-from fleetcheck.spec.model import (
+from fleetcheck.inventory_data.model import (
     ALL_CONTAINERS,
     ApiOptions,
     ContainerSpec,

@@ -16,7 +16,7 @@ import yaml
 
 from fleetcheck.audit import run_audit
 from fleetcheck.inventory import load_inventory
-from fleetcheck.model import Report
+from fleetcheck.report.content import Report
 from fleetcheck.transport.ssh_settings import key_exchanges
 from tests.audit.support import GPU_OK, rows
 from tests.fleet import Fleet

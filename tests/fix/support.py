@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck.audit import node_from_result
-from fleetcheck.model import NodeResult
-from fleetcheck.spec.model import HostSpec, Target
+from fleetcheck.inventory_data.model import HostSpec, Target
+from fleetcheck.judgement.policy import DEFAULT_POLICY
+from fleetcheck.report.content import NodeResult
 from fleetcheck.transport.interface import CommandResult
 from fleetcheck.transport.local import LocalTransport
-from fleetcheck.verdict import DEFAULT_POLICY
 from tests.nodeenv import make_amd_node, make_node, run_probe
 
 

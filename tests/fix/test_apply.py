@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fleetcheck.fix.apply import FIX_FAILED, NOT_APPLIED, NodeOutcome, run_steps
 from fleetcheck.fix.plan import NodePlan, Step
-from fleetcheck.model import NodeResult
+from fleetcheck.report.content import NodeResult
 from fleetcheck.transport.interface import NodeBudget
 from fleetcheck.transport.local import LocalTransport
 

@@ -23,9 +23,9 @@ import pytest
 
 from fleetcheck.cli import main
 from fleetcheck.history import run_files
-from fleetcheck.model import NodeResult
 from fleetcheck.observer import NullObserver
 from fleetcheck.render import progress
+from fleetcheck.report.content import NodeResult
 from fleetcheck.reportio import load_report
 from tests.fleet import Fleet
 

@@ -10,7 +10,7 @@ import pytest
 
 from fleetcheck.fix import plan_node, plan_report
 from fleetcheck.fix.plan import LDCONF_FILE, LDCONFIG
-from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
+from fleetcheck.report.content import Check, NodeResult, Report, TritonVerdict
 from tests.fix.support import node_facts as _facts
 from tests.fix.support import probed
 

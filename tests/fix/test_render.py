@@ -5,7 +5,7 @@ from __future__ import annotations
 from fleetcheck.fix import plan_report
 from fleetcheck.fix.apply import NodeOutcome, StepRun
 from fleetcheck.fix.render import record_dict, render_outcomes, render_plan
-from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
+from fleetcheck.report.content import Check, NodeResult, Report, TritonVerdict
 
 FACTS = {"os": {"id": "ubuntu", "id_like": "debian", "version_id": "24.04"},
          "python": {"executable": "/usr/bin/python3", "version": "3.12.3"}}

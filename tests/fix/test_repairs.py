@@ -10,8 +10,8 @@ import pytest
 from fleetcheck import kinds
 from fleetcheck.fix import plan_node
 from fleetcheck.fix.plan import LDCONFIG, NodePlan
-from fleetcheck.model import Check, NodeResult, TritonVerdict
 from fleetcheck.probe.parts.catalogue import CAUSES, CAUSES_BY_ID, REPAIRS
+from fleetcheck.report.content import Check, NodeResult, TritonVerdict
 from tests.fix.support import node_facts
 
 LIBDIR = "/usr/lib/x86_64-linux-gnu"

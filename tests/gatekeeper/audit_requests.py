@@ -6,9 +6,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from fleetcheck.inventory_data.model import HostSpec
 from fleetcheck.kinds.lxc import pct_list_argv
 from fleetcheck.probe import probe_argv
-from fleetcheck.spec.model import HostSpec
 from fleetcheck.transport.packing import PACK_ABOVE, packed_launch
 from fleetcheck.transport.pct import pct_exec_argv
 from fleetcheck.transport.ssh import remote_command

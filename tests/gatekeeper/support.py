@@ -10,7 +10,7 @@ from typing import Any
 
 from fleetcheck.audit import run_audit
 from fleetcheck.inventory import load_inventory
-from fleetcheck.model import Report
+from fleetcheck.report.content import Report
 from tests.fleet import Fleet, FleetHost
 
 

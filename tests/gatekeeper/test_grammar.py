@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.gatekeeper import probe_sha256, script_module
+from fleetcheck.host_setup import probe_sha256, script_module
+from fleetcheck.inventory_data.model import HostSpec
 from fleetcheck.probe import probe_source
-from fleetcheck.spec.model import HostSpec
-from fleetcheck.transport.gatekeeper import shipped_script
+from fleetcheck.transport.gatekeeper_refusal import shipped_script
 from fleetcheck.transport.packing import ZLIB_BOOTSTRAP, zlib_packed
 from fleetcheck.transport.pct import pct_exec_argv
 from tests.gatekeeper.audit_requests import ACCEPTED, packed, probe, wrapped
@@ -229,13 +229,13 @@ def test_the_audit_reports_a_refusal_as_an_error_naming_the_gatekeeper() -> None
     import asyncio
 
     from fleetcheck.audit import node_from_result
+    from fleetcheck.inventory_data.errors import DiscoveryError
+    from fleetcheck.inventory_data.model import Target
+    from fleetcheck.judgement.policy import DEFAULT_POLICY
     from fleetcheck.kinds.lxc import pct_list
-    from fleetcheck.spec.errors import DiscoveryError
-    from fleetcheck.spec.model import Target
     from fleetcheck.transport.interface import CommandResult
     from fleetcheck.transport.pct import PctTransport
     from fleetcheck.transport.ssh import SshTransport
-    from fleetcheck.verdict import DEFAULT_POLICY
 
     host = HostSpec(name="pve1", address="127.0.0.1")
     target = Target(host=host, vmid=101, name="ct", python="python3", env={}, labels=(),

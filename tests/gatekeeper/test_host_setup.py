@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fleetcheck.cli import main
-from fleetcheck.gatekeeper import probe_sha256, script_source
+from fleetcheck.host_setup import probe_sha256, script_source
 
 KEY = ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ3Yf0QmA0ZtZt8kD3c0y0Ok6m8mC9o8pS0y2b9mKqZt "
        "audit@fleetcheck")

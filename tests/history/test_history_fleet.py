@@ -12,8 +12,8 @@ import pytest
 
 from fleetcheck.cli import main
 from fleetcheck.history import run_files
+from fleetcheck.judgement.exit_codes import exit_code_for
 from fleetcheck.reportio import load_report
-from fleetcheck.verdict import exit_code_for
 from tests.gate.pythons import other_python, python_version
 
 pytestmark = pytest.mark.sshd

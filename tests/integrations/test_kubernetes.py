@@ -24,8 +24,8 @@ import pytest
 import yaml
 from kubernetes_validate import utils as kubernetes_validate
 
+from fleetcheck.integrations.nfd import LABEL_NS
 from fleetcheck.inventory import load_inventory
-from fleetcheck.nfd import LABEL_NS
 from tests.nodeenv import make_node
 
 from . import nfdkit

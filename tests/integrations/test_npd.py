@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fleetcheck.nodehealth import CACHE_SCHEMA, NPD_MAX_MESSAGE
+from fleetcheck.integrations.health_check import CACHE_SCHEMA, NPD_MAX_MESSAGE
 from tests.nodeenv import make_node
 
 REPO = Path(__file__).resolve().parents[2]

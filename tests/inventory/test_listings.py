@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from fleetcheck.inventory import DiscoveredContainer, DiscoveryError
-from fleetcheck.spec.listings import (
+from fleetcheck.inventory_data.listings import (
     parse_guest_rows,
     parse_oci_ps,
     parse_pct_list,
     parse_pvesh_json,
     parse_qm_list,
 )
-from fleetcheck.spec.model import DiscoveredOci
+from fleetcheck.inventory_data.model import DiscoveredOci
 
 
 def pct_row(vmid: str, status: str, lock: str, name: str) -> str:

@@ -12,7 +12,7 @@ import pytest
 from fleetcheck.inventory import InventoryError, load_inventory, parse_inventory
 from fleetcheck.inventory.hostkeys import kind_keys
 from fleetcheck.inventory.load import schema_keys
-from fleetcheck.spec.model import (
+from fleetcheck.inventory_data.model import (
     ApiOptions,
     ContainerSpec,
     HostSpec,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleetcheck.spec.patterns import may_select_inside
+from fleetcheck.inventory_data.patterns import may_select_inside
 
 
 @pytest.mark.parametrize(("parent", "runtime", "limit", "listing"), [

@@ -9,7 +9,7 @@ import pytest
 
 from fleetcheck.inventory import DiscoveryError, InventoryError, load_inventory
 from fleetcheck.inventory.pvecluster import missing_guest_privilege
-from fleetcheck.spec.pveapi import discover_guests_via_api
+from fleetcheck.inventory_data.pveapi import discover_guests_via_api
 from tests.fakes.pve_api import FakePveApi
 
 TOKEN_ENV = "FLEETCHECK_TEST_PVE_TOKEN"

@@ -6,7 +6,7 @@ import pytest
 
 from fleetcheck.inventory import InventoryError, check_limit, matches_limit, parse_inventory
 from fleetcheck.inventory.limit import split_patterns
-from fleetcheck.spec.ranges import (
+from fleetcheck.inventory_data.ranges import (
     RangeError,
     expand_nodes,
     expand_pattern,

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from fleetcheck.inventory import InventoryError
+from fleetcheck.inventory_data.yamlread import YamlReader
+from fleetcheck.inventory_data.yamlsrc import INVENTORY_WORDING, YamlWording, load_yaml
 from fleetcheck.playbook import PLAYBOOK_WORDING, PlaybookError
-from fleetcheck.spec.yamlread import YamlReader
-from fleetcheck.spec.yamlsrc import INVENTORY_WORDING, YamlWording, load_yaml
 
 WORDINGS = [(INVENTORY_WORDING, InventoryError), (PLAYBOOK_WORDING, PlaybookError)]
 

@@ -13,8 +13,8 @@ import yaml
 
 from fleetcheck.errors import FleetcheckError
 from fleetcheck.inventory import InventoryError, load_inventory, parse_inventory
+from fleetcheck.inventory_data import yamlsrc
 from fleetcheck.playbook import PlaybookError, load_playbook, parse_playbook
-from fleetcheck.spec import yamlsrc
 
 needs_libyaml = pytest.mark.skipif(yamlsrc._FastLoader is None,
                                    reason="PyYAML built without libyaml")

@@ -24,18 +24,18 @@ from fleetcheck import failures, kinds
 from fleetcheck.audit import node_from_result, run_audit
 from fleetcheck.budget import LISTING_TIMEOUT, BudgetFor
 from fleetcheck.failures import Refusal
-from fleetcheck.gatekeeper import HostSetup, script_module, script_with
+from fleetcheck.host_setup import HostSetup, script_module, script_with
 from fleetcheck.inventory import InventoryError, check_limit, parse_inventory
 from fleetcheck.inventory.graph import inventory_to_json, render_inventory_graph
 from fleetcheck.inventory.load import schema_keys
+from fleetcheck.inventory_data.model import ALL_CONTAINERS, HostSpec, SkippedTarget, Target
+from fleetcheck.inventory_data.patterns import may_select_inside
+from fleetcheck.judgement.policy import DEFAULT_POLICY
 from fleetcheck.kinds.base import NOT_MINE, Discovery, IdShape, NodeKind, Nodes, NotMine
-from fleetcheck.model import NodeResult
 from fleetcheck.probe import probe_argv
-from fleetcheck.spec.model import ALL_CONTAINERS, HostSpec, SkippedTarget, Target
-from fleetcheck.spec.patterns import may_select_inside
+from fleetcheck.report.content import NodeResult
 from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
 from fleetcheck.transport.ssh import SshTransport, remote_command
-from fleetcheck.verdict import DEFAULT_POLICY
 from tests.nodeenv import make_node
 
 pytestmark = pytest.mark.timeout(120)

@@ -13,11 +13,11 @@ from typing import Any, ClassVar
 import pytest
 
 from fleetcheck import kinds
-from fleetcheck.gatekeeper import script_module, script_source, script_with
+from fleetcheck.host_setup import script_module, script_source, script_with
 from fleetcheck.kinds.base import GatekeeperWrapper
 from fleetcheck.kinds.oci import OciKind
 from fleetcheck.probe import probe_argv
-from fleetcheck.transport.gatekeeper import shipped_script
+from fleetcheck.transport.gatekeeper_refusal import shipped_script
 from fleetcheck.transport.packing import ZLIB_BOOTSTRAP
 from fleetcheck.transport.pct import pct_exec_argv
 from fleetcheck.transport.qemu import qm_exec_argv

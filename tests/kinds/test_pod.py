@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fleetcheck.inventory import InventoryError, check_limit, matches_limit, parse_inventory
-from fleetcheck.spec.model import KubernetesSpec
+from fleetcheck.inventory_data.model import KubernetesSpec
 
 BASE = "hosts:\n  lab:\n    kubernetes:\n"
 

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck.checks import check_info
+from fleetcheck.judgement.policy import DEFAULT_POLICY
 from fleetcheck.probe import build as probe_build
 from fleetcheck.probe.parts.catalogue import Cause
 from fleetcheck.probe.results import judge_probe_output, parse_probe_output
-from fleetcheck.verdict import DEFAULT_POLICY
 from tests.nodeenv import make_node
 
 #: The record, placed after inductor_ready: the last check of Triton's verdict's stretch.

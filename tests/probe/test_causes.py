@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fleetcheck.checks import CHECKS, COLUMNS, VERDICT_COLUMN, causes_table, node_fix_values
-from fleetcheck.gpustate import GpuPolicy
+from fleetcheck.judgement.gpustate import GpuPolicy
 from fleetcheck.probe.parts.catalogue import (
     CAUSES,
     CAUSES_BY_ID,

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fleetcheck.gate import gate_json, gate_lines
-from fleetcheck.model import Report, TritonVerdict
+from fleetcheck.judgement.frameworks import framework_outcomes, frameworks_badge
+from fleetcheck.judgement.gate import gate_json, gate_lines
 from fleetcheck.render.html import render_html
 from fleetcheck.render.json import render_json
 from fleetcheck.render.terminal import render_terminal
-from fleetcheck.verdict import framework_outcomes, frameworks_badge
+from fleetcheck.report.content import Report, TritonVerdict
 from tests.fix.support import probed
 
 BADGE = "FLA cpu-fallback, vLLM cpu-fallback, inductor fails-at-kernel"

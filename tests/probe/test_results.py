@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetcheck.model import Check, TritonVerdict
 from fleetcheck.probe.results import ProbeOutput, ProbeOutputError, parse_probe_output
+from fleetcheck.report.content import Check, TritonVerdict
 
 
 def document(**overrides: Any) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from html.parser import HTMLParser
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
 from fleetcheck.render import render
+from fleetcheck.report.content import Check, NodeResult, Report, TritonVerdict
 
 STATUSES = ("ok", "warn", "fail", "error", "unreachable", "skipped")
 # Colour codes the table renderer draws itself; anything else with ESC came from a node.

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from fleetcheck.inventory.discovery import parse_pct_list
 from fleetcheck.inventory.load import load_inventory, parse_inventory
-from fleetcheck.spec.errors import DiscoveryError, InventoryError
-from fleetcheck.spec.pveapi import containers_from_resources
+from fleetcheck.inventory_data.errors import DiscoveryError, InventoryError
+from fleetcheck.inventory_data.pveapi import containers_from_resources
 from fleetcheck.transport.interface import CommandResult
 from fleetcheck.transport.pct import PctTransport
 from fleetcheck.transport.ssh import SshTransport, remote_command

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetcheck.inventory.load import load_inventory, parse_inventory
-from fleetcheck.spec.errors import InventoryError
+from fleetcheck.inventory_data.errors import InventoryError
 from tests.reliability.support import key_paths
 
 FUZZ = settings(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from fleetcheck.cli import main
-from fleetcheck.model import Check, NodeResult, Report, TritonVerdict
+from fleetcheck.report.content import Check, NodeResult, Report, TritonVerdict
 from fleetcheck.reportio import dumps_report, write_atomic
 from tests.reliability.support import fill_filesystem as _fill
 

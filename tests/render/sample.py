@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fleetcheck.model import Check, NodeResult, Report, RunSummary, TritonVerdict
+from fleetcheck.report.content import Check, NodeResult, Report, RunSummary, TritonVerdict
 
 COMPILER_ERROR = (
     "RuntimeError: Failed to find C compiler. Please specify via CC environment variable "

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from fleetcheck.model import Report
 from fleetcheck.render import render
+from fleetcheck.report.content import Report
 from fleetcheck.reportio import node_from_dict
 
 from .sample import CONTROL

@@ -7,8 +7,8 @@ import hashlib
 import html as html_lib
 import re
 
-from fleetcheck.model import NodeResult, Report
 from fleetcheck.render import render
+from fleetcheck.report.content import NodeResult, Report
 
 from .golden import assert_golden
 from .sample import (

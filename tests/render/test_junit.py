@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from fleetcheck.model import Check, NodeResult, Report
 from fleetcheck.render import render
+from fleetcheck.report.content import Check, NodeResult, Report
 
 from .golden import assert_golden
 from .sample import COMPILER_ERROR, ESCAPE_NAME, HTML_NAME, sample_report

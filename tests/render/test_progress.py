@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
-from fleetcheck.model import NodeResult
 from fleetcheck.observer import NullObserver
 from fleetcheck.render.progress import ProgressObserver, progress_observer
+from fleetcheck.report.content import NodeResult
 
 
 class _Tty(io.StringIO):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from fleetcheck.model import NodeResult, Report
 from fleetcheck.render import render
+from fleetcheck.report.content import NodeResult, Report
 
 from .golden import assert_golden
 from .sample import HTML_NAME, sample_report

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck.spec.listings import parse_oci_ps
+from fleetcheck.inventory_data.listings import parse_oci_ps
 from fleetcheck.transport.interface import CommandResult
 from fleetcheck.transport.oci import oci_exec_failure, oci_list_argv
 from tests.runtimes.conftest import Scenario, audit

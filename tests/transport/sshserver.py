@@ -8,7 +8,7 @@ from typing import Any
 
 import asyncssh
 
-from fleetcheck.spec.model import HostSpec, SshOptions
+from fleetcheck.inventory_data.model import HostSpec, SshOptions
 
 Handler = Callable[[asyncssh.SSHServerProcess[bytes]], Any]
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fleetcheck.failures import INTERPRETER_MISSING
-from fleetcheck.spec.model import HostSpec, SshOptions
+from fleetcheck.inventory_data.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import CommandResult, Transport
 from fleetcheck.transport.local import LocalTransport
 from fleetcheck.transport.oci import OciTransport, oci_exec_argv, oci_exec_failure

@@ -14,7 +14,7 @@ import asyncssh
 import pytest
 
 from fleetcheck.audit import probe_target
-from fleetcheck.spec.model import HostSpec, Target
+from fleetcheck.inventory_data.model import HostSpec, Target
 from fleetcheck.transport.factory import TransportFactory
 from fleetcheck.transport.interface import CommandResult, Transport
 from fleetcheck.transport.packing import PACK_ABOVE, ZLIB_BOOTSTRAP, packed_launch

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.spec.model import HostSpec, SshOptions
+from fleetcheck.inventory_data.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import CommandResult, NodeBudget, TransportError
 from fleetcheck.transport.qemu import (
     QemuTransport,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from fleetcheck.inventory_data.model import ApiOptions
 from fleetcheck.probe import probe_source
 from fleetcheck.probe.results import parse_probe_output
-from fleetcheck.spec.model import ApiOptions
 from fleetcheck.transport.interface import CommandResult, TransportError
 from fleetcheck.transport.qemu_api import (
     API_INPUT_LIMIT,

@@ -301,7 +301,7 @@ def test_tilde_percent_d_and_u_are_the_passwd_entrys_not_HOME_or_USER(
 
 
 def test_the_default_files_are_the_passwd_homes_not_HOMEs(other_home: Path) -> None:
-    from fleetcheck.spec.model import HostSpec, SshOptions
+    from fleetcheck.inventory_data.model import HostSpec, SshOptions
     from fleetcheck.transport.ssh_settings import SshFiles
 
     home = passwd_home()

@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from fleetcheck.spec.model import HostSpec, SshOptions
+from fleetcheck.inventory_data.model import HostSpec, SshOptions
 from fleetcheck.transport.ssh import (
     DEFAULT_CONNECT_ATTEMPTS,
     PER_SERVER_CONNECT_ATTEMPTS,

@@ -15,7 +15,7 @@ from typing import Any
 import asyncssh
 import pytest
 
-from fleetcheck.spec.model import HostSpec, SshOptions
+from fleetcheck.inventory_data.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import TransportError
 from fleetcheck.transport.ssh import SshTransport
 from fleetcheck.transport.ssh_settings import key_exchanges

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck.spec.model import HostSpec, SshOptions
+from fleetcheck.inventory_data.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import TransportError
 from fleetcheck.transport.pct import PctTransport
 from fleetcheck.transport.ssh import ConnectLimiter, SshTransport

@@ -4,9 +4,9 @@ The probe's tables (CHECK_IDS, CUDA_ONLY, HIP_ONLY, the labels, the message, err
 rules, the checks that need the stack, the ones a warm cache hides, the toolchain's causes),
 the host's catalogue (fleetcheck/checks.py: titles, report columns, short labels), the repair
 planner's choice (fleetcheck/fix/plan.py), the playbook's GPU-state grades
-(fleetcheck/gpustate.py) and docs/checks.md's table of causes are all derived from CAUSES;
-adding a cause is one record here, its check method (`check_<id>` in a checks_*.py part: the
-probe's build fails without it) and its tests.
+(fleetcheck/judgement/gpustate.py) and docs/checks.md's table of causes are all derived from
+CAUSES; adding a cause is one record here, its check method (`check_<id>` in a checks_*.py
+part: the probe's build fails without it) and its tests.
 """
 
 import collections

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from fleetcheck.errors import FleetcheckError
-from fleetcheck.spec.errors import InventoryError
+from fleetcheck.inventory_data.errors import InventoryError
 
 #: A key path: ("hosts", "pve1", "containers", 2, "vmid").
 KeyPath = tuple[str | int, ...]

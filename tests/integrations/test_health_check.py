@@ -1,4 +1,5 @@
-"""fleetcheck.nodehealth: the cache's verdicts and the Slurm drain rules, without a Slurm."""
+"""fleetcheck.integrations.health_check: the cache's verdicts and the Slurm drain rules, without
+a Slurm."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck.nodehealth import (
+from fleetcheck.integrations.health_check import (
     DRAIN_TAG,
     Health,
     SlurmError,

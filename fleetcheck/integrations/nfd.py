@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from fleetcheck.consistency import fact_value
+from fleetcheck.judgement.consistency import fact_value
 
 #: The labels' namespace: feature.node.kubernetes.io's, which nfd-master accepts as it is.
 LABEL_NS = "fleetcheck.feature.node.kubernetes.io"

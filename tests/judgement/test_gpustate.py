@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from fleetcheck.gpustate import GpuPolicy, graded, regrade, usable_gpus
-from fleetcheck.model import Check, TritonVerdict
-from fleetcheck.verdict import Policy, evaluate_node
+from fleetcheck.judgement.gpustate import GpuPolicy, graded, regrade, usable_gpus
+from fleetcheck.judgement.policy import Policy, evaluate_node
+from fleetcheck.report.content import Check, TritonVerdict
 
 HELD = Check("gpu_memory_in_use", "warn", "GPU 0: 128.0 GiB of 140.4 GiB in use (91%)",
              "stop what holds it", {"worst_share": 0.912, "max_share": 0.05})

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from fleetcheck.errors import FleetcheckError
-from fleetcheck.spec.yamlsrc import KeyPath, YamlDocument
+from fleetcheck.inventory_data.yamlsrc import KeyPath, YamlDocument
 from fleetcheck.text import did_you_mean
 
 #: What a value reads as (`YamlReader.unique`'s items, `YamlReader.optional`'s value) and an

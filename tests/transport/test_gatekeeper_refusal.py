@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fleetcheck.gatekeeper import script_module
-from fleetcheck.transport.gatekeeper import refusal_reason
+from fleetcheck.host_setup import script_module
+from fleetcheck.transport.gatekeeper_refusal import refusal_reason
 
 GK = script_module()
 

@@ -6,8 +6,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from fleetcheck.model import Check, NodeResult
-from fleetcheck.verdict import PROBED_STATUSES, Policy
+from fleetcheck.judgement.policy import Policy
+from fleetcheck.judgement.statuses import PROBED_STATUSES
+from fleetcheck.report.content import Check, NodeResult
 
 #: Statuses of nodes whose facts came from a probe (skipped and unreachable ones have none).
 

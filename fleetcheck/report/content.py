@@ -19,7 +19,7 @@ CHECK_STATUSES = ("pass", "warn", "fail", "skip", "error")
 #: Triton verdicts.
 VERDICTS = ("gpu", "cpu-fallback", "no-gpu", "not-installed", "unknown")
 
-#: What each status means, and the exit codes, are fleetcheck.verdict's.
+#: What each status means is judgement/statuses.py's; the exit codes are judgement/exit_codes.py's.
 
 
 @dataclass(frozen=True, slots=True)  # slots: a report holds dozens per node (docs/scaling.md)

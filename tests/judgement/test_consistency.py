@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fleetcheck.consistency import fleet_checks
-from fleetcheck.model import Check, NodeResult, TritonVerdict
+from fleetcheck.judgement.consistency import fleet_checks
+from fleetcheck.judgement.policy import DEFAULT_POLICY, Policy
 from fleetcheck.playbook import load_playbook
-from fleetcheck.verdict import DEFAULT_POLICY, Policy
+from fleetcheck.report.content import Check, NodeResult, TritonVerdict
 
 
 def facts(driver: str = "550.54.15", torch: str = "2.5.1", **extra: Any) -> dict[str, Any]:

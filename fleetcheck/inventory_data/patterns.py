@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from fleetcheck.spec.model import HostSpec
-from fleetcheck.spec.ranges import (
+from fleetcheck.inventory_data.model import HostSpec
+from fleetcheck.inventory_data.ranges import (
     matches_name,
     partition_outside_brackets,
     split_outside_brackets,

@@ -3,7 +3,7 @@ status and its one line on stderr) turned into a node's reason.
 
 The script is `fleetcheck/data/gatekeeper.py`, read here as shipped: its exit status and texts
 do not depend on the node kinds' grammar that `fleetcheck host-setup` writes into the copy it
-installs (`fleetcheck/gatekeeper.py`, which sits above the kinds this module sits below).
+installs (`fleetcheck/host_setup.py`, which sits above the kinds this module sits below).
 """
 
 from __future__ import annotations

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetcheck.budget import DEFAULT_MAX_AGE_S, SLURM_COMMAND_TIMEOUT
+from fleetcheck.judgement.exit_codes import EXIT_FAIL, EXIT_PASS, EXIT_UNVERIFIED
 from fleetcheck.outbound import OutBound
-from fleetcheck.verdict import EXIT_FAIL, EXIT_PASS, EXIT_UNVERIFIED
 
 #: The cache file's schema tag; a file without it is refused, never guessed at.
 CACHE_SCHEMA = "fleetcheck.nodehealth/1"

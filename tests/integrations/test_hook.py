@@ -6,7 +6,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from fleetcheck.hook import run_on_change
+from fleetcheck.integrations.hook import run_on_change
 
 RECORDER = """\
 import sys

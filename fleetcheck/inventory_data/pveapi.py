@@ -11,9 +11,9 @@ from urllib.parse import urlsplit
 
 from fleetcheck.budget import api_deadline
 from fleetcheck.failures import ACCESS_DENIED, UNREACHABLE
-from fleetcheck.spec.errors import DiscoveryError
-from fleetcheck.spec.listings import parse_guest_rows
-from fleetcheck.spec.model import ApiOptions, DiscoveredContainer, HostSpec
+from fleetcheck.inventory_data.errors import DiscoveryError
+from fleetcheck.inventory_data.listings import parse_guest_rows
+from fleetcheck.inventory_data.model import ApiOptions, DiscoveredContainer, HostSpec
 
 _VERIFY_FAILED = re.compile(r"certificate verify failed: ([^(')\"]+)")
 _T = TypeVar("_T")

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from fleetcheck.spec.model import ApiOptions, SshOptions
-from fleetcheck.spec.schema import (
+from fleetcheck.inventory_data.model import ApiOptions, SshOptions
+from fleetcheck.inventory_data.schema import (
     ENV_NAME_RE,
     HOST_KEY_POLICIES,
     HOSTNAME_RE,
@@ -23,8 +23,8 @@ from fleetcheck.spec.schema import (
     SECRET_HINT,
     SECRET_KEYS,
 )
-from fleetcheck.spec.yamlread import YamlReader, show
-from fleetcheck.spec.yamlsrc import KeyPath
+from fleetcheck.inventory_data.yamlread import YamlReader, show
+from fleetcheck.inventory_data.yamlsrc import KeyPath
 from fleetcheck.text import clip
 from fleetcheck.userhome import expand_tilde
 

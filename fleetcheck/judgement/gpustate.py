@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fleetcheck.model import Check
 from fleetcheck.probe.parts.catalogue import CAUSES_BY_ID
+from fleetcheck.report.content import Check
 
 #: `foreign_processes:` and `memory_health:` values.
 FOREIGN_LEVELS = ("fail", "warn", "ignore")

@@ -6,7 +6,7 @@ host's own probe and clean-up, the refusal exit status and the refusal text; the
 commands are each kind's (`kinds.gatekeeper_chains`). This module owns the fleetcheck side: the
 script as installed (the kinds' grammar written into it), the hash of the probe in use, the
 `authorized_keys` line and installer `fleetcheck host-setup` prints. The audit reads a refusal
-with `transport/gatekeeper.py`.
+with `transport/gatekeeper_refusal.py`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 from fleetcheck import __version__, kinds
 from fleetcheck.errors import FleetcheckError
 from fleetcheck.kinds import Grammar
-from fleetcheck.transport.gatekeeper import shipped_script, shipped_text
+from fleetcheck.transport.gatekeeper_refusal import shipped_script, shipped_text
 
 DEFAULT_SCRIPT_PATH = "/usr/local/lib/fleetcheck/gatekeeper.py"
 DEFAULT_HASH_PATH = "/etc/fleetcheck/probe.sha256"

@@ -5,21 +5,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.errors import FleetcheckError
-from fleetcheck.model import Report
+from fleetcheck.judgement.exit_codes import EXIT_FAIL, EXIT_PASS, gate_exit_code
+from fleetcheck.judgement.fixes import blocking_fix
+from fleetcheck.judgement.frameworks import frameworks_badge
+from fleetcheck.judgement.statuses import GATE_UNVERIFIED, HEALTHY_STATUSES
 from fleetcheck.render.sanitize import sanitise
-from fleetcheck.verdict import (
-    EXIT_FAIL,
-    EXIT_PASS,
-    GATE_UNVERIFIED,
-    HEALTHY_STATUSES,
-    blocking_fix,
-    frameworks_badge,
-    gate_exit_code,
-)
+from fleetcheck.report.content import Report
 
 if TYPE_CHECKING:
-    from fleetcheck.spec.model import Inventory
-    from fleetcheck.verdict import Policy
+    from fleetcheck.inventory_data.model import Inventory
+    from fleetcheck.judgement.policy import Policy
 
 GATE_SCHEMA = "fleetcheck.gate/1"
 
@@ -31,7 +26,7 @@ class JobNodesError(FleetcheckError):
 def job_nodes(nodelist: str) -> list[str]:
     """The names of a Slurm hostlist (`gpu[01-08]`); JobNodesError for one that does not
     parse or names no node."""
-    from fleetcheck.spec.ranges import RangeError, expand_nodes
+    from fleetcheck.inventory_data.ranges import RangeError, expand_nodes
 
     try:
         names = expand_nodes(nodelist.strip())
@@ -50,7 +45,7 @@ def job_limit(nodelist: str, inventory: Inventory) -> str:
     does not know cannot be verified, and a gate that skipped it would pass a job on a node
     nobody looked at, so it is refused, by name, before anything is probed.
     """
-    from fleetcheck.spec.ranges import fold_nodes
+    from fleetcheck.inventory_data.ranges import fold_nodes
 
     names = job_nodes(nodelist)
     known = {host.name for host in inventory.hosts}
@@ -77,9 +72,9 @@ def documents_gate_report(inputs: list[str], nodelist: str, policy: Policy,
     """
     import dataclasses
 
-    from fleetcheck.consistency import fleet_checks
+    from fleetcheck.judgement.consistency import fleet_checks
     from fleetcheck.merge import DUPLICATE_CHECK, merge_inputs, problem_lines
-    from fleetcheck.model import Check, NodeResult
+    from fleetcheck.report.content import Check, NodeResult
 
     names = job_nodes(nodelist)
     outcome = merge_inputs(inputs, policy=policy, max_age_s=max_age_s)

@@ -13,8 +13,8 @@ import json
 import re
 from typing import Any
 
-from fleetcheck.spec.errors import DiscoveryError
-from fleetcheck.spec.model import VMID_MAX, VMID_MIN, DiscoveredContainer, DiscoveredOci
+from fleetcheck.inventory_data.errors import DiscoveryError
+from fleetcheck.inventory_data.model import VMID_MAX, VMID_MIN, DiscoveredContainer, DiscoveredOci
 
 _PCT_HEADER = ("VMID", "Status", "Lock", "Name")
 #: qm.pm prints `%10s %-20s %-10s %-10s %12s %-10s` of these.
