@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from fleetcheck.audit import AuditParts
     from fleetcheck.inventory_data.model import Inventory
     from fleetcheck.observer import AuditObserver
-    from fleetcheck.rundiff import ReportDiff
+    from fleetcheck.report.rundiff import ReportDiff
 
 @dataclass(frozen=True)
 class AuditRequest:
@@ -119,7 +119,7 @@ class AuditOutcome:
 def _save(history: str, report: Report, keep: int | None) -> str | None:
     """Keep `report` in the history; a warning when the history cannot take it (the report
     is written already: that is no reason to fail the command)."""
-    from fleetcheck.history import DEFAULT_KEEP, HistoryError, save_run
+    from fleetcheck.report.history import DEFAULT_KEEP, HistoryError, save_run
 
     try:
         save_run(history, report, keep=keep or DEFAULT_KEEP)
@@ -196,8 +196,8 @@ def _with_history(outcome: AuditOutcome) -> AuditOutcome:
     history = outcome.keeping.history
     if not history:
         return outcome
-    from fleetcheck import history as hist
-    from fleetcheck.rundiff import diff_reports
+    from fleetcheck.report import history as hist
+    from fleetcheck.report.rundiff import diff_reports
 
     report = outcome.report
     outcome.keep_run = not report.interrupted and not outcome.limit_error
@@ -286,7 +286,7 @@ class ProbeOutcome:
 def probe(request: ProbeRequest) -> ProbeOutcome:
     """Probe the machine fleetcheck runs on: its node, as a report and a node document."""
     from fleetcheck.audit import local_node_result
-    from fleetcheck.nodedoc import node_document
+    from fleetcheck.report.nodedoc import node_document
     from fleetcheck.timestamps import utc_now
     from fleetcheck.transport.interface import node_timeout
 
@@ -304,11 +304,11 @@ def probe(request: ProbeRequest) -> ProbeOutcome:
 def report(results: str, history: str | None = None) -> AuditOutcome:
     """`fleetcheck report`: a saved audit (JSON, or .json.gz from a history) with what
     `history` says of it (the trend, failing since), to render again; nothing is kept."""
-    from fleetcheck.reportio import load_report
+    from fleetcheck.report.reportio import load_report
 
     outcome = AuditOutcome(load_report(results))
     if history:
-        from fleetcheck import history as hist
+        from fleetcheck.report import history as hist
 
         outcome.history = hist.history_summaries(history)
         outcome.failing_since = hist.failing_since(history, outcome.report)
@@ -317,8 +317,8 @@ def report(results: str, history: str | None = None) -> AuditOutcome:
 
 def diff(old: str, new: str) -> ReportDiff:
     """`fleetcheck diff`: what changed between two saved audits."""
-    from fleetcheck.reportio import load_report
-    from fleetcheck.rundiff import diff_reports
+    from fleetcheck.report.reportio import load_report
+    from fleetcheck.report.rundiff import diff_reports
 
     return diff_reports(load_report(old), load_report(new))
 
@@ -364,7 +364,7 @@ def merge(request: MergeRequest) -> AuditOutcome:
     at least."""
     from fleetcheck.budget import DEFAULT_MAX_AGE_S
     from fleetcheck.judgement.exit_codes import EXIT_UNVERIFIED
-    from fleetcheck.merge import merge_inputs, problem_lines
+    from fleetcheck.report.merge import merge_inputs, problem_lines
 
     merged = merge_inputs(request.inputs, policy=request.policy,
                           id_template=request.id_template,
@@ -417,7 +417,7 @@ def health(request: HealthRequest) -> HealthOutcome:
         verdict = health_check.read_cache(request.cache,
                                         request.max_age_s or DEFAULT_MAX_AGE_S)
     else:
-        from fleetcheck.reportio import node_to_dict
+        from fleetcheck.report.reportio import node_to_dict
 
         probed = probe(request.probe)
         verdict = health_check.health_of_node(node_to_dict(probed.node), probed.exit_code)
@@ -518,7 +518,7 @@ def _fix_state(request: FixRequest, notices: list[str]) -> tuple[Inventory | Non
     load = _inventory_loader(request, notices)
     if request.source.lower().endswith((".json", ".gz")):
         from fleetcheck.fix.run import selected_nodes
-        from fleetcheck.reportio import load_report
+        from fleetcheck.report.reportio import load_report
 
         before = selected_nodes(load_report(request.source), list(request.limit))
         if not request.apply:

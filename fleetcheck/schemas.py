@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck.generated import write_or_check
-from fleetcheck.nodedoc import NODE_SCHEMA, ORIGIN_FIELDS
 from fleetcheck.report.content import (
     AUDIT_SCHEMA,
     CHECK_STATUSES,
@@ -34,6 +33,7 @@ from fleetcheck.report.content import (
     PROBE_SCHEMA,
     VERDICTS,
 )
+from fleetcheck.report.nodedoc import NODE_SCHEMA, ORIGIN_FIELDS
 
 #: The documents, by the name `fleetcheck schema NAME` takes, with the tag each carries.
 DOCUMENTS = {
@@ -94,10 +94,10 @@ def _object(properties: Mapping[str, Any], written: list[str], what: str) -> dic
 
 def _written() -> dict[str, list[str]]:
     """The keys the code's serialisers write, read off a document each of them makes."""
-    from fleetcheck.nodedoc import node_document
     from fleetcheck.probe.parts.main import failure_document
     from fleetcheck.report.content import Check, NodeResult, Report
-    from fleetcheck.reportio import check_to_dict, node_to_dict, report_to_dict
+    from fleetcheck.report.nodedoc import node_document
+    from fleetcheck.report.reportio import check_to_dict, node_to_dict, report_to_dict
 
     node = NodeResult(id="n", host="n", vmid=None, name="n", status="ok", reason="",
                       checks=(Check("c", "pass", ""),))

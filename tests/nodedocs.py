@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.nodedoc import node_document
 from fleetcheck.report.content import Check, NodeResult, TritonVerdict
+from fleetcheck.report.nodedoc import node_document
 from fleetcheck.timestamps import REPORT_FORMAT
 from tests.contracts import validated
 

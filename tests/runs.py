@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fleetcheck.report.content import Check, NodeResult, Report, TritonVerdict
-from fleetcheck.reportio import report_to_dict
+from fleetcheck.report.reportio import report_to_dict
 from tests.contracts import validated
 
 

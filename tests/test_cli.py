@@ -191,8 +191,8 @@ def test_a_closed_pipe_keeps_the_exit_code() -> None:
 
 def _previous_run_with_another_status(history: Path) -> None:
     """A saved run in which this machine had another status, so the next run is a change."""
-    from fleetcheck.history import save_run
     from fleetcheck.report.content import NodeResult, Report
+    from fleetcheck.report.history import save_run
 
     node = NodeResult(id="this-machine", host="this-machine", vmid=None, name="this-machine",
                       status="unreachable", reason="ssh: connection refused")

@@ -17,7 +17,7 @@ from fleetcheck.inventory_data.model import HostSpec, Target
 from fleetcheck.judgement.fixes import blocking_fix, failure_id
 from fleetcheck.judgement.policy import DEFAULT_POLICY
 from fleetcheck.report.content import NodeResult, TritonVerdict
-from fleetcheck.reportio import node_from_dict, node_to_dict
+from fleetcheck.report.reportio import node_from_dict, node_to_dict
 from fleetcheck.transport import kubectl, oci, pct, qemu, refusals
 from fleetcheck.transport.interface import CommandResult, TransportError
 from fleetcheck.transport.oci import oci_exec_failure

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from fleetcheck import reportio, schemas
-from fleetcheck.nodedoc import NODE_SCHEMA
+from fleetcheck import schemas
+from fleetcheck.report import reportio
 from fleetcheck.report.content import AUDIT_SCHEMA, PROBE_SCHEMA
-from fleetcheck.reportio import report_to_dict
+from fleetcheck.report.nodedoc import NODE_SCHEMA
+from fleetcheck.report.reportio import report_to_dict
 from tests.contracts import problems
 from tests.nodedocs import doc
 from tests.render.golden import GOLDEN_DIR

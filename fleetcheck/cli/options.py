@@ -123,7 +123,7 @@ def add_max_age(parser: argparse.ArgumentParser, what: str) -> None:
 
 def add_history(parser: argparse.ArgumentParser, what: str) -> None:
     """--history, --keep, --on-change (checked together by `inputs.keeping`)."""
-    from fleetcheck.history import DEFAULT_KEEP
+    from fleetcheck.report.history import DEFAULT_KEEP
 
     parser.add_argument("--history", metavar="DIR", help=what)
     parser.add_argument("--keep", type=positive_count, default=None, metavar="N",

@@ -47,7 +47,7 @@ def emit(text: str, output: str | None = None) -> None:
             raise UsageError(f"standard output: cannot write report: {exc.strerror or exc}"
                              ) from None
         return
-    from fleetcheck.reportio import write_atomic
+    from fleetcheck.report.reportio import write_atomic
 
     umask = os.umask(0)
     os.umask(umask)

@@ -73,8 +73,8 @@ def documents_gate_report(inputs: list[str], nodelist: str, policy: Policy,
     import dataclasses
 
     from fleetcheck.judgement.consistency import fleet_checks
-    from fleetcheck.merge import DUPLICATE_CHECK, merge_inputs, problem_lines
     from fleetcheck.report.content import Check, NodeResult
+    from fleetcheck.report.merge import DUPLICATE_CHECK, merge_inputs, problem_lines
 
     names = job_nodes(nodelist)
     outcome = merge_inputs(inputs, policy=policy, max_age_s=max_age_s)

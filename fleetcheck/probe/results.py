@@ -247,7 +247,7 @@ class JudgedProbe:
 def judge_probe_output(output: ProbeOutput, policy: Policy) -> JudgedProbe:
     """The node's status and reason under `policy` (verdict.evaluate_node), with the verdict,
     checks and facts its probe reported: the one path from a probe's reply to a judged node,
-    whether the reply came over a transport (audit.py) or in a file (nodedoc.py)."""
+    whether the reply came over a transport (audit.py) or in a file (report/nodedoc.py)."""
     status, reason = evaluate_node(output.checks, output.triton, policy, facts=output.facts)
     # The GPU-state checks as the playbook graded them, so their fix stands beside the status.
     return JudgedProbe(status=status, reason=reason, triton=output.triton,

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fleetcheck.report.content import Report
-from fleetcheck.reportio import dumps_report
+from fleetcheck.report.reportio import dumps_report
 
 
 def render_json(report: Report) -> str:

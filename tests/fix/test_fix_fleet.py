@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 
 from fleetcheck.cli import main
-from fleetcheck.history import run_files
 from fleetcheck.observer import NullObserver
 from fleetcheck.render import progress
 from fleetcheck.report.content import NodeResult
-from fleetcheck.reportio import load_report
+from fleetcheck.report.history import run_files
+from fleetcheck.report.reportio import load_report
 from tests.fleet import Fleet
 
 pytestmark = [pytest.mark.sshd, pytest.mark.slow]

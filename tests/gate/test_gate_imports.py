@@ -20,7 +20,7 @@ pytestmark = pytest.mark.timeout(120)
 #: installer, node health), the Proxmox API's client, package-resource machinery, difflib
 #: (only a mistake's "did you mean").
 NOT_ON_THE_GATES_PATH = (
-    "fleetcheck.history", "fleetcheck.reportio", "fleetcheck.host_setup",
+    "fleetcheck.report.history", "fleetcheck.report.reportio", "fleetcheck.host_setup",
     "fleetcheck.integrations.health_check", "fleetcheck.outbound", "fleetcheck.transport.qemu_api",
     "fleetcheck.completion", "importlib.resources", "difflib", "zipfile",
 )

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from fleetcheck.cli import main
-from fleetcheck.history import run_files
 from fleetcheck.judgement.exit_codes import exit_code_for
-from fleetcheck.reportio import load_report
+from fleetcheck.report.history import run_files
+from fleetcheck.report.reportio import load_report
 from tests.gate.pythons import other_python, python_version
 
 pytestmark = pytest.mark.sshd

@@ -9,7 +9,7 @@ import pytest
 from fleetcheck.judgement.exit_codes import gate_exit_code
 from fleetcheck.judgement.gate import gate_json, gate_lines
 from fleetcheck.report.content import Check, NodeResult, Report, TritonVerdict
-from fleetcheck.reportio import report_from_dict, report_to_dict
+from fleetcheck.report.reportio import report_from_dict, report_to_dict
 
 NO_CC = Check("no_c_compiler", "fail", "no C compiler: CC unset, no gcc or clang on PATH",
               "apt-get install gcc libc6-dev python3.12-dev")

@@ -268,7 +268,7 @@ HOSTILE_OUTPUTS: dict[str, bytes] = {
 def test_hostile_probe_output_through_real_containers(
     fleet: Fleet, tmp_path: Path, figures: Any
 ) -> None:
-    from fleetcheck.reportio import load_report
+    from fleetcheck.report.reportio import load_report
     from tests.reliability.render_checks import CHECKERS
 
     with figures.fault("hostile probe output"):

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetcheck.cli import main
-from fleetcheck.reportio import report_to_dict
+from fleetcheck.report.reportio import report_to_dict
 from tests.reliability.render_checks import CHECKERS, hostile_report
 
 # A lone surrogate is what a node's JSON "\ud800" decodes to; it has its own test below.

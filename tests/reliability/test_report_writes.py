@@ -15,7 +15,7 @@ import pytest
 
 from fleetcheck.cli import main
 from fleetcheck.report.content import Check, NodeResult, Report, TritonVerdict
-from fleetcheck.reportio import dumps_report, write_atomic
+from fleetcheck.report.reportio import dumps_report, write_atomic
 from tests.reliability.support import fill_filesystem as _fill
 
 OLD_REPORT = '{"schema": "fleetcheck.audit/1", "old": true}\n'
@@ -153,7 +153,7 @@ def test_report_file_is_never_group_or_world_writable(
 
 
 def test_history_files_are_private(tmp_path: Path, figures: Any) -> None:
-    from fleetcheck.history import save_run
+    from fleetcheck.report.history import save_run
 
     old = os.umask(0o022)
     try:
@@ -166,7 +166,7 @@ def test_history_files_are_private(tmp_path: Path, figures: Any) -> None:
 
 
 def test_history_on_a_full_disk_keeps_older_runs(tiny_fs: Path, figures: Any) -> None:
-    from fleetcheck.history import HistoryError, run_files, save_run
+    from fleetcheck.report.history import HistoryError, run_files, save_run
 
     history = tiny_fs / "history"
     first = save_run(history, _report())

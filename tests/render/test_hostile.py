@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fleetcheck.render import render
 from fleetcheck.report.content import Report
-from fleetcheck.reportio import node_from_dict
+from fleetcheck.report.reportio import node_from_dict
 
 from .sample import CONTROL
 

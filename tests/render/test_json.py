@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from fleetcheck.render import render
-from fleetcheck.reportio import report_from_dict
+from fleetcheck.report.reportio import report_from_dict
 
 from .golden import assert_golden
 from .sample import sample_report

@@ -10,7 +10,7 @@ import pytest
 
 from fleetcheck import failures
 from fleetcheck.report.content import Check, NodeResult, Report, TritonVerdict
-from fleetcheck.reportio import (
+from fleetcheck.report.reportio import (
     ReportFileError,
     dumps_report,
     load_report,

@@ -16,9 +16,9 @@ import pytest
 from fleetcheck.cli import main
 from fleetcheck.integrations.health_check import cache_document
 from fleetcheck.judgement.policy import DEFAULT_POLICY
-from fleetcheck.merge import merge_inputs
-from fleetcheck.nodedoc import EXPECTED, NODE_SCHEMA
-from fleetcheck.reportio import dumps_report, load_report, report_to_dict
+from fleetcheck.report.merge import merge_inputs
+from fleetcheck.report.nodedoc import EXPECTED, NODE_SCHEMA
+from fleetcheck.report.reportio import dumps_report, load_report, report_to_dict
 from fleetcheck.timestamps import REPORT_FORMAT
 from tests import nodedocs
 from tests.contracts import validated

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fleetcheck.report.content import Check, NodeResult, TritonVerdict
-from fleetcheck.rundiff import Change, diff_reports
+from fleetcheck.report.rundiff import Change, diff_reports
 from tests.runs import node, run
 
 

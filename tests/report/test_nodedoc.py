@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from fleetcheck.judgement.policy import Policy
-from fleetcheck.nodedoc import EXPECTED, NodeDocumentError, documents_from_json, node_origin
 from fleetcheck.probe.results import judge_probe_output, probe_output_from_json
+from fleetcheck.report.nodedoc import EXPECTED, NodeDocumentError, documents_from_json, node_origin
 from tests.contracts import validated
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from fleetcheck.errors import FleetcheckError
 from fleetcheck.judgement.statuses import FAILING_STATUSES
 from fleetcheck.report.content import Report, RunSummary
-from fleetcheck.reportio import ReportFileError, dumps_report, load_report, write_atomic
+from fleetcheck.report.reportio import ReportFileError, dumps_report, load_report, write_atomic
 from fleetcheck.timestamps import parse_time
 
 #: Runs kept by default (`--keep`).

@@ -30,8 +30,13 @@ from fleetcheck.errors import FleetcheckError
 from fleetcheck.judgement.consistency import fleet_checks
 from fleetcheck.judgement.exit_codes import EXIT_PASS, EXIT_UNVERIFIED, exit_code_for
 from fleetcheck.judgement.policy import Policy
-from fleetcheck.nodedoc import ORIGIN_FIELDS, NodeDocument, NodeDocumentError, documents_from_json
 from fleetcheck.report.content import Check, NodeResult, Report, TritonVerdict
+from fleetcheck.report.nodedoc import (
+    ORIGIN_FIELDS,
+    NodeDocument,
+    NodeDocumentError,
+    documents_from_json,
+)
 from fleetcheck.timestamps import REPORT_FORMAT
 
 #: File names read from a folder or a tarball; anything else there is not ours.

@@ -4,7 +4,7 @@ A node document is the audit JSON's node object (`reportio.node_to_dict`) plus a
 the fleetcheck that wrote it, when the node was probed and where the probe ran (`origin`: the
 host name, and the Slurm node or Kubernetes node and pod when the probe ran under them). It is
 the unit that Slurm (`srun … fleetcheck probe`), a Kubernetes DaemonSet or a node's timer
-gathers, and that `fleetcheck merge` assembles into one audit report (fleetcheck/merge.py).
+gathers, and that `fleetcheck merge` assembles into one audit report (fleetcheck/report/merge.py).
 
 The probe script's own document (`fleetcheck.probe/1`: what `fleetcheck probe --script |
 python3 -` prints on a node where fleetcheck is not installed) is read too: parsed and judged
@@ -36,7 +36,7 @@ from fleetcheck.probe.results import (
     probe_output_from_json,
 )
 from fleetcheck.report.content import AUDIT_SCHEMA, PROBE_SCHEMA, NodeResult
-from fleetcheck.reportio import node_from_dict, node_to_dict
+from fleetcheck.report.reportio import node_from_dict, node_to_dict
 from fleetcheck.text import clip
 from fleetcheck.timestamps import parse_time
 

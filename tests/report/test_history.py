@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck.history import (
+from fleetcheck.report.content import Report, RunSummary
+from fleetcheck.report.history import (
     HistoryError,
     failing_since,
     history_summaries,
@@ -16,8 +17,7 @@ from fleetcheck.history import (
     run_files,
     save_run,
 )
-from fleetcheck.report.content import Report, RunSummary
-from fleetcheck.reportio import load_report
+from fleetcheck.report.reportio import load_report
 from tests.runs import node, run
 
 
