@@ -79,20 +79,8 @@ done
 fi
 if part deep; then
 echo "### --deep beside the bare kernel script (a fresh TRITON_CACHE_DIR each: both compile the kernel)"
-cat > "$W/bare_kernel.py" <<'PYEOF'
-import torch, triton, triton.language as tl
-print(triton.runtime.driver.active.get_current_target())
-@triton.jit
-def k(X, Y, N, B: tl.constexpr):
-    o = tl.arange(0, B); m = o < N
-    tl.store(Y + o, tl.load(X + o, mask=m) + 1, mask=m)
-for d in range(torch.cuda.device_count()):
-    x = torch.zeros(64, device=f'cuda:{d}'); y = torch.empty_like(x)
-    with torch.cuda.device(d): k[(1,)](x, y, 64, B=64)
-    assert bool((y == 1).all())
-PYEOF
 for i in $(seq "$RUNS"); do
-  c=$(mktemp -d); echo "bare kernel: $(TRITON_CACHE_DIR=$c tree "$PY" "$W/bare_kernel.py")"; rm -rf "$c"
+  c=$(mktemp -d); echo "bare kernel: $(TRITON_CACHE_DIR=$c tree "$PY" "$HERE/scripts/bare_kernel.py")"; rm -rf "$c"
   for p in "${PROBES[@]}"; do
     c=$(mktemp -d); t0=$EPOCHREALTIME
     TRITON_CACHE_DIR=$c "$PY" - --deep < "$p" > "$W/deep.json" 2>/dev/null

@@ -63,19 +63,7 @@ if [ -n "${FLA_SITE:-}" ]; then
 fi
 
 echo "## timings"
-KERNEL=$WORK/bare_kernel.py
-cat > "$KERNEL" <<'PYEOF'
-import torch, triton, triton.language as tl
-print(triton.runtime.driver.active.get_current_target())
-@triton.jit
-def k(X, Y, N, B: tl.constexpr):
-    o = tl.arange(0, B); m = o < N
-    tl.store(Y + o, tl.load(X + o, mask=m) + 1, mask=m)
-for d in range(torch.cuda.device_count()):
-    x = torch.zeros(64, device=f'cuda:{d}'); y = torch.empty_like(x)
-    with torch.cuda.device(d): k[(1,)](x, y, 64, B=64)
-    assert bool((y == 1).all())
-PYEOF
+KERNEL=$(cd "$(dirname "$0")" && pwd)/bare_kernel.py  # the bare kernel script
 timeit() {  # timeit LABEL CMD... : wall seconds of one run, fresh TRITON_CACHE_DIR each time
   local label=$1; shift
   local c t0 t1

@@ -1369,6 +1369,22 @@ def probe_code() -> tuple[Path, Path]:
     return source, _cache_folder() / f"probe-{digest}"
 
 
+def logging_gcc(node: NodeEnv) -> Path:
+    """The node's gcc replaced by one that appends each run's argv to a log (one line a run),
+    then runs the real gcc; the log's path."""
+    log = node.root / "gcc.log"
+    gcc = node.bindir / "gcc"
+    gcc.unlink()
+    gcc.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {GCC} "$@"\n')
+    gcc.chmod(0o755)
+    return log
+
+
+def gcc_runs(log: Path) -> list[str]:
+    """The runs a logging_gcc logged, one argv line each."""
+    return log.read_text().splitlines() if log.exists() else []
+
+
 def run_probe(node: NodeEnv, *args: str, isolated: bool = False, python: str | None = None,
               timeout: float = 120, prefix: list[str] | None = None,
               ) -> tuple[int, dict[str, object], str]:

@@ -1500,7 +1500,7 @@ def skeleton_proof(triton, where):
             with open(src, encoding="utf-8", errors="replace") as handle:
                 text = handle.read()
             skeleton = _os.path.join(where, "src", _os.path.basename(src))
-            _os.mkdir(_os.path.dirname(skeleton))
+            _os.makedirs(_os.path.dirname(skeleton), exist_ok=True)
             with open(skeleton, "w", encoding="utf-8") as handle:
                 handle.write(skeleton_source(text, name, _os.path.dirname(_os.path.abspath(src))))
             made = original(name, skeleton, srcdir, *args, **kwargs)
@@ -2757,10 +2757,11 @@ if triton is not None:
         try:
             if not (report.get("ok") and skeleton_attempt(data)):
                 fresh_attempt(data)
-            built = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(fresh)
-                     for f in names if f.endswith(".so")]
-            if built and data.get("ok") and data.get("cache") == "fresh":
-                own.size = max(built)  # a module Triton built, not one a full disk cut short
+            if data.get("ok") and data.get("cache") == "fresh":
+                built = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(fresh)
+                         for f in names if f.endswith(".so")]
+                if built:  # a module Triton built, not one a full disk cut short
+                    own.size = max(built)
         finally:
             own.resume()
     emit("own", own.finish())
@@ -4622,8 +4623,11 @@ class GpuStateFacts(ProbeState):
         self.gpustate = None
         self.gpu_state_info = {"error": "not run: no NVIDIA GPU"}
         if self.possible_gpu and self.vendor == "nvidia" and not self.driver_in_stack:
-            self.gpustate = Spawned([sys.executable, "-I", "-c", GPUSTATE_SCRIPT],
-                                    self.deadline.timeout(15), env=self.env, label="gpustate")
+            self.spawn_gpu_state()
+
+    def spawn_gpu_state(self):
+        self.gpustate = Spawned([sys.executable, "-I", "-c", GPUSTATE_SCRIPT],
+                                self.deadline.timeout(15), env=self.env, label="gpustate")
 
     def wait_gpu_state(self, info=None):
         if self.vendor == "amd" and self.possible_gpu:
@@ -4752,8 +4756,9 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
                                     self.deadline.timeout(), env=deep_env, cwd=self.tmp,
                                     label="deep")
         self.wait_gpu_state()  # read while the stack imports torch; contexts come after
-        with open(state_read, "w"):
-            pass
+        if self.deep_run is not None:
+            with open(state_read, "w"):
+                pass
         if self.possible_gpu and self.vendor == "amd":
             self.hip = Spawned([self.workload_python, "-c", HIP_SCRIPT],
                                self.deadline.timeout(30), env=env, cwd=self.tmp, label="hip")
@@ -4803,10 +4808,10 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         self.stack_result = self.stack.result()
         self.remove_workload_dirs()
         self.stages = stage_lines(self.stack_result["stdout"])
-        if self.driver_in_stack:
-            self.driver_from_stack()
-        self.cuda_info = self.collect_cuda(self.cuda) if self.cuda else (
-            self.stack_stage("libcuda") or {"error": "not run: no GPU"})
+        driver = self.driver_from_stack() if self.driver_in_stack else None
+        if driver is None:
+            driver = self.collect_cuda(self.cuda) if self.cuda else {"error": "not run: no GPU"}
+        self.cuda_info = driver
         self.compile_result = self.test_compile() if self.possible_gpu else None
         self.deep_result = self.deep_run.result() if self.deep_run else None
         self.deep_stages = stage_lines(self.deep_result["stdout"]) if self.deep_result else {}
@@ -4836,11 +4841,12 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
     def driver_from_stack(self):
         state = self.stack_stage("gpustate")
         if state is None:
-            self.driver_in_stack = False
-            self.start_gpu_state()
-        if self.stack_stage("libcuda") is None:
-            self.start_libcuda()
+            self.spawn_gpu_state()
         self.wait_gpu_state(state)
+        driver = self.stack_stage("libcuda")
+        if driver is None:
+            self.start_libcuda()
+        return driver
 
     def test_compile(self):
         meta = self.stages.get("meta")

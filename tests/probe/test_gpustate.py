@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -147,6 +148,20 @@ def test_a_healthy_gpu_passes_and_an_unread_kernel_log_is_never_clean(tmp_path) 
     assert checks["gpu_xid_events"]["summary"].startswith(
         "kernel log not readable, Xid events unknown (not clean): ")
     assert checks["gpu_memory_in_use"]["summary"] == "GPU memory free: at most 0% in use (GPU 0)"
+
+
+def test_a_stack_that_dies_first_leaves_the_gpu_state_and_driver_to_helpers(tmp_path) -> None:
+    # The stack reads both in a thread; where its interpreter dies before it says anything
+    # (here it is `false`), helpers of the probe's own read them, the GPU state first.
+    node = make_node(tmp_path / "node", gpus=2)
+    _, healthy, _ = run_probe(node)
+    _, doc, _ = run_probe(node, "--python", shutil.which("false") or "/bin/false")
+    facts: Any = doc["facts"]
+    helpers = facts["probe_cost"]["helpers"]
+    assert helpers.index("stack") < helpers.index("gpustate") < helpers.index("libcuda"), helpers
+    assert [g["index"] for g in facts["gpu_state"]["gpus"]] == [0, 1]
+    assert facts["driver"] == healthy["facts"]["driver"]  # type: ignore[index]
+    assert facts["gpu_count"] == 2
 
 
 def test_memory_held_by_no_process_listed_is_another_namespace_s(tmp_path) -> None:

@@ -11,12 +11,11 @@ module's skeleton, once. Timings live in the benchmarks (bench/probe_profile.py)
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.nodeenv import gcc_runs, logging_gcc
 from tests.releases import RELEASES, MissingRelease, Release, make_release_node, probe, truth
 
 #: The most the probe may start on a healthy NVIDIA node: its helpers (the stack in the
@@ -26,30 +25,6 @@ MAX_HELPERS = 3
 #: The C compiler runs: one on a cold cache (the module), one on a warm cache (its skeleton).
 MAX_COMPILER_RUNS = {"cold": 1, "warm": 1}
 
-COUNTING_GCC = """#!/bin/sh
-echo "$*" >> {log}
-exec {real} "$@"
-"""
-
-
-def counting_gcc(node: Any, log: Path) -> None:
-    """The node's gcc replaced by one that logs each run, then runs the real one."""
-    gcc = node.bindir / "gcc"
-    real = os.path.realpath(gcc)
-    if os.path.basename(real) != "gcc" and not os.access(real, os.X_OK):
-        pytest.fail(f"the node's gcc is not a compiler: {real}")
-    keep = node.root / "real-gcc"
-    gcc.rename(keep)
-    gcc.write_text(COUNTING_GCC.format(log=log, real=keep))
-    gcc.chmod(0o755)
-
-
-def compiler_runs(log: Path) -> list[str]:
-    runs = log.read_text().splitlines() if log.exists() else []
-    log.unlink(missing_ok=True)
-    return runs
-
-
 @pytest.mark.parametrize("rel", [RELEASES[0], RELEASES[-1]], ids=lambda r: r.version)
 def test_the_probe_starts_no_more_than_it_did(tmp_path: Path, rel: Release) -> None:
     try:
@@ -57,11 +32,11 @@ def test_the_probe_starts_no_more_than_it_did(tmp_path: Path, rel: Release) -> N
     except MissingRelease as e:
         pytest.fail(str(e))
     node = make_release_node(tmp_path / "node", rel)
-    log = tmp_path / "gcc.log"
-    counting_gcc(node, log)
+    log = logging_gcc(node)
     for state in ("cold", "warm"):
         doc = probe(node)
-        runs = compiler_runs(log)
+        runs = gcc_runs(log)
+        log.unlink(missing_ok=True)
         cost = doc["facts"]["probe_cost"]  # type: ignore[index]
         where = f"{rel}, {state} cache: {cost}; gcc runs: {runs}"
         assert doc["triton"]["verdict"] == "gpu", where  # type: ignore[index]
@@ -72,4 +47,4 @@ def test_the_probe_starts_no_more_than_it_did(tmp_path: Path, rel: Release) -> N
         if state == "cold":
             t = truth(node)  # the workload's own first start warms its cache
             assert t.ok, t.error
-            compiler_runs(log)
+            log.unlink(missing_ok=True)

@@ -12,21 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.nodeenv import GCC, NodeEnv, make_node, run_probe
-
-
-def logging_gcc(node: NodeEnv) -> Path:
-    """The node's gcc, each run's argv appended to a log (one line a run)."""
-    log = node.root / "gcc.log"
-    gcc = node.bindir / "gcc"
-    gcc.unlink()
-    gcc.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {GCC} "$@"\n')
-    gcc.chmod(0o755)
-    return log
-
-
-def runs(log: Path) -> list[str]:
-    return log.read_text().splitlines() if log.exists() else []
+from tests.nodeenv import gcc_runs as runs
+from tests.nodeenv import logging_gcc, make_node, run_probe
 
 
 def checks(doc: dict) -> dict[str, dict]:

@@ -111,8 +111,9 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
                                     self.deadline.timeout(), env=deep_env, cwd=self.tmp,
                                     label="deep")
         self.wait_gpu_state()  # read while the stack imports torch; contexts come after
-        with open(state_read, "w"):
-            pass
+        if self.deep_run is not None:
+            with open(state_read, "w"):
+                pass
         if self.possible_gpu and self.vendor == "amd":
             # Triton's HIP search runs in the workload's interpreter and environment.
             self.hip = Spawned([self.workload_python, "-c", HIP_SCRIPT],
@@ -163,10 +164,10 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         self.stack_result = self.stack.result()
         self.remove_workload_dirs()
         self.stages = stage_lines(self.stack_result["stdout"])
-        if self.driver_in_stack:
-            self.driver_from_stack()
-        self.cuda_info = self.collect_cuda(self.cuda) if self.cuda else (
-            self.stack_stage("libcuda") or {"error": "not run: no GPU"})
+        driver = self.driver_from_stack() if self.driver_in_stack else None
+        if driver is None:
+            driver = self.collect_cuda(self.cuda) if self.cuda else {"error": "not run: no GPU"}
+        self.cuda_info = driver
         self.compile_result = self.test_compile() if self.possible_gpu else None
         self.deep_result = self.deep_run.result() if self.deep_run else None
         self.deep_stages = stage_lines(self.deep_result["stdout"]) if self.deep_result else {}
@@ -198,15 +199,18 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         return data
 
     def driver_from_stack(self):
-        """The GPU state and the driver layer from the stack; a helper of its own for each
-        it did not emit (it died, or the deadline cut it short, first)."""
+        """The GPU state (kept) and the driver layer (returned) from the stack; a helper of
+        its own for each it did not emit (it died, or the deadline cut it short, first): the
+        GPU state read before the libcuda helper starts, whose exclusive-mode test may make a
+        context (None then: the helper's answer is collected as without the stack)."""
         state = self.stack_stage("gpustate")
         if state is None:
-            self.driver_in_stack = False
-            self.start_gpu_state()
-        if self.stack_stage("libcuda") is None:
-            self.start_libcuda()
+            self.spawn_gpu_state()
         self.wait_gpu_state(state)
+        driver = self.stack_stage("libcuda")
+        if driver is None:
+            self.start_libcuda()
+        return driver
 
     def test_compile(self):
         """The toolchain's proof: Triton's own build, where one compiled and linked its module

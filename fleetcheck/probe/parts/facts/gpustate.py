@@ -295,8 +295,11 @@ class GpuStateFacts(ProbeState):
         self.gpustate = None
         self.gpu_state_info = {"error": "not run: no NVIDIA GPU"}
         if self.possible_gpu and self.vendor == "nvidia" and not self.driver_in_stack:
-            self.gpustate = Spawned([sys.executable, "-I", "-c", GPUSTATE_SCRIPT],
-                                    self.deadline.timeout(15), env=self.env, label="gpustate")
+            self.spawn_gpu_state()
+
+    def spawn_gpu_state(self):
+        self.gpustate = Spawned([sys.executable, "-I", "-c", GPUSTATE_SCRIPT],
+                                self.deadline.timeout(15), env=self.env, label="gpustate")
 
     def wait_gpu_state(self, info=None):
         """The GPU state (`info`: the stack's stage, else the helper's answer), before the

@@ -404,10 +404,11 @@ if triton is not None:
         try:
             if not (report.get("ok") and skeleton_attempt(data)):
                 fresh_attempt(data)
-            built = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(fresh)
-                     for f in names if f.endswith(".so")]
-            if built and data.get("ok") and data.get("cache") == "fresh":
-                own.size = max(built)  # a module Triton built, not one a full disk cut short
+            if data.get("ok") and data.get("cache") == "fresh":
+                built = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(fresh)
+                         for f in names if f.endswith(".so")]
+                if built:  # a module Triton built, not one a full disk cut short
+                    own.size = max(built)
         finally:
             own.resume()
     emit("own", own.finish())

@@ -396,7 +396,7 @@ def skeleton_proof(triton, where):
             with open(src, encoding="utf-8", errors="replace") as handle:
                 text = handle.read()
             skeleton = _os.path.join(where, "src", _os.path.basename(src))
-            _os.mkdir(_os.path.dirname(skeleton))
+            _os.makedirs(_os.path.dirname(skeleton), exist_ok=True)
             with open(skeleton, "w", encoding="utf-8") as handle:
                 handle.write(skeleton_source(text, name, _os.path.dirname(_os.path.abspath(src))))
             made = original(name, skeleton, srcdir, *args, **kwargs)
