@@ -51,6 +51,12 @@ POINTS: tuple[tuple[str, bool], ...] = (
     ("def knob_report(triton, env):", True),
     ("def audit_entries(cache, rebuilds, skip=\".fleetcheck-probe\", budget=3.0):", True),
     ("def mirror_cache(cache):", True),
+    # This round's steps: the skeleton proof on a warm cache (the real module is built
+    # instead), inductor's config read from its source (imported instead), the thread that
+    # reads the GPU state and the driver layer (helpers of the probe's own instead).
+    ("def skeleton_proof(triton, where):", True),
+    ("def source_settings(path, wanted):", True),
+    ("def read_driver():", True),
 )
 
 
@@ -88,7 +94,7 @@ def test_a_fault_in_the_probes_own_step_is_never_a_workload_verdict(
     # and the compiler's runs): those points are made there too.
     cold = {"def __init__(self, *args, **kwargs):", "def put(self, data, filename, binary=True):",
             "def has_file(self, filename):", "def check_call(*popenargs, **kwargs):",
-            "def current_target(triton):"}
+            "def current_target(triton):", "def read_driver():"}
     for def_line, proved in POINTS:
         if not warm and def_line not in cold:
             continue

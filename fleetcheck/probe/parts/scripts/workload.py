@@ -1113,6 +1113,18 @@ def source_settings(path, wanted):
     import ast
     with open(path, encoding="utf-8") as handle:
         tree = ast.parse(handle.read(), path)
+    for node in tree.body:
+        # Names the source does not assign may still be attributes: a module __getattr__ or
+        # a star import makes them; only the import can say.
+        if isinstance(node, ast.ImportFrom):
+            made = any(alias.name == "*" for alias in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            made = node.name == "__getattr__"
+        else:
+            targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
+            made = any(isinstance(t, ast.Name) and t.id == "__getattr__" for t in targets)
+        if made:
+            raise NotPlain("the module makes attributes its source does not assign")
     scopes: dict = {None: tree.body}
     for node in tree.body:
         if isinstance(node, ast.ClassDef):

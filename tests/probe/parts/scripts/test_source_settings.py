@@ -92,6 +92,19 @@ def test_a_setting_never_made_is_left_out_and_one_made_twice_is_refused(
         workload.source_settings(str(config), (("x", None),))
 
 
+@pytest.mark.parametrize("maker", [
+    "def __getattr__(name):\n    return True\n",
+    "import types\n__getattr__ = types.SimpleNamespace().__getattribute__\n",
+    "from os.path import *\n",
+])
+def test_a_module_that_makes_attributes_is_imported_not_read(tmp_path: Path, maker: str) -> None:
+    # A name its source never assigns may still be an attribute of the module: refused.
+    config = tmp_path / "config.py"
+    config.write_text("import os\n" + maker + "x = os.getenv('X')\n")
+    with pytest.raises(workload.NotPlain):
+        workload.source_settings(str(config), (("triton_disable_device_detection", None),))
+
+
 def test_the_platform_is_this_interpreters(tmp_path: Path) -> None:
     config = tmp_path / "config.py"
     config.write_text("import sys\nwhere = 'mac' if sys.platform == 'darwin' else sys.platform\n")
