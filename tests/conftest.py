@@ -24,6 +24,19 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # The pytest-xdist workers of one run share the fake nodes' builds (tests/nodeenv.py
+    # share_builds: the stub libraries, Triton's backends, the releases' trees; made by the
+    # first worker that needs one, not by each), in the run's own base folder (each worker's
+    # is a folder of it).
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        from tests.nodeenv import share_builds
+
+        factory: pytest.TempPathFactory = session.config._tmp_path_factory  # type: ignore[attr-defined]
+        share_builds(factory.getbasetemp().parent / "builds")
+
+
 #: pytest-xdist's groups: the tests whose node id starts with one of a group's prefixes run on
 #: one worker, in collection order (`--dist loadgroup` in pyproject.toml, the scheduler below);
 #: every other test goes to whichever worker is free.
@@ -39,6 +52,9 @@ def pytest_configure(config: pytest.Config) -> None:
 #:   held, with the own-process group, three of the four workers for the run's first 50 s
 #:   while the machine's second core idled; as one, two workers run the CPU-bound tests
 #:   throughout (docs/testing.md). Each module's cluster is torn down before the next is made.
+#: - offline-install: the two tests of tests/integrations/test_install.py that read its
+#:   module-scoped `offline_install` (a fresh venv, pip from the wheelhouse: 11 s of CPU). Spread
+#:   over two workers, each made its own; in one group it is made once per run.
 XDIST_GROUPS = {
     "own-process": ("tests/bench/test_bench_helpers.py::", "tests/bench/test_nodes_fleet.py::",
                     "tests/fix/test_fix_fleet.py::test_an_interrupted_apply_",
@@ -46,10 +62,16 @@ XDIST_GROUPS = {
                     "tests/runtimes/"),
     "slurm": ("tests/integrations/test_slurm.py::", "tests/integrations/test_slurm_fleet.py::"),
     "browser": ("tests/render/test_browser.py::",),
+    "offline-install": (
+        "tests/integrations/test_install.py::test_offline_install_from_a_wheelhouse_",
+        "tests/integrations/test_install.py::test_every_subcommand_prints_no_python_warning_"),
 }
 #: The fixtures that make a test need what `scripts/test.sh --quick` leaves out (the markers;
 #: a fixture's own fixtures count: tests/runtimes' `scenario` asks for `real_fleet`).
 FIXTURE_MARKERS = {"fleet": "sshd", "real_fleet": "runtimes"}
+#: Costly module-scoped fixtures and the group that must hold every test asking for one: spread
+#: over workers, each worker would make its own.
+FIXTURE_GROUPS = {"offline_install": "offline-install"}
 #: Where tests run fleetcheck or the probe as child processes (the CLI; the probe on fake
 #: nodes): marked `subprocess` (a folder ends in "/"), but for the modules of IN_PROCESS.
 SUBPROCESS = ("tests/test_cli.py", "tests/probe/")
@@ -117,6 +139,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = Path(str(item.path)).as_posix().removeprefix(f"{root.as_posix()}/")
         if path.startswith(SUBPROCESS) and not path.startswith(IN_PROCESS):
             item.add_marker("subprocess")
+        for fixture, group in FIXTURE_GROUPS.items():
+            if fixture in names and xdist_group(item.nodeid) != group:
+                raise pytest.UsageError(
+                    f"{item.nodeid} asks for {fixture}, but XDIST_GROUPS[{group!r}] "
+                    "(tests/conftest.py) does not hold it: its worker would make its own")
         shares_the_process = (item.get_closest_marker("runtimes") is not None
                               or item.get_closest_marker("own_process") is not None)
         if shares_the_process and xdist_group(item.nodeid) != "own-process":

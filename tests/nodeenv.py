@@ -17,7 +17,9 @@ from __future__ import annotations
 import atexit
 import compileall
 import hashlib
+import importlib.util
 import json
+import marshal
 import os
 import shlex
 import shutil
@@ -42,7 +44,8 @@ _STUB_CACHE: list[Path] = []
 
 
 def _cache_folder() -> Path:
-    """This process's folder of things built once and shared by its nodes (removed at exit)."""
+    """This process's folder of things built once and shared by its nodes (removed at exit),
+    or the one `share_builds` named."""
     if not _STUB_CACHE:
         folder = Path(tempfile.mkdtemp(prefix="fleetcheck-stub-libs-"))
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
@@ -50,18 +53,44 @@ def _cache_folder() -> Path:
     return _STUB_CACHE[0]
 
 
+def share_builds(folder: Path) -> None:
+    """Build once for the processes that name the same `folder` (the pytest-xdist workers of
+    one run: tests/conftest.py), not once in each: the stub libraries, Triton's backends, the
+    releases' trees. Each build is published whole (made under a name of this process's, then
+    renamed into place), so a process sees another's complete or not at all; call before any
+    node is made."""
+    folder.mkdir(parents=True, exist_ok=True)
+    _STUB_CACHE[:] = [folder]
+
+
+def _publish(made: Path, final: Path) -> None:
+    """`made` (this process's, complete) renamed to `final`; where another process published
+    `final` first, that one stays and `made` goes."""
+    try:
+        made.rename(final)  # a folder: refused where `final` is one already (not empty)
+    except OSError:
+        if not final.exists():
+            raise
+        if made.is_dir():
+            shutil.rmtree(made, ignore_errors=True)
+        else:
+            made.unlink(missing_ok=True)
+
+
 def _compiled(configuration: object, target: Path, build: Callable[[], None]) -> None:
-    """`build()` writes `target`; once per `configuration` in this process, later nodes get a
-    copy of that build (gcc takes ~0.25 s a library, and a run's nodes share few
-    configurations). The cache keeps its own copy: a test that changes its node's library
-    leaves the next node's alone."""
+    """`build()` writes `target`; once per `configuration` in this process (or the processes
+    sharing its builds), later nodes get a copy of that build (gcc takes ~0.25 s a library,
+    and a run's nodes share few configurations). The cache keeps its own copy: a test that
+    changes its node's library leaves the next node's alone."""
     key = hashlib.sha256(json.dumps(configuration, sort_keys=True).encode()).hexdigest()
     cached = _cache_folder() / key
     if cached.exists():
         shutil.copy2(cached, target)
     else:
         build()
-        shutil.copy2(target, cached)
+        made = cached.with_name(f"{key}.{os.getpid()}")
+        shutil.copy2(target, made)
+        os.replace(made, cached)
 
 #: Real files of released wheels (scripts/fetch_test_wheels.py): Triton 3.9's backends (their
 #: discovery and each driver's is_active()) and vLLM 0.33.0's platform and Triton detection.
@@ -1034,10 +1063,11 @@ def _install_backends(target: Path) -> None:
     file in its node gets that file compiled from its new source."""
     shared = _cache_folder() / "triton-backends"
     if not shared.is_dir():
-        making = shared.with_suffix(".tmp")
+        making = shared.with_name(f"{shared.name}.{os.getpid()}.tmp")
+        shutil.rmtree(making, ignore_errors=True)
         shutil.copytree(TRITON_BACKENDS, making)
         compileall.compile_dir(making, quiet=1)
-        making.rename(shared)
+        _publish(making, shared)
 
     def link(source: str, destination: str) -> None:
         if "include" in Path(source).relative_to(shared).parts:
@@ -1049,6 +1079,34 @@ def _install_backends(target: Path) -> None:
         shutil.copy2(source, destination)
 
     shutil.copytree(shared, target, dirs_exist_ok=True, copy_function=link)
+
+
+#: The bytecode of each stub module's source text, compiled once per process (`_precompiled`).
+_STUB_BYTECODE: dict[bytes, bytes] = {}
+#: The mtime a node's stub modules are written with, which their .pyc files name (a fixed one in
+#: the past: a test that edits a stub in its node gives it a new mtime, and Python compiles the
+#: new source instead of the stale .pyc, even within the same second and at the same size).
+STUB_MTIME = 1_600_000_000
+
+
+def _precompiled(paths: list[Path]) -> None:
+    """The stub modules `paths` with their __pycache__ .pyc, as pip installs a package: each
+    source compiled once per process, not by the first interpreter that imports it on each
+    node (10 ms of every healthy node's first probe). The same .pyc Python would write: the
+    timestamp form, naming STUB_MTIME and the source's size."""
+    for path in paths:
+        data = path.read_bytes()
+        key = hashlib.sha256(data).digest()
+        code = _STUB_BYTECODE.get(key)
+        if code is None:
+            code = marshal.dumps(compile(data, str(path), "exec", dont_inherit=True))
+            _STUB_BYTECODE[key] = code
+        os.utime(path, (STUB_MTIME, STUB_MTIME))
+        pyc = Path(importlib.util.cache_from_source(str(path)))
+        pyc.parent.mkdir(exist_ok=True)
+        pyc.write_bytes(importlib.util.MAGIC_NUMBER + b"\0\0\0\0"
+                        + STUB_MTIME.to_bytes(4, "little")
+                        + (len(data) & 0xFFFFFFFF).to_bytes(4, "little") + code)
 
 
 def _dist(site: Path, name: str, version: str, package: str) -> None:
@@ -1138,6 +1196,13 @@ def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_ar
         _write(site / "fla/__init__.py", f"__version__ = {fla!r}\nimport fla.utils\n")
         _write(site / "fla/utils.py", FLA_UTILS)
         _dist(site, "flash-linear-attention", fla, "fla")
+    # The stubs written above (Triton's real backends come with their own bytecode, vLLM's
+    # real files as fetched).
+    stubs = [site / "_fleetcheck_stub_api.py"]
+    for package in ("torch", "triton", "fla"):
+        stubs += [path for path in sorted((site / package).rglob("*.py"))
+                  if "backends" not in path.relative_to(site).parts]
+    _precompiled(stubs)
 
 
 def make_node(

@@ -58,6 +58,7 @@ from tests.nodeenv import (
     PTXAS,
     NodeEnv,
     _cache_folder,
+    _publish,
     _write,
     make_amd_node,
     make_node,
@@ -226,7 +227,7 @@ def prepared(rel: Release) -> Path:
     folder = _cache_folder() / f"release-{rel.dist}-{rel.version}"
     if folder.is_dir():
         return folder
-    making = folder.with_suffix(".tmp")
+    making = folder.with_name(f"{folder.name}.{os.getpid()}.tmp")
     shutil.rmtree(making, ignore_errors=True)
     making.mkdir(parents=True)
     for entry in rel.fetched.iterdir():
@@ -253,7 +254,7 @@ def prepared(rel: Release) -> Path:
         if row and (row[0] == f"{info.name}/RECORD" or (making / row[0]).exists()):
             writer.writerow(row)
     (info / "RECORD").write_text(kept.getvalue(), encoding="utf-8")
-    making.rename(folder)
+    _publish(making, folder)
     return folder
 
 
@@ -285,16 +286,23 @@ def libcuda_imports(rel: Release) -> tuple[str, ...]:
     """The cu* symbols the release's CUDA driver source links to: compiled as its build
     compiles it (the release's include dir of cuda.h, Python's), the undefined cu* names of
     the object."""
+    found = _cache_folder() / f"imports-{rel.dist}-{rel.version}.json"
+    if found.is_file():  # another process sharing the builds found them (share_builds)
+        return tuple(json.loads(found.read_text()))
     source = _nvidia_source(rel)
     includes = sorted(str(p.parent) for p in (prepared(rel) / "triton").rglob("cuda.h"))
-    obj = _cache_folder() / f"imports-{rel.version}.o"
+    obj = _cache_folder() / f"imports-{rel.version}.{os.getpid()}.o"
     subprocess.run([GCC, "-c", str(source), "-o", str(obj), *(f"-I{d}" for d in includes),
                     f"-I{python_include()}"], check=True, capture_output=True)
     listed = subprocess.run(["nm", "-u", str(obj)], check=True, capture_output=True,
                             text=True).stdout
     obj.unlink()
     names = {line.split()[-1] for line in listed.splitlines() if line.strip()}
-    return tuple(sorted(n for n in names if re.match(r"cu[A-Z]", n)))
+    imports = tuple(sorted(n for n in names if re.match(r"cu[A-Z]", n)))
+    made = found.with_name(f"{found.name}.{os.getpid()}")
+    made.write_text(json.dumps(imports))
+    os.replace(made, found)
+    return imports
 
 
 def _defined(c_text: str) -> set[str]:
