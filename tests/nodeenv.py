@@ -935,8 +935,16 @@ class _Kernel:
         def launch(x, y, n, **meta):
             # Triton <= 3.6 compiles a launcher per new signature: it needs the compiler too.
             from .runtime.driver import cache_dir, driver
-            driver.active.build_launcher(__import__("os").path.join(
+            import os
+            so = driver.active.build_launcher(os.path.join(
                 cache_dir(), "launcher-" + self.fn.__name__))
+            if _CONFIG["kernel_sleep"]:
+                # A kernel that takes its time: its launcher must still be where it was built
+                # when it is loaded (dlopen's words where it is gone).
+                __import__("time").sleep(_CONFIG["kernel_sleep"])
+                if not os.path.exists(so):
+                    raise ImportError(so + ": cannot open shared object file: "
+                                      "No such file or directory")
             y.data = [v + 1 for v in x.data[:n]]
         return launch
 
@@ -1119,6 +1127,7 @@ def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_ar
               torch_config: dict[str, object], triton: str | None, triton_error: str | None,
               ptxas: str | None, ptxas_blackwell: str | None, extra_triton_dist: str | None,
               fla: str | None, concurrent_write: Path | None, vllm: str | None = None,
+              kernel_sleep: float = 0.0,
               extra_backend: str | None = None, triton_backends: bool = True,
               triton_driver: str = "3.9.0") -> None:
     _write(site / "_fleetcheck_stub_api.py", STUB_API)
@@ -1141,7 +1150,7 @@ def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_ar
     if triton:
         parts = [int(p) for p in triton.split(".")[:3]]
         config = {"version": parts, "version_text": triton, "error": triton_error,
-                  "stub_key": STUB_KEY,
+                  "stub_key": STUB_KEY, "kernel_sleep": kernel_sleep,
                   "concurrent_write": str(concurrent_write) if concurrent_write else None}
         _write(site / "triton/__init__.py", TRITON_INIT.replace("CONFIG_JSON", repr(config)))
         _write(site / "triton/runtime/__init__.py", "from .driver import driver\n")
@@ -1241,6 +1250,7 @@ def make_node(
     warm_cache: bool = False,
     cache: str = "ok",
     concurrent_write: Path | None = None,
+    kernel_sleep: float = 0.0,
     env: dict[str, str] | None = None,
     init_rc: int | None = None,
     libcuda_subdir: str = "",
@@ -1287,6 +1297,8 @@ def make_node(
     broken_gpu: the index of a GPU on which every tensor operation fails (an ECC error).
     concurrent_write: a file "another job" writes (once) whenever the stub Triton loads its stub
     from a cache - a job filling the user's cache while the probe reads it.
+    kernel_sleep: seconds a kernel launch (the --deep kernel's) takes after its launcher is
+    built; then it fails as dlopen would where the launcher was removed meanwhile.
     cuda_missing: GPUs the driver (NVML, nvidia-smi, /proc/driver/nvidia) lists that CUDA
     cannot open (libcuda counts that many fewer). Each GPU's NVML state: `gpu_state_env`.
     libcuda_extra: more C in the stub libcuda (build_libcuda's extra).
@@ -1391,7 +1403,8 @@ def make_node(
     _packages(site, torch=torch, torch_cuda=torch_cuda, torch_arch=torch_arch,
               torch_config=torch_config, triton=triton, triton_error=triton_error, ptxas=ptxas,
               ptxas_blackwell=ptxas_blackwell, extra_triton_dist=extra_triton_dist, fla=fla,
-              concurrent_write=concurrent_write, vllm=vllm, extra_backend=extra_backend,
+              concurrent_write=concurrent_write, kernel_sleep=kernel_sleep, vllm=vllm,
+              extra_backend=extra_backend,
               triton_backends=triton_backends, triton_driver=triton_driver)
     if warm_cache:
         _write(home / ".triton/cache" / STUB_KEY / "cuda_utils.so", "stub from an earlier run\n")

@@ -4816,6 +4816,7 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         self.rocminfo_info = parse_rocminfo(self.rocminfo.result() if self.rocminfo else None)
         self.ld_result = self.ldconfig.result() if self.ldconfig else None
         self.stack_result = self.stack.result()
+        self.deep_result = self.deep_run.result() if self.deep_run else None
         self.remove_workload_dirs()
         self.stages = stage_lines(self.stack_result["stdout"])
         driver = self.driver_from_stack() if self.driver_in_stack else None
@@ -4823,7 +4824,6 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
             driver = self.collect_cuda(self.cuda) if self.cuda else {"error": "not run: no GPU"}
         self.cuda_info = driver
         self.compile_result = self.test_compile() if self.possible_gpu else None
-        self.deep_result = self.deep_run.result() if self.deep_run else None
         self.deep_stages = stage_lines(self.deep_result["stdout"]) if self.deep_result else {}
         self.assemble_facts()
         self.facts["probe_cost"] = self.cost()

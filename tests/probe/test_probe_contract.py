@@ -183,3 +183,17 @@ def test_deep_fails_on_the_one_gpu_that_cannot_run_the_kernel(tmp_path: Path) ->
     assert kernel["summary"] == ("kernel failed on GPU 5: RuntimeError: CUDA error: "
                                  "uncorrectable ECC error encountered")
     assert [d["ok"] for d in kernel["evidence"]["devices"]] == [True] * 5 + [False] + [True] * 2
+
+
+def test_deep_kernel_keeps_its_cache_dir_until_it_is_done(tmp_path: Path) -> None:
+    """The --deep kernel builds and loads its launcher in a throw-away dir of the workload's
+    cache; the stack, done long before a slow kernel, must not have it removed under the
+    kernel (before, a kernel still building once the stack was done failed with dlopen's
+    "No such file": a false cpu-fallback, seen on an H100). Nothing stays once it is done."""
+    node = make_node(tmp_path / "node", kernel_sleep=3.0)
+    cache = node.home / ".triton" / "cache"
+    before = sorted(p.name for p in cache.iterdir()) if cache.is_dir() else []
+    rc, doc, _ = run_probe(node, "--deep")
+    kernel = {c["id"]: c for c in doc["checks"]}["triton_kernel"]
+    assert (rc, doc["triton"]["verdict"], kernel["status"]) == (0, "gpu", "pass"), kernel
+    assert (sorted(p.name for p in cache.iterdir()) if cache.is_dir() else []) == before
