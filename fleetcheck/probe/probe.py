@@ -578,6 +578,14 @@ def oom_kills():
     return int(match.group(1)) if match else None
 
 
+def give_back_freed_memory():
+    try:
+        import ctypes
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError, ImportError):  # musl, or no ctypes
+        pass
+
+
 class Deadline:
 
     def __init__(self, seconds):
@@ -1488,6 +1496,14 @@ def release_builds(triton):
             seen.add(id(space))
             found.append((space, build))
     return found
+
+
+def trim_heap():
+    try:
+        import ctypes
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError, ImportError):  # musl, or no ctypes
+        pass
 
 
 def skeleton_proof(triton, where):
@@ -2764,6 +2780,7 @@ if triton is not None:
     else:
         own.suspend()
         fresh = own.fresh_dir(fresh)
+        trim_heap()
         try:
             if not (report.get("ok") and skeleton_attempt(data)):
                 fresh_attempt(data)
@@ -2861,6 +2878,8 @@ if driver_reader is not None:
     driver_reader.join(30)  # the driver layer's own cap as a helper of its own
 emit("done", {"processes": STARTED, "compiler_runs": len(COMPILER_RUNS)})
 ''')
+
+COMPILED_RUN = "import sys;exec(compile(sys.argv.pop(1),'<string>','exec'))"
 
 CUDA_SCRIPT = LIBCUDA + "import json\nprint(json.dumps(libcuda_facts()))\n"
 
@@ -4735,6 +4754,8 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         amd = bool(self.amd["kfd_gpus"] or "kfd" in self.amd["dev_nodes"])
         self.vendor = "amd" if amd and not nvidia else "nvidia"
         self.possible_gpu = nvidia or amd
+        if self.possible_gpu:  # before the workload's interpreter makes the node's peak
+            give_back_freed_memory()
         env = dict(self.env)
         env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no .pyc behind in the workload's venv
         scratch = os.path.join(self.tmp, "tmp")
@@ -4751,8 +4772,9 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         self.start_gpu_state()  # before any stage that may create a CUDA context
         own = json.dumps({"name": self.own_name, "deep": self.deep, "env": {
             key: self.env.get(key) for key in WORKLOAD_ENV_KEYS}, "driver": self.driver_in_stack})
-        self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode,
-                              own], self.deadline.timeout(), env=env, cwd=self.tmp, label="stack")
+        self.stack = Spawned([self.workload_python, "-c", COMPILED_RUN, STACK_SCRIPT, fresh,
+                              user_cache, mode, own],
+                             self.deadline.timeout(), env=env, cwd=self.tmp, label="stack")
         self.deep_run = self.cuda = self.smi = self.ldconfig = self.compile = None
         self.hip = self.rocminfo = None
         state_read = os.path.join(self.tmp, "gpu-state-read")

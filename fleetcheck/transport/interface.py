@@ -128,7 +128,8 @@ class Transport(abc.ABC):
     def packs_probe(self) -> bool:
         """Whether a large probe reaches this transport's nodes compressed behind a bootstrap
         (`transport/packing.py`): where its bytes cross a network (SSH, and the commands run
-        through it); not the local machine, nor a transport that packs scripts its own way."""
+        through it) and on the local machine (the bootstrap's compile lets the script's parse
+        tree go before it runs); not a transport that packs scripts its own way."""
         return False
 
     async def close(self) -> None:  # noqa: B027 - optional hook

@@ -46,6 +46,11 @@ class LocalTransport(Transport):
         self.output_cap = output_cap
         self.budget = budget
 
+    def packs_probe(self) -> bool:
+        """Yes: not for the bytes, for the memory (`python -` keeps the probe's parse tree
+        while it runs: 13 MB beside the workload's interpreter; transport/packing.py)."""
+        return True
+
     async def run(
         self, argv: list[str], *, input: bytes | None = None, timeout: float
     ) -> CommandResult:

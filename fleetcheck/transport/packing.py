@@ -4,10 +4,13 @@ with zlib(script) on stdin, the script compressed once per run, not once per nod
 The probe is 350 KB of source and grows with every release; sent as it is, every node's channel
 carries all of it (AES-GCM, asyncssh's packets and the peer's window adjusts, per node, and
 every byte through `pct exec`, `qm guest exec` or `docker exec` on the host). Compressed it is a
-quarter of that, and what one node costs on the wire stays bounded as the probe grows. A
-transport says whether its nodes get it packed (`Transport.pack_probe`: those reached over
-SSH); the local machine and the Proxmox API's guest agent (its own base64 packings,
-`qemu_api.py`) get the script as it is.
+quarter of that, and what one node costs on the wire stays bounded as the probe grows. The
+bootstrap also compiles the script before it runs it: `python -` keeps the whole script's parse
+tree until the script ends (CPython frees it after the run), 13 MB of the probe's interpreter
+beside the workload's under a job's memory limit; compile() lets it go at once. A transport says
+whether its nodes get it packed (`Transport.packs_probe`: those reached over SSH and the local
+machine); the Proxmox API's guest agent packs its own way (base64, `qemu_api.py`, the same
+compile first).
 
 The node's Python reads stdin to its end, inflates it and runs it as `python -` would: argv[0]
 `-`, the file name `<stdin>`, `__main__`'s namespace. A host's gatekeeper (fleetcheck/data/

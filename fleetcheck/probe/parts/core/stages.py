@@ -26,6 +26,12 @@ STACK_SCRIPT = (HELPER_PRELUDE + PY_INCLUDE + "FLA_LAYOUTS = %r\n" % (FLA_LAYOUT
                 + GPU_STATE + LIBCUDA + stage_script("workload")
                 + stage_script("stack"))
 
+#: How the stack is started: `PYTHON -c COMPILED_RUN SCRIPT ARGS...` runs SCRIPT as `-c SCRIPT
+#: ARGS...` would (argv[0] "-c", the file name "<string>"), but compiled first: `-c` keeps the
+#: script's parse tree until the script ends (4 MB of the stack's 77 KB, through torch's
+#: import), compile() lets it go before the script runs.
+COMPILED_RUN = "import sys;exec(compile(sys.argv.pop(1),'<string>','exec'))"
+
 #: The driver layer through ctypes, run with `-I` in a subprocess where the stack cannot read it
 #: (--deep, or a stack that died first): a hanging cuInit is then bounded by a timeout, and the
 #: probe itself never initialises CUDA before forking.

@@ -9,8 +9,19 @@ import socket
 import sys
 
 from fleetcheck.probe.parts.core.base import host_path, read_text
-from fleetcheck.probe.parts.core.spawn import STARTED, Spawned, stage_lines
-from fleetcheck.probe.parts.core.stages import CUDA_SCRIPT, DEEP_SCRIPT, HIP_SCRIPT, STACK_SCRIPT
+from fleetcheck.probe.parts.core.spawn import (
+    STARTED,
+    Spawned,
+    give_back_freed_memory,
+    stage_lines,
+)
+from fleetcheck.probe.parts.core.stages import (
+    COMPILED_RUN,
+    CUDA_SCRIPT,
+    DEEP_SCRIPT,
+    HIP_SCRIPT,
+    STACK_SCRIPT,
+)
 from fleetcheck.probe.parts.facts.amd import AmdFacts, amd_facts, parse_rocminfo
 from fleetcheck.probe.parts.facts.cache import (
     WORKLOAD_ENV_KEYS,
@@ -71,6 +82,8 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         amd = bool(self.amd["kfd_gpus"] or "kfd" in self.amd["dev_nodes"])
         self.vendor = "amd" if amd and not nvidia else "nvidia"
         self.possible_gpu = nvidia or amd
+        if self.possible_gpu:  # before the workload's interpreter makes the node's peak
+            give_back_freed_memory()
         env = dict(self.env)
         env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no .pyc behind in the workload's venv
         scratch = os.path.join(self.tmp, "tmp")
@@ -94,8 +107,9 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         self.start_gpu_state()  # before any stage that may create a CUDA context
         own = json.dumps({"name": self.own_name, "deep": self.deep, "env": {
             key: self.env.get(key) for key in WORKLOAD_ENV_KEYS}, "driver": self.driver_in_stack})
-        self.stack = Spawned([self.workload_python, "-c", STACK_SCRIPT, fresh, user_cache, mode,
-                              own], self.deadline.timeout(), env=env, cwd=self.tmp, label="stack")
+        self.stack = Spawned([self.workload_python, "-c", COMPILED_RUN, STACK_SCRIPT, fresh,
+                              user_cache, mode, own],
+                             self.deadline.timeout(), env=env, cwd=self.tmp, label="stack")
         self.deep_run = self.cuda = self.smi = self.ldconfig = self.compile = None
         self.hip = self.rocminfo = None
         state_read = os.path.join(self.tmp, "gpu-state-read")

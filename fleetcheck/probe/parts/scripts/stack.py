@@ -36,6 +36,7 @@ from fleetcheck.probe.parts.scripts.workload import (
     vllm_report,
     reproduce,
     skeleton_proof,
+    trim_heap,
 )
 from fleetcheck.probe.parts.stages import FLA_LAYOUTS
 
@@ -401,6 +402,8 @@ if triton is not None:
         # The fresh cache lives where the workload's own would (a throw-away subdirectory of
         # its cache dir: the same mount, its exec and space), else in the probe's temp dir.
         fresh = own.fresh_dir(fresh)
+        # torch's import is at its peak now; the compiler below runs beside what it let go.
+        trim_heap()
         try:
             if not (report.get("ok") and skeleton_attempt(data)):
                 fresh_attempt(data)

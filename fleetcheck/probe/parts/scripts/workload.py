@@ -376,6 +376,17 @@ def release_builds(triton):
     return found
 
 
+def trim_heap():
+    """Give the C heap's freed pages back to the system (glibc's malloc_trim; nothing
+    elsewhere): what importing torch allocated and freed stays resident otherwise, and the
+    compiler the probe starts next counts beside it under the job's memory limit."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError, ImportError):  # musl, or no ctypes
+        pass
+
+
 def skeleton_proof(triton, where):
     """The toolchain's proof where the workload's own start loaded its existing driver
     module: the release's own _build (its compiler search, flags, include and library dirs,
