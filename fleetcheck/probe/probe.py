@@ -2690,17 +2690,24 @@ def target_of(t):
             "warp_size": getattr(t, "warp_size", None)}
 def fresh_attempt(data):
     os.environ["TRITON_CACHE_DIR"] = fresh
-    reset_driver(triton)
-    first = len(COMPILER_RUNS)
     t0 = time.time()
-    try:
-        data["target"] = target_of(current_target(triton))
-        data["ok"] = True
-        data["compiler"] = COMPILER_RUNS[first:]
-    except BaseException as e:
-        data["ok"] = False
-        data["error"] = err(e)
-        data["failure"] = dict(failure_of(e), compiler=COMPILER_RUNS[first:])
+    for _ in range(2):
+        reset_driver(triton)
+        first = len(COMPILER_RUNS)
+        try:
+            data["target"] = target_of(current_target(triton))
+            data["ok"] = True
+            data["compiler"] = COMPILER_RUNS[first:]
+        except BaseException as e:
+            failure = failure_of(e)
+            if failure.get("probe_step") == "check_call" and untrace_compiler():
+                data["instrumentation"] = {"error": failure.get("error"), "step": "check_call",
+                                           "what": "the compiler runs' tracer"}
+                continue
+            data["ok"] = False
+            data["error"] = err(e)
+            data["failure"] = dict(failure, compiler=COMPILER_RUNS[first:])
+        break
     data["seconds"] = round(time.time() - t0, 3)
     data["cache"] = "fresh"
     data["fresh_dir"] = fresh
@@ -6475,6 +6482,11 @@ class TritonChecks(Findings):
             return ("skip", "no target result", "", {})
         if target.get("ok"):
             return ("pass", "Triton works from a fresh cache", "", {})
+        failure = target.get("failure") or {}
+        if failure.get("probe_step"):
+            return ("skip", "not judged: the probe's own step %s() failed (%s)" % (
+                failure["probe_step"], first_line(failure.get("error"))), "",
+                {"probe_step": failure["probe_step"], "probe_error": failure.get("error")})
         if not warm or warm.get("ok") is None:
             return ("skip", "no warm cache to compare with", "",
                     {"cache_dir": (warm or {}).get("cache_dir")})

@@ -106,6 +106,10 @@ def test_a_fault_in_the_probes_own_step_is_never_a_workload_verdict(
         assert "injected fault" not in (triton["fix"] or ""), where
         if proved:
             assert triton["verdict"] == "gpu", where
+        if triton["verdict"] == "gpu":
+            # Nor a cause of the workload's beside it (before, the tracer's fault in the fresh
+            # cache was a warm cache hiding a broken toolchain: "install the toolchain").
+            assert triton["cause"] is None, where
         else:
             assert triton["verdict"] in ("gpu", "unknown"), where
         if triton["verdict"] == "unknown":

@@ -269,6 +269,12 @@ class TritonChecks(Findings):
             return ("skip", "no target result", "", {})
         if target.get("ok"):
             return ("pass", "Triton works from a fresh cache", "", {})
+        failure = target.get("failure") or {}
+        if failure.get("probe_step"):
+            # The probe's own error in the fresh cache: nothing about the workload's toolchain.
+            return ("skip", "not judged: the probe's own step %s() failed (%s)" % (
+                failure["probe_step"], first_line(failure.get("error"))), "",
+                {"probe_step": failure["probe_step"], "probe_error": failure.get("error")})
         if not warm or warm.get("ok") is None:
             return ("skip", "no warm cache to compare with", "",
                     {"cache_dir": (warm or {}).get("cache_dir")})
