@@ -149,11 +149,22 @@ LIBCUDA_C = r"""
 #include <string.h>
 #include <stddef.h>
 #include <sys/stat.h>
+#include <pthread.h>
+#include <unistd.h>
+#ifndef INIT_THREADS
+#define INIT_THREADS 0
+#endif
+static int init_state = -1;
+static void *driver_thread(void *arg) { (void)arg; for (;;) pause(); return NULL; }
 /* As the real driver does when a process initialises it (seen after a probe on an H100,
-   driver 580): its JIT cache dir, CUDA_CACHE_PATH or ~/.nv/ComputeCache, is created. */
+   driver 580): its JIT cache dir, CUDA_CACHE_PATH or ~/.nv/ComputeCache, is created; and it
+   starts INIT_THREADS threads of its own, once per process: where the job's process limit
+   refuses one, CUDA_ERROR_OPERATING_SYSTEM (304), as the H100 answered under ulimit -u. */
 int cuInit(unsigned int flags) {
     char path[4096];
     const char *cache = getenv("CUDA_CACHE_PATH"), *home = getenv("HOME");
+    int i;
+    pthread_t thread;
     (void)flags;
     if (cache && *cache) {
         mkdir(cache, 0700);
@@ -163,10 +174,19 @@ int cuInit(unsigned int flags) {
         snprintf(path, sizeof path, "%s/.nv/ComputeCache", home);
         mkdir(path, 0700);
     }
-    return INIT_RC;
+    if (init_state >= 0)
+        return init_state;
+    init_state = INIT_RC;
+    for (i = 0; init_state == 0 && i < INIT_THREADS; i++) {
+        if (pthread_create(&thread, NULL, driver_thread, NULL) != 0)
+            init_state = 304;
+        else
+            pthread_detach(thread);
+    }
+    return init_state;
 }
 int cuDriverGetVersion(int *v) { *v = DRIVER_VERSION; return 0; }
-int cuDeviceGetCount(int *n) { if (INIT_RC) return 3; *n = COUNT; return 0; }
+int cuDeviceGetCount(int *n) { if (INIT_RC || init_state > 0) return 3; *n = COUNT; return 0; }
 int cuDeviceGet(int *d, int i) { if (i >= COUNT) return 101; *d = i; return 0; }
 int cuDeviceGetName(char *buf, int len, int d) {
     (void)d; strncpy(buf, NAME, (size_t)len - 1); buf[len - 1] = 0; return 0; }
@@ -308,15 +328,16 @@ def build_nvml(where: Path, *, version: str, nvml_rc: int, compute_mode: int,
 
 
 def build_libcuda(where: Path, *, version: str, init_rc: int, driver_version: int, count: int,
-                  name: str, cc: str, memory_mib: int, ctx_rc: int = 0, extra: str = "") -> Path:
+                  name: str, cc: str, memory_mib: int, ctx_rc: int = 0, extra: str = "",
+                  init_threads: int = 0) -> Path:
     """A stub libcuda.so.<version> (soname libcuda.so.1), compiled once per configuration.
 
     extra: more C compiled into it (tests/releases.py: the entry points a release's driver.c
-    links to that LIBCUDA_C does not define)."""
+    links to that LIBCUDA_C does not define). init_threads: the threads its cuInit starts."""
     major, minor = cc.split(".")
     defines = {"INIT_RC": init_rc, "DRIVER_VERSION": driver_version, "COUNT": count,
                "NAME": json.dumps(name), "CC_MAJOR": major, "CC_MINOR": minor,
-               "MEM_MIB": memory_mib, "CTX_RC": ctx_rc}
+               "MEM_MIB": memory_mib, "CTX_RC": ctx_rc, "INIT_THREADS": init_threads}
     target = where / f"libcuda.so.{version}"
     where.mkdir(parents=True, exist_ok=True)
 
@@ -436,6 +457,15 @@ float32 = "float32"
 _CONFIG = CONFIG_JSON
 if _CONFIG["import_sleep"]:
     time.sleep(_CONFIG["import_sleep"])
+if _CONFIG.get("pool_threads"):
+    # The thread pools of torch's import (OpenMP's, its own): a pool takes the threads it gets.
+    import threading
+    _pool = threading.Event()
+    for _ in range(_CONFIG["pool_threads"]):
+        try:
+            threading.Thread(target=_pool.wait, daemon=True).start()
+        except RuntimeError:  # can't start new thread
+            break
 
 class Tensor:
     def __init__(self, data, device):
@@ -478,9 +508,19 @@ _CONFIG = CONFIG_JSON
 def is_available():
     if _CONFIG["warning"]:
         warnings.warn(_CONFIG["warning"], UserWarning)
+    if _CONFIG["available"] and _CONFIG.get("cuinit"):
+        # The node's libcuda initialised as torch's cudaGetDeviceCount() does.
+        import ctypes
+        rc = ctypes.CDLL(_CONFIG["cuinit"]).cuInit(0)
+        if rc:
+            warnings.warn("CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did "
+                          "you run some cuda functions before calling NumCudaDevices() that "
+                          "might have already set an error? Error %d: OS call failed or "
+                          "operation not supported on this OS" % rc, UserWarning)
+            return False
     return _CONFIG["available"]
 def device_count():
-    return _CONFIG["count"] if _CONFIG["available"] else 0
+    return _CONFIG["count"] if is_available() else 0
 def get_arch_list():
     return list(_CONFIG["arch"]) if _CONFIG["available"] else []
 def get_device_capability(index=0):
@@ -1138,7 +1178,8 @@ def _packages(site: Path, *, torch: str | None, torch_cuda: str | None, torch_ar
                f"__version__ = {torch!r}\n{cuda_line}\nhip = None\n")
         _write(site / "torch/__init__.py", TORCH_INIT.replace(
             "CONFIG_JSON", repr({"import_sleep": torch_config["import_sleep"],
-                                 "broken_gpu": torch_config["broken_gpu"]})))
+                                 "broken_gpu": torch_config["broken_gpu"],
+                                 "pool_threads": torch_config["pool_threads"]})))
         config = dict(torch_config, arch=list(torch_arch))
         _write(site / "torch/cuda.py", TORCH_CUDA.replace("CONFIG_JSON", repr(config)))
         _dist(site, "torch", torch.split("+")[0], "torch")
@@ -1251,6 +1292,8 @@ def make_node(
     cache: str = "ok",
     concurrent_write: Path | None = None,
     kernel_sleep: float = 0.0,
+    torch_threads: int = 0,
+    driver_threads: int = 0,
     env: dict[str, str] | None = None,
     init_rc: int | None = None,
     libcuda_subdir: str = "",
@@ -1299,6 +1342,9 @@ def make_node(
     from a cache - a job filling the user's cache while the probe reads it.
     kernel_sleep: seconds a kernel launch (the --deep kernel's) takes after its launcher is
     built; then it fails as dlopen would where the launcher was removed meanwhile.
+    torch_threads: the threads the stub torch's import starts (its pools: as many as it can).
+    driver_threads: the threads the stub libcuda's cuInit starts (304 where one is refused);
+    the stub torch's is_available() then initialises the node's libcuda, as torch does.
     cuda_missing: GPUs the driver (NVML, nvidia-smi, /proc/driver/nvidia) lists that CUDA
     cannot open (libcuda counts that many fewer). Each GPU's NVML state: `gpu_state_env`.
     libcuda_extra: more C in the stub libcuda (build_libcuda's extra).
@@ -1352,7 +1398,7 @@ def make_node(
                             driver_version=cuda_driver_version, count=gpus - cuda_missing,
                             name=gpu_name,
                             cc=compute_capability, memory_mib=memory_mib, ctx_rc=ctx_rc,
-                            extra=libcuda_extra)
+                            extra=libcuda_extra, init_threads=driver_threads)
         if nvml:
             build_nvml(libdir, version=libcuda_version, nvml_rc=nvml_rc,
                        compute_mode=compute_mode, count=gpus, memory_mib=memory_mib)
@@ -1398,6 +1444,9 @@ def make_node(
     if cxx:
         (bindir / "g++").symlink_to(shutil.which("g++") or GCC)
     torch_config = {"import_sleep": torch_import_sleep, "broken_gpu": broken_gpu,
+                    "pool_threads": torch_threads,
+                    "cuinit": str(libdir / "libcuda.so.1") if driver_threads and has_libcuda
+                    else None,
                     "available": available, "count": gpus,
                     "cc": [major, minor], "name": gpu_name, "warning": warning}
     _packages(site, torch=torch, torch_cuda=torch_cuda, torch_arch=torch_arch,

@@ -2463,7 +2463,8 @@ def read_driver():
     emit("gpustate", guarded(gpu_state))
     emit("libcuda", guarded(libcuda_facts))
 driver_reader = None
-if own_opts.get("driver"):
+driver_after = own_opts.get("driver") == "after"
+if own_opts.get("driver") and not driver_after:
     driver_reader = threading.Thread(target=read_driver, daemon=True)
     try:
         driver_reader.start()
@@ -2780,6 +2781,9 @@ if triton is not None:
         report.update(ok=False, failure=failure_of(e))
     report["seconds"] = round(time.time() - t0, 3)
     emit("own", report)  # now: what follows may hang; finish() completes it below
+    if driver_after:
+        driver_after = False
+        read_driver()
     if own.built_from_nothing():
         data.update(ok=True, target=report["target"], seconds=report["seconds"], cache="own",
                     cache_dir=report.get("cache_dir"), compiler=own.runs)
@@ -2881,6 +2885,8 @@ if any(meta.get(n + "_dir") for n in ("xformers", "liger_kernel", "mamba_ssm", "
         data = {"error": failure_of(e)}
     data["seconds"] = round(time.time() - t0, 3)
     emit("imports", data)
+if driver_after:  # no workload's own start to wait for
+    read_driver()
 if driver_reader is not None:
     driver_reader.join(30)  # the driver layer's own cap as a helper of its own
 emit("done", {"processes": STARTED, "compiler_runs": len(COMPILER_RUNS)})
@@ -3118,6 +3124,7 @@ class ProbeState:
 
     stack: Spawned  # the workload's Python stack (STACK_SCRIPT)
     driver_in_stack: bool  # the stack reads the GPU state and the driver layer
+    alone: bool  # a tight process limit: the workload's own start first, alone
     deep_run: Spawned | None
     cuda: Spawned | None
     smi: Spawned | None
@@ -3841,7 +3848,7 @@ def limit_values(name, limit):
         "how": limit_how(name, limit)}
 
 
-CUDA_TASKS, CUDA_FILES = 16, 64
+CUDA_FILES = 64
 
 
 def user_tasks(uid=None):
@@ -3860,15 +3867,37 @@ def user_tasks(uid=None):
     return count
 
 
+START_TASKS = 64
+
+
+def task_headroom():
+    room = []
+    try:
+        soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    except (AttributeError, ValueError, OSError):
+        soft = resource.RLIM_INFINITY
+    if soft != resource.RLIM_INFINITY and soft <= 1 << 16 and os.getuid() != 0:
+        tasks = user_tasks()
+        if tasks is not None:
+            room.append(soft - tasks)
+    group = own_cgroup()
+    while group is not None:
+        most = number(read_text(cgroup_file(group, "pids.max")))
+        if most is not None:
+            room.append(most - (number(read_text(cgroup_file(group, "pids.current"))) or 0))
+        group = None if group in ("", "/") else os.path.dirname(group.rstrip("/")) or "/"
+    return min(room) if room else None
+
+
 def cuda_limit(code, limits, nodes_open):
     found = []
     if code == 304:
         name, limit = limited(limits, "pids.max")
-        if name and (limit.get("current") or 0) + CUDA_TASKS >= limit["soft"]:
+        if name and (limit.get("current") or 0) + START_TASKS >= limit["soft"]:
             found.append(("process_limit", limit_values(name, limit)))
         name, limit = limited(limits, "NPROC")
         tasks = user_tasks() if name else None
-        if name and tasks is not None and tasks + CUDA_TASKS >= limit["soft"]:
+        if name and tasks is not None and tasks + START_TASKS >= limit["soft"]:
             values = limit_values(name, limit)
             values["value"] += " (%d tasks of this user now)" % tasks
             found.append(("process_limit", values))
@@ -4776,9 +4805,12 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         self.own_missing = (missing_dirs(triton_cache_dir(self.env))
                             + missing_dirs(cuda_cache_dir(self.env)))
         self.driver_in_stack = self.possible_gpu and self.vendor == "nvidia" and not self.deep
+        headroom = task_headroom() if self.possible_gpu else None
+        self.alone = headroom is not None and headroom < START_TASKS
         self.start_gpu_state()  # before any stage that may create a CUDA context
         own = json.dumps({"name": self.own_name, "deep": self.deep, "env": {
-            key: self.env.get(key) for key in WORKLOAD_ENV_KEYS}, "driver": self.driver_in_stack})
+            key: self.env.get(key) for key in WORKLOAD_ENV_KEYS},
+            "driver": "after" if self.driver_in_stack and self.alone else self.driver_in_stack})
         self.stack = Spawned([self.workload_python, "-c", COMPILED_RUN, STACK_SCRIPT, fresh,
                               user_cache, mode, own],
                              self.deadline.timeout(), env=env, cwd=self.tmp, label="stack")
@@ -4807,15 +4839,8 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         elif self.possible_gpu:
             if not self.driver_in_stack:
                 self.start_libcuda()
-            smi = shutil.which("nvidia-smi", path=self.env.get("PATH", os.defpath))
-            if smi:
-                self.smi = Spawned([smi, "--query-gpu=index,name,uuid,memory.total,compute_cap,"
-                                    "driver_version", "--format=csv,noheader,nounits"],
-                                   self.deadline.timeout(15), env=self.env)
-            ldconfig = host_path("/sbin/ldconfig")
-            if os.access(ldconfig, os.X_OK):
-                self.ldconfig = Spawned([ldconfig, "-p"], self.deadline.timeout(10),
-                                        env=self.env)
+            if not self.alone:
+                self.start_driver_tools()
         self.pyinfo = self.workload_pyinfo()
         self.compiler = self.find_compiler()
 
@@ -4838,13 +4863,15 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         self.mountinfo = read_text(host_path("/proc/self/mountinfo"))
         self.proc_devices = read_text(host_path("/proc/devices")) or ""
 
+        self.hip_info = self.collect_hip(self.hip) if self.hip else {"error": "not run"}
+        self.rocminfo_info = parse_rocminfo(self.rocminfo.result() if self.rocminfo else None)
+        self.stack_result = self.stack.result()
+        if self.alone and self.possible_gpu and self.vendor == "nvidia":
+            self.start_driver_tools()
         self.smi_info = parse_smi(self.smi.result()) if self.smi else {"error": "not run"}
         if self.possible_gpu and not self.smi and self.vendor == "nvidia":
             self.smi_info = {"error": "not on PATH"}
-        self.hip_info = self.collect_hip(self.hip) if self.hip else {"error": "not run"}
-        self.rocminfo_info = parse_rocminfo(self.rocminfo.result() if self.rocminfo else None)
         self.ld_result = self.ldconfig.result() if self.ldconfig else None
-        self.stack_result = self.stack.result()
         self.deep_result = self.deep_run.result() if self.deep_run else None
         self.remove_workload_dirs()
         self.stages = stage_lines(self.stack_result["stdout"])
@@ -4857,10 +4884,21 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         self.assemble_facts()
         self.facts["probe_cost"] = self.cost()
 
+    def start_driver_tools(self):
+        smi = shutil.which("nvidia-smi", path=self.env.get("PATH", os.defpath))
+        if smi:
+            self.smi = Spawned([smi, "--query-gpu=index,name,uuid,memory.total,compute_cap,"
+                                "driver_version", "--format=csv,noheader,nounits"],
+                               self.deadline.timeout(15), env=self.env)
+        ldconfig = host_path("/sbin/ldconfig")
+        if os.access(ldconfig, os.X_OK):
+            self.ldconfig = Spawned([ldconfig, "-p"], self.deadline.timeout(10), env=self.env)
+
     def cost(self):
         done = self.stages.get("done") or {}
         runs = done.get("compiler_runs")
         return {"helpers": list(STARTED), "stack_processes": done.get("processes"),
+                "workload_alone": self.alone,
                 "compiler_runs": None if runs is None else runs + (1 if self.compile else 0)}
 
     def start_libcuda(self):

@@ -784,9 +784,9 @@ def libcuda_needing_address_space(world: World) -> None:
         build = Path(tempfile.mkdtemp(prefix="fleetcheck-as-libcuda-"))
         atexit.register(shutil.rmtree, build, ignore_errors=True)
         source = build / "libcuda_as.c"
-        assert nodeenv.LIBCUDA_C.count("return INIT_RC;") == 1, "cuInit's return has moved"
+        assert nodeenv.LIBCUDA_C.count("init_state = INIT_RC;") == 1, "cuInit's return has moved"
         source.write_text(LIBCUDA_UNDER_AS + nodeenv.LIBCUDA_C.replace(
-            "return INIT_RC;", "return fleetcheck_init_rc();"))
+            "init_state = INIT_RC;", "init_state = fleetcheck_init_rc();"))
         defines = {"INIT_RC": 0, "DRIVER_VERSION": 13000, "COUNT": 1,
                    "NAME": '"NVIDIA H200"', "CC_MAJOR": 9, "CC_MINOR": 0, "MEM_MIB": 143771,
                    "CTX_RC": 0}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -33,10 +34,12 @@ from fleetcheck.probe.parts.core.assembly import Probe
 from fleetcheck.probe.parts.core.spawn import Deadline, Spawned, stage_answer
 from fleetcheck.probe.parts.evaluation.diagnose import diagnoses
 from fleetcheck.probe.parts.evaluation.objects import (
+    START_TASKS,
     cuda_limit,
     explain,
     limit_owner,
     read_limits,
+    task_headroom,
     user_tasks,
 )
 from tests.nodeenv import GCC, NodeEnv, make_node, run_probe
@@ -184,6 +187,85 @@ def test_a_job_that_cannot_start_a_process_names_the_process_limit(
     facts = doc["facts"]
     assert isinstance(facts, dict) and facts["limits"]["NPROC"]["soft"] == 1
 
+
+
+#: The workload's own first step, as the job runs it.
+OWN_START = "import torch, triton; triton.runtime.driver.active.get_current_target()"
+
+
+@pytest.mark.parametrize("nproc, works", [(20, False), (40, True)])
+def test_under_a_tight_process_limit_the_workloads_start_runs_alone_and_first(
+        other_user: tuple[Path, list[str], str], nproc: int, works: bool) -> None:
+    """The H100's case: under `ulimit -u 12` the workload's own start failed (torch's cuInit
+    304: "0 active drivers") while the probe said gpu: its driver layer's cuInit, made first in
+    a thread beside torch's import, had taken the tasks the driver needs, and torch's thread
+    pools made do with fewer. Here torch's import starts 16 threads (as many as it can) and
+    cuInit 4 of the driver's (304 where one is refused): under NPROC 20 the workload's own
+    start fails (17 tasks, then the driver's fourth refused) and the probe must not say gpu
+    (the driver layer first, its cuInit had its 4 threads, and torch's pools the rest); under
+    NPROC 40, still tight enough that the probe runs the workload's start alone and in its
+    order, both work."""
+    base_dir, as_user, python = other_user
+    if not as_user:
+        pytest.skip("RLIMIT_NPROC counts every task of this user: needs root, to run as a uid "
+                    "of the test's own")
+    # A warm cache, as on the H100: the workload's start builds nothing.
+    node = make_node(base_dir / "node", torch_threads=16, driver_threads=4, warm_cache=True)
+    subprocess.run(["chown", "-R", f"{OTHER_UID}:{OTHER_UID}", str(node.root)], check=True)
+    limit = [*as_user, *prlimit(f"--nproc={nproc}")]
+    truth = subprocess.run([*limit, python, "-c", OWN_START], env=node.env, cwd=node.root,
+                           capture_output=True, text=True, timeout=60)
+    assert (truth.returncode == 0) == works, truth.stderr[-2000:]
+    if not works:
+        assert "0 active drivers" in truth.stderr, truth.stderr[-2000:]
+    _, doc, _ = run_probe(node, prefix=limit, python=python)
+    triton, facts = doc["triton"], doc["facts"]
+    assert isinstance(triton, dict) and isinstance(facts, dict)
+    assert facts["probe_cost"]["workload_alone"] is True
+    if works:
+        # (torch.compile's user-name lookup fails for this uid with no passwd entry: status
+        # fail, the verdict gpu.)
+        assert (triton["verdict"], triton["cause"]) == ("gpu", None), doc["reason"]
+    else:
+        assert triton["verdict"] != "gpu", doc["reason"]
+        assert triton["cause"] == "process_limit", (triton, doc["reason"])
+        assert f"NPROC (ulimit -u) of {nproc}" in str(doc["reason"])
+
+
+
+def test_the_task_headroom_is_the_least_of_the_cgroups_pids_limits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pids.max less pids.current at each level up the tree (a Slurm job's, its step's), the
+    least; none set: no headroom to judge (NPROC is not counted for root, nor above 65536)."""
+    soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    if os.getuid() != 0 and soft != resource.RLIM_INFINITY and soft <= 1 << 16:
+        pytest.skip("this user's own RLIMIT_NPROC counts too")
+    monkeypatch.setattr(base, "SYSROOT", str(tmp_path))
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/self/cgroup").write_text(f"0::{STEP}\n")
+    job, step = tmp_path / ("sys/fs/cgroup" + JOB), tmp_path / ("sys/fs/cgroup" + STEP)
+    step.mkdir(parents=True)
+    assert task_headroom() is None
+    (step / "pids.max").write_text("max\n")
+    (job / "pids.max").write_text("100\n")
+    (job / "pids.current").write_text("70\n")
+    assert task_headroom() == 30 < START_TASKS
+    (step / "pids.max").write_text("20\n")
+    (step / "pids.current").write_text("15\n")
+    assert task_headroom() == 5
+    (job / "pids.max").write_text("max\n")
+    (step / "pids.max").write_text("4096\n")
+    assert task_headroom() == 4081 > START_TASKS
+
+
+def test_without_a_tight_process_limit_the_driver_layer_runs_beside_the_imports(
+        tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node", torch_threads=4, driver_threads=4)
+    rc, doc, _ = run_probe(node)
+    facts = doc["facts"]
+    assert isinstance(facts, dict) and facts["probe_cost"]["workload_alone"] is False
+    assert (rc, doc["triton"]) == (0, {"verdict": "gpu", "backend": "cuda", "cause": None,
+                                       "fix": ""})
 
 def oom_node(root: Path, kill: bool = True) -> NodeEnv:
     """A node in Slurm job 42's step cgroup, the job's memory.max 8 GiB; its workload

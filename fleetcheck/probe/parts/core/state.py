@@ -48,6 +48,7 @@ class ProbeState:
     # The helper processes (None: not started).
     stack: Spawned  # the workload's Python stack (STACK_SCRIPT)
     driver_in_stack: bool  # the stack reads the GPU state and the driver layer
+    alone: bool  # a tight process limit: the workload's own start first, alone
     deep_run: Spawned | None
     cuda: Spawned | None
     smi: Spawned | None

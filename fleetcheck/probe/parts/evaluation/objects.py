@@ -332,10 +332,10 @@ def limit_values(name, limit):
         "how": limit_how(name, limit)}
 
 
-#: Headroom under which a limit is tight for CUDA's initialisation: the driver starts a few
-#: threads and opens the device nodes and some /proc files (seen on an H100, driver 580:
-#: cuInit 304 under `ulimit -u 12`, 100 under `ulimit -n 12`).
-CUDA_TASKS, CUDA_FILES = 16, 64
+#: Open files under which a limit is tight for CUDA's initialisation: the driver opens the
+#: device nodes and some /proc files (seen on an H100, driver 580: cuInit 100 under
+#: `ulimit -n 12`; its tasks: START_TASKS below, 304 under `ulimit -u 12`).
+CUDA_FILES = 64
 
 
 def user_tasks(uid=None):
@@ -356,21 +356,54 @@ def user_tasks(uid=None):
     return count
 
 
+#: Tasks to spare under which a process limit is tight for a workload's start: torch's thread
+#: pools, the driver's own threads at cuInit (which answers 304 where one is refused), the
+#: compiler's processes. There the probe runs the workload's own start alone and in its own
+#: order (the driver layer after it, nvidia-smi and ldconfig once it is done), since who
+#: starts first gets the last tasks: on an H100 under `ulimit -u 12` the workload's own start
+#: failed (torch's cuInit 304, "0 active drivers") while the probe's, its driver layer's cuInit
+#: made first beside torch's import, did not. A cuInit 304 under such a limit is the limit's.
+START_TASKS = 64
+
+
+def task_headroom():
+    """The tasks this job may still start, or None where no process limit is set near: the
+    least of RLIMIT_NPROC less this user's tasks now (not for root, whom it does not bind; a
+    limit above 65536 is not counted) and each pids.max up the cgroup tree less its
+    pids.current."""
+    room = []
+    try:
+        soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    except (AttributeError, ValueError, OSError):
+        soft = resource.RLIM_INFINITY
+    if soft != resource.RLIM_INFINITY and soft <= 1 << 16 and os.getuid() != 0:
+        tasks = user_tasks()
+        if tasks is not None:
+            room.append(soft - tasks)
+    group = own_cgroup()
+    while group is not None:
+        most = number(read_text(cgroup_file(group, "pids.max")))
+        if most is not None:
+            room.append(most - (number(read_text(cgroup_file(group, "pids.current"))) or 0))
+        group = None if group in ("", "/") else os.path.dirname(group.rstrip("/")) or "/"
+    return min(room) if room else None
+
+
 def cuda_limit(code, limits, nodes_open):
     """(cause, values) of a tight limit of the job's that explains cuInit's `code`, or None:
     304 (CUDA_ERROR_OPERATING_SYSTEM: an OS call the driver made failed) under a process limit
-    with fewer than CUDA_TASKS tasks to spare (pids.max by its pids.current, NPROC by the
+    with fewer than START_TASKS tasks to spare (pids.max by its pids.current, NPROC by the
     user's tasks now), else an open-file limit below CUDA_FILES; 100 (CUDA_ERROR_NO_DEVICE)
     with the device nodes opening fine (`nodes_open`) under an open-file limit below
     CUDA_FILES."""
     found = []
     if code == 304:
         name, limit = limited(limits, "pids.max")
-        if name and (limit.get("current") or 0) + CUDA_TASKS >= limit["soft"]:
+        if name and (limit.get("current") or 0) + START_TASKS >= limit["soft"]:
             found.append(("process_limit", limit_values(name, limit)))
         name, limit = limited(limits, "NPROC")
         tasks = user_tasks() if name else None
-        if name and tasks is not None and tasks + CUDA_TASKS >= limit["soft"]:
+        if name and tasks is not None and tasks + START_TASKS >= limit["soft"]:
             values = limit_values(name, limit)
             values["value"] += " (%d tasks of this user now)" % tasks
             found.append(("process_limit", values))

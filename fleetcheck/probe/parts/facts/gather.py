@@ -22,6 +22,7 @@ from fleetcheck.probe.parts.core.stages import (
     HIP_SCRIPT,
     STACK_SCRIPT,
 )
+from fleetcheck.probe.parts.evaluation.objects import START_TASKS, task_headroom
 from fleetcheck.probe.parts.facts.amd import AmdFacts, amd_facts, parse_rocminfo
 from fleetcheck.probe.parts.facts.cache import (
     WORKLOAD_ENV_KEYS,
@@ -104,9 +105,14 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         # beside its imports (one interpreter, one cuInit); with --deep, helpers of their own
         # read them first, before the deep kernel's contexts.
         self.driver_in_stack = self.possible_gpu and self.vendor == "nvidia" and not self.deep
+        # Under a tight process limit the workload's own start runs alone and in its own order:
+        # the driver layer after it, the driver's tools once the stack is done.
+        headroom = task_headroom() if self.possible_gpu else None
+        self.alone = headroom is not None and headroom < START_TASKS
         self.start_gpu_state()  # before any stage that may create a CUDA context
         own = json.dumps({"name": self.own_name, "deep": self.deep, "env": {
-            key: self.env.get(key) for key in WORKLOAD_ENV_KEYS}, "driver": self.driver_in_stack})
+            key: self.env.get(key) for key in WORKLOAD_ENV_KEYS},
+            "driver": "after" if self.driver_in_stack and self.alone else self.driver_in_stack})
         self.stack = Spawned([self.workload_python, "-c", COMPILED_RUN, STACK_SCRIPT, fresh,
                               user_cache, mode, own],
                              self.deadline.timeout(), env=env, cwd=self.tmp, label="stack")
@@ -138,15 +144,8 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         elif self.possible_gpu:
             if not self.driver_in_stack:
                 self.start_libcuda()
-            smi = shutil.which("nvidia-smi", path=self.env.get("PATH", os.defpath))
-            if smi:
-                self.smi = Spawned([smi, "--query-gpu=index,name,uuid,memory.total,compute_cap,"
-                                    "driver_version", "--format=csv,noheader,nounits"],
-                                   self.deadline.timeout(15), env=self.env)
-            ldconfig = host_path("/sbin/ldconfig")
-            if os.access(ldconfig, os.X_OK):
-                self.ldconfig = Spawned([ldconfig, "-p"], self.deadline.timeout(10),
-                                        env=self.env)
+            if not self.alone:
+                self.start_driver_tools()
         self.pyinfo = self.workload_pyinfo()
         self.compiler = self.find_compiler()
 
@@ -169,13 +168,15 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         self.mountinfo = read_text(host_path("/proc/self/mountinfo"))
         self.proc_devices = read_text(host_path("/proc/devices")) or ""
 
+        self.hip_info = self.collect_hip(self.hip) if self.hip else {"error": "not run"}
+        self.rocminfo_info = parse_rocminfo(self.rocminfo.result() if self.rocminfo else None)
+        self.stack_result = self.stack.result()
+        if self.alone and self.possible_gpu and self.vendor == "nvidia":
+            self.start_driver_tools()
         self.smi_info = parse_smi(self.smi.result()) if self.smi else {"error": "not run"}
         if self.possible_gpu and not self.smi and self.vendor == "nvidia":
             self.smi_info = {"error": "not on PATH"}
-        self.hip_info = self.collect_hip(self.hip) if self.hip else {"error": "not run"}
-        self.rocminfo_info = parse_rocminfo(self.rocminfo.result() if self.rocminfo else None)
         self.ld_result = self.ldconfig.result() if self.ldconfig else None
-        self.stack_result = self.stack.result()
         # The --deep kernel builds and loads in a throw-away dir of the workload's cache too:
         # removed once it is done, never while it runs (the stack may finish first).
         self.deep_result = self.deep_run.result() if self.deep_run else None
@@ -190,6 +191,17 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         self.assemble_facts()
         self.facts["probe_cost"] = self.cost()
 
+    def start_driver_tools(self):
+        """nvidia-smi's view of the GPUs and the linker cache's listing, beside the stack."""
+        smi = shutil.which("nvidia-smi", path=self.env.get("PATH", os.defpath))
+        if smi:
+            self.smi = Spawned([smi, "--query-gpu=index,name,uuid,memory.total,compute_cap,"
+                                "driver_version", "--format=csv,noheader,nounits"],
+                               self.deadline.timeout(15), env=self.env)
+        ldconfig = host_path("/sbin/ldconfig")
+        if os.access(ldconfig, os.X_OK):
+            self.ldconfig = Spawned([ldconfig, "-p"], self.deadline.timeout(10), env=self.env)
+
     def cost(self):
         """What the probe started: its helpers, the processes the stack's interpreter started
         (the compiler and ldconfig runs of Triton among them) and the compiler runs of the
@@ -197,6 +209,7 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         done = self.stages.get("done") or {}
         runs = done.get("compiler_runs")
         return {"helpers": list(STARTED), "stack_processes": done.get("processes"),
+                "workload_alone": self.alone,
                 "compiler_runs": None if runs is None else runs + (1 if self.compile else 0)}
 
     def start_libcuda(self):
