@@ -43,34 +43,60 @@ part timing && for i in $(seq "$RUNS"); do
   "$PY" -c "$BARE"
 done
 if part memory; then
-echo "### memory: each run in a cgroup of its own, its memory.peak (all its processes, page cache charged)"
-cg() {  # run "$@" in a new cgroup v2 (memory.max $LIMIT if set); prints memory.peak and oom_kill
-  local g=/sys/fs/cgroup/fleetcheck-profile-$$-$RANDOM
-  mkdir "$g" 2>/dev/null && [ -f "$g/memory.peak" ] || { echo "no cgroup v2 memory.peak here"; return; }
-  [ -n "${LIMIT:-}" ] && echo "$LIMIT" > "$g/memory.max"
-  sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$g" "$@" > "$W/cg.out" 2>/dev/null
-  echo "peak $(cat "$g/memory.peak") oom_kill $(awk '/^oom_kill /{print $2}' "$g/memory.events")"
-  rmdir "$g"
+echo "### memory: each run in a cgroup of its own (bench/cgroup_peak.py): memory.peak (all its processes, the page cache they charged), and what made the sampled high"
+cg() { "$PY" "$HERE/bench/cgroup_peak.py" "$@"; }
+summary() { "$PY" -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+h = d.get("sampled_high") or {}
+each = "; ".join("%s anon %s file %s" % (p["cmd"][:40], p.get("RssAnon"), p.get("RssFile"))
+                 for p in h.get("processes", []))
+print("peak %s MB oom_kill %s verdict %s | high %s MB at %s s: %s | %s" % (
+    d["peak_mb"], d["oom_kill"], d.get("verdict"), h.get("current_mb"), h.get("at_s"),
+    h.get("stat_mb"), each))'; }
+# Each probe as fleetcheck launches it (`-c BOOTSTRAP`, zlib(probe) on stdin: transport/
+# packing.py) and as `python3 -` with its source on stdin.
+ZBOOT=$(PYTHONPATH=$HERE "$PY" -c 'from fleetcheck.transport.packing import ZLIB_BOOTSTRAP as b; print(b)')
+launch() {  # launch FORM PROBE [cgroup_peak options]: the probe run in a cgroup of its own
+  local form=$1 p=$2; shift 2
+  if [ "$form" = bootstrap ]; then
+    "$PY" -c 'import sys,zlib; sys.stdout.buffer.write(zlib.compress(open(sys.argv[1],"rb").read(), 6))' "$p" > "$W/probe.z"
+    cg "$@" --stdin "$W/probe.z" -- "$PY" -c "$ZBOOT"
+  else
+    cg "$@" --stdin "$p" -- "$PY" -
+  fi
 }
 peaks=()
 for i in 1 2 3; do
-  b=$(cg "$PY" -c "$BARE"); echo "bare warm: $b"; peaks+=("$(echo "$b" | awk '{print $2}')")
-  for p in "${PROBES[@]}"; do echo "probe $(basename "$p") warm: $(cg "$PY" - < "$p")"; done
+  b=$(cg -- "$PY" -c "$BARE"); echo "bare warm: $(summary <<<"$b")"
+  peaks+=("$("$PY" -c 'import json,sys; print(int(json.loads(sys.argv[1])["peak_mb"] * 2**20))' "$b")")
+  for p in "${PROBES[@]}"; do
+    for form in ${FORMS:-bootstrap stdin}; do
+      echo "probe $(basename "$p") ($form) warm: $(launch "$form" "$p" | summary)"
+    done
+  done
 done
 med=$(printf '%s\n' "${peaks[@]}" | sort -g | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}')
 if [ -n "$med" ] && [ "$med" -gt 0 ] 2>/dev/null; then
   LIMIT=$(( med * 11 / 10 ))
   echo "memory.max = 1.1 x the bare start's median peak = $LIMIT"
   for p in "${PROBES[@]}"; do
-    r=$(LIMIT=$LIMIT cg "$PY" - < "$p")
-    echo "probe $(basename "$p") under it: $r; $("$PY" -c 'import json,sys; d=json.loads(open(sys.argv[1]).read() or "{}"); print(d.get("triton"), d.get("reason", "")[:200])' "$W/cg.out" 2>&1 | tail -1)"
+    for form in ${FORMS:-bootstrap stdin}; do
+      echo "probe $(basename "$p") ($form) under it: $(launch "$form" "$p" --limit "$LIMIT" | summary)"
+    done
   done
 fi
+echo "what glibc keeps of a bare start's freed heap (RssAnon kB before and after malloc_trim):"
+"$PY" -c "$BARE"'
+import ctypes
+anon = lambda: [l.split()[1] for l in open("/proc/self/status") if l.startswith("RssAnon")][0]
+a = anon(); ctypes.CDLL(None).malloc_trim(0); print(a, anon())'
 fi
 if part nogpu; then
 echo "### no GPU stack (a sysroot without the GPU, the system python without torch)"
 NOGPU_PY=$(PATH=/usr/local/bin:/usr/bin:/bin command -v python3)
 mkdir -p "$W/empty-sysroot"
+for i in 1 2 3; do echo "interpreter start, python3 -c pass: $("$PY" "$HERE/bench/probe_profile.py" --tree -- "$NOGPU_PY" -c pass)"; done
 for p in "${PROBES[@]}"; do
   for i in 1 2 3 4 5; do
     echo "probe $(basename "$p") no gpu: $(PATH=/usr/local/bin:/usr/bin:/bin FLEETCHECK_SYSROOT=$W/empty-sysroot "$PY" "$HERE/bench/probe_profile.py" --tree -- "$NOGPU_PY" "$p")"
@@ -84,7 +110,8 @@ for i in $(seq "$RUNS"); do
   for p in "${PROBES[@]}"; do
     c=$(mktemp -d); t0=$EPOCHREALTIME
     TRITON_CACHE_DIR=$c "$PY" - --deep < "$p" > "$W/deep.json" 2>/dev/null
-    echo "probe $(basename "$p") --deep: $(awk "BEGIN{print $EPOCHREALTIME - $t0}") s $("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["triton"]["verdict"], [c["status"] for c in d["checks"] if c["id"] == "triton_kernel"])' "$W/deep.json")"
+    echo "probe $(basename "$p") --deep: $(awk "BEGIN{print $EPOCHREALTIME - $t0}") s $("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); k=[c for c in d["checks"] if c["id"] == "triton_kernel"]; print(d["triton"]["verdict"], [c["status"] for c in k], "" if d["triton"]["verdict"] == "gpu" else (d["reason"], [c["summary"] for c in k]))' "$W/deep.json")"
+    cp "$W/deep.json" "$OUT/deep.$(basename "$p").$i.json"
     rm -rf "$c"
   done
 done
