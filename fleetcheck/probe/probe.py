@@ -3870,6 +3870,12 @@ def user_tasks(uid=None):
 START_TASKS = 64
 
 
+def system_tasks():
+    fields = (read_text(host_path("/proc/loadavg")) or "").split()
+    total = fields[3].partition("/")[2] if len(fields) > 3 else ""
+    return int(total) if total.isdigit() else None
+
+
 def task_headroom():
     room = []
     try:
@@ -3877,9 +3883,13 @@ def task_headroom():
     except (AttributeError, ValueError, OSError):
         soft = resource.RLIM_INFINITY
     if soft != resource.RLIM_INFINITY and soft <= 1 << 16 and os.getuid() != 0:
-        tasks = user_tasks()
-        if tasks is not None:
-            room.append(soft - tasks)
+        total = system_tasks()
+        if total is not None and soft - total >= START_TASKS:
+            room.append(soft - total)  # a bound: this user's tasks are some of them
+        else:
+            tasks = user_tasks()
+            if tasks is not None:
+                room.append(soft - tasks)
     group = own_cgroup()
     while group is not None:
         most = number(read_text(cgroup_file(group, "pids.max")))

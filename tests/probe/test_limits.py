@@ -32,6 +32,7 @@ import pytest
 from fleetcheck.probe.parts.core import base, spawn
 from fleetcheck.probe.parts.core.assembly import Probe
 from fleetcheck.probe.parts.core.spawn import Deadline, Spawned, stage_answer
+from fleetcheck.probe.parts.evaluation import objects
 from fleetcheck.probe.parts.evaluation.diagnose import diagnoses
 from fleetcheck.probe.parts.evaluation.objects import (
     START_TASKS,
@@ -257,6 +258,26 @@ def test_the_task_headroom_is_the_least_of_the_cgroups_pids_limits(
     (step / "pids.max").write_text("4096\n")
     assert task_headroom() == 4081 > START_TASKS
 
+
+
+def test_a_roomy_nproc_is_judged_without_reading_every_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's RLIMIT_NPROC of 4096 (a distribution's default for logins): where every task
+    of the system leaves room enough, that bound is the headroom and no process's status is
+    read; near it, this user's own tasks are counted."""
+    monkeypatch.setattr(base, "SYSROOT", str(tmp_path))
+    monkeypatch.setattr(objects.os, "getuid", lambda: 1000)
+    monkeypatch.setattr(objects.resource, "getrlimit", lambda which: (4096, 4096))
+    monkeypatch.setattr(objects, "own_cgroup", lambda: None)
+    counted: list[int] = []
+    monkeypatch.setattr(objects, "user_tasks", lambda: counted.append(1) or 40)
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/loadavg").write_text("0.52 0.58 0.59 3/612 48211\n")
+    assert (objects.task_headroom(), counted) == (4096 - 612, [])
+    (tmp_path / "proc/loadavg").write_text("0.52 0.58 0.59 3/4060 48211\n")
+    assert (objects.task_headroom(), counted) == (4096 - 40, [1])
+    (tmp_path / "proc/loadavg").unlink()
+    assert objects.task_headroom() == 4096 - 40
 
 def test_without_a_tight_process_limit_the_driver_layer_runs_beside_the_imports(
         tmp_path: Path) -> None:

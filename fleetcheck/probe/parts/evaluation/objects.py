@@ -366,20 +366,33 @@ def user_tasks(uid=None):
 START_TASKS = 64
 
 
+def system_tasks():
+    """Every task of the system (or of the container, where /proc/loadavg is its own): the
+    total of /proc/loadavg's fourth field; None where it cannot be read."""
+    fields = (read_text(host_path("/proc/loadavg")) or "").split()
+    total = fields[3].partition("/")[2] if len(fields) > 3 else ""
+    return int(total) if total.isdigit() else None
+
+
 def task_headroom():
     """The tasks this job may still start, or None where no process limit is set near: the
     least of RLIMIT_NPROC less this user's tasks now (not for root, whom it does not bind; a
-    limit above 65536 is not counted) and each pids.max up the cgroup tree less its
-    pids.current."""
+    limit above 65536 is not counted; where every task of the system leaves room enough, that
+    bound, without reading each process's status) and each pids.max up the cgroup tree less
+    its pids.current."""
     room = []
     try:
         soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
     except (AttributeError, ValueError, OSError):
         soft = resource.RLIM_INFINITY
     if soft != resource.RLIM_INFINITY and soft <= 1 << 16 and os.getuid() != 0:
-        tasks = user_tasks()
-        if tasks is not None:
-            room.append(soft - tasks)
+        total = system_tasks()
+        if total is not None and soft - total >= START_TASKS:
+            room.append(soft - total)  # a bound: this user's tasks are some of them
+        else:
+            tasks = user_tasks()
+            if tasks is not None:
+                room.append(soft - tasks)
     group = own_cgroup()
     while group is not None:
         most = number(read_text(cgroup_file(group, "pids.max")))
