@@ -505,22 +505,25 @@ TORCH_CUDA = r'''
 """Stub torch.cuda, answering as the real one does on the configured node."""
 import contextlib, json, warnings
 _CONFIG = CONFIG_JSON
+def _init_rc():
+    # Where configured, the node's libcuda initialised as torch's cudaGetDeviceCount() does.
+    if not (_CONFIG["available"] and _CONFIG.get("cuinit")):
+        return 0
+    import ctypes
+    return ctypes.CDLL(_CONFIG["cuinit"]).cuInit(0)
 def is_available():
     if _CONFIG["warning"]:
         warnings.warn(_CONFIG["warning"], UserWarning)
-    if _CONFIG["available"] and _CONFIG.get("cuinit"):
-        # The node's libcuda initialised as torch's cudaGetDeviceCount() does.
-        import ctypes
-        rc = ctypes.CDLL(_CONFIG["cuinit"]).cuInit(0)
-        if rc:
-            warnings.warn("CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did "
-                          "you run some cuda functions before calling NumCudaDevices() that "
-                          "might have already set an error? Error %d: OS call failed or "
-                          "operation not supported on this OS" % rc, UserWarning)
-            return False
+    rc = _init_rc()
+    if rc:
+        warnings.warn("CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did "
+                      "you run some cuda functions before calling NumCudaDevices() that "
+                      "might have already set an error? Error %d: OS call failed or "
+                      "operation not supported on this OS" % rc, UserWarning)
+        return False
     return _CONFIG["available"]
 def device_count():
-    return _CONFIG["count"] if is_available() else 0
+    return _CONFIG["count"] if _CONFIG["available"] and not _init_rc() else 0
 def get_arch_list():
     return list(_CONFIG["arch"]) if _CONFIG["available"] else []
 def get_device_capability(index=0):

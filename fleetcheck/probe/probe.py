@@ -4876,7 +4876,7 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         self.hip_info = self.collect_hip(self.hip) if self.hip else {"error": "not run"}
         self.rocminfo_info = parse_rocminfo(self.rocminfo.result() if self.rocminfo else None)
         self.stack_result = self.stack.result()
-        if self.alone and self.possible_gpu and self.vendor == "nvidia":
+        if self.alone and self.vendor == "nvidia":  # alone: a GPU may be there
             self.start_driver_tools()
         self.smi_info = parse_smi(self.smi.result()) if self.smi else {"error": "not run"}
         if self.possible_gpu and not self.smi and self.vendor == "nvidia":
