@@ -78,20 +78,29 @@ def qga(vmid, execute, arguments=None, timeout=5.0):
         except OSError as exc:
             raise Failed(f"VM {vmid} qga command '{execute}' failed - unable to connect to "
                          f"VM {vmid} qga socket - {exc.strerror}\n") from None
-        sock.sendall((json.dumps({"execute": "guest-sync-delimited",
-                                  "arguments": {"id": cmdid}}) + "\n"
-                      + json.dumps({"execute": execute, "arguments": arguments or {}})
-                      + "\n").encode())
+        # IO::Multiplex closes the handle on a failed write or read (a QEMU killed mid-command
+        # resets it) as on EOF: QMPClient's mux_close then says "client closed connection".
+        closed = Failed(f"VM {vmid} qga command '{execute}' failed - client closed "
+                        "connection\n")
+        try:
+            sock.sendall((json.dumps({"execute": "guest-sync-delimited",
+                                      "arguments": {"id": cmdid}}) + "\n"
+                          + json.dumps({"execute": execute, "arguments": arguments or {}})
+                          + "\n").encode())
+        except OSError:
+            raise closed from None
         buffer = b""
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([sock], [], [], left)[0]:
                 raise Failed(f"VM {vmid} qga command '{execute}' failed - got timeout\n")
-            chunk = sock.recv(65536)
+            try:
+                chunk = sock.recv(65536)
+            except OSError:
+                raise closed from None
             if not chunk:
-                raise Failed(f"VM {vmid} qga command '{execute}' failed - client closed "
-                             "connection\n")
+                raise closed
             buffer += chunk
             if b"\xff" not in buffer:
                 continue
