@@ -569,6 +569,12 @@ def cgroup_file(group, name):
     return host_path("/sys/fs/cgroup" + (group or "/").rstrip("/") + "/" + name)
 
 
+def cgroup_chain(group):
+    while group is not None:
+        yield group
+        group = None if group in ("", "/") else os.path.dirname(group.rstrip("/")) or "/"
+
+
 def oom_kills():
     group = own_cgroup()
     if group is None:
@@ -3660,8 +3666,7 @@ def read_limits():
         limits[name] = {"soft": None if soft == resource.RLIM_INFINITY else soft,
                         "hard": None if hard == resource.RLIM_INFINITY else hard,
                         "shell": shell}
-    group = own_cgroup()
-    while group is not None:
+    for group in cgroup_chain(own_cgroup()):
         for name, count in (("memory.max", "memory"), ("pids.max", "pids")):
             value = number(read_text(cgroup_file(group, name)))
             if value is not None and name not in limits:
@@ -3669,7 +3674,6 @@ def read_limits():
                     group.rstrip("/") + "/" + name), "group": group,
                     "current": number(read_text(cgroup_file(group, count + ".current"))),
                     "peak": number(read_text(cgroup_file(group, count + ".peak")))}
-        group = None if group in ("", "/") else os.path.dirname(group.rstrip("/")) or "/"
     files = (read_text(host_path("/proc/sys/fs/file-nr")) or "").split()
     most = number(read_text(host_path("/proc/sys/fs/file-max")))
     if most is not None and most < 1 << 62:
@@ -3890,12 +3894,10 @@ def task_headroom():
             tasks = user_tasks()
             if tasks is not None:
                 room.append(soft - tasks)
-    group = own_cgroup()
-    while group is not None:
+    for group in cgroup_chain(own_cgroup()):
         most = number(read_text(cgroup_file(group, "pids.max")))
         if most is not None:
             room.append(most - (number(read_text(cgroup_file(group, "pids.current"))) or 0))
-        group = None if group in ("", "/") else os.path.dirname(group.rstrip("/")) or "/"
     return min(room) if room else None
 
 

@@ -46,6 +46,13 @@ def cgroup_file(group, name):
     return host_path("/sys/fs/cgroup" + (group or "/").rstrip("/") + "/" + name)
 
 
+def cgroup_chain(group):
+    """`group` and each cgroup above it up to the root ("/"), nearest first; none for None."""
+    while group is not None:
+        yield group
+        group = None if group in ("", "/") else os.path.dirname(group.rstrip("/")) or "/"
+
+
 def oom_kills():
     """How many processes of this process's cgroup the OOM killer killed (memory.events'
     oom_kill, which counts the kills under any ancestor's memory.max too), or None."""

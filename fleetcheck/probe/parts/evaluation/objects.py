@@ -19,7 +19,7 @@ import stat
 
 from fleetcheck.probe.parts.catalogue import ERRNO_RULES, PLACE_RULES
 from fleetcheck.probe.parts.core.base import host_path, read_text
-from fleetcheck.probe.parts.core.spawn import cgroup_file, own_cgroup
+from fleetcheck.probe.parts.core.spawn import cgroup_chain, cgroup_file, own_cgroup
 from fleetcheck.probe.parts.facts.cache import mount_of
 from fleetcheck.probe.parts.facts.where import where_it_runs
 
@@ -131,8 +131,7 @@ def read_limits():
         limits[name] = {"soft": None if soft == resource.RLIM_INFINITY else soft,
                         "hard": None if hard == resource.RLIM_INFINITY else hard,
                         "shell": shell}
-    group = own_cgroup()
-    while group is not None:
+    for group in cgroup_chain(own_cgroup()):
         for name, count in (("memory.max", "memory"), ("pids.max", "pids")):
             value = number(read_text(cgroup_file(group, name)))
             if value is not None and name not in limits:
@@ -140,7 +139,6 @@ def read_limits():
                     group.rstrip("/") + "/" + name), "group": group,
                     "current": number(read_text(cgroup_file(group, count + ".current"))),
                     "peak": number(read_text(cgroup_file(group, count + ".peak")))}
-        group = None if group in ("", "/") else os.path.dirname(group.rstrip("/")) or "/"
     files = (read_text(host_path("/proc/sys/fs/file-nr")) or "").split()
     most = number(read_text(host_path("/proc/sys/fs/file-max")))
     if most is not None and most < 1 << 62:
@@ -393,12 +391,10 @@ def task_headroom():
             tasks = user_tasks()
             if tasks is not None:
                 room.append(soft - tasks)
-    group = own_cgroup()
-    while group is not None:
+    for group in cgroup_chain(own_cgroup()):
         most = number(read_text(cgroup_file(group, "pids.max")))
         if most is not None:
             room.append(most - (number(read_text(cgroup_file(group, "pids.current"))) or 0))
-        group = None if group in ("", "/") else os.path.dirname(group.rstrip("/")) or "/"
     return min(room) if room else None
 
 
