@@ -50,6 +50,22 @@ from bench.measure import (  # noqa: E402
 from bench.run import NODE_TIMEOUT, latency_probe, real_probe, trivial_probe  # noqa: E402
 
 
+def floor_spec(inventory: Path, probe_path: str, workdir: Path) -> Path:
+    """bench/gate_floor.py's spec for the in-process fleet of `inventory`."""
+    import yaml
+
+    data = yaml.safe_load(inventory.read_text())
+    ssh = data["defaults"]["ssh"]
+    spec = {"hosts": [[name, host["ssh"]["port"], [c["vmid"] for c in host["containers"]]]
+                      for name, host in data["hosts"].items()],
+            "user": ssh["user"], "identity_file": ssh["identity_file"],
+            "known_hosts": ssh["known_hosts"], "stdin": probe_path,
+            "timeout": data["defaults"]["timeout"]}
+    path = workdir / "floor.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
 def one_shape(nodes: int, per_host: int, runs: int, sleep: float, workdir: Path,
               concurrency: int, where: str,
               codes: tuple[tuple[str, Path], ...] = (("this", REPO),)) -> list[dict[str, Any]]:
@@ -85,6 +101,9 @@ def one_shape(nodes: int, per_host: int, runs: int, sleep: float, workdir: Path,
             times_path = workdir / f"times-{run}-{code}.json"
             argv = [sys.executable, str(checkout / "bench" / "fleetcheck_with_probe.py"),
                     probe_path, "gate", inventory, "--playbook", "quick"]
+            if code == "floor":
+                argv = [sys.executable, str(REPO / "bench" / "gate_floor.py"),
+                        str(floor_spec(Path(inventory), probe_path, workdir))]
             env = dict(os.environ, PYTHONPATH=repo_pythonpath(checkout),
                        BENCH_TIMES=str(times_path))
             launched = time.monotonic()
@@ -150,8 +169,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="the gate on these cores, the nodes' servers on those (0-1:2-15)")
     parser.add_argument("--baseline", metavar="DIR",
                         help="another checkout of fleetcheck, run in turn with this one")
+    parser.add_argument("--floor", action="store_true",
+                        help="run bench/gate_floor.py in turn too (the least an asyncssh gate "
+                        "does; --servers inprocess)")
     args = parser.parse_args(argv)
     codes: tuple[tuple[str, Path], ...] = (("this", REPO),)
+    if args.floor:
+        if args.servers != "inprocess":
+            parser.error("--floor needs --servers inprocess")
+        codes = (("floor", REPO), *codes)
     if args.baseline:
         codes = (("baseline", Path(args.baseline).resolve()), *codes)
     try:

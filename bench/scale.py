@@ -44,7 +44,7 @@ NODE_TIMEOUT = 120.0
 async def serve(workdir: Path) -> None:
     """Listen on 127.0.0.1:0 (as many listeners as the file `listeners` says, one by default),
     answer every channel with the reply; write the ports, then wait."""
-    import asyncssh
+    from fleetcheck.transport.sshlib import asyncssh  # without its import-time warnings
 
     reply = (workdir / "reply.json").read_bytes()
     code = int((workdir / "reply.code").read_text())
@@ -125,7 +125,7 @@ def write_inventory(workdir: Path, nodes: int, port: int | list[int], *,
 def start_server(workdir: Path, listeners: int = 1) -> tuple[subprocess.Popen[bytes], list[int]]:
     """The server process, and its ports: one listener by default (every host of the
     inventory on one port), or one per host as a real fleet has one sshd per host."""
-    import asyncssh
+    from fleetcheck.transport.sshlib import asyncssh
 
     (workdir / "listeners").write_text(str(listeners))
     host_key = asyncssh.generate_private_key("ssh-ed25519")
