@@ -190,7 +190,6 @@ def test_a_job_that_cannot_start_a_process_names_the_process_limit(
     assert isinstance(facts, dict) and facts["limits"]["NPROC"]["soft"] == 1
 
 
-
 #: The workload's own first step, as the job runs it.
 OWN_START = "import torch, triton; triton.runtime.driver.active.get_current_target()"
 
@@ -293,6 +292,7 @@ def test_without_a_tight_process_limit_the_driver_layer_runs_beside_the_imports(
     assert isinstance(facts, dict) and facts["probe_cost"]["workload_alone"] is False
     assert (rc, doc["triton"]) == (0, {"verdict": "gpu", "backend": "cuda", "cause": None,
                                        "fix": ""})
+
 
 def oom_node(root: Path, kill: bool = True) -> NodeEnv:
     """A node in Slurm job 42's step cgroup, the job's memory.max 8 GiB; its workload

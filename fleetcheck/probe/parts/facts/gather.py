@@ -107,7 +107,7 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         self.driver_in_stack = self.possible_gpu and self.vendor == "nvidia" and not self.deep
         # Under a tight process limit the workload's own start runs alone and in its own order:
         # the driver layer after it, the driver's tools once the stack is done.
-        headroom = task_headroom() if self.possible_gpu else None
+        headroom = task_headroom() if self.possible_gpu and self.vendor == "nvidia" else None
         self.alone = headroom is not None and headroom < START_TASKS
         self.start_gpu_state()  # before any stage that may create a CUDA context
         own = json.dumps({"name": self.own_name, "deep": self.deep, "env": {
@@ -171,7 +171,7 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         self.hip_info = self.collect_hip(self.hip) if self.hip else {"error": "not run"}
         self.rocminfo_info = parse_rocminfo(self.rocminfo.result() if self.rocminfo else None)
         self.stack_result = self.stack.result()
-        if self.alone and self.vendor == "nvidia":  # alone: a GPU may be there
+        if self.alone:
             self.start_driver_tools()
         self.smi_info = parse_smi(self.smi.result()) if self.smi else {"error": "not run"}
         if self.possible_gpu and not self.smi and self.vendor == "nvidia":
