@@ -10,6 +10,11 @@ every such file is in PARTS and every entry of PARTS is a file. Of each part the
 
 - drops the module docstring and its imports of other parts (`from fleetcheck.probe.parts.NAME
   import ...`, NAME dotted: NAME must come earlier in PARTS and define the names);
+- puts in place of an import of a stage script's function (`from
+  fleetcheck.probe.parts.scripts.NAME import FUNCTION`) that function's definition, copied from
+  the script: one source for what the probe's interpreter and a script both run (the function
+  must be a plain top-level `def` of the script's sent text that needs nothing of the
+  script's other names: its copy runs in the probe's namespace);
 - hoists its `import NAME` lines (the standard library only; `from __future__` too) to the top
   of the file, once each, sorted;
 - keeps the rest as it is written, except that `stage_script("NAME")` becomes the text of
@@ -18,17 +23,19 @@ every such file is in PARTS and every entry of PARTS is a file. Of each part the
   keep them; the shipped probe must fit the QEMU guest agent API's 64 KiB input once
   compressed: transport/qemu_api.py).
 
-Imports of other kinds at a part's top level, a top-level import after other code, a name that
-two parts define, a part file missing from PARTS, an entry of PARTS with no file and a stage
-folder's `__init__.py` holding more than its docstring are errors (`FILE:LINE: problem`, exit
-2). So is a cause record with a check whose method the built Probe lacks (`check_method(id)`,
-`check_<id>`): the probe would otherwise run, and call the check by name, on a user's node.
+Imports of other kinds at a part's top level, a top-level import after other code, a
+script's function that is not such a `def`, a name that two parts define, a part file missing
+from PARTS, an entry of PARTS with no file and a stage folder's `__init__.py` holding more than
+its docstring are errors (`FILE:LINE: problem`, exit 2). So is a cause record with a check
+whose method the built Probe lacks (`check_method(id)`, `check_<id>`): the probe would
+otherwise run, and call the check by name, on a user's node.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import builtins
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,6 +48,7 @@ HERE = Path(__file__).resolve().parent
 PARTS_DIR = HERE / "parts"
 TARGET = HERE / "probe.py"
 PARTS_PACKAGE = "fleetcheck.probe.parts"
+SCRIPTS_PACKAGE = PARTS_PACKAGE + ".scripts"
 REBUILD = "python -m fleetcheck.probe.build"
 BANNER = (
     f"# Built by `{REBUILD}` from fleetcheck/probe/parts/ (docs/architecture.md:\n"
@@ -143,6 +151,7 @@ def read_part(name: str, parts_dir: Path = PARTS_DIR) -> Part:
     imports: list[str] = []
     future: list[str] = []
     uses: list[tuple[ast.ImportFrom, str]] = []
+    borrowed: list[tuple[str, str]] = []  # (name, definition) of the scripts' functions
     while statements:
         node = statements[0]
         if not isinstance(node, ast.Import | ast.ImportFrom):
@@ -158,9 +167,16 @@ def read_part(name: str, parts_dir: Path = PARTS_DIR) -> Part:
                 imports.append(f"import {alias.name}")
         elif node.module == "__future__":
             future += [alias.name for alias in node.names]
-        elif node.module == PARTS_PACKAGE + ".scripts" and not node.level:
+        elif node.module == SCRIPTS_PACKAGE and not node.level:
             if [alias.name for alias in node.names] != ["stage_script"]:
                 raise BuildError(f"{where}: a part takes only stage_script from the scripts")
+        elif (node.module or "").startswith(SCRIPTS_PACKAGE + ".") and not node.level:
+            script = parts_dir / "scripts" / f"{(node.module or '').rsplit('.', 1)[1]}.py"
+            for alias in node.names:
+                if alias.asname:
+                    raise BuildError(f"{where}: a script's function keeps its name "
+                                     f"({ast.unparse(node)!r})")
+                borrowed.append(script_function(script, alias.name, where))
         elif (node.module or "").startswith(PARTS_PACKAGE + ".") and not node.level:
             uses += [(node, alias.name) for alias in node.names]
         else:
@@ -172,7 +188,51 @@ def read_part(name: str, parts_dir: Path = PARTS_DIR) -> Part:
     lines = source.splitlines(keepends=True)[header_end:]
     body = _embed_scripts("".join(lines), tree, path, header_end,
                           parts_dir / "scripts").strip("\n") + "\n"
-    return Part(name, path, imports, future, body, _defined(statements), uses)
+    if borrowed:
+        body = "\n\n".join(definition for _, definition in borrowed) + "\n\n\n" + body
+    return Part(name, path, imports, future, body,
+                _defined(statements) | {name for name, _ in borrowed}, uses)
+
+
+def script_function(script: Path, name: str, where: str) -> tuple[str, str]:
+    """(name, its definition's text) of the top-level function `name` of a stage script's sent
+    text, for a part that imports it; BuildError where it is not a plain `def` there, or where
+    it needs a name of the script's own (its copy runs in the probe's namespace)."""
+    if not script.is_file():
+        raise BuildError(f"{where}: no stage script {_where(script, 1)}")
+    source = script.read_text(encoding="utf-8")
+    try:
+        sent = script_text(source, script.stem)
+    except ValueError as exc:
+        raise BuildError(f"{_where(script, 1)}: {exc}") from None
+    offset = source[:len(source) - len(sent)].count("\n")
+    tree = ast.parse(sent)
+    found = [node for node in tree.body if isinstance(node, ast.FunctionDef)
+             and node.name == name]
+    if len(found) != 1 or found[0].decorator_list:
+        raise BuildError(f"{where}: {script.stem}.py's script defines no plain top-level "
+                         f"function {name!r}")
+    function = found[0]
+    bound = {arg.arg for arg in ast.walk(function.args) if isinstance(arg, ast.arg)}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            bound |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef) and node is not function:
+            bound.add(node.name)
+    needs = sorted({node.id for node in ast.walk(function) if isinstance(node, ast.Name)
+                    and isinstance(node.ctx, ast.Load) and node.id not in bound
+                    and not hasattr(builtins, node.id)})
+    if needs:
+        raise BuildError(f"{_where(script, offset + function.lineno)}: {name}() uses the "
+                         f"script's {', '.join(needs)}: a function a part imports needs "
+                         "nothing but its own imports and builtins")
+    text = ast.get_source_segment(sent, function)
+    assert text is not None
+    return name, text
 
 
 def part_files(parts_dir: Path = PARTS_DIR) -> list[str]:

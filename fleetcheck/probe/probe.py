@@ -584,14 +584,6 @@ def oom_kills():
     return int(match.group(1)) if match else None
 
 
-def give_back_freed_memory():
-    try:
-        import ctypes
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError, ImportError):  # musl, or no ctypes
-        pass
-
-
 class Deadline:
 
     def __init__(self, seconds):
@@ -1504,7 +1496,7 @@ def release_builds(triton):
     return found
 
 
-def trim_heap():
+def give_back_freed_memory():
     try:
         import ctypes
         ctypes.CDLL(None).malloc_trim(0)
@@ -2797,7 +2789,7 @@ if triton is not None:
     else:
         own.suspend()
         fresh = own.fresh_dir(fresh)
-        trim_heap()
+        give_back_freed_memory()
         try:
             if not (report.get("ok") and skeleton_attempt(data)):
                 fresh_attempt(data)
@@ -4771,6 +4763,14 @@ class GpuStateFacts(ProbeState):
 
 
 # --- facts/gather ---------------------------------------------------------------------------------
+
+def give_back_freed_memory():
+    try:
+        import ctypes
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError, ImportError):  # musl, or no ctypes
+        pass
+
 
 def hip_version_text(version):
     if not isinstance(version, int) or version <= 0:

@@ -93,6 +93,62 @@ def test_a_part_imports_only_from_parts_before_it(tmp_path: Path) -> None:
     assert _error(parts) == f"{parts}/facts/where.py:3: core/base.py defines no top-level 'nothing'"
 
 
+def _function(source: str, name: str) -> str:
+    """The top-level function `name` of `source`, without its docstring, as ast.dump."""
+    found = [node for node in ast.parse(source).body
+             if isinstance(node, ast.FunctionDef) and node.name == name]
+    assert len(found) == 1, name
+    function = found[0]
+    if ast.get_docstring(function) is not None:
+        function.body = function.body[1:]
+    return ast.dump(function)
+
+
+def test_a_function_both_interpreters_run_has_one_source() -> None:
+    # The probe's interpreter and the stack each give glibc's freed heap back: the script's
+    # definition, copied into the probe by the build, is the only one in the sources.
+    sources = [path for path in probe_build.PARTS_DIR.rglob("*.py")
+               if "def give_back_freed_memory(" in path.read_text()]
+    assert [path.relative_to(probe_build.PARTS_DIR).as_posix() for path in sources] == [
+        "scripts/workload.py"]
+    built = probe_source()
+    assert built.count("def give_back_freed_memory(") == 2  # the probe's, the stack's text
+    assert _function(built, "give_back_freed_memory") == _function(
+        source_stages.STACK_SCRIPT, "give_back_freed_memory")
+    assert "give_back_freed_memory" in vars(probe_module)
+
+
+def test_a_part_takes_only_a_self_contained_function_of_a_script(tmp_path: Path) -> None:
+    def where_importing(names: str) -> str:
+        return (f'"""Where."""\n\nfrom fleetcheck.probe.parts.scripts.{names}\n\n'
+                "X = 1\n")
+
+    parts = _parts(tmp_path, facts__where=where_importing("prelude import emit"))
+    prelude = (parts / "scripts" / "prelude.py").read_text().splitlines()
+    line = prelude.index("def emit(stage, data):") + 1
+    assert _error(parts) == (
+        f"{parts}/scripts/prelude.py:{line}: emit() uses the script's EMITTING, MARK, json, "
+        "sys: a function a part imports needs nothing but its own imports and builtins")
+    parts = _parts(tmp_path / "b", facts__where=where_importing("prelude import nothing"))
+    assert _error(parts) == (
+        f"{parts}/facts/where.py:3: prelude.py's script defines no plain top-level function "
+        "'nothing'")
+    parts = _parts(tmp_path / "c", facts__where=where_importing("prelude import err as e"))
+    assert _error(parts) == (
+        f"{parts}/facts/where.py:3: a script's function keeps its name "
+        "('from fleetcheck.probe.parts.scripts.prelude import err as e')")
+    parts = _parts(tmp_path / "d", facts__where=where_importing("nowhere import err"))
+    assert _error(parts) == (
+        f"{parts}/facts/where.py:3: no stage script {parts}/scripts/nowhere.py:1")
+    # A self-contained one is copied in place of its import, and is the part's own name.
+    built = probe_build.build(_parts(tmp_path / "e", facts__where=(
+        '"""Where."""\n\nfrom fleetcheck.probe.parts.scripts.prelude import err\n\n\n'
+        "def where_it_runs(*args):\n    return err(ValueError('x'))\n")), PARTS)
+    section = built.split("# --- facts/where ")[1].split("# --- ")[0]
+    assert "def err(e):\n    return (type(e).__name__" in section
+    assert "parts.scripts.prelude import" not in built
+
+
 def test_a_name_lives_in_one_part(tmp_path: Path) -> None:
     parts = _parts(tmp_path, facts__where='"""Where."""\n\n\ndef clip(text):\n    return text\n')
     assert _error(parts) == (

@@ -64,17 +64,6 @@ def oom_kills():
     return int(match.group(1)) if match else None
 
 
-def give_back_freed_memory():
-    """Return the C heap's freed pages to the system (glibc's malloc_trim; nothing elsewhere).
-    Compiling the probe's own source frees 14 MB that glibc keeps resident; this interpreter
-    then waits beside the workload's, and a job's memory limit counts both."""
-    try:
-        import ctypes
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError, ImportError):  # musl, or no ctypes
-        pass
-
-
 class Deadline:
     """One deadline for the whole probe; every subprocess timeout is taken from it."""
 

@@ -12,7 +12,6 @@ from fleetcheck.probe.parts.core.base import host_path, read_text
 from fleetcheck.probe.parts.core.spawn import (
     STARTED,
     Spawned,
-    give_back_freed_memory,
     stage_lines,
 )
 from fleetcheck.probe.parts.core.stages import (
@@ -37,6 +36,9 @@ from fleetcheck.probe.parts.facts.nvidia import dev_nodes, parse_smi, proc_nvidi
 from fleetcheck.probe.parts.facts.system import cpu_count, memory_bytes, os_release
 from fleetcheck.probe.parts.facts.toolchain import ToolchainFacts
 from fleetcheck.probe.parts.facts.where import where_it_runs
+
+# The stack's own (its definition copied here by the build): one source for both interpreters.
+from fleetcheck.probe.parts.scripts.workload import give_back_freed_memory
 
 
 def hip_version_text(version):

@@ -27,6 +27,7 @@ from fleetcheck.probe.parts.scripts.workload import (
     guarded,
     fla_requirements,
     framework_imports,
+    give_back_freed_memory,
     inductor_report,
     knob_report,
     python_tempdir,
@@ -36,7 +37,6 @@ from fleetcheck.probe.parts.scripts.workload import (
     vllm_report,
     reproduce,
     skeleton_proof,
-    trim_heap,
     untrace_compiler,
 )
 from fleetcheck.probe.parts.stages import FLA_LAYOUTS
@@ -419,7 +419,7 @@ if triton is not None:
         # its cache dir: the same mount, its exec and space), else in the probe's temp dir.
         fresh = own.fresh_dir(fresh)
         # torch's import is at its peak now; the compiler below runs beside what it let go.
-        trim_heap()
+        give_back_freed_memory()
         try:
             if not (report.get("ok") and skeleton_attempt(data)):
                 fresh_attempt(data)

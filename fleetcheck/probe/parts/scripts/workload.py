@@ -376,10 +376,13 @@ def release_builds(triton):
     return found
 
 
-def trim_heap():
+def give_back_freed_memory():
     """Give the C heap's freed pages back to the system (glibc's malloc_trim; nothing
-    elsewhere): what importing torch allocated and freed stays resident otherwise, and the
-    compiler the probe starts next counts beside it under the job's memory limit."""
+    elsewhere). What a process allocated and freed stays resident otherwise, and a job's memory
+    limit counts it beside the workload's: in the stack, what importing torch freed, before
+    the compiler the probe starts next; in the probe's own interpreter (facts/gather.py takes
+    this definition, copied by the build), the 14 MB compiling the probe's source frees,
+    before it waits beside the workload's interpreter."""
     try:
         import ctypes
         ctypes.CDLL(None).malloc_trim(0)
