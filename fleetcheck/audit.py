@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import re
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
@@ -94,6 +95,14 @@ def _timed_out(target: Target, duration_s: float) -> NodeResult:
                  duration_s=duration_s, **_failed(failures.TIMED_OUT))
 
 
+#: What an interpreter too old for the probe says last, in its own words (CPython's): before
+#: 3.7 (Python 2 too) compiling the probe's `from __future__ import annotations`; Python 2
+#: reading the bootstrap's `sys.stdin.buffer`, or the probe's UTF-8 source as `python -`.
+_TOO_OLD = re.compile(r"SyntaxError: future feature annotations is not defined$"
+                      r"|AttributeError: 'file' object has no attribute 'buffer'$"
+                      r"|SyntaxError: Non-ASCII character .* but no encoding declared")
+
+
 def _without_document(
     target: Target, transport: Transport, result: CommandResult, problem: ProbeOutputError
 ) -> tuple[str, str, str | None]:
@@ -112,6 +121,10 @@ def _without_document(
         if code == 126:
             return ("error", f"{target.python} cannot be run {where}",
                     failures.INTERPRETER_MISSING)
+        said = last_line(result.stderr)
+        if not result.stdout.strip() and _TOO_OLD.match(said):
+            return ("error", f"{target.python} {where} is too old for the probe (it needs "
+                    f"Python 3.8 or newer): {said}", failures.INTERPRETER_TOO_OLD)
         if not result.stdout.strip():
             detail = last_line(result.stderr) or "no output"
             return "error", f"probe exited with status {code}: {detail}", None

@@ -57,6 +57,9 @@ CREDENTIALS = "credentials_refused"
 SERVICE_DOWN = "service_down"
 #: The probe's interpreter is not there (or cannot be run) where it was looked for.
 INTERPRETER_MISSING = "interpreter_not_found"
+#: The probe's interpreter is too old to run it (Python 2, or 3 before 3.7: the probe needs
+#: 3.8 or newer), read from what that interpreter said.
+INTERPRETER_TOO_OLD = "interpreter_too_old"
 #: The tool refused otherwise, in its own words (docker exec's 125, an unknown text).
 TOOL_REFUSED = "tool_refused"
 
@@ -66,7 +69,7 @@ FAILURE_IDS = (UNREACHABLE, HOST_KEY_UNKNOWN, HOST_KEY_CHANGED, JUMP_HOST_KEY, T
                NEEDS_ROOT, TOOL_NOT_FOUND, NO_SUCH_NODE, NODE_NOT_RUNNING, NODE_BUSY,
                AGENT_NOT_CONFIGURED, AGENT_NOT_ANSWERING, AGENT_FAILED, NOT_LINUX,
                INPUT_REFUSED, ACCESS_DENIED, CREDENTIALS, SERVICE_DOWN, INTERPRETER_MISSING,
-               TOOL_REFUSED)
+               INTERPRETER_TOO_OLD, TOOL_REFUSED)
 
 
 class Refusal(tuple[str, str]):

@@ -140,3 +140,64 @@ def test_every_refusal_id_is_owned_by_failures() -> None:
         text = Path(module.__file__ or "").read_text()
         for name in re.findall(r"failures\.([A-Z_]+)", text):
             assert getattr(failures, name) in failures.FAILURE_IDS, (module.__name__, name)
+
+
+#: What real interpreters too old for the probe print when they are given it (CPython 2.7.18
+#: and 3.6.15, the shipped probe): through the packed launch (`-c` with the zlib bootstrap,
+#: transport/packing.py; the guest agent's base64 one reads `sys.stdin.buffer` alike) and as
+#: `python -` (the runtimes' and the API's unpacked launch). Every one exits 1 with no output.
+OLD_INTERPRETERS = {
+    "2.7 packed": ("Traceback (most recent call last):\n"
+                   '  File "<string>", line 1, in <module>\n'
+                   "AttributeError: 'file' object has no attribute 'buffer'\n"),
+    "2.7 stdin": ('  File "<stdin>", line 56\n'
+                  "SyntaxError: Non-ASCII character '\\xe2' in file <stdin> on line 56, but no "
+                  "encoding declared; see http://python.org/dev/peps/pep-0263/ for details\n"),
+    "3.6 packed": ("Traceback (most recent call last):\n"
+                   '  File "<string>", line 1, in <module>\n'
+                   '  File "<stdin>", line 12\n'
+                   "SyntaxError: future feature annotations is not defined\n"),
+    "3.6 stdin": ('  File "<stdin>", line 12\n'
+                  "SyntaxError: future feature annotations is not defined\n"),
+}
+
+
+@pytest.mark.parametrize("said", sorted(OLD_INTERPRETERS))
+def test_an_interpreter_too_old_for_the_probe_is_named_with_its_fix(said: str) -> None:
+    stderr = OLD_INTERPRETERS[said].encode()
+    target = dataclasses.replace(_target(101), python="/usr/bin/python3")
+    container = PctTransport(SshTransport(target.host), 101, host_name="pve1")
+    node = node_from_result(target, container, CommandResult(1, b"", stderr), DEFAULT_POLICY,
+                            0.1)
+    last = stderr.decode().strip().splitlines()[-1]
+    assert (node.status, node.triton.cause) == ("error", failures.INTERPRETER_TOO_OLD)
+    assert node.reason.startswith(
+        "/usr/bin/python3 in container is too old for the probe (it needs Python "
+        "3.8 or newer): ")
+    assert last[:60] in node.reason
+    assert failure_id(node) == failures.INTERPRETER_TOO_OLD
+    assert blocking_fix(node).startswith("point the node's `python` in the inventory")
+    # Read back from a saved report, the id stays.
+    assert failure_id(node_from_dict(node_to_dict(node))) == failures.INTERPRETER_TOO_OLD
+
+
+def test_a_syntax_error_of_another_kind_stays_the_probes_own() -> None:
+    # A probe that printed its document keeps it; another SyntaxError (a damaged copy) is no
+    # interpreter's age.
+    target = _target(101)
+    container = PctTransport(SshTransport(target.host), 101, host_name="pve1")
+    for stderr in (b'  File "<stdin>", line 3\nSyntaxError: invalid syntax\n',
+                   b"SyntaxError: future feature annotations is not defined (in my own code)\n"):
+        node = node_from_result(target, container, CommandResult(1, b"", stderr),
+                                DEFAULT_POLICY, 0.1)
+        assert node.triton.cause is None
+        assert node.reason.startswith("probe exited with status 1: SyntaxError")
+
+
+def test_a_missing_interpreter_says_where_to_point_python() -> None:
+    target = _target(101)
+    container = PctTransport(SshTransport(target.host), 101, host_name="pve1")
+    node = node_from_result(target, container, CommandResult(127, b"", b""), DEFAULT_POLICY,
+                            0.1)
+    assert (node.status, node.triton.cause) == ("error", failures.INTERPRETER_MISSING)
+    assert "install python3 on the node" in blocking_fix(node)

@@ -78,6 +78,14 @@ _REFUSAL_FIXES = {
         "start qemu-guest-agent in the guest (systemctl enable --now qemu-guest-agent)",
     failures.SUDO_PASSWORD:
         "allow the login to run the tool with `sudo -n` (a NOPASSWD sudoers rule)",
+    failures.INTERPRETER_MISSING:
+        "point the node's `python` in the inventory (defaults, host, container or its oci "
+        "entry) at the interpreter the workload runs there (a venv's or conda's python3), or "
+        "install python3 on the node",
+    failures.INTERPRETER_TOO_OLD:
+        "point the node's `python` in the inventory (defaults, host, container or its oci "
+        "entry) at the workload's own interpreter there, Python 3.8 or newer (a venv's or "
+        "conda's python3): the probe runs under it and judges it",
 }
 
 def failure_id(node: NodeResult) -> str | None:
