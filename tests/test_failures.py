@@ -14,7 +14,7 @@ from fleetcheck import failures
 from fleetcheck.audit import node_from_result
 from fleetcheck.host_setup import script_module
 from fleetcheck.inventory_data.model import HostSpec, Target
-from fleetcheck.judgement.fixes import blocking_fix, failure_id
+from fleetcheck.judgement.fixes import blocking_fix, failure_id, node_fix
 from fleetcheck.judgement.policy import DEFAULT_POLICY
 from fleetcheck.report.content import NodeResult, TritonVerdict
 from fleetcheck.report.reportio import node_from_dict, node_to_dict
@@ -92,6 +92,7 @@ def test_a_gatekeeper_refusal_is_an_error_node_with_its_id_and_its_fix() -> None
     assert (node.status, node.triton.cause) == ("error", failures.GATEKEEPER_REFUSED)
     assert failure_id(node) == failures.GATEKEEPER_REFUSED
     assert "fleetcheck host-setup" in blocking_fix(node)
+    assert node_fix(node) == blocking_fix(node)
     # The same exit status without the gatekeeper's line is the probe's own: no id.
     other = CommandResult(returncode=script_module().EXIT_REFUSED, stdout=b"", stderr=b"boom\n")
     crashed = node_from_result(target, container, other, DEFAULT_POLICY, 0.1)
@@ -177,6 +178,8 @@ def test_an_interpreter_too_old_for_the_probe_is_named_with_its_fix(said: str) -
     assert last[:60] in node.reason
     assert failure_id(node) == failures.INTERPRETER_TOO_OLD
     assert blocking_fix(node).startswith("point the node's `python` in the inventory")
+    # The reports' fix (the terminal's, the HTML's) is the gate's.
+    assert node_fix(node) == blocking_fix(node)
     # Read back from a saved report, the id stays.
     assert failure_id(node_from_dict(node_to_dict(node))) == failures.INTERPRETER_TOO_OLD
 
@@ -192,6 +195,7 @@ def test_a_syntax_error_of_another_kind_stays_the_probes_own() -> None:
                                 DEFAULT_POLICY, 0.1)
         assert node.triton.cause is None
         assert node.reason.startswith("probe exited with status 1: SyntaxError")
+        assert node_fix(node) == ""  # nothing known to change: the reason says what it said
 
 
 def test_a_missing_interpreter_says_where_to_point_python() -> None:

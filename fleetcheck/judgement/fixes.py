@@ -1,5 +1,6 @@
 """Owns a node's root cause and fix: `root_cause` and `node_fix` for reports, `blocking_fix` for
-the gate, and `failure_id`, the id of a failure outside the probe (`failures.py`)."""
+the gate, `failure_id`, the id of a failure outside the probe (`failures.py`), and
+`failure_fix`, that failure's fix where it has one (reports and the gate alike)."""
 
 from __future__ import annotations
 
@@ -25,9 +26,14 @@ def root_cause(node: NodeResult) -> Check | None:
 def node_fix(node: NodeResult) -> str:
     """The fix shown beside a node in the matrix, the HTML report and the terminal.
 
-    A check or a verdict without a fix of its own (a report of an older probe) gets its
-    cause's record, filled with the node's facts: a failing node always says what to change.
+    A node that a failure outside the probe stopped gets that failure's fix where it has one
+    (`failure_fix`: the gate says the same). A check or a verdict without a fix of its own (a
+    report of an older probe) gets its cause's record, filled with the node's facts: a
+    failing node always says what to change.
     """
+    known = failure_fix(node)
+    if known:
+        return known
     cause = root_cause(node)
     if node.triton.verdict == "cpu-fallback":
         return node.triton.fix or cause_fix(node.triton.cause, node.facts) or (
@@ -94,17 +100,26 @@ def failure_id(node: NodeResult) -> str | None:
     return node.triton.cause if node.triton.cause in failures.FAILURE_IDS else None
 
 
-def blocking_fix(node: NodeResult) -> str:
-    """What to do about a node that blocks a gate: the gate line's and gate JSON's fix."""
+def failure_fix(node: NodeResult) -> str:
+    """The fix of a failure outside the probe that has one (a host key SSH refused, a probe
+    out of time, a tool's refusal, the interpreter), by its id; "" for any other node."""
     failure = failure_id(node)
     if node.status == "unreachable" and failure in _HOST_KEY_FIXES:
         return _HOST_KEY_FIXES[failure]
-    if node.status in ("unreachable", "skipped"):
-        return _UNVERIFIED_FIX[node.status]
     if node.status == "error" and failure == failures.TIMED_OUT:
         return _TIMEOUT_FIX
     if node.status == "error" and failure in _REFUSAL_FIXES:
         return _REFUSAL_FIXES[failure]
+    return ""
+
+
+def blocking_fix(node: NodeResult) -> str:
+    """What to do about a node that blocks a gate: the gate line's and gate JSON's fix."""
+    known = failure_fix(node)
+    if known:
+        return known
+    if node.status in ("unreachable", "skipped"):
+        return _UNVERIFIED_FIX[node.status]
     # A failing verdict is the root cause the reason names; its fix comes first.
     if node.triton.verdict not in ("gpu", "unknown") and node.triton.fix:
         return node.triton.fix
