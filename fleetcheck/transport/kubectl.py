@@ -10,13 +10,19 @@ kubectl's own line.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from fleetcheck import failures
 from fleetcheck.failures import Refusal
 from fleetcheck.inventory_data.model import KubernetesSpec, PodPlace
 from fleetcheck.text import clip
-from fleetcheck.transport.interface import CommandResult, NestedTransport, Transport
+from fleetcheck.transport.interface import (
+    CommandResult,
+    NestedTransport,
+    RunCommand,
+    Transport,
+)
 
 _FORBIDDEN = re.compile(r'User "([^"]*)" cannot (\w+) resource "([^"]+)"'
                         r'(?: in API group "[^"]*")?(?: in the namespace "([^"]*)")?')
@@ -50,6 +56,21 @@ def exec_argv(spec: KubernetesSpec, place: PodPlace, argv: list[str]) -> list[st
     container = ["-c", place.container] if place.container else []
     return [*kubectl_base(spec), "exec", "-i", "-n", place.namespace, place.pod, *container,
             "--", *argv]
+
+
+def without_exit_trailer(result: CommandResult) -> CommandResult:
+    """The pod's command's own result: kubectl's `command terminated with exit code N` line,
+    which it adds after a command in the pod exits N, taken off stderr (the command's last
+    line, where a crash or an interpreter says why, is then the last line again)."""
+    code = result.returncode
+    text = result.stderr.rstrip(b"\n")
+    trailer = f"command terminated with exit code {code}".encode()
+    if code is None or code == 0 or not text.endswith(trailer):
+        return result
+    head = text[:-len(trailer)]
+    if head and not head.endswith(b"\n"):
+        return result  # not a line of its own
+    return dataclasses.replace(result, stderr=head)
 
 
 def kubectl_failure(result: CommandResult, where: str) -> Refusal | None:
@@ -115,6 +136,12 @@ class PodTransport(NestedTransport):
 
     def wrap(self, argv: list[str]) -> list[str]:
         return exec_argv(self.spec, self.place, argv)
+
+    async def through(
+        self, outer_run: RunCommand, argv: list[str], input: bytes | None, timeout: float
+    ) -> CommandResult:
+        return without_exit_trailer(await outer_run(self.wrap(argv), input=input,
+                                                    timeout=timeout))
 
     def explain_own(self, result: CommandResult) -> Refusal | None:
         return kubectl_failure(result, f"pod {self.place.namespace}/{self.place.pod}")

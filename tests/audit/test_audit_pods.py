@@ -176,6 +176,31 @@ def test_refusals_are_statuses_in_kubectls_words(
     assert node.id in ("lab/training/trainer-0", "lab/*")
 
 
+def test_a_pods_failing_interpreter_is_read_in_its_own_words(cluster: Cluster) -> None:
+    # kubectl adds `command terminated with exit code N` after the command's stderr: the node
+    # says what the interpreter said. A CPython before 3.7 (its own text) is named as too old;
+    # a crash keeps its last line.
+    for name, said, code in (
+            ("old", '  File "<stdin>", line 12\nSyntaxError: future feature annotations is '
+                    "not defined", 1),
+            ("crash", "Traceback (most recent call last):\nMemoryError", 3)):
+        image = cluster.root / f"image-{name}"
+        image.mkdir()
+        python = image / "python3"
+        python.write_text(f"#!/bin/sh\ncat > /dev/null\nprintf '%s\\n' '{said}' >&2\n"
+                          f"exit {code}\n")
+        python.chmod(0o755)
+        cluster.pod("training", f"{name}-0", {"PATH": f"{image}:/usr/bin:/bin"})
+    nodes = {node.id: node for node in audit(cluster.inventory()).nodes}
+    old, crash = nodes["lab/training/old-0"], nodes["lab/training/crash-0"]
+    assert (old.status, old.triton.cause, old.reason) == (
+        "error", "interpreter_too_old",
+        "python3 in pod training/old-0 container main is too old for the probe (it needs "
+        "Python 3.8 or newer): SyntaxError: future feature annotations is not defined")
+    assert (crash.status, crash.triton.cause, crash.reason) == (
+        "error", None, "probe exited with status 3: MemoryError")
+
+
 def test_a_missing_kubeconfig_and_a_wrong_context(cluster: Cluster) -> None:
     path = cluster.inventory()
     cluster.kubeconfig.unlink()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fleetcheck.transport.interface import CommandResult
-from fleetcheck.transport.kubectl import kubectl_failure
+from fleetcheck.transport.kubectl import kubectl_failure, without_exit_trailer
 
 
 def result(stderr: str, code: int = 1) -> CommandResult:
@@ -34,3 +34,17 @@ def result(stderr: str, code: int = 1) -> CommandResult:
 )
 def test_kubectl_texts(stderr: str, code: int, expected: tuple[str, str] | None) -> None:
     assert kubectl_failure(result(stderr, code), "pod training/trainer-0") == expected
+
+
+@pytest.mark.parametrize(("stderr", "code", "left"), [
+    # kubectl's line after the pod's command exited N: taken off, the command's own stays.
+    (b"SyntaxError: boom\ncommand terminated with exit code 1\n", 1, b"SyntaxError: boom\n"),
+    (b"command terminated with exit code 3\n", 3, b""),
+    # Another code than the result's, a line the command itself ended with, or success: kept.
+    (b"x\ncommand terminated with exit code 2\n", 1,
+     b"x\ncommand terminated with exit code 2\n"),
+    (b"my command terminated with exit code 1\n", 1, b"my command terminated with exit code 1\n"),
+    (b"command terminated with exit code 0\n", 0, b"command terminated with exit code 0\n"),
+])
+def test_kubectls_exit_line_is_not_the_commands(stderr: bytes, code: int, left: bytes) -> None:
+    assert without_exit_trailer(CommandResult(code, b"", stderr)).stderr == left
