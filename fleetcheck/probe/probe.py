@@ -586,8 +586,8 @@ def oom_kills():
 
 class Deadline:
 
-    def __init__(self, seconds):
-        self.start = time.monotonic()
+    def __init__(self, seconds, start=None):
+        self.start = time.monotonic() if start is None else start
         self.end = self.start + max(1.0, float(seconds))
 
     def remaining(self):
@@ -4772,6 +4772,12 @@ def give_back_freed_memory():
         pass
 
 
+def gpu_signs():
+    proc, names, amd = proc_nvidia(), dev_nodes(), amd_facts()
+    return (proc, names, amd, bool(proc["gpus"] or names),
+            bool(amd["kfd_gpus"] or "kfd" in amd["dev_nodes"]))
+
+
 def hip_version_text(version):
     if not isinstance(version, int) or version <= 0:
         return None
@@ -4795,11 +4801,7 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         return path
 
     def gather(self):
-        self.proc = proc_nvidia()
-        self.dev_names = dev_nodes()
-        self.amd = amd_facts()
-        nvidia = bool(self.proc["gpus"] or self.dev_names)
-        amd = bool(self.amd["kfd_gpus"] or "kfd" in self.amd["dev_nodes"])
+        self.proc, self.dev_names, self.amd, nvidia, amd = gpu_signs()
         self.vendor = "amd" if amd and not nvidia else "nvidia"
         self.possible_gpu = nvidia or amd
         if self.possible_gpu:  # before the workload's interpreter makes the node's peak
@@ -4868,7 +4870,8 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
             "python": {"executable": self.pyinfo.get("executable"),
                        "version": self.pyinfo.get("version")},
             "probe_python": {"executable": sys.executable,
-                             "version": "%d.%d.%d" % sys.version_info[:3]},
+                             "version": "%d.%d.%d" % sys.version_info[:3],
+                             "isolated": bool(sys.flags.isolated)},
             "cuda_visible_devices": self.env.get("CUDA_VISIBLE_DEVICES"),
             "triton_cache_dir": triton_cache_dir(self.env),
         })
@@ -4911,6 +4914,7 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         runs = done.get("compiler_runs")
         return {"helpers": list(STARTED), "stack_processes": done.get("processes"),
                 "workload_alone": self.alone,
+                "restarted_lean": "__fleetcheck_started__" in globals(),
                 "compiler_runs": None if runs is None else runs + (1 if self.compile else 0)}
 
     def start_libcuda(self):
@@ -7718,6 +7722,46 @@ def parse_args(argv):
     return deep, deadline, python
 
 
+LEAN_LOADER = ("import marshal,os,sys;f=int(sys.argv[1]);t=float(sys.argv[2]);del sys.argv[1:3];"
+               "h=os.fdopen(f,'rb');c=marshal.loads(h.read());h.close();sys.argv[0]='-';"
+               "__file__='<stdin>';__fleetcheck_started__=t;del f,t,h;exec(c)")
+
+
+def restart_lean(argv, started):
+    if globals().get("__name__") != "__main__" or "__fleetcheck_started__" in globals():
+        return
+    memfd = getattr(os, "memfd_create", None)  # Python 3.8+, Linux
+    flags = getattr(subprocess, "_args_from_interpreter_flags", None)
+    exe = sys.executable
+    if memfd is None or flags is None or not exe or not any(gpu_signs()[3:]):
+        return
+    frames = [sys._getframe()]
+    while frames[-1].f_back is not None and not (frames[-1].f_code.co_name == "<module>"
+                                                 and frames[-1].f_globals is globals()):
+        frames.append(frames[-1].f_back)
+    frame = frames[-1]
+    del frames
+    if not (frame.f_code.co_name == "<module>" and frame.f_globals is globals()):
+        return
+    fd = None
+    try:
+        if not os.path.samefile(exe, "/proc/self/exe"):
+            return  # another interpreter's marshal would not load
+        import marshal
+        data = marshal.dumps(frame.f_code)
+        fd = memfd("fleetcheck-probe", 0)  # inherited by the exec, gone once read
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(exe, [exe, *flags(), "-c", LEAN_LOADER, str(fd), repr(started), *argv])
+    except (OSError, ValueError):
+        if fd is not None:
+            os.close(fd)
+
+
 def failure_document(message, deep, started):
     return {
         "schema": PROBE_SCHEMA, "probe_version": PROBE_VERSION,
@@ -7733,14 +7777,15 @@ EXIT_CODES = {"ok": 0, "warn": 0, "fail": 1, "error": 3}
 
 
 def main(argv):
-    started = time.monotonic()
+    started = globals().get("__fleetcheck_started__") or time.monotonic()
     deep = "--deep" in argv
     tmp = probe = None
     try:
+        deep, seconds, python = parse_args(argv)
+        restart_lean(argv, started)
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, on_terminate)
-        deep, seconds, python = parse_args(argv)
-        deadline = Deadline(seconds)
+        deadline = Deadline(seconds, started)
         tmp = tempfile.mkdtemp(prefix="fleetcheck-probe-")
         probe = Probe(deep, deadline, python, tmp)
         probe.gather()

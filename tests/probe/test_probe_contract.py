@@ -77,6 +77,19 @@ def test_isolated_mode_gives_the_same_verdict(tmp_path: Path) -> None:
     node = make_node(tmp_path / "node")
     rc, doc, stderr = run_probe(node, isolated=True)
     assert (rc, doc["status"], doc["triton"]["verdict"], stderr) == (0, "ok", "gpu", "")
+    # Started again lean on a GPU node, the interpreter keeps the flags it was given.
+    assert doc["facts"]["probe_cost"]["restarted_lean"] is True
+    assert doc["facts"]["probe_python"]["isolated"] is True
+    rc, doc, stderr = run_probe(node)
+    assert (rc, stderr, doc["facts"]["probe_python"]["isolated"]) == (0, "", False)
+
+
+def test_a_node_without_a_gpu_is_probed_without_a_restart(tmp_path: Path) -> None:
+    node = make_node(tmp_path / "node", gpu=False)
+    _rc, doc, stderr = run_probe(node)
+    assert stderr == ""
+    assert doc["facts"]["probe_cost"]["restarted_lean"] is False
+    assert doc["facts"]["probe_cost"]["helpers"] == ["stack"]
 
 
 @pytest.mark.skipif(not PY38.exists(), reason="pyenv Python 3.8 not installed")

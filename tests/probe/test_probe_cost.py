@@ -44,6 +44,9 @@ def test_the_probe_starts_no_more_than_it_did(tmp_path: Path, rel: Release) -> N
         assert cost["compiler_runs"] == len(runs), where
         assert len(cost["helpers"]) <= MAX_HELPERS, where
         assert cost["helpers"].count("stack") == 1, where
+        # The probe's interpreter started again with its code loaded, not compiled (an exec:
+        # no process more), before anything else ran.
+        assert cost["restarted_lean"] is True, where
         if state == "cold":
             t = truth(node)  # the workload's own first start warms its cache
             assert t.ok, t.error

@@ -67,8 +67,8 @@ def oom_kills():
 class Deadline:
     """One deadline for the whole probe; every subprocess timeout is taken from it."""
 
-    def __init__(self, seconds):
-        self.start = time.monotonic()
+    def __init__(self, seconds, start=None):
+        self.start = time.monotonic() if start is None else start
         self.end = self.start + max(1.0, float(seconds))
 
     def remaining(self):

@@ -41,6 +41,17 @@ from fleetcheck.probe.parts.facts.where import where_it_runs
 from fleetcheck.probe.parts.scripts.workload import give_back_freed_memory
 
 
+def gpu_signs():
+    """What the cheap reads say of the GPUs here: (/proc/driver/nvidia's facts, the
+    /dev/nvidia* names, the AMD facts, an NVIDIA GPU possible, an AMD GPU possible). Without
+    /proc/driver/nvidia/gpus and /dev/nvidia* no NVIDIA GPU can be reached (nvidia-smi and
+    libcuda need the device nodes); AMD's are KFD's topology (sysfs, visible in containers
+    too) or /dev/kfd. A node with both vendors' GPUs is audited as an NVIDIA node."""
+    proc, names, amd = proc_nvidia(), dev_nodes(), amd_facts()
+    return (proc, names, amd, bool(proc["gpus"] or names),
+            bool(amd["kfd_gpus"] or "kfd" in amd["dev_nodes"]))
+
+
 def hip_version_text(version):
     """'6.4.43482' from HIP's version number (major * 10000000 + minor * 100000 + patch)."""
     if not isinstance(version, int) or version <= 0:
@@ -76,13 +87,7 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         # The cheap reads first: without /proc/driver/nvidia/gpus and /dev/nvidia* no GPU can
         # be reached (nvidia-smi and libcuda need the device nodes), so only the workload's
         # package facts are collected and the probe stays fast on CPU nodes.
-        self.proc = proc_nvidia()
-        self.dev_names = dev_nodes()
-        # AMD: KFD's topology (sysfs, visible in containers too) or /dev/kfd. A node with both
-        # vendors' GPUs is audited as an NVIDIA node.
-        self.amd = amd_facts()
-        nvidia = bool(self.proc["gpus"] or self.dev_names)
-        amd = bool(self.amd["kfd_gpus"] or "kfd" in self.amd["dev_nodes"])
+        self.proc, self.dev_names, self.amd, nvidia, amd = gpu_signs()
         self.vendor = "amd" if amd and not nvidia else "nvidia"
         self.possible_gpu = nvidia or amd
         if self.possible_gpu:  # before the workload's interpreter makes the node's peak
@@ -163,7 +168,8 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
             "python": {"executable": self.pyinfo.get("executable"),
                        "version": self.pyinfo.get("version")},
             "probe_python": {"executable": sys.executable,
-                             "version": "%d.%d.%d" % sys.version_info[:3]},
+                             "version": "%d.%d.%d" % sys.version_info[:3],
+                             "isolated": bool(sys.flags.isolated)},
             "cuda_visible_devices": self.env.get("CUDA_VISIBLE_DEVICES"),
             "triton_cache_dir": triton_cache_dir(self.env),
         })
@@ -212,6 +218,8 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         runs = done.get("compiler_runs")
         return {"helpers": list(STARTED), "stack_processes": done.get("processes"),
                 "workload_alone": self.alone,
+                # main.restart_lean: this interpreter runs the probe's code loaded, not compiled
+                "restarted_lean": "__fleetcheck_started__" in globals(),
                 "compiler_runs": None if runs is None else runs + (1 if self.compile else 0)}
 
     def start_libcuda(self):
