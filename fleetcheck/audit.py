@@ -121,13 +121,12 @@ def _without_document(
         if code == 126:
             return ("error", f"{target.python} cannot be run {where}",
                     failures.INTERPRETER_MISSING)
-        said = last_line(result.stderr)
-        if not result.stdout.strip() and _TOO_OLD.match(said):
-            return ("error", f"{target.python} {where} is too old for the probe (it needs "
-                    f"Python 3.8 or newer): {said}", failures.INTERPRETER_TOO_OLD)
         if not result.stdout.strip():
-            detail = last_line(result.stderr) or "no output"
-            return "error", f"probe exited with status {code}: {detail}", None
+            said = last_line(result.stderr)
+            if _TOO_OLD.match(said):
+                return ("error", f"{target.python} {where} is too old for the probe (it needs "
+                        f"Python 3.8 or newer): {said}", failures.INTERPRETER_TOO_OLD)
+            return "error", f"probe exited with status {code}: {said or 'no output'}", None
     head = result.stdout.lstrip()[:60].decode("utf-8", "replace").splitlines()
     begins = f" (output begins {head[0]!r})" if head else ""
     return "error", f"{problem}{begins}", None

@@ -584,6 +584,9 @@ def oom_kills():
     return int(match.group(1)) if match else None
 
 
+RESTARTED = "__fleetcheck_started__"
+
+
 class Deadline:
 
     def __init__(self, seconds, start=None):
@@ -4800,8 +4803,8 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
             os.mkdir(path)
         return path
 
-    def gather(self):
-        self.proc, self.dev_names, self.amd, nvidia, amd = gpu_signs()
+    def gather(self, signs=None):
+        self.proc, self.dev_names, self.amd, nvidia, amd = signs or gpu_signs()
         self.vendor = "amd" if amd and not nvidia else "nvidia"
         self.possible_gpu = nvidia or amd
         if self.possible_gpu:  # before the workload's interpreter makes the node's peak
@@ -4914,7 +4917,7 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         runs = done.get("compiler_runs")
         return {"helpers": list(STARTED), "stack_processes": done.get("processes"),
                 "workload_alone": self.alone,
-                "restarted_lean": "__fleetcheck_started__" in globals(),
+                "restarted_lean": RESTARTED in globals(),
                 "compiler_runs": None if runs is None else runs + (1 if self.compile else 0)}
 
     def start_libcuda(self):
@@ -7724,25 +7727,23 @@ def parse_args(argv):
 
 LEAN_LOADER = ("import marshal,os,sys;f=int(sys.argv[1]);t=float(sys.argv[2]);del sys.argv[1:3];"
                "h=os.fdopen(f,'rb');c=marshal.loads(h.read());h.close();sys.argv[0]='-';"
-               "__file__='<stdin>';__fleetcheck_started__=t;del f,t,h;exec(c)")
+               "__file__='<stdin>';" + RESTARTED + "=t;del f,t,h;exec(c)")
 
 
-def restart_lean(argv, started):
-    if globals().get("__name__") != "__main__" or "__fleetcheck_started__" in globals():
+def restart_lean(argv, started, signs):
+    if __name__ != "__main__" or RESTARTED in globals():
         return
     memfd = getattr(os, "memfd_create", None)  # Python 3.8+, Linux
     flags = getattr(subprocess, "_args_from_interpreter_flags", None)
     exe = sys.executable
-    if memfd is None or flags is None or not exe or not any(gpu_signs()[3:]):
+    if memfd is None or flags is None or not exe or not any(signs[3:]):
         return
-    frames = [sys._getframe()]
-    while frames[-1].f_back is not None and not (frames[-1].f_code.co_name == "<module>"
-                                                 and frames[-1].f_globals is globals()):
-        frames.append(frames[-1].f_back)
-    frame = frames[-1]
-    del frames
-    if not (frame.f_code.co_name == "<module>" and frame.f_globals is globals()):
-        return
+    frame = sys._getframe()  # up to the frame running this module's own code
+    while not (frame.f_code.co_name == "<module>" and frame.f_globals is globals()):
+        back = frame.f_back
+        if back is None:
+            return
+        frame = back
     fd = None
     try:
         if not os.path.samefile(exe, "/proc/self/exe"):
@@ -7777,18 +7778,19 @@ EXIT_CODES = {"ok": 0, "warn": 0, "fail": 1, "error": 3}
 
 
 def main(argv):
-    started = globals().get("__fleetcheck_started__") or time.monotonic()
+    started = globals().get(RESTARTED) or time.monotonic()
     deep = "--deep" in argv
     tmp = probe = None
     try:
         deep, seconds, python = parse_args(argv)
-        restart_lean(argv, started)
+        signs = gpu_signs()
+        restart_lean(argv, started, signs)
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, on_terminate)
         deadline = Deadline(seconds, started)
         tmp = tempfile.mkdtemp(prefix="fleetcheck-probe-")
         probe = Probe(deep, deadline, python, tmp)
-        probe.gather()
+        probe.gather(signs)
         checks = probe.run_checks()
         triton, status, reason = probe.verdict(checks)
         probe.facts["frameworks"] = probe.frameworks(checks, triton)

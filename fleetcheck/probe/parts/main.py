@@ -12,7 +12,7 @@ import time
 from fleetcheck.probe.parts.catalogue import CHECK_IDS
 from fleetcheck.probe.parts.core.assembly import Probe
 from fleetcheck.probe.parts.core.base import bounded, clip, error_text
-from fleetcheck.probe.parts.core.spawn import Deadline, kill_live, on_terminate
+from fleetcheck.probe.parts.core.spawn import RESTARTED, Deadline, kill_live, on_terminate
 from fleetcheck.probe.parts.facts.gather import gpu_signs
 
 PROBE_SCHEMA = "fleetcheck.probe/1"
@@ -54,31 +54,30 @@ def parse_args(argv):
 #: the first start's clock from argv[2], then the probe as `python -` runs it.
 LEAN_LOADER = ("import marshal,os,sys;f=int(sys.argv[1]);t=float(sys.argv[2]);del sys.argv[1:3];"
                "h=os.fdopen(f,'rb');c=marshal.loads(h.read());h.close();sys.argv[0]='-';"
-               "__file__='<stdin>';__fleetcheck_started__=t;del f,t,h;exec(c)")
+               "__file__='<stdin>';" + RESTARTED + "=t;del f,t,h;exec(c)")
 
 
-def restart_lean(argv, started):
+def restart_lean(argv, started, signs):
     """On a node with a GPU, start this interpreter again (the same process: exec) with the
     probe's code objects loaded, not compiled. Compiling the 350 KB probe leaves CPython's
     allocator holding about 6 MB more than the code needs (measured with 3.12: 13.1 MB of
     the probe's own where loading the same code in a fresh interpreter holds 7.4), and that
     interpreter waits beside the workload's at the workload's peak, under the job's memory
-    limit. Returns where it cannot, or need not: the probe then goes on in this process."""
-    if globals().get("__name__") != "__main__" or "__fleetcheck_started__" in globals():
+    limit. `signs`: gpu_signs(). Returns where it cannot, or need not: the probe then goes on
+    in this process."""
+    if __name__ != "__main__" or RESTARTED in globals():
         return
     memfd = getattr(os, "memfd_create", None)  # Python 3.8+, Linux
     flags = getattr(subprocess, "_args_from_interpreter_flags", None)
     exe = sys.executable
-    if memfd is None or flags is None or not exe or not any(gpu_signs()[3:]):
+    if memfd is None or flags is None or not exe or not any(signs[3:]):
         return
-    frames = [sys._getframe()]
-    while frames[-1].f_back is not None and not (frames[-1].f_code.co_name == "<module>"
-                                                 and frames[-1].f_globals is globals()):
-        frames.append(frames[-1].f_back)
-    frame = frames[-1]
-    del frames
-    if not (frame.f_code.co_name == "<module>" and frame.f_globals is globals()):
-        return
+    frame = sys._getframe()  # up to the frame running this module's own code
+    while not (frame.f_code.co_name == "<module>" and frame.f_globals is globals()):
+        back = frame.f_back
+        if back is None:
+            return
+        frame = back
     fd = None
     try:
         if not os.path.samefile(exe, "/proc/self/exe"):
@@ -114,18 +113,19 @@ EXIT_CODES = {"ok": 0, "warn": 0, "fail": 1, "error": 3}
 
 
 def main(argv):
-    started = globals().get("__fleetcheck_started__") or time.monotonic()
+    started = globals().get(RESTARTED) or time.monotonic()
     deep = "--deep" in argv
     tmp = probe = None
     try:
         deep, seconds, python = parse_args(argv)
-        restart_lean(argv, started)
+        signs = gpu_signs()
+        restart_lean(argv, started, signs)
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, on_terminate)
         deadline = Deadline(seconds, started)
         tmp = tempfile.mkdtemp(prefix="fleetcheck-probe-")
         probe = Probe(deep, deadline, python, tmp)
-        probe.gather()
+        probe.gather(signs)
         checks = probe.run_checks()
         triton, status, reason = probe.verdict(checks)
         probe.facts["frameworks"] = probe.frameworks(checks, triton)

@@ -64,6 +64,11 @@ def oom_kills():
     return int(match.group(1)) if match else None
 
 
+#: The global the probe's interpreter finds set when it started again lean (main.py's
+#: `restart_lean`): the first start's monotonic clock.
+RESTARTED = "__fleetcheck_started__"
+
+
 class Deadline:
     """One deadline for the whole probe; every subprocess timeout is taken from it."""
 

@@ -10,6 +10,7 @@ import sys
 
 from fleetcheck.probe.parts.core.base import host_path, read_text
 from fleetcheck.probe.parts.core.spawn import (
+    RESTARTED,
     STARTED,
     Spawned,
     stage_lines,
@@ -83,11 +84,12 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         return path
 
     # Gathering: start every slow thing first, then do the file reads while they run.
-    def gather(self):
+    def gather(self, signs=None):
+        """Every fact, in the facts' JSON order; `signs`: gpu_signs() where already read."""
         # The cheap reads first: without /proc/driver/nvidia/gpus and /dev/nvidia* no GPU can
         # be reached (nvidia-smi and libcuda need the device nodes), so only the workload's
         # package facts are collected and the probe stays fast on CPU nodes.
-        self.proc, self.dev_names, self.amd, nvidia, amd = gpu_signs()
+        self.proc, self.dev_names, self.amd, nvidia, amd = signs or gpu_signs()
         self.vendor = "amd" if amd and not nvidia else "nvidia"
         self.possible_gpu = nvidia or amd
         if self.possible_gpu:  # before the workload's interpreter makes the node's peak
@@ -219,7 +221,7 @@ class Gather(LibcudaFacts, AmdFacts, ToolchainFacts, GpuStateFacts):
         return {"helpers": list(STARTED), "stack_processes": done.get("processes"),
                 "workload_alone": self.alone,
                 # main.restart_lean: this interpreter runs the probe's code loaded, not compiled
-                "restarted_lean": "__fleetcheck_started__" in globals(),
+                "restarted_lean": RESTARTED in globals(),
                 "compiler_runs": None if runs is None else runs + (1 if self.compile else 0)}
 
     def start_libcuda(self):
