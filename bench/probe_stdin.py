@@ -23,35 +23,34 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from pathlib import Path
 
-from fleetcheck.transport.packing import ZLIB_BOOTSTRAP
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 
-#: (name, argv after PYTHON, stdin as bytes of the probe's text) of each launch.
-LAUNCHES = (
-    ("python -", lambda probe: ["-"], lambda text: text),
-    ("packed", lambda probe: ["-c", ZLIB_BOOTSTRAP], lambda text: zlib.compress(text, 6)),
-    ("file", lambda probe: [str(probe)], lambda text: b""),
-)
+from bench.measure import _children_cpu  # noqa: E402
+from fleetcheck.transport.packing import packed_launch  # noqa: E402
 
 
-def children_cpu() -> float:
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
+def launches(probe: Path) -> list[tuple[str, list[str], bytes]]:
+    """(name, argv after PYTHON, stdin) of each launch of `probe`; the packed one is
+    fleetcheck's own (`packed_launch`)."""
+    text = probe.read_bytes()
+    packed, payload = packed_launch(["-"], text)
+    return [("python -", ["-"], text), ("packed", packed, payload), ("file", [str(probe)], b"")]
 
 
 def run(python: str, argv: list[str], stdin: bytes,
         env: dict[str, str]) -> tuple[float, float, str]:
     """(wall s, CPU s, verdict) of one run, its stdin a pipe."""
-    cpu, started = children_cpu(), time.monotonic()
+    cpu, started = _children_cpu(), time.monotonic()
     done = subprocess.run([python, *argv, "--deadline", "60"], input=stdin, env=env,
                           capture_output=True, timeout=300, check=False)
     wall = time.monotonic() - started
@@ -59,7 +58,7 @@ def run(python: str, argv: list[str], stdin: bytes,
         verdict = str(json.loads(done.stdout)["triton"]["verdict"])
     except (ValueError, KeyError, TypeError):
         verdict = f"no document (exit {done.returncode})"
-    return wall, children_cpu() - cpu, verdict
+    return wall, _children_cpu() - cpu, verdict
 
 
 def stdin_reads(python: str, argv: list[str], stdin: bytes, env: dict[str, str],
@@ -94,8 +93,8 @@ def main() -> int:
             env.update(PATH="/usr/local/bin:/usr/bin:/bin",
                        FLEETCHECK_SYSROOT=str(folder / "empty-sysroot"))
         python = shutil.which(args.python, path=env["PATH"]) or args.python
-        cases = {(p.name, name): (argv(p), stdin(p.read_bytes()))
-                 for p in args.probes for name, argv, stdin in LAUNCHES}
+        cases = {(p.name, name): (argv, stdin)
+                 for p in args.probes for name, argv, stdin in launches(p)}
         results: dict[tuple[str, str], list[tuple[float, float, str]]] = {c: [] for c in cases}
         for _ in range(args.runs):
             for case, (argv, stdin) in cases.items():

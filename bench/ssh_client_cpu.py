@@ -25,7 +25,7 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
+import pwd
 import socket
 import statistics
 import subprocess
@@ -35,13 +35,18 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.nodes import _free_ports, _keygen, sshd_path  # noqa: E402
+
 COMMAND = "cat >/dev/null; echo ok"
 KEX = "curve25519-sha256"
 CIPHER = "aes128-gcm@openssh.com"
 
 #: Each client's program: argv SPEC.json; prints one JSON line {"cpu": seconds, "ok": n}.
 ASYNCSSH = r'''
-import asyncio, json, resource, sys
+import asyncio, json, resource, sys, time
 sys.path.insert(0, sys.argv[2])
 from fleetcheck.transport.sshlib import asyncssh
 spec = json.load(open(sys.argv[1]))
@@ -61,7 +66,6 @@ async def main():
             done = await conn.run(spec["command"], input=payload, encoding=None)
             ok += done.stdout.strip() == b"ok"
     return ok
-import time
 started, wall = cpu(), time.monotonic()
 ok = asyncio.run(main())
 print(json.dumps({"cpu": cpu() - started, "ok": ok, "start": started,
@@ -69,7 +73,7 @@ print(json.dumps({"cpu": cpu() - started, "ok": ok, "start": started,
 '''
 
 LIBSSH2 = r'''
-import json, resource, socket, sys
+import json, resource, socket, sys, time
 from ssh2.session import (Session, LIBSSH2_METHOD_KEX, LIBSSH2_METHOD_CRYPT_CS,
                           LIBSSH2_METHOD_CRYPT_SC)
 from ssh2 import knownhost
@@ -109,7 +113,6 @@ def one():
     session.disconnect()
     sock.close()
     return out.strip() == b"ok"
-import time
 started, wall = cpu(), time.monotonic()
 ok = sum(one() for _ in range(spec["n"]))
 print(json.dumps({"cpu": cpu() - started, "ok": ok, "start": started,
@@ -117,7 +120,7 @@ print(json.dumps({"cpu": cpu() - started, "ok": ok, "start": started,
 '''
 
 OPENSSH = r'''
-import json, resource, subprocess, sys
+import json, resource, subprocess, sys, time
 spec = json.load(open(sys.argv[1]))
 payload = open(spec["payload"], "rb").read()
 argv = ["ssh", "-p", str(spec["port"]), "-i", spec["key"], "-F", "none",
@@ -128,7 +131,6 @@ argv = ["ssh", "-p", str(spec["port"]), "-i", spec["key"], "-F", "none",
 def cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
-import time
 started, wall = cpu(), time.monotonic()
 ok = 0
 for _ in range(spec["n"]):
@@ -139,20 +141,11 @@ print(json.dumps({"cpu": cpu() - started, "ok": ok, "start": None,
 '''
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def start_sshd(root: Path) -> tuple[subprocess.Popen[bytes], dict[str, object]]:
-    sshd = "/usr/sbin/sshd" if os.path.exists("/usr/sbin/sshd") else shutil.which("sshd")
-    if not sshd:
-        raise SystemExit("bench: no sshd (install openssh-server)")
+    sshd = sshd_path()
     for name in ("host", "user"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(root / name)],
-                       check=True)
-    port = free_port()
+        _keygen(root / name)
+    port = _free_ports(1)[0]
     host_key = (root / "host.pub").read_text().split()
     (root / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
     (root / "sshd_config").write_text("\n".join([
@@ -173,7 +166,6 @@ def start_sshd(root: Path) -> tuple[subprocess.Popen[bytes], dict[str, object]]:
         server.kill()
         raise SystemExit(f"bench: sshd did not listen: {(root / 'sshd.log').read_text()}")
     (root / "payload").write_bytes(os.urandom(75 * 1024))
-    import pwd
     spec: dict[str, object] = {
         "port": port, "user": pwd.getpwuid(os.getuid()).pw_name, "key": str(root / "user"),
         "known_hosts": str(root / "known_hosts"), "payload": str(root / "payload"),
