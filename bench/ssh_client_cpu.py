@@ -1,5 +1,7 @@
 """What one SSH connection costs the client's CPU, by client: asyncssh (as fleetcheck imports
-it), libssh2 (ssh2-python) and OpenSSH's `ssh` process (what pdsh and clush start per node).
+it), libssh2 (ssh2-python's own binding, blocking), fleetcheck's SSH transport with each of its
+clients (`ssh.client`: libssh2, asyncssh) and OpenSSH's `ssh` process (what pdsh and clush
+start per node).
 
 Usage: python bench/ssh_client_cpu.py [--connections N] [--rounds R] [--ssh2-python PYTHON]
 
@@ -14,15 +16,18 @@ since each connection is one); the median of the rounds is printed, per connecti
 the wall time per connection (one after another: round trips, not CPU) and, for the two
 libraries, what the client's interpreter start and imports cost it (the gate pays that once).
 
-libssh2 is not a fleetcheck dependency: --ssh2-python names an interpreter that has
-ssh2-python (`python3 -m venv /some/dir && /some/dir/bin/pip install ssh2-python`); without
-it that client is left out. The server's CPU is not counted for any client.
+The two fleetcheck clients are `SshTransport` as an audit makes it (one `SshFiles` for all
+connections, the command under the remote `timeout`), one transport per connection, opened,
+run and closed. ssh2-python is a fleetcheck dependency on Linux x86_64 and aarch64; the bare
+libssh2 client runs in this interpreter where it has it, or in --ssh2-python's. The server's
+CPU is not counted for any client.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import pwd
@@ -39,6 +44,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.nodes import _free_ports, _keygen, sshd_path  # noqa: E402
+from fleetcheck.transport import libssh2  # noqa: E402
 
 COMMAND = "cat >/dev/null; echo ok"
 KEX = "curve25519-sha256"
@@ -119,6 +125,38 @@ print(json.dumps({"cpu": cpu() - started, "ok": ok, "start": started,
                   "wall": time.monotonic() - wall}))
 '''
 
+FLEETCHECK = r'''
+import asyncio, json, resource, sys, time
+sys.path.insert(0, sys.argv[2])
+from fleetcheck.inventory_data.model import HostSpec, SshOptions
+from fleetcheck.transport.ssh import SshTransport
+from fleetcheck.transport.ssh_settings import SshFiles
+spec = json.load(open(sys.argv[1]))
+payload = open(spec["payload"], "rb").read()
+host = HostSpec(name="node", address="127.0.0.1", ssh=SshOptions(
+    user=spec["user"], port=spec["port"], identity_file=spec["key"],
+    known_hosts=spec["known_hosts"], config_file="", client=spec["client"]))
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+async def main():
+    files = SshFiles()
+    ok = 0
+    for _ in range(spec["n"]):
+        transport = SshTransport(host, files=files)
+        try:
+            done = await transport.run(["sh", "-c", spec["command"]], input=payload, timeout=60)
+        finally:
+            await transport.close()
+        assert transport.client == spec["client"], transport.client
+        ok += done.stdout.strip() == b"ok"
+    return ok
+started, wall = cpu(), time.monotonic()
+ok = asyncio.run(main())
+print(json.dumps({"cpu": cpu() - started, "ok": ok, "start": started,
+                  "wall": time.monotonic() - wall}))
+'''
+
 OPENSSH = r'''
 import json, resource, subprocess, sys, time
 spec = json.load(open(sys.argv[1]))
@@ -179,20 +217,26 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--ssh2-python", help="an interpreter with ssh2-python (libssh2)")
     args = parser.parse_args()
-    clients = {"asyncssh": (sys.executable, ASYNCSSH), "openssh": (sys.executable, OPENSSH)}
-    if args.ssh2_python:
-        clients["libssh2"] = (args.ssh2_python, LIBSSH2)
+    clients: dict[str, tuple[str, str, dict[str, str]]] = {
+        "asyncssh": (sys.executable, ASYNCSSH, {}), "openssh": (sys.executable, OPENSSH, {})}
+    ssh2_python = args.ssh2_python or (
+        sys.executable if importlib.util.find_spec("ssh2") is not None else None)
+    if ssh2_python:
+        clients["libssh2"] = (ssh2_python, LIBSSH2, {})
+    clients["fc-asyncssh"] = (sys.executable, FLEETCHECK, {"client": "asyncssh"})
+    if libssh2.library() is not None:
+        clients["fc-libssh2"] = (sys.executable, FLEETCHECK, {"client": "libssh2"})
     with tempfile.TemporaryDirectory(prefix="fc-sshcpu-") as tmp:
         root = Path(tmp)
         server, spec = start_sshd(root)
         spec["n"] = args.connections
-        (root / "spec.json").write_text(json.dumps(spec))
         per: dict[str, list[float]] = {name: [] for name in clients}
         walls: dict[str, list[float]] = {name: [] for name in clients}
         starts: dict[str, list[float]] = {name: [] for name in clients}
         try:
             for _ in range(args.rounds):
-                for name, (python, program) in clients.items():
+                for name, (python, program, extra) in clients.items():
+                    (root / "spec.json").write_text(json.dumps({**spec, **extra}))
                     done = subprocess.run([python, "-c", program, str(root / "spec.json"),
                                            str(REPO)], capture_output=True, text=True,
                                           check=False, timeout=600)
@@ -210,13 +254,13 @@ def main() -> int:
             server.terminate()
             server.wait(timeout=10)
     floor = statistics.median(per["openssh"])
-    print(f"{'client':9s} {'CPU ms/connection':>18s} {'min-max':>13s} {'/ openssh':>9s} "
+    print(f"{'client':11s} {'CPU ms/connection':>18s} {'min-max':>13s} {'/ openssh':>9s} "
           f"{'wall ms/connection':>18s} {'start+import CPU ms':>19s}")
     for name, values in per.items():
         median = statistics.median(values)
         start = (f"{statistics.median(starts[name]) * 1000:19.0f}" if starts[name]
                  else f"{'(a process each)':>19s}")
-        print(f"{name:9s} {median * 1000:18.2f} "
+        print(f"{name:11s} {median * 1000:18.2f} "
               f"{min(values) * 1000:6.2f}-{max(values) * 1000:<6.2f} {median / floor:9.2f} "
               f"{statistics.median(walls[name]) * 1000:18.1f} {start}")
     print(f"(medians of {args.rounds} rounds of {args.connections} connections; 1-minute load "

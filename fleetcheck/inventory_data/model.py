@@ -44,6 +44,9 @@ class SshOptions:
     connect_timeout: float | None = None
     #: Concurrent channels on the one connection to this host (OpenSSH MaxSessions is 10).
     max_sessions: int = 8
+    #: The SSH client: "auto" (libssh2 where it does all the host's settings ask, else
+    #: asyncssh), "libssh2" or "asyncssh" (transport/ssh.py, docs/transports.md).
+    client: str = "auto"
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from fleetcheck.inventory_data.schema import (
     LABEL_RE,
     SECRET_HINT,
     SECRET_KEYS,
+    SSH_CLIENTS,
 )
 from fleetcheck.inventory_data.yamlread import YamlReader, show
 from fleetcheck.inventory_data.yamlsrc import KeyPath
@@ -144,6 +145,8 @@ class InventoryReader(YamlReader):
                 kw[key] = self.choice(value, path, HOST_KEY_POLICIES)
             elif key == "max_sessions":
                 kw[key] = self.integer(value, path, 1)
+            elif key == "client":
+                kw[key] = self.choice(value, path, SSH_CLIENTS)
             elif key == "connect_timeout":
                 kw[key] = self.seconds(value, path)
         return SshOptions(**kw)

@@ -23,6 +23,7 @@ SSH_KEYS = (
     "config_file",
     "max_sessions",
     "connect_timeout",
+    "client",
 )
 API_KEYS = ("url", "user", "token_name", "token_env", "token_file", "verify_tls", "node", "timeout")
 DEFAULTS_KEYS = (
@@ -61,6 +62,8 @@ HOST_KEYS = (
 
 TRANSPORTS = ("ssh", "local", "api")
 HOST_KEY_POLICIES = ("strict", "accept-new")
+#: `ssh.client`: which SSH client a connection uses (transport/ssh.py decides "auto").
+SSH_CLIENTS = ("auto", "libssh2", "asyncssh")
 
 #: Keys that would put a secret in the file; refused with a pointer to the safe way.
 SECRET_KEYS = {

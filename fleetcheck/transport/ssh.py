@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import random
 import shlex
@@ -15,6 +16,7 @@ from typing import Any
 from fleetcheck.budget import CLOSE_WAIT, BudgetFor, NodeBudget, connect_wait
 from fleetcheck.failures import GATEKEEPER_REFUSED, JUMP_HOST_KEY, UNREACHABLE, Refusal
 from fleetcheck.inventory_data.model import HostSpec
+from fleetcheck.transport import libssh2, ssh_libssh2
 from fleetcheck.transport.gatekeeper_refusal import refusal_reason
 from fleetcheck.transport.interface import (
     OUTPUT_CAP,
@@ -120,7 +122,7 @@ class _HandshakeWatch(asyncssh.SSHClient):
         return self.conn is not None and not self.conn.get_extra_info("server_version")
 
 
-def _timeout_text(watch: _HandshakeWatch, seconds: float) -> str:
+def _timeout_text(watch: _HandshakeWatch | ssh_libssh2.Watch, seconds: float) -> str:
     if watch.banner_missing:
         return f"no SSH banner within {seconds:g} s (not an SSH server?)"
     return f"no answer within {seconds:g} s"
@@ -197,7 +199,7 @@ class SshTransport(Transport):
         self.settings: SshSettings | None = None
         self._channels = asyncio.Semaphore(max(1, self.options.max_sessions))
         self._lock = asyncio.Lock()
-        self._conn: asyncssh.SSHClientConnection | None = None
+        self._conn: asyncssh.SSHClientConnection | libssh2.Connection | None = None
         self._failure: TransportError | None = None
         self._closed = False
         #: Marks this transport's remote commands; see remote_command.
@@ -207,6 +209,8 @@ class SshTransport(Transport):
         self._hops: list[asyncssh.SSHClientConnection] = []
         #: What the connection negotiated (key exchange, cipher...), once it is open.
         self.negotiated: dict[str, str] = {}
+        #: The client the connection uses, once it is open: "libssh2" or "asyncssh".
+        self.client: str | None = None
 
     def explain_failure(self, result: CommandResult) -> Refusal | None:
         # A host that restricts the audit key (`fleetcheck host-setup`) refuses with its own line.
@@ -226,6 +230,8 @@ class SshTransport(Transport):
             "user": self.settings.user, "known_hosts": self.settings.known_hosts[0]}
         if self.settings.proxy_jump:
             facts["proxy_jump"] = self.settings.proxy_jump
+        if self.client:
+            facts["client"] = self.client
         return {"ssh": {**facts, **self.negotiated}}
 
     def resolve(self) -> SshSettings:
@@ -288,13 +294,15 @@ class SshTransport(Transport):
                 "encryption_algs": list(settings.encryption_algs),
                 "mac_algs": list(settings.mac_algs), "compression_algs": None}
 
-    async def connect(self) -> asyncssh.SSHClientConnection:
+    async def connect(self) -> asyncssh.SSHClientConnection | libssh2.Connection:
         """The host's connection, opened on first use; a failure is remembered and re-raised."""
         async with self._lock:
             if self._failure is not None:
                 raise self._failure
             if self._conn is not None and not self._conn.is_closed():
                 return self._conn
+            if isinstance(self._conn, libssh2.Connection):
+                self._conn.release()  # lost: its socket and session go before another opens
             if self._closed:
                 raise TransportError(f"connection to {self.host.name} closed", kind="error")
             try:
@@ -310,16 +318,85 @@ class SshTransport(Transport):
         return HostKeyPlan.for_host(self.files.known_hosts, settings.known_hosts,
                                     settings.host_key_name, port, settings.host_key_policy)
 
-    async def _open(self) -> asyncssh.SSHClientConnection:
+    async def _open(self) -> asyncssh.SSHClientConnection | libssh2.Connection:
         settings = self.resolve()
         try:
             keys = self._key_plan(settings)
+            plan = (ssh_libssh2.plan_for(settings, keys, self.files,
+                                         check_post_quantum=self.options.client == "auto")
+                    if self.options.client != "asyncssh" else None)
+        except TransportError as exc:
+            raise self._unreadable(settings, exc) from None
+        handed: socket.socket | None = None
+        if isinstance(plan, ssh_libssh2.Plan):
+            opened = await self._open_libssh2(settings, keys, plan)
+            if isinstance(opened, libssh2.Connection):
+                return opened
+            handed = opened
+        elif plan is not None and self.options.client == "libssh2":
+            raise self._not_libssh2(settings, plan)
+        try:
             kwargs = self._connect_kwargs(settings, keys.known_hosts)
         except TransportError as exc:
-            # A known_hosts file or a key that cannot be read.
-            raise TransportError(f"cannot reach {self.host.name} ({settings.where}): {exc}",
-                                 kind="unreachable") from None
+            if handed is not None:
+                handed.close()
+            raise self._unreadable(settings, exc) from None
+        return await self._open_asyncssh(settings, keys, kwargs, handed)
+
+    def _unreadable(self, settings: SshSettings, exc: TransportError) -> TransportError:
+        """A known_hosts file or a key that cannot be read."""
+        return TransportError(f"cannot reach {self.host.name} ({settings.where}): {exc}",
+                              kind="unreachable")
+
+    def _not_libssh2(self, settings: SshSettings, why: object) -> TransportError:
+        """`ssh.client: libssh2` for a host libssh2 cannot connect to as asked."""
+        return TransportError(f"ssh.client libssh2 cannot connect to {self.host.name} "
+                              f"({settings.where}): {why}", kind="unreachable")
+
+    async def _open_libssh2(self, settings: SshSettings, keys: HostKeyPlan,
+                            plan: ssh_libssh2.Plan
+                            ) -> libssh2.Connection | socket.socket | None:
+        """The connection through libssh2; else asyncssh's to make: on the connected socket
+        where the server may offer a post-quantum exchange (ssh_libssh2.py), on a new one
+        where libssh2 cannot read a key asyncssh read (None; unless `ssh.client: libssh2`
+        asked for libssh2 alone)."""
         for attempt in (1, 2):
+            watch = ssh_libssh2.Watch()
+            try:
+                async with self._connect_limiter.slot(self.server_key()):
+                    conn = await asyncio.wait_for(
+                        ssh_libssh2.connect(plan, settings, keys, watch),
+                        connect_wait(settings.connect_timeout))
+                break
+            except ConnectionResetError as exc:
+                # sshd's MaxStartups drops connections during key exchange; one retry.
+                if attempt == 2:
+                    raise self._unreachable(exc, keys, watch) from None
+                await asyncio.sleep(0.2 + random.random() * 0.5)
+            except ssh_libssh2.HandOver as handover:
+                return handover.sock
+            except libssh2.KeyUnreadable as exc:
+                if self.options.client == "libssh2":
+                    raise self._not_libssh2(settings, exc) from None
+                return None
+            except (OSError, libssh2.Libssh2Error, libssh2.HostKeyRefused, libssh2.AuthFailed,
+                    asyncio.TimeoutError) as exc:
+                raise self._unreachable(exc, keys, watch) from None
+        self.client = "libssh2"
+        self.negotiated = conn.methods()
+        return conn
+
+    async def _open_asyncssh(self, settings: SshSettings, keys: HostKeyPlan,
+                             kwargs: dict[str, Any], sock: socket.socket | None = None
+                             ) -> asyncssh.SSHClientConnection:
+        """The connection through asyncssh: on `sock` where libssh2's side connected it and
+        handed it over (the first attempt; a retry connects anew)."""
+        for attempt in (1, 2):
+            if sock is not None:
+                kwargs = {**kwargs, "sock": sock}
+                sock = None
+            else:
+                kwargs.pop("sock", None)
             watch = _HandshakeWatch()
             try:
                 async with self._connect_limiter.slot(self.server_key()):
@@ -339,6 +416,7 @@ class SshTransport(Transport):
             except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError) as exc:
                 raise self._unreachable(exc, keys, watch) from None
         keys.record(conn.get_server_host_key())
+        self.client = "asyncssh"
         self.negotiated = negotiated(conn, settings.kex_algs)
         return conn
 
@@ -404,16 +482,16 @@ class SshTransport(Transport):
         return (str(exc) or type(exc).__name__) + where
 
     def _unreachable(
-        self, exc: BaseException, keys: HostKeyPlan, watch: _HandshakeWatch
+        self, exc: BaseException, keys: HostKeyPlan, watch: _HandshakeWatch | ssh_libssh2.Watch
     ) -> TransportError:
         name = self.host.name
         settings = self.resolve()
         where = settings.where
         cause = UNREACHABLE
-        if isinstance(exc, asyncssh.HostKeyNotVerifiable):
+        if isinstance(exc, asyncssh.HostKeyNotVerifiable | libssh2.HostKeyRefused):
             text = keys.refusal(name, where)
             cause = keys.refusal_cause()
-        elif isinstance(exc, asyncssh.PermissionDenied):
+        elif isinstance(exc, asyncssh.PermissionDenied | libssh2.AuthFailed):
             text = f"authentication failed for {settings.user} on {name} ({where})"
         elif isinstance(exc, socket.gaierror):
             text = f"cannot resolve {settings.address} for {name}: {exc.strerror}"
@@ -423,7 +501,7 @@ class SshTransport(Transport):
             text = f"connecting to {name} ({where}) timed out"
             if watch.banner_missing:
                 text += ": " + _timeout_text(watch, settings.connect_timeout)
-        elif isinstance(exc, asyncssh.Error):
+        elif isinstance(exc, asyncssh.Error | libssh2.Libssh2Error):
             text = f"SSH to {name} ({settings.user}@{where}) failed: {exc.reason}"
         else:
             text = f"cannot reach {name} ({settings.user}@{where}): {exc}"
@@ -445,6 +523,8 @@ class SshTransport(Transport):
                 argv: list[str], *, input: bytes | None = None, timeout: float
             ) -> CommandResult:
                 command = remote_command(argv, timeout, self.tag, budget=self.budget)
+                if isinstance(conn, libssh2.Connection):
+                    return await self._run_libssh2(conn, command, input, timeout)
                 return await self._run_channel(conn, command, input, timeout)
 
             yield run
@@ -475,23 +555,70 @@ class SshTransport(Transport):
                 # process, so count it for kill_abandoned at close().
                 self.abandoned += 1
                 chan.close()
-        elapsed = time.monotonic() - started
-        code = session.returncode
+        return self._result(
+            conn.is_closed(), time.monotonic() - started, timeout, timed_out,
+            CommandResult(returncode=session.returncode, stdout=b"".join(session.stdout),
+                          stderr=b"".join(session.stderr), truncated=session.truncated,
+                          signal=session.signal))
+
+    def _lost(self) -> TransportError:
+        """The connection went while a command ran: the command may run on (counted for
+        kill_abandoned, which a later connection of this transport's runs at close())."""
+        self.abandoned += 1
+        return TransportError(f"connection to {self.host.name} lost while the command ran",
+                              kind="error")
+
+    def _result(self, closed: bool, elapsed: float, timeout: float, timed_out: bool,
+                result: CommandResult) -> CommandResult:
+        """A command's result, out of time where the remote `timeout` says so (124; KILL, 137,
+        once the time is up); a command that left no status, signal or cut is a lost
+        connection where the connection is closed."""
+        code = result.returncode
         if code == 124 or (code == 137 and elapsed >= timeout):
             timed_out = True
-        if code is None and not timed_out and not session.truncated and session.signal is None:
-            if conn.is_closed():
-                raise TransportError(
-                    f"connection to {self.host.name} lost while the command ran", kind="error"
-                )
-        return CommandResult(
-            returncode=code,
-            stdout=b"".join(session.stdout),
-            stderr=b"".join(session.stderr),
-            timed_out=timed_out,
-            truncated=session.truncated,
-            signal=session.signal,
-        )
+        if (code is None and not timed_out and not result.truncated and result.signal is None
+                and closed):
+            raise self._lost()
+        return dataclasses.replace(result, timed_out=timed_out)
+
+    async def _run_libssh2(self, conn: libssh2.Connection, command: str, input: bytes | None,
+                           timeout: float) -> CommandResult:
+        """`_run_channel` on a libssh2 connection: the same bounds, retries and results."""
+        started = time.monotonic()
+        for attempt in range(4):
+            job = libssh2.Job(command.encode(), input or b"", self.output_cap, STDERR_CAP)
+            try:
+                conn.submit(job)
+            except libssh2.ConnectionGone as exc:
+                raise TransportError(f"connection to {self.host.name} lost: {exc}",
+                                     kind="error") from None
+            assert job.done is not None
+            timed_out = False
+            try:
+                await asyncio.wait_for(asyncio.shield(job.done),
+                                       self.budget(timeout).client_wait)
+            except asyncio.TimeoutError:
+                timed_out = True
+            finally:
+                if not job.done.done():
+                    # As on asyncssh's channel: counted for kill_abandoned at close().
+                    self.abandoned += 1
+                    conn.abandon(job)
+            if isinstance(job.error, libssh2.ChannelRefused) and attempt < 3:
+                # A session whose process just exited may hold its slot for a moment.
+                await asyncio.sleep(0.1 * (attempt + 1))
+                continue
+            if isinstance(job.error, libssh2.ChannelRefused | libssh2.Libssh2Error):
+                raise TransportError(f"{self.host.name} refused a new SSH session: "
+                                     f"{job.error}", kind="error")
+            if isinstance(job.error, libssh2.ConnectionGone):
+                raise self._lost()
+            return self._result(
+                conn.is_closed(), time.monotonic() - started, timeout, timed_out,
+                CommandResult(returncode=job.returncode, stdout=b"".join(job.stdout),
+                              stderr=b"".join(job.stderr), truncated=job.truncated,
+                              signal=job.signal))
+        raise AssertionError("unreachable")
 
     async def _open_channel(
         self, conn: asyncssh.SSHClientConnection, command: str
@@ -517,11 +644,26 @@ class SshTransport(Transport):
                 ) from None
         raise AssertionError("unreachable")
 
-    async def kill_abandoned(self, conn: asyncssh.SSHClientConnection) -> None:
-        """TERM this transport's abandoned remote commands (their `timeout` passes it on)."""
+    def _pkill(self) -> str:
         # "[N]" keeps the pattern from matching pkill's own command line.
         pattern = f"{RUN_TAG_VAR[:-1]}[{RUN_TAG_VAR[-1]}]={self.tag}"
-        command = shlex.join(["pkill", "-TERM", "-f", "--", pattern])
+        return shlex.join(["pkill", "-TERM", "-f", "--", pattern])
+
+    async def kill_abandoned(
+        self, conn: asyncssh.SSHClientConnection | libssh2.Connection
+    ) -> None:
+        """TERM this transport's abandoned remote commands (their `timeout` passes it on)."""
+        command = self._pkill()
+        if isinstance(conn, libssh2.Connection):
+            job = libssh2.Job(command.encode(), b"", 4096, 4096)
+            try:
+                conn.submit(job)
+                assert job.done is not None
+                await asyncio.wait_for(asyncio.shield(job.done), CLOSE_WAIT)
+            except (libssh2.ConnectionGone, asyncio.TimeoutError):
+                conn.abandon(job)  # best effort: the remote `timeout` still ends them
+            self.abandoned = 0
+            return
         try:
             chan, session = await asyncio.wait_for(
                 conn.create_session(lambda: _CappedSession(4096), command, encoding=None),
@@ -539,6 +681,9 @@ class SshTransport(Transport):
         conn, self._conn = self._conn, None
         if conn is not None and self.abandoned and not conn.is_closed():
             await self.kill_abandoned(conn)
+        if isinstance(conn, libssh2.Connection):
+            await conn.close(CLOSE_WAIT)
+            conn = None
         hops, self._hops = self._hops, []
         for each in [conn, *reversed(hops)]:
             if each is None:

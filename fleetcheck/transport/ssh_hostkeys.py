@@ -6,6 +6,7 @@ refused key is explained live here (the gate's fixes match these texts, see judg
 
 from __future__ import annotations
 
+import base64
 import os
 import threading
 from dataclasses import dataclass
@@ -73,10 +74,12 @@ class KnownHostsFiles:
             known.load(line)
 
 
-def _known_hosts_line(host: str, port: int | None, key: asyncssh.SSHKey) -> str:
+def _known_hosts_line(host: str, port: int | None, blob: bytes) -> str:
+    """The line OpenSSH's accept-new writes for a key (its wire blob): `host type base64`."""
     pattern = host if port in (None, 22) else f"[{host}]:{port}"
-    alg, blob = key.export_public_key("openssh").decode().split()[:2]
-    return f"{pattern} {alg} {blob}\n"
+    size = int.from_bytes(blob[:4], "big")
+    alg = blob[4:4 + size].decode("ascii", "replace")
+    return f"{pattern} {alg} {base64.b64encode(blob).decode('ascii')}\n"
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,18 @@ class HostKeyPlan:
         """asyncssh's `known_hosts` argument: None (no check) only while trusting a new key."""
         return None if self.trust_new else self.matched
 
+    def accepts(self, blob: bytes) -> bool:
+        """Whether a server key (its wire blob) passes: one known_hosts trusts for the host,
+        never a revoked one; any other while trusting a new key."""
+        if any(blob == key.public_data for key in self.matched[2]):
+            return False
+        return self.trust_new or any(blob == key.public_data for key in self.matched[0])
+
+    def key_types(self) -> list[str]:
+        """The types of the keys known for the host, in known_hosts' order."""
+        return list(dict.fromkeys(key.algorithm.decode("ascii", "replace")
+                                  for key in self.matched[0]))
+
     def consulted(self) -> str:
         """The files a refusal names: the first always, the others where they exist."""
         shown = [self.path, *(p for p in self.store.read(self.files[1:]))]
@@ -123,9 +138,14 @@ class HostKeyPlan:
 
     def record(self, key: asyncssh.SSHKey | None) -> None:
         """Append the key a trusted-new connection saw, as OpenSSH's accept-new does."""
-        if not self.trust_new or key is None:
+        if key is not None:
+            self.record_blob(key.public_data)
+
+    def record_blob(self, blob: bytes) -> None:
+        """`record` for a key given as its wire blob (what libssh2 reports)."""
+        if not self.trust_new:
             return
-        line = _known_hosts_line(self.address, self.port, key)
+        line = _known_hosts_line(self.address, self.port, blob)
         with _KNOWN_HOSTS_LOCK:
             os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
             with open(self.path, "a", encoding="ascii") as handle:

@@ -43,6 +43,9 @@ PREFERRED_CIPHERS = (
     "aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com",
     "aes128-ctr", "aes192-ctr", "aes256-ctr",
 )
+#: The key types libssh2 logs in with from a file (OpenSSL's build: no FIDO keys).
+LIBSSH2_KEY_TYPES = frozenset({"ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256",
+                               "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521"})
 #: MACs matter only on the ctr fallback (AEAD ciphers carry their own tag); hmac-sha2-256-etm
 #: first because umac exists only where asyncssh finds libnettle.
 PREFERRED_MACS = (
@@ -70,6 +73,13 @@ def _host_key_algs(default: bool) -> list[str]:
                       + key.get_default_certificate_algs() + key.get_default_public_key_algs())
     return _names(key.get_x509_certificate_algs() + key.get_certificate_algs()
                   + key.get_public_key_algs())
+
+
+@functools.cache
+def default_host_key_algs() -> tuple[str, ...]:
+    """asyncssh's default host-key algorithms, in its order (what it offers unless ssh_config
+    names some or known_hosts narrows them to the keys it holds)."""
+    return tuple(_host_key_algs(True))
 
 
 @functools.cache
@@ -133,6 +143,8 @@ class SshFiles:
         self._configs: dict[str | None, SshConfig] = {}
         #: Per path: its keys, or why it cannot be loaded.
         self._keys: dict[str, list[Any] | str] = {}
+        #: Per path: the key file's bytes, for libssh2.
+        self._key_bytes: dict[str, bytes] = {}
         #: OpenSSH's default key files, given where nothing names a key: one that cannot be
         #: loaded is skipped, as OpenSSH skips it.
         self._defaults = frozenset(expand_tilde(path) for path in DEFAULT_IDENTITY_FILES)
@@ -153,27 +165,60 @@ class SshFiles:
         resolved = self.config(options.config_file).resolve(name, user=user, port=port)
         return _settings(host.name, options, resolved)
 
-    def client_keys(self, paths: tuple[str, ...], named: str | None = None) -> list[Any]:
-        """Each private key loaded once. A file that is gone is skipped, as OpenSSH skips it,
-        and so is a passphrase-protected one from ssh_config (its agent may hold it, as
+    def _loaded(self, path: str) -> list[Any] | str:
+        """The keys of `path` (none where it is gone), or why they cannot be loaded."""
+        if path not in self._keys:
+            try:
+                self._keys[path] = list(asyncssh.load_keypairs([path]))
+            except FileNotFoundError:
+                self._keys[path] = []
+            except (OSError, ValueError, asyncssh.KeyImportError) as exc:
+                self._keys[path] = f"cannot load SSH key {path}: {exc}"
+        return self._keys[path]
+
+    def _usable(self, paths: tuple[str, ...], named: str | None) -> list[tuple[str, list[Any]]]:
+        """Each path with its keys, in order. A file that is gone is skipped, as OpenSSH skips
+        it, and so is a passphrase-protected one from ssh_config (its agent may hold it, as
         asyncssh's own reading does); only `named`, the inventory's key, must load."""
-        keys: list[Any] = []
+        usable: list[tuple[str, list[Any]]] = []
         for path in paths:
-            if path not in self._keys:
-                try:
-                    self._keys[path] = list(asyncssh.load_keypairs([path]))
-                except FileNotFoundError:
-                    self._keys[path] = []
-                except (OSError, ValueError, asyncssh.KeyImportError) as exc:
-                    self._keys[path] = f"cannot load SSH key {path}: {exc}"
-            loaded = self._keys[path]
+            loaded = self._loaded(path)
             if isinstance(loaded, str):
                 if path == named or ("passphrase" not in loaded.lower()
                                      and path not in self._defaults):
                     raise TransportError(loaded)
                 continue
-            keys.extend(loaded)
-        return keys
+            if loaded:
+                usable.append((path, loaded))
+        return usable
+
+    def client_keys(self, paths: tuple[str, ...], named: str | None = None) -> list[Any]:
+        """Each private key loaded once (see `_usable` for the files skipped)."""
+        return [key for _, keys in self._usable(paths, named) for key in keys]
+
+    def key_files(self, paths: tuple[str, ...], named: str | None = None
+                  ) -> list[tuple[str, bytes]] | str:
+        """What libssh2 is given to log in: each usable key file's path and bytes (read once),
+        or why libssh2 cannot log in with them as asyncssh would (a certificate, a key type it
+        has not; agent keys where no file is usable)."""
+        files: list[tuple[str, bytes]] = []
+        for path, keys in self._usable(paths, named):
+            for key in keys:
+                algorithm = key.algorithm.decode("ascii", "replace")
+                if "-cert-v01@" in algorithm:
+                    return f"{path} comes with a certificate"
+                if algorithm not in LIBSSH2_KEY_TYPES:
+                    return f"{path} is an {algorithm} key"
+            if path not in self._key_bytes:
+                try:
+                    with open(path, "rb") as handle:
+                        self._key_bytes[path] = handle.read()
+                except OSError as exc:
+                    raise TransportError(f"cannot load SSH key {path}: {exc}") from None
+            files.append((path, self._key_bytes[path]))
+        if not files:
+            return "no key file to log in with (the agent's keys)"
+        return files
 
 
 def _settings(name: str, options: SshOptions, resolved: Resolved) -> SshSettings:

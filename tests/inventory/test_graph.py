@@ -90,6 +90,7 @@ def test_the_json_form() -> None:
         "config_file": None,
         "connect_timeout": None,
         "max_sessions": 8,
+        "client": "auto",
     }
     assert (hosts["pve1"]["containers"], hosts["pve1"]["nodes"]) == ("all", [])
     assert hosts["pve2"]["nodes"][2] == {

@@ -155,6 +155,12 @@ MISTAKES = [
         id="policy-bad",
     ),
     pytest.param(
+        BASE + "    containers: all\n    ssh: {client: openssh}\n",
+        "inv.yaml:5: hosts.pve1.ssh.client: must be one of auto, libssh2, asyncssh, "
+        "got 'openssh'",
+        id="ssh-client-bad",
+    ),
+    pytest.param(
         BASE + "    containers: all\n    python: ~/venv/bin/python3\n",
         (
             "inv.yaml:5: hosts.pve1.python: '~' is not expanded on the node; give an absolute "

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.timeout(30)
 
 async def _negotiated(
     tmp_path: Path, *, config: str | None = None, with_client: bool = False,
-    **server_algs: Any,
+    client: str = "asyncssh", **server_algs: Any,
 ) -> dict[str, str]:
     """Run one command from SshTransport; the algorithms the server saw it send with (and,
     `with_client`, what the transport recorded: client_kex, client_cipher, client_mac)."""
@@ -57,7 +57,7 @@ async def _negotiated(
             config_file = str(tmp_path / "ssh_config")
         spec = HostSpec(name="pve1", address="127.0.0.1", ssh=SshOptions(
             user="root", port=port, identity_file=str(tmp_path / "id"),
-            known_hosts=str(known), config_file=config_file))
+            known_hosts=str(known), config_file=config_file, client=client))
         ssh = SshTransport(spec)
         try:
             result = await ssh.run(["true"], input=b"x", timeout=10)

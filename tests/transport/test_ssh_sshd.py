@@ -1,12 +1,19 @@
-"""SshTransport against a real OpenSSH sshd on 127.0.0.1: commands, bounds, host keys, errors."""
+"""SshTransport against a real OpenSSH sshd on 127.0.0.1: commands, bounds, host keys, errors.
+
+Every test runs with each SSH client (`ssh.client`: libssh2, asyncssh): the same results, the
+same refusals in the same words. A ProxyJump is asyncssh's alone (`auto` takes it there).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import dataclasses
+import os
 import re
 import socket
+import subprocess
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -20,11 +27,23 @@ from tests.fleet import Fleet
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(60)]
 
+#: The client the module's tests ask for (`client`, set per test).
+CLIENT = ["auto"]
+
+
+@pytest.fixture(autouse=True, params=["libssh2", "asyncssh"])
+def client(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each test once per SSH client."""
+    CLIENT[0] = request.param
+    yield request.param
+    CLIENT[0] = "auto"
+
 
 def host_spec(fleet: Fleet, name: str, **ssh: object) -> HostSpec:
     options = SshOptions(user="root", port=fleet.hosts[name].port,
                          identity_file=str(fleet.client_key),
-                         known_hosts=str(fleet.known_hosts), config_file="")
+                         known_hosts=str(fleet.known_hosts), config_file="",
+                         client=CLIENT[0])
     return HostSpec(name=name, address="127.0.0.1",
                     ssh=dataclasses.replace(options, **ssh))  # type: ignore[arg-type]
 
@@ -85,6 +104,103 @@ def test_timeout_kills_the_remote_process(fleet: Fleet) -> None:
     assert result.timed_out is True  # type: ignore[attr-defined]
     assert result.returncode == 124  # type: ignore[attr-defined]
     assert fleet.pgrep(re.escape(marker)) == []
+
+
+def test_a_command_killed_by_a_signal_is_reported_with_it(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    result = asyncio.run(run_once(SshTransport(host_spec(fleet, "pve1")),
+                                  ["python3", "-c", "import os; print('dying', flush=True); "
+                                   "os.kill(os.getpid(), 9)"], timeout=20))
+    # The remote `timeout` passes its child's death on: sshd's exit-signal, no exit status.
+    assert (result.returncode, result.signal, result.stdout) == (None, "KILL", b"dying\n")  # type: ignore[attr-defined]
+
+
+def test_eight_channels_stream_both_ways_at_once(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    # 8 x 4 MiB each way on one connection: the windows fill, the socket's buffer fills (a
+    # packet left half sent), and every byte still comes back in order.
+    blobs = [bytes([index]) * 1024 + os.urandom(4 << 20) for index in range(8)]
+
+    async def main() -> list[object]:
+        transport = SshTransport(host_spec(fleet, "pve1"))
+        try:
+            return list(await asyncio.gather(*(transport.run(["cat"], input=blob, timeout=60)
+                                               for blob in blobs)))
+        finally:
+            await transport.close()
+
+    results = asyncio.run(main())
+    assert [(r.returncode, r.stdout == blob) for r, blob in zip(results, blobs, strict=True)] \
+        == [(0, True)] * 8  # type: ignore[attr-defined]
+
+
+def test_a_command_given_up_on_is_stopped_when_the_connection_closes(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    marker = f"abandoned-{fleet.mark}"
+
+    async def main() -> tuple[int, object]:
+        transport = SshTransport(host_spec(fleet, "pve1"))
+        try:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(transport.run(
+                    ["sh", "-c", "echo started; sleep 120; :", marker], timeout=300), 1.0)
+            abandoned = transport.abandoned
+            # The connection still serves others while the abandoned command runs on.
+            after = await transport.run(["echo", "next"], timeout=20)
+        finally:
+            await transport.close()
+        return abandoned, after
+
+    abandoned, after = asyncio.run(main())
+    assert (abandoned, after.stdout) == (1, b"next\n")  # type: ignore[attr-defined]
+    # close() TERMed it (kill_abandoned); it is gone within a few seconds, not 300.
+    for _ in range(100):
+        if not fleet.pgrep(re.escape(marker)):
+            break
+        time.sleep(0.1)
+    assert fleet.pgrep(re.escape(marker)) == []
+
+
+def test_a_connection_lost_mid_command_is_an_error_then_a_new_one_serves(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    # The command's grandparent is the sshd process serving the connection (sshd runs it
+    # under the remote `timeout`): killing it drops the connection mid-command.
+    marker = f"orphan-{fleet.mark}"
+    argv = ["sh", "-c", "echo started; kill -9 $(ps -o ppid= -p $PPID); sleep 30; :", marker]
+
+    async def main() -> tuple[TransportError, object]:
+        transport = SshTransport(host_spec(fleet, "pve1"))
+        try:
+            with pytest.raises(TransportError) as caught:
+                await transport.run(argv, timeout=20)
+            return caught.value, await transport.run(["echo", "again"], timeout=20)
+        finally:
+            await transport.close()
+
+    lost, again = asyncio.run(main())
+    assert (lost.kind, str(lost)) == ("error", "connection to pve1 lost while the command ran")
+    assert again.stdout == b"again\n"  # type: ignore[attr-defined]
+    assert fleet.accepted_logins("pve1") == 2
+    # The orphaned command was TERMed through the second connection at close().
+    for _ in range(100):
+        if not fleet.pgrep(re.escape(marker)):
+            break
+        time.sleep(0.1)
+    assert fleet.pgrep(re.escape(marker)) == []
+
+
+@pytest.mark.parametrize("kind", [["rsa", "-b", "3072"], ["ecdsa"], ["rsa", "-m", "PEM"]],
+                         ids=["rsa", "ecdsa", "rsa-pem"])
+def test_each_key_type_and_format_logs_in(fleet: Fleet, tmp_path: Path, kind: list[str]) -> None:
+    host = fleet.add_host("pve1")
+    key = tmp_path / "id"
+    subprocess.run(["ssh-keygen", "-q", "-t", *kind, "-N", "", "-f", str(key)], check=True)
+    authorized = host.dir / "sshd" / "authorized_keys"
+    authorized.write_text(authorized.read_text() + key.with_suffix(".pub").read_text())
+    transport = SshTransport(host_spec(fleet, "pve1", identity_file=str(key)))
+    result = asyncio.run(run_once(transport, ["echo", "in"], timeout=20))
+    assert (result.returncode, result.stdout) == (0, b"in\n")  # type: ignore[attr-defined]
+    assert transport.client == CLIENT[0]
 
 
 def test_thirty_containers_share_one_connection_within_max_sessions(fleet: Fleet) -> None:
@@ -199,8 +315,6 @@ def test_refused_connection_and_failed_auth_are_unreachable(fleet: Fleet, tmp_pa
     assert unreachable_message(SshTransport(host_spec(fleet, "down"))) == (
         "unreachable", f"connection refused by down (127.0.0.1:{down.port})")
     stranger = tmp_path / "stranger"
-    import subprocess
-
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)],
                    check=True)
     transport = SshTransport(host_spec(fleet, "pve1", identity_file=str(stranger)))
@@ -227,16 +341,18 @@ def test_a_failed_connect_is_remembered_not_retried_per_container(fleet: Fleet) 
 def test_proxy_jump_uses_the_inventory_keys_and_known_hosts(fleet: Fleet) -> None:
     jump = fleet.add_host("jump")
     fleet.add_host("pve1")
-    spec = host_spec(fleet, "pve1", proxy_jump=f"root@127.0.0.1:{jump.port}")
-    result = asyncio.run(run_once(SshTransport(spec), ["echo", "via jump"], timeout=10))
+    spec = host_spec(fleet, "pve1", proxy_jump=f"root@127.0.0.1:{jump.port}", client="auto")
+    transport = SshTransport(spec)
+    result = asyncio.run(run_once(transport, ["echo", "via jump"], timeout=10))
     assert result.stdout == b"via jump\n"  # type: ignore[attr-defined]
+    assert transport.client == "asyncssh"
     assert (fleet.accepted_logins("jump"), fleet.accepted_logins("pve1")) == (1, 1)
 
 
 def test_proxy_jump_failure_names_the_hop(fleet: Fleet) -> None:
     down = fleet.add_host("down", refuse=True)
     fleet.add_host("pve1")
-    spec = host_spec(fleet, "pve1", proxy_jump=f"127.0.0.1:{down.port}")
+    spec = host_spec(fleet, "pve1", proxy_jump=f"127.0.0.1:{down.port}", client="auto")
     kind, message = unreachable_message(SshTransport(spec))
     assert (kind, message) == (
         "unreachable", f"jump host 127.0.0.1:{down.port} for pve1 failed: connection refused")
@@ -265,7 +381,8 @@ def test_a_jump_host_that_does_not_answer_is_a_sentence_naming_it(
     fleet: Fleet, silent_port: int
 ) -> None:
     fleet.add_host("pve1")
-    spec = host_spec(fleet, "pve1", proxy_jump=f"127.0.0.1:{silent_port}", connect_timeout=1)
+    spec = host_spec(fleet, "pve1", proxy_jump=f"127.0.0.1:{silent_port}", connect_timeout=1,
+                     client="auto")
     assert unreachable_message(SshTransport(spec)) == (
         "unreachable", f"jump host 127.0.0.1:{silent_port} for pve1 failed: "
                        "no SSH banner within 1 s (not an SSH server?)")
@@ -281,7 +398,7 @@ def test_ssh_config_connect_timeout_and_port_are_the_ones_used(
     # Nothing about the port or the timeout in the inventory: the ssh_config's are used.
     spec = HostSpec(name="pve1", address="pve1", ssh=SshOptions(
         user="root", identity_file=str(fleet.client_key), known_hosts=str(fleet.known_hosts),
-        config_file=str(config)))
+        config_file=str(config), client=CLIENT[0]))
     assert unreachable_message(SshTransport(spec)) == (
         "unreachable", f"connecting to pve1 (127.0.0.1:{silent_port}) timed out: "
                        "no SSH banner within 1 s (not an SSH server?)")
@@ -298,7 +415,8 @@ def test_ssh_config_host_key_alias_names_the_key_in_known_hosts(
     config.write_text(f"Host pve1\n    HostName 127.0.0.1\n    Port {host.port}\n"
                       f"    HostKeyAlias pve1-key\n    UserKnownHostsFile {known}\n")
     spec = HostSpec(name="pve1", address="pve1", ssh=SshOptions(
-        user="root", identity_file=str(fleet.client_key), config_file=str(config)))
+        user="root", identity_file=str(fleet.client_key), config_file=str(config),
+        client=CLIENT[0]))
     result = asyncio.run(run_once(SshTransport(spec), ["echo", "aliased"], timeout=10))
     assert result.stdout == b"aliased\n"  # type: ignore[attr-defined]
     # Without the alias the same file has no key for 127.0.0.1: refused, naming the file.
