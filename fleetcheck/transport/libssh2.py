@@ -22,17 +22,18 @@ channel's.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import ctypes
 import glob
 import importlib.util
-import ipaddress
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from fleetcheck.transport.sshlib import in_ld_cache
 
@@ -67,6 +68,12 @@ STDERR_STREAM = 1
 WINDOW = 2 * 1024 * 1024
 PACKET = 32768
 READ_CHUNK = 65536
+#: The owner names of the two reads (`Connection._owner`): stdout's and stderr's.
+READ_OPS = ("read0", "read1")
+#: libssh2's recv callback (LIBSSH2_RECV_FUNC) and its type number.
+_RECV_FUNC = ctypes.CFUNCTYPE(ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                              ctypes.c_int, ctypes.c_void_p)
+CALLBACK_RECV = 6
 #: SSH_DISCONNECT_BY_APPLICATION
 DISCONNECT_BY_APPLICATION = 11
 
@@ -112,6 +119,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "libssh2_version": (_CP, [_I]),
     "libssh2_session_init_ex": (_VP, [_VP, _VP, _VP, _VP]),
     "libssh2_session_set_blocking": (None, [_VP, _I]),
+    "libssh2_session_set_timeout": (None, [_VP, ctypes.c_long]),
     "libssh2_session_method_pref": (_I, [_VP, _I, _CP]),
     "libssh2_session_methods": (_CP, [_VP, _I]),
     "libssh2_session_supported_algs": (_I, [_VP, _I, ctypes.POINTER(ctypes.POINTER(_CP))]),
@@ -137,6 +145,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
         _I, [_VP, ctypes.POINTER(_VP), ctypes.POINTER(_SZ), _VP, _VP, _VP, _VP]),
     "libssh2_channel_free": (_I, [_VP]),
     "libssh2_free": (None, [_VP, _VP]),
+    "libssh2_session_callback_set2": (_VP, [_VP, _I, _VP]),
 }
 
 
@@ -185,6 +194,10 @@ class Library:
         #: the next (one event loop, one thread), and 500 connections hold 500 sockets, not
         #: 500 read buffers.
         self.buffer = ctypes.create_string_buffer(READ_CHUNK)
+        #: The C library's recv(2), which `Connection._recv` gives libssh2.
+        self.recv = ctypes.CDLL(None, use_errno=True).recv
+        self.recv.restype = _SSZ
+        self.recv.argtypes = [_I, _VP, _SZ, _I]
 
     def _supported(self) -> dict[int, tuple[str, ...]]:
         session = self.c.libssh2_session_init_ex(None, None, None, None)
@@ -276,28 +289,39 @@ class Connection:
         self.lib = lib
         self.c = lib.c
         self.sock = sock
-        self.loop = asyncio.get_running_loop()
+        #: The event loop that drives it once it is open (`start`); opened on a thread.
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.session: int | None = self.c.libssh2_session_init_ex(None, None, None, None)
         if not self.session:
             raise OSError("libssh2 could not start a session")
         self.c.libssh2_session_set_blocking(self.session, 0)
         self.jobs: list[Job] = []
-        #: The job whose call left a packet half sent: only it may call until it is out.
-        self._owner: Job | None = None
+        #: The job, and its call, that left a packet half sent: only that call is made until
+        #: the packet is out.
+        self._owner: tuple[Job, str] | None = None
         #: The job opening a channel (libssh2 keeps one open's state per session).
         self._opener: Job | None = None
         self._buffer = lib.buffer
-        self._waiter: asyncio.Future[str] | None = None
-        #: The socket is registered for reading; the waiter wants it read.
-        self._watching = False
-        self._want_read = False
-        self._kicked = False
-        self._pump: asyncio.Task[None] | None = None
+        #: The socket is registered with the event loop for reading, for writing; a sweep is
+        #: scheduled.
+        self._reading = False
+        self._writing = False
+        self._scheduled = False
         self._closed = False
         self.failure: BaseException | None = None
         self.banner_seen = False
+        #: The server's host key (its wire blob), once `open` checked it.
+        self.server_key = b""
+        #: Bytes read from the socket since the loop drives it (`_recv`), and its buffer.
+        self.received = 0
+        self._recv_callback: Any = None
 
     # -- low level ----------------------------------------------------------------------
+
+    @property
+    def _ev(self) -> asyncio.AbstractEventLoop:
+        assert self.loop is not None, "a libssh2 connection is driven once started"
+        return self.loop
 
     def _error(self, code: int) -> Libssh2Error:
         text = ctypes.c_char_p()
@@ -310,62 +334,28 @@ class Connection:
     def _blocked(self) -> int:
         return int(self.c.libssh2_session_block_directions(self.session))
 
-    async def _wait(self, directions: int, timeout: float | None = None) -> str:
-        """Until the socket can be read ("socket"; or written, for OUTBOUND), a job is
-        submitted or given up ("kick"; only where `directions` is 0), or `timeout` passes.
-
-        The socket stays registered for reading from one wait to the next (a connection waits
-        twenty-odd times, and each registration is two epoll_ctl calls); it is let go when it
-        turns readable with no one waiting for it (`_readable`)."""
-        future: asyncio.Future[str] = self.loop.create_future()
-        self._waiter = future
-        self._want_read = bool(directions & BLOCK_INBOUND)
-        if self._want_read and not self._watching:
-            self.loop.add_reader(self.sock.fileno(), self._readable)
-            self._watching = True
-        writing = bool(directions & BLOCK_OUTBOUND)
-        if writing:
-            self.loop.add_writer(self.sock.fileno(), self._wake, "socket")
-        timer = (self.loop.call_later(timeout, self._wake, "timeout") if timeout is not None
-                 else None)
-        try:
-            return await future
-        finally:
-            self._waiter = None
-            self._want_read = False
-            if timer is not None:
-                timer.cancel()
+    def _watch(self, reading: bool, writing: bool) -> None:
+        """The socket registered with the event loop for what is wanted now, and only that: a
+        readable socket that nothing reads would call `_drive` at every turn of the loop."""
+        fd = self.sock.fileno()
+        if reading != self._reading:
+            if reading:
+                self._ev.add_reader(fd, self._drive)
+            else:
+                self._ev.remove_reader(fd)
+            self._reading = reading
+        if writing != self._writing:
             if writing:
-                self.loop.remove_writer(self.sock.fileno())
+                self._ev.add_writer(fd, self._drive)
+            else:
+                self._ev.remove_writer(fd)
+            self._writing = writing
 
-    def _wake(self, why: str) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(why)
-
-    def _readable(self) -> None:
-        if self._want_read and self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result("socket")
-        elif not self._want_read:
-            # Readable, and no one reads (the pump idles, or waits for a job): watching on
-            # would call this again at every turn of the loop.
-            self._unwatch()
-
-    def _unwatch(self) -> None:
-        if self._watching:
-            self.loop.remove_reader(self.sock.fileno())
-            self._watching = False
-
-    def _kick(self) -> None:
-        self._kicked = True
-        self._wake("kick")
-
-    async def _call(self, function: Callable[[], int]) -> int:
-        """A call made until it no longer would block (handshake and login, one at a time)."""
-        while True:
-            rc = function()
-            if rc != EAGAIN:
-                return rc
-            await self._wait(self._blocked() or BLOCK_INBOUND)
+    def _schedule(self) -> None:
+        """A sweep at the loop's next turn (not inside the caller's own call)."""
+        if not self._scheduled:
+            self._scheduled = True
+            self._ev.call_soon(self._drive)
 
     # -- opening ------------------------------------------------------------------------
 
@@ -382,15 +372,51 @@ class Connection:
             if rc < 0:
                 raise self._error(rc)
 
-    async def handshake(self) -> None:
-        """The key exchange; a reset or a close before it ends raises ConnectionResetError."""
-        fd = self.sock.fileno()
-        rc = await self._call(lambda: self.c.libssh2_session_handshake(self.session, fd))
-        self.banner_seen = self.banner()
+    def open(self, accept: Callable[[bytes], bool], user: str,
+             keys: list[tuple[str, bytes]], timeout: float) -> bytes:
+        """Key exchange, the server's key checked by `accept`, then public-key login with each
+        key in turn; the server's key (its wire blob) when logged in.
+
+        Blocking, on a thread of `OPENERS` (`open_connection`): libssh2 waits in its own poll()
+        for the twenty-odd round trips of a handshake and a login, in C, where the event loop
+        would take a few turns of Python for each (about 1 ms of CPU a connection). Bounded by
+        `timeout` (libssh2's session timeout: LIBSSH2_ERROR_TIMEOUT, raised as TimeoutError);
+        the socket's shutdown (`Opening.cancel`) ends it at once. A reset or a close before the
+        key exchange ends raises ConnectionResetError (sshd's MaxStartups: retried)."""
+        c = self.c
+        c.libssh2_session_set_blocking(self.session, 1)
+        c.libssh2_session_set_timeout(self.session, max(1, int(timeout * 1000)))
+        try:
+            self._opened(c.libssh2_session_handshake(self.session, self.sock.fileno()))
+            blob = self.host_key()
+            if not accept(blob):
+                raise HostKeyRefused(key_type(blob))
+            name = user.encode()
+            for path, data in keys:
+                rc = c.libssh2_userauth_publickey_frommemory(
+                    self.session, name, len(name), None, 0, data, len(data), b"")
+                if rc == 0:
+                    return blob
+                if rc == ERROR_FILE:
+                    raise KeyUnreadable(f"libssh2 cannot read {path}: {self._error(rc).reason}")
+                if rc not in (ERROR_AUTHENTICATION_FAILED, ERROR_PUBLICKEY_UNVERIFIED):
+                    self._opened(rc)
+            raise AuthFailed("no key was accepted")
+        finally:
+            self.banner_seen = self.banner()
+            if self.session is not None:
+                c.libssh2_session_set_timeout(self.session, 0)
+                c.libssh2_session_set_blocking(self.session, 0)
+
+    def _opened(self, rc: int) -> None:
+        """What a handshake's or a login's return code means."""
+        if rc >= 0:
+            return
+        if rc == ERROR_TIMEOUT:
+            raise TimeoutError(self._error(rc).reason)
         if rc in SOCKET_ERRORS:
             raise ConnectionResetError(self._error(rc).reason)
-        if rc < 0:
-            raise self._error(rc)
+        raise self._error(rc)
 
     def banner(self) -> bool:
         """Whether the server's "SSH-2.0-..." line has come."""
@@ -420,27 +446,13 @@ class Connection:
             found["mac"] = found["cipher"]
         return found
 
-    async def login(self, user: str, keys: list[tuple[str, bytes]]) -> None:
-        """Public-key login with each key in turn; AuthFailed when none is accepted."""
-        name = user.encode()
-        for path, data in keys:
-            def attempt(data: bytes = data) -> int:
-                return int(self.c.libssh2_userauth_publickey_frommemory(
-                    self.session, name, len(name), None, 0, data, len(data), b""))
-            rc = await self._call(attempt)
-            if rc == 0:
-                return
-            if rc in SOCKET_ERRORS:
-                raise ConnectionResetError(self._error(rc).reason)
-            if rc == ERROR_FILE:
-                raise KeyUnreadable(f"libssh2 cannot read {path}: {self._error(rc).reason}")
-            if rc not in (ERROR_AUTHENTICATION_FAILED, ERROR_PUBLICKEY_UNVERIFIED):
-                raise self._error(rc)
-        raise AuthFailed("no key was accepted")
-
     def start(self) -> None:
-        """Logged in: the pump starts."""
-        self._pump = self.loop.create_task(self._run_pump())
+        """Logged in: the event loop drives it from now on (`_drive`)."""
+        self.loop = asyncio.get_running_loop()
+        self.sock.setblocking(False)  # libssh2 set the descriptor so already
+        self._recv_callback = _RECV_FUNC(self._recv)
+        self.c.libssh2_session_callback_set2(self.session, CALLBACK_RECV,
+                                             ctypes.cast(self._recv_callback, ctypes.c_void_p))
 
     # -- commands -----------------------------------------------------------------------
 
@@ -450,16 +462,16 @@ class Connection:
             raise ConnectionGone(str(self.failure))
         if self._closed:
             raise ConnectionGone("closed")
-        job.done = self.loop.create_future()
+        job.done = self._ev.create_future()
         self.jobs.append(job)
-        self._kick()
+        self._schedule()
 
     def abandon(self, job: Job) -> None:
         """The caller no longer waits: the channel is closed, its process left to the remote
         `timeout` (and `kill_abandoned`)."""
         if job.state != "done":
             job.abandoned = True
-            self._kick()
+            self._schedule()
 
     def _finish(self, job: Job, error: BaseException | None = None, *,
                 free: bool = True) -> None:
@@ -473,24 +485,30 @@ class Connection:
             self.jobs.remove(job)
         if self._opener is job:
             self._opener = None
-        if self._owner is job:
+        if self._owns(job):
             self._owner = None
         if job.done is not None and not job.done.done():
             job.done.set_result(error)
 
-    def _note(self, job: Job, rc: int) -> bool:
-        """After a call of `job`'s: whether it would block; who may call next."""
-        if rc == EAGAIN:
-            if self._owner is None and self._blocked() & BLOCK_OUTBOUND:
-                self._owner = job
-            return True
-        if self._owner is job:
+    def _note(self, job: Job, op: str, rc: int) -> bool:
+        """After `job`'s call `op`: whether it would block. A packet left half sent (OUTBOUND)
+        belongs to the call that was made last, whatever it returned (a read may send a
+        window adjust, or answer the server's request); until it is out, only that call is
+        made again (libssh2 refuses any other packet: `send_existing`)."""
+        if self._blocked() & BLOCK_OUTBOUND:
+            if self._owner is None:
+                self._owner = (job, op)
+        elif self._owner is not None and self._owner[0] is job:
             self._owner = None
-        return False
+        return rc == EAGAIN
 
-    def _check(self, rc: int) -> None:
-        if rc in SOCKET_ERRORS:
-            raise ConnectionGone(self._error(rc).reason)
+    def _owns(self, job: Job) -> bool:
+        return self._owner is not None and self._owner[0] is job
+
+    def _gone(self, rc: int) -> ConnectionGone:
+        """An error no channel survives: the socket's, or one of the transport's (decryption,
+        a key re-exchange, the protocol) passed on by whatever call met it."""
+        return ConnectionGone(self._error(rc).reason)
 
     def _step(self, job: Job) -> bool:
         """Advance `job` as far as it goes without blocking; whether it moved at all."""
@@ -509,31 +527,29 @@ class Connection:
                 kind = b"session"
                 channel = c.libssh2_channel_open_ex(self.session, kind, len(kind), WINDOW,
                                                     PACKET, None, 0)
-                if not channel:
-                    rc = c.libssh2_session_last_errno(self.session)
-                    if self._note(job, rc):
-                        return moved
-                    self._opener = None
-                    self._check(rc)
-                    error = self._error(rc)
-                    self._finish(job, ChannelRefused(error.reason)
-                                 if rc == ERROR_CHANNEL_FAILURE else error)
-                    return True
-                self._note(job, 0)
+                rc = 0 if channel else c.libssh2_session_last_errno(self.session)
+                if self._note(job, "open", rc):
+                    return moved
                 self._opener = None
+                if not channel:
+                    if rc != ERROR_CHANNEL_FAILURE:
+                        raise self._gone(rc)
+                    self._finish(job, ChannelRefused(self._error(rc).reason))
+                    return True
                 job.channel = channel
                 job.state = "close" if job.abandoned else "exec"
                 moved = True
-            if job.state == "exec" and job.abandoned and self._owner is not job:
+            if job.state == "exec" and job.abandoned and not self._owns(job):
                 job.state = "close"
             if job.state == "exec":
                 rc = c.libssh2_channel_process_startup(job.channel, b"exec", 4, job.command,
                                                        len(job.command))
-                if self._note(job, rc):
+                if self._note(job, "exec", rc):
                     return moved
-                self._check(rc)
                 job.state = "run"
                 if rc < 0:
+                    if rc not in (ERROR_CHANNEL_REQUEST_DENIED, ERROR_CHANNEL_FAILURE):
+                        raise self._gone(rc)
                     # Refused (a forced command's server, a subsystem policy): closed first,
                     # so that no close packet is left for `_finish` to send.
                     job.failed = self._error(rc)
@@ -545,11 +561,12 @@ class Connection:
                     return moved
             if job.state == "close":
                 rc = c.libssh2_channel_close(job.channel)
-                if rc == EAGAIN and self._note(job, rc) and self._owner is job:
+                if self._note(job, "close", rc) and self._owns(job):
                     return moved
-                self._check(rc)
-                if rc == EAGAIN and not (job.abandoned or job.truncated
-                                         or job.failed is not None):
+                if rc < 0 and rc != EAGAIN:
+                    raise self._gone(rc)
+                ended = not (job.abandoned or job.truncated or job.failed is not None)
+                if rc == EAGAIN and ended:
                     return moved  # the close is out: the remote's own close is awaited
                 if rc == EAGAIN:
                     # Cut off, given up or refused: nothing more is read. sshd answers a close
@@ -557,64 +574,95 @@ class Connection:
                     # (freed with it) rather than waited for.
                     self._finish(job, job.failed, free=False)
                     return True
-                if not (job.abandoned or job.truncated or job.failed is not None):
+                if ended:
                     self._exit(job)
                 self._finish(job, job.failed)
                 return True
             if job.state == "done":
                 return moved
 
-    def _run_step(self, job: Job) -> bool:
-        """Input out, output in, until nothing moves; then "close" once the remote's EOF is in
-        (or at once when the output passed its cap or the caller gave up)."""
-        c = self.c
-        moved = False
-        if job.abandoned and self._owner is not job:
-            job.state = "close"
-            return True
-        if job.sent < len(job.input) and job.input_buffer is None:
+    def _write(self, job: Job) -> str:
+        """Some of the input out: "moved", "blocked" or "done" (all out, or the command
+        stopped reading)."""
+        if job.sent >= len(job.input):
+            return "done"
+        if job.input_buffer is None:
             # Written from one copy in place (libssh2 copies what it takes into its packet).
             job.input_buffer = ctypes.create_string_buffer(job.input, len(job.input))
-        while job.sent < len(job.input):
-            assert job.input_buffer is not None
-            written = c.libssh2_channel_write_ex(job.channel, 0,
-                                                 ctypes.addressof(job.input_buffer) + job.sent,
-                                                 min(len(job.input) - job.sent, WINDOW))
-            if self._note(job, written if written == EAGAIN else 0):
-                break
-            if written < 0:
-                self._check(written)
-                # The command exited before reading all its input; its output still tells why.
-                job.sent = len(job.input)
-                job.eof_sent = True
-                break
-            job.sent += written
-            moved = True
-        if self._owner is job:
-            return moved
-        if job.sent >= len(job.input) and not job.eof_sent:
-            rc = c.libssh2_channel_send_eof(job.channel)
-            if self._note(job, rc):
-                return moved
-            self._check(rc)
+        rc = self.c.libssh2_channel_write_ex(job.channel, 0,
+                                             ctypes.addressof(job.input_buffer) + job.sent,
+                                             min(len(job.input) - job.sent, WINDOW))
+        if self._note(job, "write", rc):
+            return "blocked"
+        if rc < 0:
+            if rc not in (ERROR_CHANNEL_EOF_SENT, ERROR_CHANNEL_CLOSED):
+                raise self._gone(rc)
+            # The command exited before reading all its input; its output still tells why.
+            job.sent = len(job.input)
             job.eof_sent = True
+            return "done"
+        job.sent += rc
+        return "moved"
+
+    def _eof(self, job: Job) -> str:
+        """The input's end, once all of it is out: "moved", "blocked" or "done"."""
+        if job.eof_sent or job.sent < len(job.input):
+            return "done"
+        rc = self.c.libssh2_channel_send_eof(job.channel)
+        if self._note(job, "eof", rc):
+            return "blocked"
+        if rc < 0 and rc not in (ERROR_CHANNEL_EOF_SENT, ERROR_CHANNEL_CLOSED):
+            raise self._gone(rc)
+        job.eof_sent = True
+        job.input_buffer = None
+        return "moved"
+
+    def _read(self, job: Job, stream: int) -> str:
+        """Output of `stream` in: "moved", "blocked" or "done" (none queued, the remote's
+        EOF)."""
+        size = self.c.libssh2_channel_read_ex(job.channel, stream, self._buffer, READ_CHUNK)
+        if self._note(job, READ_OPS[stream], size):
+            return "blocked"
+        if size < 0:
+            raise self._gone(size)
+        if size == 0:
+            return "done"
+        self._keep(job, stream, ctypes.string_at(self._buffer, size))
+        return "moved"
+
+    def _run_step(self, job: Job) -> bool:
+        """Input out, output in, until nothing moves; then "close" once the remote's EOF is in
+        (or at once when the output passed its cap or the caller gave up). The call that left
+        a packet half sent, if it is this job's, is made again first."""
+        moved = False
+        if self._owns(job):
+            assert self._owner is not None
+            op = self._owner[1]
+            again = (self._write(job) if op == "write" else self._eof(job) if op == "eof"
+                     else self._read(job, 0 if op == READ_OPS[0] else STDERR_STREAM))
+            if self._owns(job):
+                return False
+            moved = again == "moved"
+        if job.abandoned:
+            job.state = "close"
+            return True
+        while (wrote := self._write(job)) == "moved":
             moved = True
+        if wrote == "blocked" and self._owns(job):
+            return moved
+        ended = self._eof(job)
+        if ended == "blocked" and self._owns(job):
+            return moved
+        moved = moved or ended == "moved"
         for stream in (0, STDERR_STREAM):
-            while True:
-                size = c.libssh2_channel_read_ex(job.channel, stream, self._buffer, READ_CHUNK)
-                if self._note(job, size if size == EAGAIN else 0):
-                    break
-                if size <= 0:
-                    self._check(size)
-                    break
+            while (read := self._read(job, stream)) == "moved":
                 moved = True
-                self._keep(job, stream, ctypes.string_at(self._buffer, size))
                 if job.truncated:
                     job.state = "close"
                     return True
-            if self._owner is job:
+            if read == "blocked" and self._owns(job):
                 return moved
-        if c.libssh2_channel_eof(job.channel) == 1:
+        if self.c.libssh2_channel_eof(job.channel) == 1:
             job.state = "close"
             moved = True
         return moved
@@ -644,37 +692,62 @@ class Connection:
             job.signal = ctypes.string_at(name.value, size.value).decode("ascii", "replace")
             self.c.libssh2_free(self.session, name)
             return
-        job.returncode = int(self.c.libssh2_channel_get_exit_status(job.channel))
+        if rc == 0:
+            # OpenSSH's sshd sends one of exit-status and exit-signal for every command it ran
+            # (`auto` takes libssh2 for OpenSSH alone: libssh2 reads a status never sent as 0).
+            job.returncode = int(self.c.libssh2_channel_get_exit_status(job.channel))
 
     def _sweep(self) -> bool:
         """One turn for every job (only the owner of a half-sent packet while there is one);
         whether any moved."""
         moved = False
         for job in list(self.jobs):
-            if self._owner is not None and self._owner is not job:
+            if self._owner is not None and self._owner[0] is not job:
                 continue
             if self._step(job):
                 moved = True
         return moved
 
-    async def _run_pump(self) -> None:
+    def _drive(self) -> None:
+        """Every job as far as it goes, then the socket watched for what would move them next:
+        reading while there are jobs, writing while a packet is half out (and then only
+        writing: the half-sent packet goes first). Called by the event loop when the socket is
+        ready, and after a job is submitted or given up.
+
+        Sweeps go on while a job moved or bytes came in (`_recv`): a call that read from the
+        socket may have queued another channel's packets, whose turn in this sweep had passed,
+        and the socket will not turn readable for them again."""
+        self._scheduled = False
+        if self.session is None or self.failure is not None or self._closed:
+            return
         try:
-            while not self._closed:
-                self._kicked = False
-                while self._sweep():
-                    pass
-                if self._kicked:
-                    continue
-                # Nothing to do: wait for a job; else for the socket (reading always: the
-                # server may send at any time; writing while a packet is half out).
-                await self._wait(self._blocked() | BLOCK_INBOUND if self.jobs else 0)
+            while True:
+                received = self.received
+                if not self._sweep() and self.received == received:
+                    break
+            half_sent = bool(self.jobs) and bool(self._blocked() & BLOCK_OUTBOUND)
+            self._watch(bool(self.jobs) and not half_sent, half_sent)
         except ConnectionGone as exc:
             self._fail(exc)
         except Libssh2Error as exc:
             self._fail(ConnectionGone(exc.reason))
+        except Exception as exc:  # noqa: BLE001  (an event-loop callback: nothing else sees it)
+            self._fail(ConnectionGone(f"{type(exc).__name__}: {exc}"))
+
+    def _recv(self, fd: int, buffer: int, length: int, flags: int, abstract: int) -> int:
+        """libssh2's recv (LIBSSH2_CALLBACK_RECV, once the connection is driven by the loop):
+        the C library's, into libssh2's buffer, its bytes counted (`received`); -errno as
+        libssh2's own returns (no Python exception on the way: most calls find nothing)."""
+        got = int(self.lib.recv(fd, buffer, length, flags))
+        if got < 0:
+            return -ctypes.get_errno()
+        self.received += got
+        return got
 
     def _fail(self, exc: BaseException) -> None:
         self.failure = exc
+        with contextlib.suppress(OSError, ValueError, RuntimeError):
+            self._watch(False, False)
         for job in list(self.jobs):
             self._finish(job, ConnectionGone(str(exc)), free=False)
 
@@ -686,12 +759,10 @@ class Connection:
         if self.session is None:
             return
         self._closed = True
-        self._kick()
-        if self._pump is not None:
-            self._pump.cancel()
-            await asyncio.gather(self._pump, return_exceptions=True)
+        if self.loop is not None:
+            self._watch(False, False)
         # A packet half sent blocks every other, the goodbye too: then none is said.
-        half_sent = self._owner is not None
+        half_sent = bool(self._blocked() & BLOCK_OUTBOUND)
         for job in list(self.jobs):
             self._finish(job, ConnectionGone("closed"), free=False)
         if self.failure is None and not half_sent:
@@ -702,24 +773,106 @@ class Connection:
                 left = deadline - time.monotonic()
                 if rc != EAGAIN or left <= 0:
                     break
-                await self._wait(self._blocked() or BLOCK_OUTBOUND, left)
+                await self._ready(left)
         self.release()
+
+    async def _ready(self, timeout: float) -> None:
+        """Until the socket can be written (or read, where that is what blocks), or
+        `timeout` passes: the disconnect's wait, the one the event loop makes for it."""
+        future: asyncio.Future[None] = self._ev.create_future()
+        fd = self.sock.fileno()
+
+        def ready() -> None:
+            if not future.done():
+                future.set_result(None)
+
+        inbound = bool(self._blocked() & BLOCK_INBOUND)
+        (self._ev.add_reader if inbound else self._ev.add_writer)(fd, ready)
+        try:
+            await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            (self._ev.remove_reader if inbound else self._ev.remove_writer)(fd)
 
     def release(self) -> None:
         """Free the session and close the socket at once (no goodbye): shut down first, so
         that freeing its channels sends nothing and waits for nothing."""
         if self.session is None:
             return
-        if self._pump is not None:
-            self._pump.cancel()
+        self.banner_seen = self.banner()
         session, self.session = self.session, None
-        self._unwatch()
+        if self.loop is not None and not self.loop.is_closed():
+            self._watch(False, False)
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
         for _ in range(3):
             if self.c.libssh2_session_free(session) != EAGAIN:
                 break
         self.sock.close()
+
+#: Threads that open connections (`open_connection`): as many as connection attempts may be in
+#: flight fleet-wide (transport/ssh.py's DEFAULT_CONNECT_ATTEMPTS); each waits in C almost all
+#: the time (the server's fork, key exchange and login), holding no Python lock.
+OPENER_THREADS = 64
+_OPENERS: concurrent.futures.ThreadPoolExecutor | None = None
+_OPENERS_LOCK = threading.Lock()
+
+
+def _openers() -> concurrent.futures.ThreadPoolExecutor:
+    global _OPENERS
+    with _OPENERS_LOCK:
+        if _OPENERS is None:
+            _OPENERS = concurrent.futures.ThreadPoolExecutor(
+                OPENER_THREADS, thread_name_prefix="fleetcheck-ssh-open")
+        return _OPENERS
+
+
+class Opening:
+    """One connection being opened on a thread, and what to stop if its caller gives up: the
+    socket is shut down (libssh2's wait ends at once) and whatever the thread opened is let go
+    when it returns."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self.cancelled = False
+
+    def adopt(self, sock: socket.socket) -> None:
+        """The thread's socket, connected: shut down at once if the caller gave up already."""
+        with self._lock:
+            self._sock = sock
+            if self.cancelled:
+                _shutdown(sock)
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            if self._sock is not None:
+                _shutdown(self._sock)
+
+
+def _shutdown(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+T = TypeVar("T")
+
+
+async def open_connection(opening: Opening, open_it: Callable[[Opening], T],
+                          let_go: Callable[[concurrent.futures.Future[T]], None]) -> T:
+    """`open_it(opening)` on an opener thread; if the caller is cancelled meanwhile, the
+    thread is stopped (`Opening.cancel`) and `let_go` is given its outcome once it ends
+    (whatever it opened, or an exception holding something to close)."""
+    future = _openers().submit(open_it, opening)
+    try:
+        return await asyncio.wrap_future(future)
+    except asyncio.CancelledError:
+        opening.cancel()
+        future.add_done_callback(let_go)
+        raise
+
 
 #: TCP keepalives: a dead host is noticed after KEEPALIVE_IDLE + KEEPALIVE_COUNT *
 #: KEEPALIVE_INTERVAL s of silence, as asyncssh's 15 s keepalives x 3 notice it. The kernel sends
@@ -738,28 +891,29 @@ def _keepalive(sock: socket.socket) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
 
 
-async def open_socket(address: str, port: int) -> socket.socket:
-    """A connected non-blocking TCP socket to `address` (each of its addresses in turn)."""
-    loop = asyncio.get_running_loop()
-    try:
-        ipaddress.ip_address(address)
-        family = socket.AF_INET6 if ":" in address else socket.AF_INET
-        candidates: list[tuple[int, Any]] = [(family, (address, port))]
-    except ValueError:
-        infos = await loop.getaddrinfo(address, port, type=socket.SOCK_STREAM)
-        candidates = [(info[0], info[4]) for info in infos]
+def connect_socket(address: str, port: int, timeout: float,
+                   opening: Opening) -> socket.socket:
+    """A connected TCP socket to `address` (each of its addresses in turn), blocking, within
+    `timeout` s; handed to `opening` as soon as it exists."""
     last: OSError | None = None
-    for kind, where in candidates:
+    deadline = time.monotonic() + timeout
+    for kind, _, _, _, where in socket.getaddrinfo(address, port, type=socket.SOCK_STREAM):
         sock = socket.socket(kind, socket.SOCK_STREAM)
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        _keepalive(sock)
         try:
-            await loop.sock_connect(sock, where)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            _keepalive(sock)
+            opening.adopt(sock)
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            sock.connect(where)
             return sock
+        except TimeoutError:
+            sock.close()
+            raise
         except OSError as exc:
             sock.close()
             last = exc
+            if opening.cancelled:
+                raise
         except BaseException:
             sock.close()
             raise

@@ -323,7 +323,7 @@ class SshTransport(Transport):
         try:
             keys = self._key_plan(settings)
             plan = (ssh_libssh2.plan_for(settings, keys, self.files,
-                                         check_post_quantum=self.options.client == "auto")
+                                         auto=self.options.client == "auto")
                     if self.options.client != "asyncssh" else None)
         except TransportError as exc:
             raise self._unreadable(settings, exc) from None
@@ -497,7 +497,7 @@ class SshTransport(Transport):
             text = f"cannot resolve {settings.address} for {name}: {exc.strerror}"
         elif isinstance(exc, ConnectionRefusedError):
             text = f"connection refused by {name} ({where})"
-        elif isinstance(exc, asyncio.TimeoutError):
+        elif isinstance(exc, asyncio.TimeoutError | TimeoutError):
             text = f"connecting to {name} ({where}) timed out"
             if watch.banner_missing:
                 text += ": " + _timeout_text(watch, settings.connect_timeout)

@@ -7,21 +7,22 @@ and asyncssh otherwise: a ProxyJump, a known_hosts certificate authority, a key 
 certificate or of a type libssh2 has not, no key file (the agent's keys), or an ssh_config
 algorithm list none of whose entries libssh2 has.
 
-libssh2 has no post-quantum key exchange (mlkem768x25519, sntrup761x25519); asyncssh has
-mlkem768x25519 (and sntrup761x25519 with liboqs). So `auto` reads the server's identification
-line before libssh2 does (`MSG_PEEK`: it stays unread), and a server that offers one of those
-which asyncssh has here gets the same socket handed to asyncssh: OpenSSH from 9.9 (mlkem768x25519
-by default), from 8.5 where asyncssh has sntrup761x25519, and any server that is not OpenSSH
-(its offers unknown). An OpenSSH before those, the fleets of Debian 12 and Proxmox VE 8
-(OpenSSH 9.2), is libssh2's. `ssh.client: libssh2` skips that reading, for a fleet that trades
-the post-quantum exchange for the CPU; a `KexAlgorithms` without them needs no such reading.
+`auto` also reads the server's identification line before libssh2 does (`MSG_PEEK`: it stays
+unread) and hands the same socket to asyncssh for any server but OpenSSH's sshd, the one libssh2
+is proven against here (libssh2 cannot tell an exit status never sent from 0), and for an
+OpenSSH that may offer a post-quantum key exchange that asyncssh has and libssh2 has not
+(mlkem768x25519, and sntrup761x25519 where asyncssh has liboqs): OpenSSH from 9.9
+(mlkem768x25519 by default), from 8.5 for sntrup761x25519. An OpenSSH before those, the fleets
+of Debian 12 and Proxmox VE 8 (OpenSSH 9.2), is libssh2's. `ssh.client: libssh2` skips that
+reading, for a fleet that trades the post-quantum exchange for the CPU.
 """
 
 from __future__ import annotations
 
-import asyncio
+import concurrent.futures
 import re
 import socket
+import time
 from dataclasses import dataclass
 
 from fleetcheck.transport import libssh2
@@ -42,8 +43,10 @@ class Plan:
     macs: tuple[str, ...]
     host_key_algs: tuple[str, ...]
     key_files: tuple[tuple[str, bytes], ...]
-    #: The post-quantum exchanges asyncssh would offer (ssh_config's list or its own): a
-    #: server that has one goes to asyncssh (see above). Empty: libssh2 whatever the server.
+    #: `ssh.client: auto`: the server's identification line decides (see above); False
+    #: (`ssh.client: libssh2`): libssh2 whatever the server.
+    auto: bool = True
+    #: The post-quantum exchanges asyncssh would offer (ssh_config's list or its own).
     post_quantum: tuple[str, ...] = ()
 
 
@@ -55,9 +58,9 @@ _OPENSSH = re.compile(r"SSH-2\.0-OpenSSH_(\d+)\.(\d+)")
 
 
 def prefers_asyncssh(banner: str | None, post_quantum: tuple[str, ...]) -> bool:
-    """Whether a server that sent `banner` may offer one of `post_quantum` (see above)."""
-    if not post_quantum:
-        return False
+    """Whether a server that sent `banner` is asyncssh's under `auto`: any server but OpenSSH
+    (libssh2 is proven against OpenSSH's sshd alone; one that sent no exit status would read
+    as 0 there), and an OpenSSH that may offer one of `post_quantum` (see above)."""
     found = _OPENSSH.match(banner or "")
     if found is None:
         return True
@@ -70,23 +73,12 @@ def prefers_asyncssh(banner: str | None, post_quantum: tuple[str, ...]) -> bool:
 _PEEK = 4096
 
 
-async def peek_banner(sock: socket.socket) -> str | None:
-    """The server's "SSH-2.0-..." line, left unread on the socket; None where the server
-    closed first or sent no such line in its first bytes."""
-    loop = asyncio.get_running_loop()
+def peek_banner(sock: socket.socket, deadline: float) -> str | None:
+    """The server's "SSH-2.0-..." line, left unread on the (blocking) socket; None where the
+    server closed first or sent no such line in its first bytes. TimeoutError at `deadline`."""
     seen = -1
     while True:
-        ready: asyncio.Future[None] = loop.create_future()
-
-        def wake(ready: asyncio.Future[None] = ready) -> None:
-            if not ready.done():
-                ready.set_result(None)
-
-        loop.add_reader(sock.fileno(), wake)
-        try:
-            await ready
-        finally:
-            loop.remove_reader(sock.fileno())
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
         data = sock.recv(_PEEK, socket.MSG_PEEK)
         if not data:
             return None
@@ -96,8 +88,8 @@ async def peek_banner(sock: socket.socket) -> str | None:
         if len(data) >= _PEEK:
             return None
         if len(data) == seen:
-            # Part of a line is in and still readable: the rest is waited for, not spun on.
-            await asyncio.sleep(0.005)
+            # Part of a line is in, and a peek returns it at once: the rest is waited for.
+            time.sleep(0.005)
         seen = len(data)
 
 
@@ -116,9 +108,9 @@ def _offered(option: str, wanted: tuple[str, ...], supported: tuple[str, ...]
 
 
 def plan_for(settings: SshSettings, keys: HostKeyPlan, files: SshFiles, *,
-             check_post_quantum: bool = True) -> Plan | str:
+             auto: bool = True) -> Plan | str:
     """libssh2's plan for this connection, or why libssh2 cannot make it as asyncssh would;
-    `check_post_quantum` False (`ssh.client: libssh2`): libssh2 whatever the server offers."""
+    `auto` False (`ssh.client: libssh2`): libssh2 whatever the server."""
     lib = libssh2.library()
     if lib is None:
         return libssh2.problem() or "no libssh2"
@@ -148,8 +140,7 @@ def plan_for(settings: SshSettings, keys: HostKeyPlan, files: SshFiles, *,
     assert not isinstance(kex, str) and not isinstance(ciphers, str)
     assert not isinstance(macs, str)
     post_quantum = tuple(alg for alg in settings.kex_algs if alg in _POST_QUANTUM)
-    return Plan(lib, kex, ciphers, macs, host_key_algs, tuple(key_files),
-                post_quantum if check_post_quantum else ())
+    return Plan(lib, kex, ciphers, macs, host_key_algs, tuple(key_files), auto, post_quantum)
 
 
 class Watch:
@@ -165,15 +156,17 @@ class Watch:
         return self.connected and (self.conn is None or not self.conn.banner())
 
 
-async def connect(plan: Plan, settings: SshSettings, keys: HostKeyPlan,
-                  watch: Watch) -> libssh2.Connection:
-    """A logged-in libssh2 connection, its host key checked against `keys` (and recorded where
-    a new key is trusted); anything short of that is released at once."""
-    sock = await libssh2.open_socket(settings.address, settings.port)
+def _open(plan: Plan, settings: SshSettings, keys: HostKeyPlan, watch: Watch,
+          opening: libssh2.Opening) -> libssh2.Connection:
+    """The whole opening, blocking, on an opener thread: TCP, the server's line read ahead,
+    key exchange, the host key checked against `keys`, login."""
+    deadline = time.monotonic() + settings.connect_timeout
+    sock = libssh2.connect_socket(settings.address, settings.port, settings.connect_timeout,
+                                  opening)
     watch.connected = True
     try:
-        if plan.post_quantum and prefers_asyncssh(await peek_banner(sock),
-                                                  plan.post_quantum):
+        if plan.auto and prefers_asyncssh(peek_banner(sock, deadline), plan.post_quantum):
+            sock.setblocking(False)
             raise HandOver(sock)
         conn = libssh2.Connection(plan.lib, sock)
     except HandOver:
@@ -187,14 +180,32 @@ async def connect(plan: Plan, settings: SshSettings, keys: HostKeyPlan,
         conn.prefer(libssh2.METHOD_HOSTKEY, plan.host_key_algs)
         conn.prefer(libssh2.METHOD_CRYPT_CS, plan.ciphers)
         conn.prefer(libssh2.METHOD_MAC_CS, plan.macs)
-        await conn.handshake()
-        blob = conn.host_key()
-        if not keys.accepts(blob):
-            raise libssh2.HostKeyRefused(libssh2.key_type(blob))
-        await conn.login(settings.user, list(plan.key_files))
-        keys.record_blob(blob)
-        conn.start()
+        conn.server_key = conn.open(keys.accepts, settings.user, list(plan.key_files),
+                                    max(0.001, deadline - time.monotonic()))
         return conn
     except BaseException:
         conn.release()
         raise
+
+
+def _let_go(done: concurrent.futures.Future[libssh2.Connection]) -> None:
+    """What an opening whose caller gave up left: its connection, or a handed-over socket."""
+    if done.cancelled():
+        return
+    error = done.exception()
+    if isinstance(error, HandOver):
+        error.sock.close()
+    elif error is None:
+        done.result().release()
+
+
+async def connect(plan: Plan, settings: SshSettings, keys: HostKeyPlan,
+                  watch: Watch) -> libssh2.Connection:
+    """A logged-in libssh2 connection, its host key checked against `keys` (and recorded where
+    a new key is trusted), driven by this event loop from now on; opened on a thread
+    (`libssh2.open_connection`). HandOver where asyncssh takes the socket instead."""
+    conn = await libssh2.open_connection(
+        libssh2.Opening(), lambda token: _open(plan, settings, keys, watch, token), _let_go)
+    keys.record_blob(conn.server_key)
+    conn.start()
+    return conn

@@ -4,9 +4,17 @@ server's identification line read ahead, the hand-over to asyncssh, its absence.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
+import ctypes
 import dataclasses
+import errno
+import os
+import select
 import socket
 import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,35 +59,36 @@ def refusal(transport: SshTransport) -> str:
     # sntrup761x25519 from 8.5, where this asyncssh has it (liboqs).
     ("SSH-2.0-OpenSSH_8.4p1", ("sntrup761x25519-sha512@openssh.com",), False),
     ("SSH-2.0-OpenSSH_9.2p1", ("sntrup761x25519-sha512@openssh.com",), True),
-    # Another server's offers are unknown; nothing post-quantum wanted: libssh2 everywhere.
-    ("SSH-2.0-AsyncSSH_2.24.1", ("mlkem768x25519-sha256",), True),
-    (None, ("mlkem768x25519-sha256",), True),
+    # Nothing post-quantum wanted: any OpenSSH is libssh2's.
     ("SSH-2.0-OpenSSH_10.0", (), False),
+    # Any other server is asyncssh's (libssh2 is proven against OpenSSH's sshd alone).
+    ("SSH-2.0-AsyncSSH_2.24.1", ("mlkem768x25519-sha256",), True),
+    ("SSH-2.0-dropbear_2022.83", (), True),
+    (None, (), True),
 ])
-def test_a_server_that_may_offer_a_post_quantum_exchange_goes_to_asyncssh(
+def test_a_server_other_than_openssh_or_one_offering_post_quantum_goes_to_asyncssh(
     banner: str | None, post_quantum: tuple[str, ...], asyncssh: bool
 ) -> None:
     assert ssh_libssh2.prefers_asyncssh(banner, post_quantum) is asyncssh
 
 
 def test_the_identification_line_is_read_ahead_and_left_unread() -> None:
-    async def main() -> tuple[str | None, bytes]:
-        ours, theirs = socket.socketpair()
-        with ours, theirs:
-            ours.setblocking(False)
-            theirs.sendall(b"a line before it\r\nSSH-2.0-Open")
-            reading = asyncio.ensure_future(ssh_libssh2.peek_banner(ours))
-            await asyncio.sleep(0.05)  # the line is half in: still waited for
-            assert not reading.done()
-            theirs.sendall(b"SSH_9.2p1 Debian\r\nrest")
-            banner = await asyncio.wait_for(reading, 10)
-            return banner, ours.recv(1024)
-
-    banner, unread = asyncio.run(main())
-    assert banner == "SSH-2.0-OpenSSH_9.2p1 Debian"
-    assert unread == b"a line before it\r\nSSH-2.0-OpenSSH_9.2p1 Debian\r\nrest"
+    ours, theirs = socket.socketpair()
+    with ours, theirs, concurrent.futures.ThreadPoolExecutor(1) as pool:
+        theirs.sendall(b"a line before it\r\nSSH-2.0-Open")
+        reading = pool.submit(ssh_libssh2.peek_banner, ours, time.monotonic() + 30)
+        time.sleep(0.05)
+        assert not reading.done()  # the line is half in: still waited for
+        theirs.sendall(b"SSH_9.2p1 Debian\r\nrest")
+        assert reading.result(timeout=30) == "SSH-2.0-OpenSSH_9.2p1 Debian"
+        ours.settimeout(5)
+        assert ours.recv(1024) == b"a line before it\r\nSSH-2.0-OpenSSH_9.2p1 Debian\r\nrest"
 
 
+def test_a_server_that_says_nothing_is_waited_for_until_the_deadline() -> None:
+    ours, theirs = socket.socketpair()
+    with ours, theirs, pytest.raises(TimeoutError):
+        ssh_libssh2.peek_banner(ours, time.monotonic() + 0.2)
 
 
 @pytest.mark.sshd
@@ -154,3 +163,106 @@ def test_a_library_path_that_does_not_load_is_a_reason_not_a_crash(
     assert libssh2.library() is None
     problem = libssh2.problem()
     assert problem is not None and problem.startswith("libssh2 cannot be used: ")
+
+
+#: libssh2's send callback (LIBSSH2_SEND_FUNC) and its type number.
+SEND_FUNC = ctypes.CFUNCTYPE(ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                             ctypes.c_int, ctypes.c_void_p)
+CALLBACK_SEND = 5
+
+
+@pytest.fixture
+def full_send_buffer(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
+    """Once a connection is logged in, every packet's first send() meets a full socket buffer
+    (EAGAIN, nothing sent), as the kernel answers on a slow link: libssh2 keeps the packet half
+    sent (OUTBOUND), and only the call that left it may go on until it is out."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.send.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    libc.send.restype = ctypes.c_ssize_t
+    state = {"refused": 0, "next": 1}
+
+    def send(fd: int, buffer: int, length: int, flags: int, abstract: int) -> int:
+        if state["next"]:
+            state["next"] = 0
+            state["refused"] += 1
+            return -errno.EAGAIN
+        state["next"] = 1
+        sent = libc.send(fd, buffer, length, flags)
+        return int(sent) if sent >= 0 else -ctypes.get_errno()
+
+    callback = SEND_FUNC(send)
+    started = libssh2.Connection.start
+
+    def start(self: libssh2.Connection) -> None:
+        started(self)
+        self.c.libssh2_session_callback_set2(self.session, CALLBACK_SEND,
+                                             ctypes.cast(callback, ctypes.c_void_p))
+
+    monkeypatch.setattr(libssh2.Connection, "start", start)
+    yield state
+
+
+@pytest.mark.sshd
+@pytest.mark.timeout(120)
+def test_packets_left_half_sent_go_out_first_and_nothing_stalls(
+    fleet: Fleet, full_send_buffer: dict[str, int]
+) -> None:
+    fleet.add_host("pve1")
+    blob = os.urandom(1 << 20)
+
+    async def main() -> tuple[list[object], object, int]:
+        transport = SshTransport(host_spec(fleet, "pve1", client="libssh2"))
+        try:
+            # Each half-sent packet is a different call's: the exec request, input (window
+            # after window), its EOF, a read's window adjust (1 MiB back), the close.
+            results = list(await asyncio.gather(
+                transport.run(["cat"], input=blob, timeout=60),
+                transport.run(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=60),
+                transport.run(["head", "-c", "3000000", "/dev/zero"], timeout=60)))
+            # Given up on while running: its close goes out, the connection serves on at once
+            # (were it held until the command ended, the next would run out of time).
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(transport.run(["sleep", "300"], timeout=600), 0.5)
+            after = await transport.run(["echo", "next"], timeout=30)
+            return results, after, transport.abandoned
+        finally:
+            await transport.close()
+
+    (echoed, failed, zeros), after, abandoned = asyncio.run(main())
+    assert (echoed.returncode, echoed.stdout == blob) == (0, True)  # type: ignore[attr-defined]
+    assert (failed.returncode, failed.stdout, failed.stderr) == (3, b"out\n", b"err\n")  # type: ignore[attr-defined]
+    assert (zeros.returncode, len(zeros.stdout)) == (0, 3000000)  # type: ignore[attr-defined]
+    assert (after.returncode, after.stdout, after.timed_out, abandoned) == (  # type: ignore[attr-defined]
+        0, b"next\n", False, 1)
+    assert full_send_buffer["refused"] > 50
+
+
+@pytest.mark.sshd
+@pytest.mark.timeout(120)
+def test_packets_another_call_read_off_the_socket_are_still_read(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet.add_host("pve1")
+    # The command's last packets (its output, EOF, exit status, close) arrive between two
+    # calls of one sweep: after its stdout read found nothing, before its stderr read, which
+    # takes them off the socket into libssh2's queue and returns nothing itself. The socket
+    # will not turn readable for them again: the sweep must go on because bytes came in.
+    read = libssh2.Connection._read
+    armed = {"stderr": False, "waited": False}
+
+    def racing_read(self: libssh2.Connection, job: libssh2.Job, stream: int) -> str:
+        outcome = read(self, job, stream)
+        if stream == libssh2.STDERR_STREAM and outcome == "moved":
+            armed["stderr"] = True
+        elif stream == 0 and outcome == "blocked" and armed["stderr"] and not armed["waited"]:
+            armed["waited"] = True
+            select.select([self.sock], [], [], 30)  # the last packets are arriving
+            time.sleep(0.3)
+        return outcome
+
+    monkeypatch.setattr(libssh2.Connection, "_read", racing_read)
+    transport = SshTransport(host_spec(fleet, "pve1", client="libssh2"))
+    result = run(transport, ["sh", "-c", "echo err >&2; sleep 0.5; echo out"])
+    assert armed["waited"]
+    assert (result.returncode, result.stdout, result.stderr, result.timed_out) == (  # type: ignore[attr-defined]
+        0, b"out\n", b"err\n", False)
