@@ -297,6 +297,23 @@ def test_changed_host_key_is_refused_even_with_accept_new(fleet: Fleet) -> None:
     assert fleet.known_hosts.read_text() == before
 
 
+def test_a_revoked_key_is_refused_though_known_hosts_also_trusts_it(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    host = fleet.add_host("pve1")
+    blob = host.host_key.with_suffix(".pub").read_text().split()[1]
+    known = tmp_path / "known_hosts"
+    known.write_text(fleet.known_hosts.read_text() + f"@revoked * ssh-ed25519 {blob}\n")
+    for policy in ("strict", "accept-new"):
+        transport = SshTransport(host_spec(fleet, "pve1", known_hosts=str(known),
+                                           host_key_policy=policy))
+        kind, message = unreachable_message(transport)
+        assert (kind, message.split(" — ")[0]) == (
+            "unreachable", f"host key for pve1 (127.0.0.1:{host.port}) does not match "
+                           f"known_hosts {known}")
+    assert fleet.accepted_logins("pve1") == 0
+
+
 def test_accept_new_trusts_an_unknown_key_and_records_it(fleet: Fleet) -> None:
     host = fleet.add_host("pve1", known="absent")
     transport = SshTransport(host_spec(fleet, "pve1", host_key_policy="accept-new"))
