@@ -5,8 +5,8 @@ about 3 (bench/ssh_client_cpu.py); for a fleet that is most of the auditor's CPU
 asyncssh's import is most of a gate's start. `transport/ssh.py` decides, per host, which client
 a connection uses (`ssh.client`, docs/transports.md); this module is the libssh2 side of it.
 
-The library is the libssh2 that the `ssh2-python` wheel carries (1.11, built with OpenSSL),
-else a system libssh2 of at least 1.11 in the ld cache. It is called through ctypes, not
+The library is the libssh2 that the `ssh2-python` wheel carries (1.11.1, built with OpenSSL),
+else a system libssh2 of at least 1.11.1 in the ld cache. It is called through ctypes, not
 through ssh2-python's own binding: that binding's `get_exit_signal` passes libssh2 no length
 pointers and so always answers "no signal", and a command killed by a signal (the OOM killer's
 KILL) would read as one that exited 0.
@@ -25,9 +25,11 @@ import asyncio
 import concurrent.futures
 import contextlib
 import ctypes
+import errno
 import glob
 import importlib.util
 import os
+import select
 import socket
 import threading
 import time
@@ -38,8 +40,8 @@ from typing import Any, TypeVar
 from fleetcheck.transport.sshlib import in_ld_cache
 
 #: The least libssh2 used: 1.11.0 has strict key exchange (CVE-2023-48795), AES-GCM, the EtM
-#: MACs, and OpenSSH private keys with OpenSSL.
-MIN_VERSION = 0x010B00
+#: MACs, and OpenSSH private keys with OpenSSL; 1.11.1 `libssh2_session_callback_set2`.
+MIN_VERSION = 0x010B01
 #: The environment variable that names the libssh2 shared library to use instead of looking.
 LIBRARY_VAR = "FLEETCHECK_LIBSSH2"
 
@@ -70,6 +72,10 @@ PACKET = 32768
 READ_CHUNK = 65536
 #: The owner names of the two reads (`Connection._owner`): stdout's and stderr's.
 READ_OPS = ("read0", "read1")
+#: poll(2) events of a socket its peer closed (POLLRDHUP: its FIN, with data still unread).
+HUNG_UP = select.POLLHUP | select.POLLERR | getattr(select, "POLLRDHUP", 0)
+#: Most sweeps of one `_drive` before the loop gets its turn (others' timers and sockets).
+MAX_SWEEPS = 64
 #: libssh2's recv callback (LIBSSH2_RECV_FUNC) and its type number.
 _RECV_FUNC = ctypes.CFUNCTYPE(ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
                               ctypes.c_int, ctypes.c_void_p)
@@ -125,7 +131,6 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "libssh2_session_supported_algs": (_I, [_VP, _I, ctypes.POINTER(ctypes.POINTER(_CP))]),
     "libssh2_session_handshake": (_I, [_VP, _I]),
     "libssh2_session_hostkey": (_VP, [_VP, ctypes.POINTER(_SZ), ctypes.POINTER(_I)]),
-    "libssh2_session_banner_get": (_CP, [_VP]),
     "libssh2_session_block_directions": (_I, [_VP]),
     "libssh2_session_last_error": (_I, [_VP, ctypes.POINTER(_CP), ctypes.POINTER(_I), _I]),
     "libssh2_session_last_errno": (_I, [_VP]),
@@ -140,6 +145,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "libssh2_channel_send_eof": (_I, [_VP]),
     "libssh2_channel_eof": (_I, [_VP]),
     "libssh2_channel_close": (_I, [_VP]),
+    "libssh2_channel_wait_closed": (_I, [_VP]),
     "libssh2_channel_get_exit_status": (_I, [_VP]),
     "libssh2_channel_get_exit_signal": (
         _I, [_VP, ctypes.POINTER(_VP), ctypes.POINTER(_SZ), _VP, _VP, _VP, _VP]),
@@ -188,7 +194,7 @@ class Library:
         version = self.c.libssh2_version(0)
         self.version: str = version.decode("ascii") if version else "?"
         if not self.c.libssh2_version(MIN_VERSION):
-            raise OSError(f"libssh2 {self.version} is older than 1.11.0")
+            raise OSError(f"libssh2 {self.version} is older than 1.11.1")
         self.supported = self._supported()
         #: What channels read into, one for every connection: each read is copied out before
         #: the next (one event loop, one thread), and 500 connections hold 500 sockets, not
@@ -267,7 +273,7 @@ class Job:
     truncated: bool = False
     returncode: int | None = None
     signal: str | None = None
-    #: "queued", "opening", "exec", "run", "close", "done"
+    #: "queued", "opening", "exec", "run", "close", "closing", "done"
     state: str = "queued"
     channel: int | None = None
     sent: int = 0
@@ -277,6 +283,8 @@ class Job:
     abandoned: bool = False
     #: Why the command could not be started; the channel is closed, then the caller told.
     failed: BaseException | None = None
+    #: Its exec request went out: the command may be running on the node.
+    started: bool = False
     #: Set when the job ends: None, or the exception its caller gets.
     done: asyncio.Future[BaseException | None] | None = None
     error: BaseException | None = None
@@ -309,7 +317,6 @@ class Connection:
         self._scheduled = False
         self._closed = False
         self.failure: BaseException | None = None
-        self.banner_seen = False
         #: The server's host key (its wire blob), once `open` checked it.
         self.server_key = b""
         #: Bytes read from the socket since the loop drives it (`_recv`), and its buffer.
@@ -403,7 +410,6 @@ class Connection:
                     self._opened(rc)
             raise AuthFailed("no key was accepted")
         finally:
-            self.banner_seen = self.banner()
             if self.session is not None:
                 c.libssh2_session_set_timeout(self.session, 0)
                 c.libssh2_session_set_blocking(self.session, 0)
@@ -417,12 +423,6 @@ class Connection:
         if rc in SOCKET_ERRORS:
             raise ConnectionResetError(self._error(rc).reason)
         raise self._error(rc)
-
-    def banner(self) -> bool:
-        """Whether the server's "SSH-2.0-..." line has come."""
-        if self.session is None:
-            return self.banner_seen
-        return self.banner_seen or self.c.libssh2_session_banner_get(self.session) is not None
 
     def host_key(self) -> bytes:
         size = ctypes.c_size_t()
@@ -542,6 +542,7 @@ class Connection:
             if job.state == "exec" and job.abandoned and not self._owns(job):
                 job.state = "close"
             if job.state == "exec":
+                job.started = True
                 rc = c.libssh2_channel_process_startup(job.channel, b"exec", 4, job.command,
                                                        len(job.command))
                 if self._note(job, "exec", rc):
@@ -565,18 +566,30 @@ class Connection:
                     return moved
                 if rc < 0 and rc != EAGAIN:
                     raise self._gone(rc)
-                ended = not (job.abandoned or job.truncated or job.failed is not None)
-                if rc == EAGAIN and ended:
-                    return moved  # the close is out: the remote's own close is awaited
-                if rc == EAGAIN:
+                if job.abandoned or job.truncated or job.failed is not None:
                     # Cut off, given up or refused: nothing more is read. sshd answers a close
                     # only once the command has exited, so the channel is left to the session
                     # (freed with it) rather than waited for.
-                    self._finish(job, job.failed, free=False)
+                    if rc == EAGAIN:
+                        self._finish(job, job.failed, free=False)
+                    else:
+                        self._finish(job, job.failed)
                     return True
-                if ended:
-                    self._exit(job)
-                self._finish(job, job.failed)
+                if rc == EAGAIN:
+                    return moved  # our close is out; the remote's own is awaited
+                job.state = "closing"
+                moved = True
+            if job.state == "closing":
+                # channel_close returns once it has read any one packet, of any channel: the
+                # command's exit status (or signal) is in only once the remote's close is, as
+                # sshd sends them before it.
+                rc = c.libssh2_channel_wait_closed(job.channel)
+                if self._note(job, "closed", rc):
+                    return moved
+                if rc < 0:
+                    raise self._gone(rc)
+                self._exit(job)
+                self._finish(job)
                 return True
             if job.state == "done":
                 return moved
@@ -721,10 +734,12 @@ class Connection:
         if self.session is None or self.failure is not None or self._closed:
             return
         try:
-            while True:
+            for _ in range(MAX_SWEEPS):
                 received = self.received
                 if not self._sweep() and self.received == received:
                     break
+            else:
+                self._schedule()  # still moving: on after the loop's other work
             half_sent = bool(self.jobs) and bool(self._blocked() & BLOCK_OUTBOUND)
             self._watch(bool(self.jobs) and not half_sent, half_sent)
         except ConnectionGone as exc:
@@ -740,7 +755,8 @@ class Connection:
         libssh2's own returns (no Python exception on the way: most calls find nothing)."""
         got = int(self.lib.recv(fd, buffer, length, flags))
         if got < 0:
-            return -ctypes.get_errno()
+            code = ctypes.get_errno()
+            return -errno.EAGAIN if code in (errno.EAGAIN, errno.EINTR) else -code
         self.received += got
         return got
 
@@ -752,7 +768,17 @@ class Connection:
             self._finish(job, ConnectionGone(str(exc)), free=False)
 
     def is_closed(self) -> bool:
-        return self._closed or self.failure is not None
+        """Closed, failed, or (idle, so nothing reads it) its socket hung up by the server: an
+        idle connection's loss is noticed here, before a command is given to it."""
+        if self._closed or self.failure is not None:
+            return True
+        if not self.jobs and self.loop is not None and self.session is not None:
+            poller = select.poll()
+            poller.register(self.sock, HUNG_UP)
+            if any(events & HUNG_UP for _, events in poller.poll(0)):
+                self._fail(ConnectionGone("closed by the server"))
+                return True
+        return False
 
     async def close(self, wait: float) -> None:
         """Disconnect (politely, within `wait` s) and free the session; safe to call twice."""
@@ -800,7 +826,6 @@ class Connection:
         that freeing its channels sends nothing and waits for nothing."""
         if self.session is None:
             return
-        self.banner_seen = self.banner()
         session, self.session = self.session, None
         if self.loop is not None and not self.loop.is_closed():
             self._watch(False, False)

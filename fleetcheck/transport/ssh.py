@@ -368,10 +368,13 @@ class SshTransport(Transport):
                         ssh_libssh2.connect(plan, settings, keys, watch),
                         connect_wait(settings.connect_timeout))
                 break
-            except ConnectionResetError as exc:
-                # sshd's MaxStartups drops connections during key exchange; one retry.
+            except ConnectionResetError:
+                # sshd's MaxStartups drops connections before or during key exchange; one
+                # retry, then asyncssh's words for it.
                 if attempt == 2:
-                    raise self._unreachable(exc, keys, watch) from None
+                    raise self._unreachable(
+                        libssh2.Libssh2Error(libssh2.ERROR_SOCKET_DISCONNECT, "Connection lost"),
+                        keys, watch) from None
                 await asyncio.sleep(0.2 + random.random() * 0.5)
             except ssh_libssh2.HandOver as handover:
                 return handover.sock
@@ -380,7 +383,7 @@ class SshTransport(Transport):
                     raise self._not_libssh2(settings, exc) from None
                 return None
             except (OSError, libssh2.Libssh2Error, libssh2.HostKeyRefused, libssh2.AuthFailed,
-                    asyncio.TimeoutError) as exc:
+                    asyncio.TimeoutError, ValueError) as exc:
                 raise self._unreachable(exc, keys, watch) from None
         self.client = "libssh2"
         self.negotiated = conn.methods()
@@ -612,6 +615,9 @@ class SshTransport(Transport):
                 raise TransportError(f"{self.host.name} refused a new SSH session: "
                                      f"{job.error}", kind="error")
             if isinstance(job.error, libssh2.ConnectionGone):
+                if not job.started:
+                    raise TransportError(f"connection to {self.host.name} lost: {job.error}",
+                                         kind="error")
                 raise self._lost()
             return self._result(
                 conn.is_closed(), time.monotonic() - started, timeout, timed_out,

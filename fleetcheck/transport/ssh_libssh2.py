@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import re
+import select
 import socket
 import time
 from dataclasses import dataclass
@@ -73,24 +74,41 @@ def prefers_asyncssh(banner: str | None, post_quantum: tuple[str, ...]) -> bool:
 _PEEK = 4096
 
 
-def peek_banner(sock: socket.socket, deadline: float) -> str | None:
-    """The server's "SSH-2.0-..." line, left unread on the (blocking) socket; None where the
-    server closed first or sent no such line in its first bytes. TimeoutError at `deadline`."""
-    seen = -1
+def peek_banner(sock: socket.socket, deadline: float,
+                opening: libssh2.Opening | None = None) -> str | None:
+    """The server's "SSH-2.0-..." line, left unread on the socket; None where the first
+    `_PEEK` bytes hold none. TimeoutError at `deadline`; ConnectionResetError where the server
+    hangs up first (sshd's MaxStartups says "Exceeded MaxStartups" and closes: retried, as a
+    reset is); ConnectionAbortedError once `opening` is given up."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN | libssh2.HUNG_UP)
     while True:
-        sock.settimeout(max(0.001, deadline - time.monotonic()))
-        data = sock.recv(_PEEK, socket.MSG_PEEK)
-        if not data:
-            return None
-        for line in data.split(b"\n")[:-1]:
+        if opening is not None and opening.cancelled:
+            raise ConnectionAbortedError("given up")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no SSH banner")
+        events = 0
+        for _, happened in poller.poll(left * 1000):
+            events |= happened
+        if not events:
+            continue
+        try:
+            data = sock.recv(_PEEK, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            data = None
+        if data == b"":
+            raise ConnectionResetError("the server closed the connection before its banner")
+        for line in (data or b"").split(b"\n")[:-1]:
             if line.startswith(b"SSH-"):
                 return line.rstrip(b"\r").decode("ascii", "replace")
-        if len(data) >= _PEEK:
+        if data is not None and len(data) >= _PEEK:
             return None
-        if len(data) == seen:
-            # Part of a line is in, and a peek returns it at once: the rest is waited for.
-            time.sleep(0.005)
-        seen = len(data)
+        if events & libssh2.HUNG_UP:
+            first = (data or b"").split(b"\n")[0].strip().decode("ascii", "replace")[:80]
+            raise ConnectionResetError(first or "the server hung up before its banner")
+        # Part of a line is in: a peek would return it at once again; the rest is waited for.
+        time.sleep(min(0.005, max(0.0, left)))
 
 
 class HandOver(Exception):
@@ -144,16 +162,17 @@ def plan_for(settings: SshSettings, keys: HostKeyPlan, files: SshFiles, *,
 
 
 class Watch:
-    """How far a libssh2 connection got: TCP, then the server's banner."""
+    """How far a libssh2 connection got: TCP, then the server's banner; written by the opener
+    thread, read by the loop's (never through libssh2, which the thread may still be in)."""
 
     def __init__(self) -> None:
         self.connected = False
-        self.conn: libssh2.Connection | None = None
+        self.banner_seen = False
 
     @property
     def banner_missing(self) -> bool:
         """TCP connected, yet no "SSH-2.0-..." line came back: something else listens there."""
-        return self.connected and (self.conn is None or not self.conn.banner())
+        return self.connected and not self.banner_seen
 
 
 def _open(plan: Plan, settings: SshSettings, keys: HostKeyPlan, watch: Watch,
@@ -165,7 +184,9 @@ def _open(plan: Plan, settings: SshSettings, keys: HostKeyPlan, watch: Watch,
                                   opening)
     watch.connected = True
     try:
-        if plan.auto and prefers_asyncssh(peek_banner(sock, deadline), plan.post_quantum):
+        banner = peek_banner(sock, deadline, opening)
+        watch.banner_seen = banner is not None
+        if plan.auto and prefers_asyncssh(banner, plan.post_quantum):
             sock.setblocking(False)
             raise HandOver(sock)
         conn = libssh2.Connection(plan.lib, sock)
@@ -174,7 +195,6 @@ def _open(plan: Plan, settings: SshSettings, keys: HostKeyPlan, watch: Watch,
     except BaseException:
         sock.close()
         raise
-    watch.conn = conn
     try:
         conn.prefer(libssh2.METHOD_KEX, plan.kex)
         conn.prefer(libssh2.METHOD_HOSTKEY, plan.host_key_algs)
@@ -206,6 +226,10 @@ async def connect(plan: Plan, settings: SshSettings, keys: HostKeyPlan,
     (`libssh2.open_connection`). HandOver where asyncssh takes the socket instead."""
     conn = await libssh2.open_connection(
         libssh2.Opening(), lambda token: _open(plan, settings, keys, watch, token), _let_go)
-    keys.record_blob(conn.server_key)
+    try:
+        keys.record_blob(conn.server_key)
+    except BaseException:
+        conn.release()
+        raise
     conn.start()
     return conn

@@ -91,6 +91,35 @@ def test_a_server_that_says_nothing_is_waited_for_until_the_deadline() -> None:
         ssh_libssh2.peek_banner(ours, time.monotonic() + 0.2)
 
 
+def test_a_server_that_hangs_up_before_its_banner_is_a_reset_to_retry() -> None:
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        # What sshd says past MaxStartups, before it closes: a reset, retried as one.
+        theirs.sendall(b"Exceeded MaxStartups\r\n")
+        theirs.shutdown(socket.SHUT_WR)
+        with pytest.raises(ConnectionResetError, match="Exceeded MaxStartups"):
+            ssh_libssh2.peek_banner(ours, time.monotonic() + 30)
+
+
+def test_a_line_that_is_not_ssh_is_waited_past_only_until_the_deadline() -> None:
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        theirs.sendall(b"220 mail.example ESMTP\r\n")
+        with pytest.raises(TimeoutError):
+            ssh_libssh2.peek_banner(ours, time.monotonic() + 0.3)
+
+
+def test_a_peek_given_up_on_ends() -> None:
+    ours, theirs = socket.socketpair()
+    opening = libssh2.Opening()
+    with ours, theirs, concurrent.futures.ThreadPoolExecutor(1) as pool:
+        theirs.sendall(b"half a li")
+        reading = pool.submit(ssh_libssh2.peek_banner, ours, time.monotonic() + 60, opening)
+        opening.cancel()
+        with pytest.raises(ConnectionAbortedError):
+            reading.result(timeout=30)
+
+
 @pytest.mark.sshd
 @pytest.mark.timeout(60)
 def test_auto_takes_libssh2_for_this_openssh_and_says_so(fleet: Fleet) -> None:
@@ -266,3 +295,31 @@ def test_packets_another_call_read_off_the_socket_are_still_read(
     assert armed["waited"]
     assert (result.returncode, result.stdout, result.stderr, result.timed_out) == (  # type: ignore[attr-defined]
         0, b"out\n", b"err\n", False)
+
+
+@pytest.mark.sshd
+@pytest.mark.timeout(120)
+def test_an_exit_status_that_comes_after_the_eof_is_waited_for(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    # Straight on the connection, without the remote `timeout` (which holds the output open
+    # until the command exits): this command's EOF comes a second before its exit status,
+    # while another channel's output keeps the connection busy. libssh2's channel_close
+    # returns once it has read any packet, of any channel: the status is in only with the
+    # remote's close.
+    quiet = libssh2.Job(b"exec >&- 2>&-; sleep 1; exit 3", b"", 4096, 4096)
+    chatty = libssh2.Job(b"for i in $(seq 20); do echo $i; sleep 0.1; done", b"", 4096, 4096)
+
+    async def main() -> None:
+        transport = SshTransport(host_spec(fleet, "pve1", client="libssh2"))
+        try:
+            conn = await transport.connect()
+            assert isinstance(conn, libssh2.Connection)
+            conn.submit(quiet)
+            conn.submit(chatty)
+            await asyncio.wait_for(asyncio.gather(quiet.done, chatty.done), 60)  # type: ignore[arg-type]
+        finally:
+            await transport.close()
+
+    asyncio.run(main())
+    assert (quiet.returncode, quiet.signal, quiet.error) == (3, None, None)
+    assert (chatty.returncode, len(b"".join(chatty.stdout).split())) == (0, 20)

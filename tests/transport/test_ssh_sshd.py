@@ -203,6 +203,38 @@ def test_each_key_type_and_format_logs_in(fleet: Fleet, tmp_path: Path, kind: li
     assert transport.client == CLIENT[0]
 
 
+def test_an_idle_connection_the_server_dropped_is_opened_again(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    # The first command's grandparent is the sshd process serving the connection.
+    whose = ["sh", "-c", "ps -o ppid= -p $PPID"]
+
+    async def main() -> object:
+        transport = SshTransport(host_spec(fleet, "pve1"))
+        try:
+            first = await transport.run(whose, timeout=20)
+            os.kill(int(first.stdout.strip()), 9)
+            conn = transport._conn
+            assert conn is not None
+            for _ in range(200):  # until the hang-up reaches this side (bounded: 10 s)
+                if conn.is_closed():
+                    break
+                await asyncio.sleep(0.05)
+            return await transport.run(["echo", "again"], timeout=20)
+        finally:
+            await transport.close()
+
+    again = asyncio.run(main())
+    assert (again.returncode, again.stdout) == (0, b"again\n")  # type: ignore[attr-defined]
+    assert fleet.accepted_logins("pve1") == 2
+
+
+def test_a_name_that_cannot_be_resolved_is_a_sentence(fleet: Fleet) -> None:
+    fleet.add_host("pve1")
+    spec = dataclasses.replace(host_spec(fleet, "pve1"), address="a" * 64 + ".invalid")
+    kind, message = unreachable_message(SshTransport(spec))
+    assert kind == "unreachable" and message.startswith("cannot reach pve1"), message
+
+
 def test_thirty_containers_share_one_connection_within_max_sessions(fleet: Fleet) -> None:
     fleet.add_host("pve1")
     for vmid in range(101, 131):
