@@ -29,6 +29,7 @@ __all__ = [
     "OUTPUT_CAP",
     "STDERR_CAP",
     "BudgetFor",
+    "CappedOutput",
     "CommandResult",
     "NestedTransport",
     "NodeBudget",
@@ -41,6 +42,40 @@ __all__ = [
 #: Most stdout bytes kept per command; a node printing more is cut off and marked truncated.
 OUTPUT_CAP = 8 * 1024 * 1024
 STDERR_CAP = 256 * 1024
+
+
+class CappedOutput:
+    """One command's stdout and stderr as they arrive, each kept up to its cap: the one rule
+    for an SSH channel's output, whichever client reads it."""
+
+    def __init__(self, cap: int = OUTPUT_CAP, stderr_cap: int = STDERR_CAP) -> None:
+        self.cap = cap
+        self.stderr_cap = stderr_cap
+        self.stdout: list[bytes] = []
+        self.stderr: list[bytes] = []
+        self.stdout_size = 0
+        self.stderr_size = 0
+        #: stdout passed its cap: what came after it is dropped, and the command is cut off.
+        self.truncated = False
+
+    def out(self, data: bytes) -> bool:
+        """Keep stdout `data` up to the cap; False once the cap is passed (now truncated)."""
+        room = self.cap - self.stdout_size
+        if len(data) > room:
+            self.stdout.append(data[:room])
+            self.stdout_size = self.cap
+            self.truncated = True
+            return False
+        self.stdout.append(data)
+        self.stdout_size += len(data)
+        return True
+
+    def err(self, data: bytes) -> None:
+        """Keep stderr `data` up to its cap (counted beyond it)."""
+        if self.stderr_size < self.stderr_cap:
+            self.stderr.append(data[:self.stderr_cap - self.stderr_size])
+        self.stderr_size += len(data)
+
 class TransportError(FleetcheckError):
     """A node could not be reached or a command could not be run on it.
 

@@ -34,9 +34,10 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from fleetcheck.transport.interface import CappedOutput
 from fleetcheck.transport.sshlib import in_ld_cache
 
 #: The least libssh2 used: 1.11.0 has strict key exchange (CVE-2023-48795), AES-GCM, the EtM
@@ -264,13 +265,8 @@ class Job:
 
     command: bytes
     input: bytes
-    cap: int
-    stderr_cap: int
-    stdout: list[bytes] = field(default_factory=list)
-    stderr: list[bytes] = field(default_factory=list)
-    stdout_size: int = 0
-    stderr_size: int = 0
-    truncated: bool = False
+    #: What it printed, kept up to the caps.
+    output: CappedOutput
     returncode: int | None = None
     signal: str | None = None
     #: "queued", "opening", "exec", "run", "close", "closing", "done"
@@ -566,7 +562,7 @@ class Connection:
                     return moved
                 if rc < 0 and rc != EAGAIN:
                     raise self._gone(rc)
-                if job.abandoned or job.truncated or job.failed is not None:
+                if job.abandoned or job.output.truncated or job.failed is not None:
                     # Cut off, given up or refused: nothing more is read. sshd answers a close
                     # only once the command has exited, so the channel is left to the session
                     # (freed with it) rather than waited for.
@@ -640,7 +636,11 @@ class Connection:
             raise self._gone(size)
         if size == 0:
             return "done"
-        self._keep(job, stream, ctypes.string_at(self._buffer, size))
+        data = ctypes.string_at(self._buffer, size)
+        if stream == STDERR_STREAM:
+            job.output.err(data)
+        else:
+            job.output.out(data)
         return "moved"
 
     def _run_step(self, job: Job) -> bool:
@@ -670,7 +670,7 @@ class Connection:
         for stream in (0, STDERR_STREAM):
             while (read := self._read(job, stream)) == "moved":
                 moved = True
-                if job.truncated:
+                if job.output.truncated:
                     job.state = "close"
                     return True
             if read == "blocked" and self._owns(job):
@@ -679,21 +679,6 @@ class Connection:
             job.state = "close"
             moved = True
         return moved
-
-    def _keep(self, job: Job, stream: int, data: bytes) -> None:
-        if stream == STDERR_STREAM:
-            if job.stderr_size < job.stderr_cap:
-                job.stderr.append(data[:job.stderr_cap - job.stderr_size])
-            job.stderr_size += len(data)
-            return
-        room = job.cap - job.stdout_size
-        if len(data) > room:
-            job.stdout.append(data[:room])
-            job.stdout_size = job.cap
-            job.truncated = True
-            return
-        job.stdout.append(data)
-        job.stdout_size += len(data)
 
     def _exit(self, job: Job) -> None:
         """The exit status, or the signal that ended the command (then no status)."""

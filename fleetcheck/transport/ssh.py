@@ -20,7 +20,7 @@ from fleetcheck.transport import libssh2, ssh_libssh2
 from fleetcheck.transport.gatekeeper_refusal import refusal_reason
 from fleetcheck.transport.interface import (
     OUTPUT_CAP,
-    STDERR_CAP,
+    CappedOutput,
     CommandResult,
     RunCommand,
     Transport,
@@ -59,12 +59,7 @@ class _CappedSession(asyncssh.SSHClientSession[bytes]):
     """Collects stdout and stderr up to a cap; closes the channel when stdout overflows."""
 
     def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.stdout: list[bytes] = []
-        self.stderr: list[bytes] = []
-        self.stdout_size = 0
-        self.stderr_size = 0
-        self.truncated = False
+        self.output = CappedOutput(cap)
         self.returncode: int | None = None
         self.signal: str | None = None
         self.chan: asyncssh.SSHClientChannel[bytes] | None = None
@@ -75,20 +70,9 @@ class _CappedSession(asyncssh.SSHClientSession[bytes]):
 
     def data_received(self, data: bytes, datatype: asyncssh.DataType) -> None:
         if datatype == asyncssh.EXTENDED_DATA_STDERR:
-            if self.stderr_size < STDERR_CAP:
-                self.stderr.append(data[: STDERR_CAP - self.stderr_size])
-                self.stderr_size += len(data)
-            return
-        room = self.cap - self.stdout_size
-        if len(data) > room:
-            self.stdout.append(data[:room])
-            self.stdout_size = self.cap
-            self.truncated = True
-            if self.chan is not None:
-                self.chan.close()
-            return
-        self.stdout.append(data)
-        self.stdout_size += len(data)
+            self.output.err(data)
+        elif not self.output.out(data) and self.chan is not None:
+            self.chan.close()
 
     def exit_status_received(self, status: int) -> None:
         self.returncode = status
@@ -560,8 +544,10 @@ class SshTransport(Transport):
                 chan.close()
         return self._result(
             conn.is_closed(), time.monotonic() - started, timeout, timed_out,
-            CommandResult(returncode=session.returncode, stdout=b"".join(session.stdout),
-                          stderr=b"".join(session.stderr), truncated=session.truncated,
+            CommandResult(returncode=session.returncode,
+                          stdout=b"".join(session.output.stdout),
+                          stderr=b"".join(session.output.stderr),
+                          truncated=session.output.truncated,
                           signal=session.signal))
 
     def _lost(self) -> TransportError:
@@ -589,7 +575,7 @@ class SshTransport(Transport):
         """`_run_channel` on a libssh2 connection: the same bounds, retries and results."""
         started = time.monotonic()
         for attempt in range(4):
-            job = libssh2.Job(command.encode(), input or b"", self.output_cap, STDERR_CAP)
+            job = libssh2.Job(command.encode(), input or b"", CappedOutput(self.output_cap))
             try:
                 conn.submit(job)
             except libssh2.ConnectionGone as exc:
@@ -621,8 +607,9 @@ class SshTransport(Transport):
                 raise self._lost()
             return self._result(
                 conn.is_closed(), time.monotonic() - started, timeout, timed_out,
-                CommandResult(returncode=job.returncode, stdout=b"".join(job.stdout),
-                              stderr=b"".join(job.stderr), truncated=job.truncated,
+                CommandResult(returncode=job.returncode, stdout=b"".join(job.output.stdout),
+                              stderr=b"".join(job.output.stderr),
+                              truncated=job.output.truncated,
                               signal=job.signal))
         raise AssertionError("unreachable")
 
@@ -661,7 +648,7 @@ class SshTransport(Transport):
         """TERM this transport's abandoned remote commands (their `timeout` passes it on)."""
         command = self._pkill()
         if isinstance(conn, libssh2.Connection):
-            job = libssh2.Job(command.encode(), b"", 4096, 4096)
+            job = libssh2.Job(command.encode(), b"", CappedOutput(4096, 4096))
             try:
                 conn.submit(job)
                 assert job.done is not None

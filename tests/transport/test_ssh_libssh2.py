@@ -21,7 +21,7 @@ import pytest
 
 from fleetcheck.inventory_data.model import HostSpec, SshOptions
 from fleetcheck.transport import libssh2, ssh_libssh2
-from fleetcheck.transport.interface import TransportError
+from fleetcheck.transport.interface import CappedOutput, TransportError
 from fleetcheck.transport.ssh import SshTransport
 from tests.fleet import Fleet
 
@@ -306,8 +306,9 @@ def test_an_exit_status_that_comes_after_the_eof_is_waited_for(fleet: Fleet) -> 
     # while another channel's output keeps the connection busy. libssh2's channel_close
     # returns once it has read any packet, of any channel: the status is in only with the
     # remote's close.
-    quiet = libssh2.Job(b"exec >&- 2>&-; sleep 1; exit 3", b"", 4096, 4096)
-    chatty = libssh2.Job(b"for i in $(seq 20); do echo $i; sleep 0.1; done", b"", 4096, 4096)
+    quiet = libssh2.Job(b"exec >&- 2>&-; sleep 1; exit 3", b"", CappedOutput(4096, 4096))
+    chatty = libssh2.Job(b"for i in $(seq 20); do echo $i; sleep 0.1; done", b"",
+                         CappedOutput(4096, 4096))
 
     async def main() -> None:
         transport = SshTransport(host_spec(fleet, "pve1", client="libssh2"))
@@ -322,4 +323,4 @@ def test_an_exit_status_that_comes_after_the_eof_is_waited_for(fleet: Fleet) -> 
 
     asyncio.run(main())
     assert (quiet.returncode, quiet.signal, quiet.error) == (3, None, None)
-    assert (chatty.returncode, len(b"".join(chatty.stdout).split())) == (0, 20)
+    assert (chatty.returncode, len(b"".join(chatty.output.stdout).split())) == (0, 20)
