@@ -11,12 +11,12 @@ through ssh2-python's own binding: that binding's `get_exit_signal` passes libss
 pointers and so always answers "no signal", and a command killed by a signal (the OOM killer's
 KILL) would read as one that exited 0.
 
-A connection is non-blocking and driven from the audit's event loop by one pump: libssh2 allows
-one packet in flight from a session, so after a call that left part of a packet unsent
-(`block_directions` OUTBOUND) only that caller's same call is retried until it is out; a channel
-open (a session-wide state in libssh2) runs one at a time; and after any call that read from the
-socket, every channel is given another turn, because the packets it read may be another
-channel's.
+A connection is opened blocking on an opener thread (`open_connection`), then driven by the
+audit's event loop through callbacks (`Connection._drive`): libssh2 allows one packet in flight
+from a session, so after a call that left part of a packet unsent (`block_directions` OUTBOUND)
+only that same call is made again until it is out; a channel open (a session-wide state in
+libssh2) runs one at a time; and after any call that read from the socket, every channel is
+given another turn, because the packets it read may be another channel's.
 """
 
 from __future__ import annotations
@@ -38,13 +38,17 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from fleetcheck.transport.interface import CappedOutput
-from fleetcheck.transport.sshlib import in_ld_cache
+from fleetcheck.transport.sshlib import in_ld_cache, read_ld_cache
 
 #: The least libssh2 used: 1.11.0 has strict key exchange (CVE-2023-48795), AES-GCM, the EtM
 #: MACs, and OpenSSH private keys with OpenSSL; 1.11.1 `libssh2_session_callback_set2`.
 MIN_VERSION = 0x010B01
 #: The environment variable that names the libssh2 shared library to use instead of looking.
 LIBRARY_VAR = "FLEETCHECK_LIBSSH2"
+
+#: The key types libssh2 logs in with from a file (OpenSSL's build: no FIDO keys).
+KEY_TYPES = frozenset({"ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+                       "ecdsa-sha2-nistp521"})
 
 EAGAIN = -37
 #: libssh2's error codes this module tells apart (libssh2.h).
@@ -174,12 +178,8 @@ def _wheel_library() -> str | None:
 
 def _system_library() -> str | None:
     """libssh2 in the ld cache, found without `find_library`'s compiler runs."""
-    try:
-        with open("/etc/ld.so.cache", "rb") as handle:
-            cache = handle.read()
-    except OSError:
-        return None
-    return "libssh2.so.1" if in_ld_cache("ssh2", cache) else None
+    cache = read_ld_cache()
+    return "libssh2.so.1" if cache is not None and in_ld_cache("ssh2", cache) else None
 
 
 class Library:
@@ -249,16 +249,6 @@ def problem() -> str | None:
     return _LIBRARY_PROBLEM
 
 
-def _string(blob: bytes, offset: int) -> tuple[bytes, int]:
-    size = int.from_bytes(blob[offset:offset + 4], "big")
-    return blob[offset + 4:offset + 4 + size], offset + 4 + size
-
-
-def key_type(blob: bytes) -> str:
-    """The key type a public key blob names first ("ssh-ed25519", "ssh-rsa"...)."""
-    return _string(blob, 0)[0].decode("ascii", "replace")
-
-
 @dataclass
 class Job:
     """One command on one channel: its input, what it printed, and how it ended."""
@@ -281,8 +271,8 @@ class Job:
     failed: BaseException | None = None
     #: Its exec request went out: the command may be running on the node.
     started: bool = False
-    #: Set when the job ends: None, or the exception its caller gets.
-    done: asyncio.Future[BaseException | None] | None = None
+    #: Set when the job has ended; `error` says how it failed, if it did.
+    done: asyncio.Future[None] | None = None
     error: BaseException | None = None
 
 
@@ -365,13 +355,11 @@ class Connection:
     def prefer(self, method: int, names: tuple[str, ...] | list[str]) -> None:
         """Offer `names` for `method`, both directions for a cipher or MAC (the client's
         order is the preference)."""
-        rc = self.c.libssh2_session_method_pref(self.session, method,
-                                                ",".join(names).encode("ascii"))
-        if rc < 0:
-            raise self._error(rc)
-        if method in (METHOD_CRYPT_CS, METHOD_MAC_CS):
-            rc = self.c.libssh2_session_method_pref(self.session, method + 1,
-                                                    ",".join(names).encode("ascii"))
+        listed = ",".join(names).encode("ascii")
+        # The server-to-client method of a cipher or MAC is the next number.
+        for each in (method, method + 1) if method in (METHOD_CRYPT_CS, METHOD_MAC_CS) else (
+                method,):
+            rc = self.c.libssh2_session_method_pref(self.session, each, listed)
             if rc < 0:
                 raise self._error(rc)
 
@@ -380,12 +368,13 @@ class Connection:
         """Key exchange, the server's key checked by `accept`, then public-key login with each
         key in turn; the server's key (its wire blob) when logged in.
 
-        Blocking, on a thread of `OPENERS` (`open_connection`): libssh2 waits in its own poll()
-        for the twenty-odd round trips of a handshake and a login, in C, where the event loop
-        would take a few turns of Python for each (about 1 ms of CPU a connection). Bounded by
-        `timeout` (libssh2's session timeout: LIBSSH2_ERROR_TIMEOUT, raised as TimeoutError);
-        the socket's shutdown (`Opening.cancel`) ends it at once. A reset or a close before the
-        key exchange ends raises ConnectionResetError (sshd's MaxStartups: retried)."""
+        Blocking, on an opener thread (`open_connection`, `OPENER_THREADS`): libssh2 waits in
+        its own poll() for the twenty-odd round trips of a handshake and a login, in C, where
+        the event loop would take a few turns of Python for each (about 1 ms of CPU a
+        connection). Bounded by `timeout` (libssh2's session timeout: LIBSSH2_ERROR_TIMEOUT,
+        raised as TimeoutError); the socket's shutdown (`Opening.cancel`) ends it at once. A
+        reset or a close before the key exchange ends raises ConnectionResetError (sshd's
+        MaxStartups: retried)."""
         c = self.c
         c.libssh2_session_set_blocking(self.session, 1)
         c.libssh2_session_set_timeout(self.session, max(1, int(timeout * 1000)))
@@ -393,7 +382,7 @@ class Connection:
             self._opened(c.libssh2_session_handshake(self.session, self.sock.fileno()))
             blob = self.host_key()
             if not accept(blob):
-                raise HostKeyRefused(key_type(blob))
+                raise HostKeyRefused()
             name = user.encode()
             for path, data in keys:
                 rc = c.libssh2_userauth_publickey_frommemory(
@@ -462,6 +451,22 @@ class Connection:
         self.jobs.append(job)
         self._schedule()
 
+    async def run(self, job: Job, wait: float) -> bool:
+        """`job` submitted and waited for, `wait` s at most: whether it ended (its `error` says
+        how, if it failed). One it did not end, or whose caller is cancelled, is given up
+        (`abandon`). ConnectionGone where the connection is gone already."""
+        self.submit(job)
+        assert job.done is not None
+        try:
+            await asyncio.wait_for(asyncio.shield(job.done), wait)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            ended = job.done.done()
+            if not ended:
+                self.abandon(job)
+        return ended
+
     def abandon(self, job: Job) -> None:
         """The caller no longer waits: the channel is closed, its process left to the remote
         `timeout` (and `kill_abandoned`)."""
@@ -484,7 +489,7 @@ class Connection:
         if self._owns(job):
             self._owner = None
         if job.done is not None and not job.done.done():
-            job.done.set_result(error)
+            job.done.set_result(None)
 
     def _note(self, job: Job, op: str, rc: int) -> bool:
         """After `job`'s call `op`: whether it would block. A packet left half sent (OUTBOUND)
@@ -566,10 +571,7 @@ class Connection:
                     # Cut off, given up or refused: nothing more is read. sshd answers a close
                     # only once the command has exited, so the channel is left to the session
                     # (freed with it) rather than waited for.
-                    if rc == EAGAIN:
-                        self._finish(job, job.failed, free=False)
-                    else:
-                        self._finish(job, job.failed)
+                    self._finish(job, job.failed, free=rc != EAGAIN)
                     return True
                 if rc == EAGAIN:
                     return moved  # our close is out; the remote's own is awaited
@@ -814,8 +816,7 @@ class Connection:
         session, self.session = self.session, None
         if self.loop is not None and not self.loop.is_closed():
             self._watch(False, False)
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)
+        _shutdown(self.sock)
         for _ in range(3):
             if self.c.libssh2_session_free(session) != EAGAIN:
                 break

@@ -38,6 +38,14 @@ PER_SERVER_CONNECT_ATTEMPTS = 8
 #: up in three waves (bench/results.md).
 DEFAULT_CONNECT_ATTEMPTS = 64
 RUN_TAG_VAR = "FLEETCHECK_RUN"
+#: Tries of a new session on a host's connection: a session whose process just exited may hold
+#: its slot for a moment ("delay detach"), so one refused at MaxSessions is tried again.
+SESSION_OPEN_ATTEMPTS = 4
+
+
+async def _session_retry_pause(attempt: int) -> None:
+    """The pause after the `attempt`th refused session (0-based): 0.1 s, 0.2 s, 0.3 s."""
+    await asyncio.sleep(0.1 * (attempt + 1))
 
 def remote_command(
     argv: list[str], timeout: float, tag: str = "", *, budget: BudgetFor = NodeBudget
@@ -574,28 +582,21 @@ class SshTransport(Transport):
                            timeout: float) -> CommandResult:
         """`_run_channel` on a libssh2 connection: the same bounds, retries and results."""
         started = time.monotonic()
-        for attempt in range(4):
+        for attempt in range(SESSION_OPEN_ATTEMPTS):
             job = libssh2.Job(command.encode(), input or b"", CappedOutput(self.output_cap))
             try:
-                conn.submit(job)
+                ended = await conn.run(job, self.budget(timeout).client_wait)
             except libssh2.ConnectionGone as exc:
                 raise TransportError(f"connection to {self.host.name} lost: {exc}",
                                      kind="error") from None
-            assert job.done is not None
-            timed_out = False
-            try:
-                await asyncio.wait_for(asyncio.shield(job.done),
-                                       self.budget(timeout).client_wait)
-            except asyncio.TimeoutError:
-                timed_out = True
-            finally:
-                if not job.done.done():
-                    # As on asyncssh's channel: counted for kill_abandoned at close().
-                    self.abandoned += 1
-                    conn.abandon(job)
-            if isinstance(job.error, libssh2.ChannelRefused) and attempt < 3:
-                # A session whose process just exited may hold its slot for a moment.
-                await asyncio.sleep(0.1 * (attempt + 1))
+            except asyncio.CancelledError:
+                self.abandoned += 1  # as on asyncssh's channel: for kill_abandoned at close()
+                raise
+            if not ended:
+                self.abandoned += 1
+            if isinstance(job.error, libssh2.ChannelRefused) and \
+                    attempt < SESSION_OPEN_ATTEMPTS - 1:
+                await _session_retry_pause(attempt)
                 continue
             if isinstance(job.error, libssh2.ChannelRefused | libssh2.Libssh2Error):
                 raise TransportError(f"{self.host.name} refused a new SSH session: "
@@ -606,7 +607,7 @@ class SshTransport(Transport):
                                          kind="error")
                 raise self._lost()
             return self._result(
-                conn.is_closed(), time.monotonic() - started, timeout, timed_out,
+                conn.is_closed(), time.monotonic() - started, timeout, not ended,
                 CommandResult(returncode=job.returncode, stdout=b"".join(job.output.stdout),
                               stderr=b"".join(job.output.stderr),
                               truncated=job.output.truncated,
@@ -616,9 +617,7 @@ class SshTransport(Transport):
     async def _open_channel(
         self, conn: asyncssh.SSHClientConnection, command: str
     ) -> tuple[asyncssh.SSHClientChannel[bytes], _CappedSession]:
-        # A session whose process just exited may hold its slot for a moment ("delay detach"),
-        # so an open refused at MaxSessions is retried a few times before giving up.
-        for attempt in range(4):
+        for attempt in range(SESSION_OPEN_ATTEMPTS):
             try:
                 chan, session = await conn.create_session(
                     lambda: _CappedSession(self.output_cap), command, encoding=None
@@ -626,11 +625,11 @@ class SshTransport(Transport):
                 assert isinstance(session, _CappedSession)
                 return chan, session
             except asyncssh.ChannelOpenError as exc:
-                if attempt == 3:
+                if attempt == SESSION_OPEN_ATTEMPTS - 1:
                     raise TransportError(
                         f"{self.host.name} refused a new SSH session: {exc.reason}", kind="error"
                     ) from None
-                await asyncio.sleep(0.1 * (attempt + 1))
+                await _session_retry_pause(attempt)
             except (OSError, asyncssh.Error) as exc:
                 raise TransportError(
                     f"connection to {self.host.name} lost: {exc}", kind="error"
@@ -648,13 +647,10 @@ class SshTransport(Transport):
         """TERM this transport's abandoned remote commands (their `timeout` passes it on)."""
         command = self._pkill()
         if isinstance(conn, libssh2.Connection):
-            job = libssh2.Job(command.encode(), b"", CappedOutput(4096, 4096))
-            try:
-                conn.submit(job)
-                assert job.done is not None
-                await asyncio.wait_for(asyncio.shield(job.done), CLOSE_WAIT)
-            except (libssh2.ConnectionGone, asyncio.TimeoutError):
-                conn.abandon(job)  # best effort: the remote `timeout` still ends them
+            with contextlib.suppress(libssh2.ConnectionGone):
+                # Best effort: the remote `timeout` still ends them.
+                await conn.run(libssh2.Job(command.encode(), b"", CappedOutput(4096, 4096)),
+                               CLOSE_WAIT)
             self.abandoned = 0
             return
         try:

@@ -112,10 +112,11 @@ def peek_banner(sock: socket.socket, deadline: float,
 
 
 class HandOver(Exception):
-    """The server may offer a post-quantum exchange: asyncssh takes the connected socket."""
+    """The server is asyncssh's under `auto` (`prefers_asyncssh`): it takes the connected
+    socket."""
 
     def __init__(self, sock: socket.socket) -> None:
-        super().__init__("post-quantum key exchange offered")
+        super().__init__("the server is asyncssh's")
         self.sock = sock
 
 
@@ -137,8 +138,14 @@ def plan_for(settings: SshSettings, keys: HostKeyPlan, files: SshFiles, *,
     if any(keys.matched[1]) or any(part for part in keys.matched[3:]):
         return "known_hosts trusts a certificate authority for it"
     key_files = files.key_files(settings.identity_files, settings.named_identity)
-    if isinstance(key_files, str):
-        return key_files
+    if not key_files:
+        return "no key file to log in with (the agent's keys)"
+    for path, _, algorithms in key_files:
+        for algorithm in algorithms:
+            if "-cert-v01@" in algorithm:
+                return f"{path} comes with a certificate"
+            if algorithm not in libssh2.KEY_TYPES:
+                return f"{path} is an {algorithm} key"
     supported = lib.supported
     kex = _offered("KexAlgorithms", settings.kex_algs, supported[libssh2.METHOD_KEX])
     ciphers = _offered("Ciphers", settings.encryption_algs, supported[libssh2.METHOD_CRYPT_CS])
@@ -158,7 +165,8 @@ def plan_for(settings: SshSettings, keys: HostKeyPlan, files: SshFiles, *,
     assert not isinstance(kex, str) and not isinstance(ciphers, str)
     assert not isinstance(macs, str)
     post_quantum = tuple(alg for alg in settings.kex_algs if alg in _POST_QUANTUM)
-    return Plan(lib, kex, ciphers, macs, host_key_algs, tuple(key_files), auto, post_quantum)
+    return Plan(lib, kex, ciphers, macs, host_key_algs,
+                tuple((path, data) for path, data, _ in key_files), auto, post_quantum)
 
 
 class Watch:

@@ -43,9 +43,6 @@ PREFERRED_CIPHERS = (
     "aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com",
     "aes128-ctr", "aes192-ctr", "aes256-ctr",
 )
-#: The key types libssh2 logs in with from a file (OpenSSL's build: no FIDO keys).
-LIBSSH2_KEY_TYPES = frozenset({"ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256",
-                               "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521"})
 #: MACs matter only on the ctr fallback (AEAD ciphers carry their own tag); hmac-sha2-256-etm
 #: first because umac exists only where asyncssh finds libnettle.
 PREFERRED_MACS = (
@@ -197,27 +194,20 @@ class SshFiles:
         return [key for _, keys in self._usable(paths, named) for key in keys]
 
     def key_files(self, paths: tuple[str, ...], named: str | None = None
-                  ) -> list[tuple[str, bytes]] | str:
-        """What libssh2 is given to log in: each usable key file's path and bytes (read once),
-        or why libssh2 cannot log in with them as asyncssh would (a certificate, a key type it
-        has not; agent keys where no file is usable)."""
-        files: list[tuple[str, bytes]] = []
+                  ) -> list[tuple[str, bytes, tuple[str, ...]]]:
+        """Each usable key file (see `_usable`) as a client that reads the file itself is
+        given it: its path, its bytes (read once) and its keys' algorithms (a certificate's
+        where one comes with it)."""
+        files: list[tuple[str, bytes, tuple[str, ...]]] = []
         for path, keys in self._usable(paths, named):
-            for key in keys:
-                algorithm = key.algorithm.decode("ascii", "replace")
-                if "-cert-v01@" in algorithm:
-                    return f"{path} comes with a certificate"
-                if algorithm not in LIBSSH2_KEY_TYPES:
-                    return f"{path} is an {algorithm} key"
             if path not in self._key_bytes:
                 try:
                     with open(path, "rb") as handle:
                         self._key_bytes[path] = handle.read()
                 except OSError as exc:
                     raise TransportError(f"cannot load SSH key {path}: {exc}") from None
-            files.append((path, self._key_bytes[path]))
-        if not files:
-            return "no key file to log in with (the agent's keys)"
+            files.append((path, self._key_bytes[path],
+                          tuple(key.algorithm.decode("ascii", "replace") for key in keys)))
         return files
 
 

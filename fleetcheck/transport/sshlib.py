@@ -53,7 +53,8 @@ def in_ld_cache(name: str, cache: bytes | None) -> bool:
     return cache is None or b"lib" + name.encode() + b"." in cache
 
 
-def _read_ld_cache() -> bytes | None:
+def read_ld_cache() -> bytes | None:
+    """The ld cache's bytes; None where it cannot be read."""
     try:
         with open(LD_SO_CACHE, "rb") as handle:
             return handle.read()
@@ -73,7 +74,7 @@ def ld_cache_only() -> Iterator[None]:
     if not sys.platform.startswith("linux") or not callable(ld_cache):
         yield
         return
-    cache = _read_ld_cache()
+    cache = read_ld_cache()
 
     def lookup(name: str) -> str | None:
         return ld_cache(name) if in_ld_cache(name, cache) else None

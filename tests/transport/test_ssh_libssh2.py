@@ -7,7 +7,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import ctypes
-import dataclasses
 import errno
 import os
 import select
@@ -19,35 +18,19 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck.inventory_data.model import HostSpec, SshOptions
 from fleetcheck.transport import libssh2, ssh_libssh2
-from fleetcheck.transport.interface import CappedOutput, TransportError
+from fleetcheck.transport.interface import CappedOutput
 from fleetcheck.transport.ssh import SshTransport
 from tests.fleet import Fleet
-
-
-def host_spec(fleet: Fleet, name: str, **ssh: object) -> HostSpec:
-    options = SshOptions(user="root", port=fleet.hosts[name].port,
-                         identity_file=str(fleet.client_key),
-                         known_hosts=str(fleet.known_hosts), config_file="")
-    return HostSpec(name=name, address="127.0.0.1",
-                    ssh=dataclasses.replace(options, **ssh))  # type: ignore[arg-type]
+from tests.transport.sshd_hosts import host_spec, run_once, unreachable_message
 
 
 def run(transport: SshTransport, argv: list[str]) -> object:
-    async def main() -> object:
-        try:
-            return await transport.run(argv, timeout=20)
-        finally:
-            await transport.close()
-
-    return asyncio.run(main())
+    return asyncio.run(run_once(transport, argv, timeout=20))
 
 
 def refusal(transport: SshTransport) -> str:
-    with pytest.raises(TransportError) as caught:
-        run(transport, ["true"])
-    return str(caught.value)
+    return unreachable_message(transport)[1]
 
 
 @pytest.mark.parametrize(("banner", "post_quantum", "asyncssh"), [

@@ -24,6 +24,8 @@ from fleetcheck.transport.interface import TransportError
 from fleetcheck.transport.pct import PctTransport
 from fleetcheck.transport.ssh import ConnectLimiter, SshTransport
 from tests.fleet import Fleet
+from tests.transport import sshd_hosts
+from tests.transport.sshd_hosts import run_once, unreachable_message
 
 pytestmark = [pytest.mark.sshd, pytest.mark.timeout(60)]
 
@@ -40,19 +42,8 @@ def client(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 def host_spec(fleet: Fleet, name: str, **ssh: object) -> HostSpec:
-    options = SshOptions(user="root", port=fleet.hosts[name].port,
-                         identity_file=str(fleet.client_key),
-                         known_hosts=str(fleet.known_hosts), config_file="",
-                         client=CLIENT[0])
-    return HostSpec(name=name, address="127.0.0.1",
-                    ssh=dataclasses.replace(options, **ssh))  # type: ignore[arg-type]
-
-
-async def run_once(transport: SshTransport, argv: list[str], **kwargs: object) -> object:
-    try:
-        return await transport.run(argv, **kwargs)  # type: ignore[arg-type]
-    finally:
-        await transport.close()
+    """The host with this test's client (`ssh` may name another)."""
+    return sshd_hosts.host_spec(fleet, name, **{"client": CLIENT[0], **ssh})
 
 
 def test_command_output_exit_code_and_binary_input(fleet: Fleet) -> None:
@@ -300,12 +291,6 @@ def test_many_connections_at_once_stay_under_max_startups(fleet: Fleet) -> None:
     # sshd still dropped one depends on when it hears of each login (a loaded machine), and the
     # transport retries that once, so the bound is asserted where it is kept.
     assert shared.peak == shared.per_server == 8
-
-
-def unreachable_message(transport: SshTransport) -> tuple[str, str]:
-    with pytest.raises(TransportError) as caught:
-        asyncio.run(run_once(transport, ["true"], timeout=10))
-    return caught.value.kind, str(caught.value)
 
 
 def test_unknown_host_key_is_refused_by_default(fleet: Fleet) -> None:
