@@ -11,7 +11,8 @@ variant (PROBE.py may then be "-" for the shipped probe).
 
 With BENCH_TIMES=FILE, each node's command is timed (bench/timed.py) and the times are
 written to FILE as JSON: {"started": process start, "ended": CLI return, "nodes": [[id, start,
-end], ...]}, all on the monotonic clock.
+end], ...], "asked": [[id, time], ...]}, all on the monotonic clock ("asked": when the audit
+first asked for each node's session, before its host's connection was open).
 
 With BENCH_PROFILE=FILE in the environment, the run is profiled on CPU time (not wall time:
 on a loaded 2-core machine a wall-clock profile charges `socket.send` for the time the
@@ -50,7 +51,8 @@ def main(argv: list[str]) -> int:
         return cli_main(argv[1:], parts=AuditParts(transports=timed, probe=probe))
     finally:
         Path(times_path).write_text(json.dumps(
-            {"started": STARTED, "ended": time.monotonic(), "nodes": timed.times}))
+            {"started": STARTED, "ended": time.monotonic(), "nodes": timed.times,
+             "asked": timed.asked}))
 
 
 def profiled(argv: list[str], stats_path: str) -> int:

@@ -118,6 +118,13 @@ def one_shape(nodes: int, per_host: int, runs: int, sleep: float, workdir: Path,
                 "starts_s": sorted(round(s - times["started"], 3) for _, s, _ in times["nodes"]),
                 "nodes": len(durations), "slowest_probe_s": max(durations),
                 "first_start_s": min(s for _, s, _ in times["nodes"]) - times["started"],
+                # When the audit first asked for a session (its start before that: imports,
+                # inventory, ssh_config), and the wait from there to the first probe (the
+                # connection: TCP, key exchange, login, the channel); a baseline too old to
+                # say has neither.
+                **({"first_asked_s": min(t for _, t in times["asked"]) - times["started"],
+                    "connect_s": min(s for _, s, _ in times["nodes"])
+                    - min(t for _, t in times["asked"])} if times.get("asked") else {}),
                 "last_end_s": max(e for _, _, e in times["nodes"]) - times["started"],
                 # From the last node's exit status to the CLI's return: verdicts, the gate's
                 # lines, the connections' close.
@@ -144,7 +151,9 @@ def one_shape(nodes: int, per_host: int, runs: int, sleep: float, workdir: Path,
         mine = [s for s in samples if s["code"] == code]
         median = {key: statistics.median(float(s[key]) for s in mine)
                   for key in ("wall_s", "slowest_probe_s", "gate_cost_s", "first_start_s",
-                              "cpu_s", "start_s", "exit_s", "after_last_s")}
+                              "cpu_s", "start_s", "exit_s", "after_last_s", "first_asked_s",
+                              "connect_s")
+                  if all(key in s for s in mine)}
         spread = {key: [min(float(s[key]) for s in mine), max(float(s[key]) for s in mine)]
                   for key in ("gate_cost_s", "first_start_s")}
         results.append({"where": where, "code": code, "cores": measure.PIN.describe(),
@@ -202,9 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
     print("| code | nodes' server | nodes | containers per host | concurrency | gate wall s "
           "| slowest probe s | gate cost s (wall - slowest; min-max) | first probe starts at s "
-          "(min-max) | Python start s | last probe's end to the CLI's return s | exit s "
-          "| gate CPU s | runs | load | cores |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "(min-max) | Python start s | first session asked at s | connection s "
+          "| last probe's end to the CLI's return s | exit s | gate CPU s | runs | load | cores |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for result in results:
         m, spread = result["median"], result["spread"]
         cost, first = spread["gate_cost_s"], spread["first_start_s"]
@@ -213,7 +222,10 @@ def main(argv: list[str] | None = None) -> int:
               f"| {m['wall_s']:.2f} | {m['slowest_probe_s']:.2f} "
               f"| {m['gate_cost_s']:.2f} ({cost[0]:.2f}-{cost[1]:.2f}) "
               f"| {m['first_start_s']:.2f} ({first[0]:.2f}-{first[1]:.2f}) "
-              f"| {m['start_s']:.3f} | {m['after_last_s']:.3f} | {m['exit_s']:.3f} "
+              f"| {m['start_s']:.3f} "
+              + "".join(f"| {m[key]:.3f} " if key in m else "| " for key in
+                        ("first_asked_s", "connect_s"))
+              + f"| {m['after_last_s']:.3f} | {m['exit_s']:.3f} "
               f"| {m['cpu_s']:.2f} | {result['runs']} "
               f"| {result['load_max']:.1f} | {result['cores']} |")
     return 0

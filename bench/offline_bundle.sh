@@ -28,6 +28,9 @@ pip=("$repo/.venv/bin/python" -m pip download -q --no-deps --only-binary=:all:
 # The versions of the venv here (bench/setup.sh), so both machines run the same releases.
 pins=$("$repo/.venv/bin/python" -m pip freeze 2>/dev/null | grep -i -E \
        '^(asyncssh|cryptography|cffi|pycparser|proxmoxer|ansible-core|resolvelib|clustershell)==')
+# libssh2's client (ssh.client): its wheel's version, however the venv installed it.
+pins+=$'\n'"ssh2-python==$("$repo/.venv/bin/python" -c \
+       'from importlib.metadata import version; print(version("ssh2-python"))')"
 # ClusterShell (fleetcheck's node ranges) is pure Python, published as a source archive.
 "${pip[@]}" $(grep -v -i '^clustershell' <<<"$pins")
 "$repo/.venv/bin/python" -m pip wheel -q --no-deps -w "$dir/wheels" $(grep -i '^clustershell' <<<"$pins")

@@ -28,6 +28,8 @@ sed -i "s|/usr/bin/pdsh.bin|$prefix/usr/bin/pdsh.bin|; s|/etc/pdsh|$prefix/etc/p
 # there when the system has none (a new path only).
 modules=/usr/lib/x86_64-linux-gnu/pdsh
 [ -e "$modules" ] || ln -s "$prefix$modules" "$modules"
+# The tests' fleet kit (bench/gate_latency.py's fleets) starts /usr/sbin/sshd: the same.
+[ -e /usr/sbin/sshd ] || ln -s "$prefix/usr/sbin/sshd" /usr/sbin/sshd
 python=$(command -v python3)
 sed -i "1s|.*|#!$python|" "$prefix/usr/bin/clush"
 [ -e /etc/clustershell ] || cp -r "$prefix/etc/clustershell" /etc/clustershell
