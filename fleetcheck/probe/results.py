@@ -84,10 +84,25 @@ def _bounded(value: Any, depth: int = 0) -> Any:
         return _shared(value) if len(value) <= MAX_TEXT and value.isascii() \
             else _safe_text(value)
     if kind is dict:
+        # A reply is mostly dicts of short ASCII strings, ints, booleans and nulls: those
+        # leaves are handled here, without a call each (a quarter of a reply's walk).
         deeper = depth + 1
-        return {(_shared(key) if type(key) is str and len(key) <= 200 and key.isascii()
-                 else _safe_text(str(key), 200)): _bounded(item, deeper)
-                for key, item in itertools.islice(value.items(), MAX_ITEMS)}
+        copy: dict[str, Any] = {}
+        shared = _SHARED.get
+        for key, item in (value.items() if len(value) <= MAX_ITEMS
+                          else itertools.islice(value.items(), MAX_ITEMS)):
+            if type(key) is str and len(key) <= 200 and key.isascii():
+                key = shared(key) or _shared(key)
+            else:
+                key = _safe_text(str(key), 200)
+            leaf = type(item)
+            if leaf is str and len(item) <= _SHARED_LEN and item.isascii():
+                copy[key] = shared(item) or _shared(item)
+            elif leaf is int or leaf is bool or item is None:
+                copy[key] = item
+            else:
+                copy[key] = _bounded(item, deeper)
+        return copy
     if kind is list:
         deeper = depth + 1
         return [_bounded(item, deeper) for item in value[:MAX_ITEMS]]
