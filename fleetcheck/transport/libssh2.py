@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from fleetcheck.transport.interface import CappedOutput
-from fleetcheck.transport.sshlib import in_ld_cache, read_ld_cache
+from fleetcheck.transport.ldcache import in_ld_cache, read_ld_cache
 
 #: The least libssh2 used: 1.11.0 has strict key exchange (CVE-2023-48795), AES-GCM, the EtM
 #: MACs, and OpenSSH private keys with OpenSSL; 1.11.1 `libssh2_session_callback_set2`.

@@ -1,4 +1,5 @@
-"""SSH transport: one asyncssh connection per host, a bounded number of channels on it."""
+"""SSH transport: one connection per host (libssh2's or asyncssh's: ssh_libssh2.py), a bounded
+number of channels on it."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import os
 import random
 import shlex
 import socket
+import sys
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetcheck.budget import CLOSE_WAIT, BudgetFor, NodeBudget, connect_wait
 from fleetcheck.failures import GATEKEEPER_REFUSED, JUMP_HOST_KEY, UNREACHABLE, Refusal
@@ -28,7 +30,36 @@ from fleetcheck.transport.interface import (
 )
 from fleetcheck.transport.ssh_hostkeys import HostKeyPlan
 from fleetcheck.transport.ssh_settings import SshFiles, SshSettings
-from fleetcheck.transport.sshlib import asyncssh
+
+if TYPE_CHECKING:
+    import asyncssh
+
+    from fleetcheck.transport.ssh_asyncssh import CappedSession, HandshakeWatch
+else:
+
+    class _OnFirstUse:
+        """asyncssh, imported when a connection first needs it (sshlib.py): a connection
+        libssh2 makes never does."""
+
+        def __getattr__(self, name: str) -> Any:
+            from fleetcheck.transport.sshlib import asyncssh as module
+
+            return getattr(module, name)
+
+    asyncssh = _OnFirstUse()
+
+
+def _asyncssh_side() -> Any:
+    """ssh_asyncssh.py, imported on first use (asyncssh with it)."""
+    from fleetcheck.transport import ssh_asyncssh
+
+    return ssh_asyncssh
+
+
+def _raised_by_asyncssh(exc: BaseException, *names: str) -> bool:
+    """Whether `exc` is one of asyncssh's `names` (never, while asyncssh is not imported)."""
+    module = sys.modules.get("asyncssh")
+    return module is not None and isinstance(exc, tuple(getattr(module, n) for n in names))
 
 #: Connection attempts in flight at once to one SSH server: below sshd's MaxStartups
 #: (10:30:100), which starts dropping unauthenticated connections at random beyond 10.
@@ -63,86 +94,10 @@ def remote_command(
                        *tagged])
 
 
-class _CappedSession(asyncssh.SSHClientSession[bytes]):
-    """Collects stdout and stderr up to a cap; closes the channel when stdout overflows."""
-
-    def __init__(self, cap: int) -> None:
-        self.output = CappedOutput(cap)
-        self.returncode: int | None = None
-        self.signal: str | None = None
-        self.chan: asyncssh.SSHClientChannel[bytes] | None = None
-        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def connection_made(self, chan: asyncssh.SSHClientChannel[bytes]) -> None:
-        self.chan = chan
-
-    def data_received(self, data: bytes, datatype: asyncssh.DataType) -> None:
-        if datatype == asyncssh.EXTENDED_DATA_STDERR:
-            self.output.err(data)
-        elif not self.output.out(data) and self.chan is not None:
-            self.chan.close()
-
-    def exit_status_received(self, status: int) -> None:
-        self.returncode = status
-
-    def exit_signal_received(
-        self, signal: str, core_dumped: bool, msg: str, lang: str
-    ) -> None:
-        self.signal = signal
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.done.done():
-            self.done.set_result(None)
-
-
-class _HandshakeWatch(asyncssh.SSHClient):
-    """Notes whether a connection got as far as TCP, and whether the server then sent a banner."""
-
-    def __init__(self) -> None:
-        self.conn: asyncssh.SSHClientConnection | None = None
-
-    def itself(self) -> _HandshakeWatch:
-        """The client factory asyncssh calls: this watch is the connection's client."""
-        return self
-
-    def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
-        self.conn = conn
-
-    @property
-    def banner_missing(self) -> bool:
-        """TCP connected, yet no "SSH-2.0-..." line came back: something else listens there."""
-        return self.conn is not None and not self.conn.get_extra_info("server_version")
-
-
-def _timeout_text(watch: _HandshakeWatch | ssh_libssh2.Watch, seconds: float) -> str:
+def _timeout_text(watch: HandshakeWatch | ssh_libssh2.Watch, seconds: float) -> str:
     if watch.banner_missing:
         return f"no SSH banner within {seconds:g} s (not an SSH server?)"
     return f"no answer within {seconds:g} s"
-
-
-def _name_list(payload: bytes, offset: int) -> tuple[list[str], int]:
-    size = int.from_bytes(payload[offset:offset + 4], "big")
-    names = payload[offset + 4:offset + 4 + size].decode("ascii", "replace")
-    return [name for name in names.split(",") if name], offset + 4 + size
-
-
-def negotiated(conn: asyncssh.SSHClientConnection, offered: tuple[str, ...]) -> dict[str, str]:
-    """The key exchange, cipher and MAC one connection uses.
-
-    asyncssh reports the cipher and MAC (`get_extra_info`) but not the key exchange; SSH picks
-    the client's first algorithm the server also offers (RFC 4253 7.1), so it is read from the
-    server's KEXINIT (kept by asyncssh for the exchange hash) against what was offered.
-    """
-    found = {"cipher": str(conn.get_extra_info("send_cipher") or ""),
-             "mac": str(conn.get_extra_info("send_mac") or "")}
-    kexinit = getattr(conn, "_server_kexinit", None)
-    if isinstance(kexinit, bytes) and len(kexinit) > 21:
-        # byte SSH_MSG_KEXINIT, 16 bytes of cookie, then the key exchange name-list.
-        server, _ = _name_list(kexinit, 17)
-        chosen = next((alg for alg in offered if alg in server), None)
-        if chosen is not None:
-            found["kex"] = chosen
-    return {key: value for key, value in found.items() if value}
 
 
 class ConnectLimiter:
@@ -392,7 +347,7 @@ class SshTransport(Transport):
                 sock = None
             else:
                 kwargs.pop("sock", None)
-            watch = _HandshakeWatch()
+            watch = _asyncssh_side().HandshakeWatch()
             try:
                 async with self._connect_limiter.slot(self.server_key()):
                     if settings.proxy_jump:
@@ -412,7 +367,7 @@ class SshTransport(Transport):
                 raise self._unreachable(exc, keys, watch) from None
         keys.record(conn.get_server_host_key())
         self.client = "asyncssh"
-        self.negotiated = negotiated(conn, settings.kex_algs)
+        self.negotiated = _asyncssh_side().negotiated(conn, settings.kex_algs)
         return conn
 
     async def _jump(self, target: SshSettings) -> asyncssh.SSHClientConnection:
@@ -426,7 +381,7 @@ class SshTransport(Transport):
         for hop in target.jump_hops():
             user, _, rest = hop.rpartition("@")
             host, _, port = rest.partition(":")
-            watch = _HandshakeWatch()
+            watch = _asyncssh_side().HandshakeWatch()
             settings = target
             try:
                 settings = self.files.settings(self.host, lookup=host, user=user or None,
@@ -442,7 +397,7 @@ class SshTransport(Transport):
                 self._hops.append(conn)
             except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError,
                     TransportError) as exc:
-                refused = isinstance(exc, asyncssh.HostKeyNotVerifiable)
+                refused = _raised_by_asyncssh(exc, "HostKeyNotVerifiable")
                 raise TransportError(
                     f"jump host {hop} for {self.host.name} failed: "
                     + self._hop_problem(exc, settings, watch, hop),
@@ -454,7 +409,7 @@ class SshTransport(Transport):
         return conn
 
     def _hop_problem(
-        self, exc: BaseException, settings: SshSettings, watch: _HandshakeWatch, hop: str
+        self, exc: BaseException, settings: SshSettings, watch: HandshakeWatch, hop: str
     ) -> str:
         """What went wrong with a jump host, as the end of a sentence naming it (and where
         ssh_config took it, when that is not what the hop says)."""
@@ -462,9 +417,9 @@ class SshTransport(Transport):
             f" ({settings.user}@{settings.where})")
         if isinstance(exc, TransportError):
             return str(exc)
-        if isinstance(exc, asyncssh.HostKeyNotVerifiable):
+        if _raised_by_asyncssh(exc, "HostKeyNotVerifiable"):
             return f"its host key is not trusted by {settings.known_hosts[0]}{where}"
-        if isinstance(exc, asyncssh.PermissionDenied):
+        if _raised_by_asyncssh(exc, "PermissionDenied"):
             return f"authentication failed for {settings.user}{where}"
         if isinstance(exc, socket.gaierror):
             return f"cannot resolve {settings.address}: {exc.strerror}"
@@ -472,21 +427,22 @@ class SshTransport(Transport):
             return f"connection refused{where}"
         if isinstance(exc, asyncio.TimeoutError):
             return _timeout_text(watch, settings.connect_timeout) + where
-        if isinstance(exc, asyncssh.Error):
-            return str(exc.reason) + where
+        if _raised_by_asyncssh(exc, "Error"):
+            return str(getattr(exc, "reason", exc)) + where
         return (str(exc) or type(exc).__name__) + where
 
     def _unreachable(
-        self, exc: BaseException, keys: HostKeyPlan, watch: _HandshakeWatch | ssh_libssh2.Watch
+        self, exc: BaseException, keys: HostKeyPlan, watch: HandshakeWatch | ssh_libssh2.Watch
     ) -> TransportError:
         name = self.host.name
         settings = self.resolve()
         where = settings.where
         cause = UNREACHABLE
-        if isinstance(exc, asyncssh.HostKeyNotVerifiable | libssh2.HostKeyRefused):
+        if isinstance(exc, libssh2.HostKeyRefused) or \
+                _raised_by_asyncssh(exc, "HostKeyNotVerifiable"):
             text = keys.refusal(name, where)
             cause = keys.refusal_cause()
-        elif isinstance(exc, asyncssh.PermissionDenied | libssh2.AuthFailed):
+        elif isinstance(exc, libssh2.AuthFailed) or _raised_by_asyncssh(exc, "PermissionDenied"):
             text = f"authentication failed for {settings.user} on {name} ({where})"
         elif isinstance(exc, socket.gaierror):
             text = f"cannot resolve {settings.address} for {name}: {exc.strerror}"
@@ -496,8 +452,8 @@ class SshTransport(Transport):
             text = f"connecting to {name} ({where}) timed out"
             if watch.banner_missing:
                 text += ": " + _timeout_text(watch, settings.connect_timeout)
-        elif isinstance(exc, asyncssh.Error | libssh2.Libssh2Error):
-            text = f"SSH to {name} ({settings.user}@{where}) failed: {exc.reason}"
+        elif isinstance(exc, libssh2.Libssh2Error) or _raised_by_asyncssh(exc, "Error"):
+            text = f"SSH to {name} ({settings.user}@{where}) failed: {getattr(exc, 'reason', exc)}"
         else:
             text = f"cannot reach {name} ({settings.user}@{where}): {exc}"
         return TransportError(text, kind="unreachable", cause=cause)
@@ -616,13 +572,14 @@ class SshTransport(Transport):
 
     async def _open_channel(
         self, conn: asyncssh.SSHClientConnection, command: str
-    ) -> tuple[asyncssh.SSHClientChannel[bytes], _CappedSession]:
+    ) -> tuple[asyncssh.SSHClientChannel[bytes], CappedSession]:
+        capped = _asyncssh_side().CappedSession
         for attempt in range(SESSION_OPEN_ATTEMPTS):
             try:
                 chan, session = await conn.create_session(
-                    lambda: _CappedSession(self.output_cap), command, encoding=None
+                    lambda: capped(self.output_cap), command, encoding=None
                 )
-                assert isinstance(session, _CappedSession)
+                assert isinstance(session, capped)
                 return chan, session
             except asyncssh.ChannelOpenError as exc:
                 if attempt == SESSION_OPEN_ATTEMPTS - 1:
@@ -653,12 +610,13 @@ class SshTransport(Transport):
                                CLOSE_WAIT)
             self.abandoned = 0
             return
+        capped = _asyncssh_side().CappedSession
         try:
             chan, session = await asyncio.wait_for(
-                conn.create_session(lambda: _CappedSession(4096), command, encoding=None),
+                conn.create_session(lambda: capped(4096), command, encoding=None),
                 CLOSE_WAIT)
             chan.write_eof()
-            assert isinstance(session, _CappedSession)
+            assert isinstance(session, capped)
             await asyncio.wait_for(asyncio.shield(session.done), CLOSE_WAIT)
         except (OSError, asyncssh.Error, asyncio.TimeoutError):
             pass  # best effort: the remote `timeout` still ends them

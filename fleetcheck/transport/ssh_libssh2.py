@@ -27,11 +27,31 @@ import time
 from dataclasses import dataclass
 
 from fleetcheck.transport import libssh2
+from fleetcheck.transport.ldcache import in_ld_cache, read_ld_cache
 from fleetcheck.transport.ssh_hostkeys import HostKeyPlan
-from fleetcheck.transport.ssh_settings import SshFiles, SshSettings, default_host_key_algs
+from fleetcheck.transport.ssh_settings import (
+    PREFERRED_CIPHERS,
+    PREFERRED_MACS,
+    SshFiles,
+    SshSettings,
+)
 
 #: A known key's type -> the host-key algorithms that prove it.
 _KEY_TYPE_OF = {"rsa-sha2-512": "ssh-rsa", "rsa-sha2-256": "ssh-rsa"}
+
+#: What a libssh2 connection offers where ssh_config names no list: asyncssh's own default
+#: order of the algorithms libssh2 has (tests/transport/test_ssh_libssh2.py holds it to
+#: asyncssh's), so that a host negotiates what it would with asyncssh, without importing it.
+KEY_EXCHANGES = (
+    "curve25519-sha256", "curve25519-sha256@libssh.org", "ecdh-sha2-nistp521",
+    "ecdh-sha2-nistp384", "ecdh-sha2-nistp256", "diffie-hellman-group-exchange-sha256",
+    "diffie-hellman-group14-sha256", "diffie-hellman-group16-sha512",
+    "diffie-hellman-group18-sha512", "diffie-hellman-group14-sha1",
+)
+HOST_KEY_ALGORITHMS = (
+    "rsa-sha2-256", "rsa-sha2-512", "ssh-rsa", "ssh-ed25519", "ecdsa-sha2-nistp521",
+    "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp256",
+)
 
 
 @dataclass(frozen=True)
@@ -47,8 +67,9 @@ class Plan:
     #: `ssh.client: auto`: the server's identification line decides (see above); False
     #: (`ssh.client: libssh2`): libssh2 whatever the server.
     auto: bool = True
-    #: The post-quantum exchanges asyncssh would offer (ssh_config's list or its own).
-    post_quantum: tuple[str, ...] = ()
+    #: The post-quantum exchanges asyncssh would offer from ssh_config's list; None: its own
+    #: defaults, asked only where the server's version makes them matter (`default_post_quantum`).
+    post_quantum: tuple[str, ...] | None = ()
 
 
 #: The key exchanges libssh2 lacks that keep a server's recording of today's traffic from being
@@ -62,11 +83,32 @@ def prefers_asyncssh(banner: str | None, post_quantum: tuple[str, ...]) -> bool:
     """Whether a server that sent `banner` is asyncssh's under `auto`: any server but OpenSSH
     (libssh2 is proven against OpenSSH's sshd alone; one that sent no exit status would read
     as 0 there), and an OpenSSH that may offer one of `post_quantum` (see above)."""
-    found = _OPENSSH.match(banner or "")
-    if found is None:
+    version = _openssh_version(banner)
+    if version is None:
         return True
-    version = (int(found.group(1)), int(found.group(2)))
     return any(version >= _POST_QUANTUM.get(alg, (0, 0)) for alg in post_quantum)
+
+
+def _openssh_version(banner: str | None) -> tuple[int, int] | None:
+    found = _OPENSSH.match(banner or "")
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def default_post_quantum(banner: str | None) -> tuple[str, ...]:
+    """The post-quantum exchanges of asyncssh's own defaults that a server of `banner` may
+    offer too; asyncssh is imported to ask only where one may be both: OpenSSH from 9.9
+    (mlkem768x25519, through `cryptography`), or from 8.5 where liboqs may be in the ld cache
+    (sntrup761x25519: asyncssh finds liboqs there, or not at all; sshlib.py)."""
+    version = _openssh_version(banner)
+    if version is None or version < (8, 5):
+        return ()
+    if version < (9, 9):
+        cache = read_ld_cache()
+        if not (in_ld_cache("oqs", cache) or in_ld_cache("liboqs", cache)):
+            return ()
+    from fleetcheck.transport.ssh_settings import key_exchanges  # imports asyncssh
+
+    return tuple(alg for alg in key_exchanges() if alg in _POST_QUANTUM)
 
 
 #: Most bytes read ahead for the identification line (RFC 4253 4.2: 255 bytes a line, and
@@ -135,7 +177,7 @@ def plan_for(settings: SshSettings, keys: HostKeyPlan, files: SshFiles, *,
         return libssh2.problem() or "no libssh2"
     if settings.proxy_jump:
         return "a ProxyJump"
-    if any(keys.matched[1]) or any(part for part in keys.matched[3:]):
+    if keys.authorities:
         return "known_hosts trusts a certificate authority for it"
     key_files = files.key_files(settings.identity_files, settings.named_identity)
     if not key_files:
@@ -147,10 +189,15 @@ def plan_for(settings: SshSettings, keys: HostKeyPlan, files: SshFiles, *,
             if algorithm not in libssh2.KEY_TYPES:
                 return f"{path} is an {algorithm} key"
     supported = lib.supported
-    kex = _offered("KexAlgorithms", settings.kex_algs, supported[libssh2.METHOD_KEX])
-    ciphers = _offered("Ciphers", settings.encryption_algs, supported[libssh2.METHOD_CRYPT_CS])
-    macs = _offered("MACs", settings.mac_algs, supported[libssh2.METHOD_MAC_CS])
-    wanted = settings.host_key_algs or default_host_key_algs()
+    # ssh_config's lists as asyncssh reads them; else fleetcheck's own, without asyncssh.
+    kex = _offered("KexAlgorithms", settings.kex_algs if settings.kex_setting is not None
+                   else KEY_EXCHANGES, supported[libssh2.METHOD_KEX])
+    ciphers = _offered("Ciphers", settings.encryption_algs
+                       if settings.cipher_setting is not None else PREFERRED_CIPHERS,
+                       supported[libssh2.METHOD_CRYPT_CS])
+    macs = _offered("MACs", settings.mac_algs if settings.mac_setting is not None
+                    else PREFERRED_MACS, supported[libssh2.METHOD_MAC_CS])
+    wanted = settings.host_key_algs or HOST_KEY_ALGORITHMS
     known = keys.key_types() if not keys.trust_new else []
     host_key_algs = tuple(
         alg for alg in wanted
@@ -164,7 +211,8 @@ def plan_for(settings: SshSettings, keys: HostKeyPlan, files: SshFiles, *,
                 if known else "none of HostKeyAlgorithms is one libssh2 has")
     assert not isinstance(kex, str) and not isinstance(ciphers, str)
     assert not isinstance(macs, str)
-    post_quantum = tuple(alg for alg in settings.kex_algs if alg in _POST_QUANTUM)
+    post_quantum = (tuple(alg for alg in settings.kex_algs if alg in _POST_QUANTUM)
+                    if settings.kex_setting is not None else None)
     return Plan(lib, kex, ciphers, macs, host_key_algs,
                 tuple((path, data) for path, data, _ in key_files), auto, post_quantum)
 
@@ -194,7 +242,9 @@ def _open(plan: Plan, settings: SshSettings, keys: HostKeyPlan, watch: Watch,
     try:
         banner = peek_banner(sock, deadline, opening)
         watch.banner_seen = banner is not None
-        if plan.auto and prefers_asyncssh(banner, plan.post_quantum):
+        if plan.auto and prefers_asyncssh(banner, plan.post_quantum
+                                          if plan.post_quantum is not None
+                                          else default_post_quantum(banner)):
             sock.setblocking(False)
             raise HandOver(sock)
         conn = libssh2.Connection(plan.lib, sock)

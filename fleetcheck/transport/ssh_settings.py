@@ -17,6 +17,7 @@ from typing import Any
 from fleetcheck.budget import DEFAULT_CONNECT_TIMEOUT
 from fleetcheck.inventory_data.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import TransportError
+from fleetcheck.transport.keyfiles import plain_key
 from fleetcheck.transport.ssh_config import (
     DEFAULT_IDENTITY_FILES,
     Resolved,
@@ -24,7 +25,6 @@ from fleetcheck.transport.ssh_config import (
     algorithm_list,
 )
 from fleetcheck.transport.ssh_hostkeys import KnownHostsFiles
-from fleetcheck.transport.sshlib import asyncssh
 from fleetcheck.userhome import expand_tilde
 
 #: Host-key policy when neither `ssh.host_key_policy` nor `StrictHostKeyChecking` says.
@@ -59,11 +59,15 @@ def _names(algs: list[bytes]) -> list[str]:
 def key_exchanges() -> list[str]:
     """asyncssh's own key-exchange order: post-quantum hybrids first (mlkem768x25519-sha256
     through `cryptography`, sntrup761x25519-sha512 with liboqs) where this build has them."""
+    from fleetcheck.transport.sshlib import asyncssh
+
     return [alg for alg in _names(asyncssh.kex.get_default_kex_algs())
             if not alg.startswith("gss-")]
 
 
 def _host_key_algs(default: bool) -> list[str]:
+    from fleetcheck.transport.sshlib import asyncssh
+
     key = asyncssh.public_key
     if default:
         return _names(key.get_default_x509_certificate_algs()
@@ -83,6 +87,8 @@ def default_host_key_algs() -> tuple[str, ...]:
 def algorithms(option: str, setting: str | None) -> tuple[str, ...]:
     """The list one option gives (ssh_config's `setting` on fleetcheck's defaults), computed
     once per distinct setting: asyncssh's algorithms are fixed once it is imported."""
+    from fleetcheck.transport.sshlib import asyncssh
+
     if option == "KexAlgorithms":
         chosen = algorithm_list(setting, key_exchanges(), _names(asyncssh.kex.get_kex_algs()))
     elif option == "Ciphers":
@@ -117,10 +123,24 @@ class SshSettings:
     host_key_name: str
     proxy_jump: str | None
     connect_timeout: float
-    kex_algs: tuple[str, ...]
-    encryption_algs: tuple[str, ...]
-    mac_algs: tuple[str, ...]
+    #: ssh_config's KexAlgorithms, Ciphers and MACs; None: fleetcheck's own lists.
+    kex_setting: str | None
+    cipher_setting: str | None
+    mac_setting: str | None
     host_key_algs: tuple[str, ...] | None
+
+    @property
+    def kex_algs(self) -> tuple[str, ...]:
+        """The key exchanges asyncssh offers (its own order, or ssh_config's list)."""
+        return algorithms("KexAlgorithms", self.kex_setting)
+
+    @property
+    def encryption_algs(self) -> tuple[str, ...]:
+        return algorithms("Ciphers", self.cipher_setting)
+
+    @property
+    def mac_algs(self) -> tuple[str, ...]:
+        return algorithms("MACs", self.mac_setting)
 
     @property
     def where(self) -> str:
@@ -142,6 +162,8 @@ class SshFiles:
         self._keys: dict[str, list[Any] | str] = {}
         #: Per path: the key file's bytes, for libssh2.
         self._key_bytes: dict[str, bytes] = {}
+        #: Per path: fleetcheck's own reading of the file (keyfiles.plain_key).
+        self._plain_keys: dict[str, tuple[str, bytes] | str | None] = {}
         #: OpenSSH's default key files, given where nothing names a key: one that cannot be
         #: loaded is skipped, as OpenSSH skips it.
         self._defaults = frozenset(expand_tilde(path) for path in DEFAULT_IDENTITY_FILES)
@@ -165,6 +187,8 @@ class SshFiles:
     def _loaded(self, path: str) -> list[Any] | str:
         """The keys of `path` (none where it is gone), or why they cannot be loaded."""
         if path not in self._keys:
+            from fleetcheck.transport.sshlib import asyncssh
+
             try:
                 self._keys[path] = list(asyncssh.load_keypairs([path]))
             except FileNotFoundError:
@@ -172,6 +196,12 @@ class SshFiles:
             except (OSError, ValueError, asyncssh.KeyImportError) as exc:
                 self._keys[path] = f"cannot load SSH key {path}: {exc}"
         return self._keys[path]
+
+    def _plain(self, path: str) -> tuple[str, bytes] | str | None:
+        """keyfiles.plain_key of `path`, read once."""
+        if path not in self._plain_keys:
+            self._plain_keys[path] = plain_key(path)
+        return self._plain_keys[path]
 
     def _usable(self, paths: tuple[str, ...], named: str | None) -> list[tuple[str, list[Any]]]:
         """Each path with its keys, in order. A file that is gone is skipped, as OpenSSH skips
@@ -197,7 +227,12 @@ class SshFiles:
                   ) -> list[tuple[str, bytes, tuple[str, ...]]]:
         """Each usable key file (see `_usable`) as a client that reads the file itself is
         given it: its path, its bytes (read once) and its keys' algorithms (a certificate's
-        where one comes with it)."""
+        where one comes with it). Read by fleetcheck's own reading where it is sure of every
+        file (keyfiles.py: asyncssh not imported), by asyncssh's loader otherwise."""
+        plain = [self._plain(path) for path in paths]
+        if all(found is not None for found in plain):
+            return [(path, found[1], (found[0],)) for path, found in zip(paths, plain, strict=True)
+                    if isinstance(found, tuple)]
         files: list[tuple[str, bytes, tuple[str, ...]]] = []
         for path, keys in self._usable(paths, named):
             if path not in self._key_bytes:
@@ -233,7 +268,7 @@ def _settings(name: str, options: SshOptions, resolved: Resolved) -> SshSettings
     # Unset: asyncssh orders host key types by the keys known_hosts holds, as OpenSSH does.
     host_key_algs = (algorithms("HostKeyAlgorithms", resolved.host_key_algorithms)
                      if resolved.host_key_algorithms else None)
-    return SshSettings(
+    settings = SshSettings(
         name=name,
         address=resolved.hostname,
         port=resolved.port,
@@ -246,8 +281,16 @@ def _settings(name: str, options: SshOptions, resolved: Resolved) -> SshSettings
         host_key_name=resolved.host_key_alias or resolved.hostname,
         proxy_jump=jump,
         connect_timeout=float(timeout),
-        kex_algs=algorithms("KexAlgorithms", resolved.kex_algorithms),
-        encryption_algs=algorithms("Ciphers", resolved.ciphers),
-        mac_algs=algorithms("MACs", resolved.macs),
+        kex_setting=resolved.kex_algorithms,
+        cipher_setting=resolved.ciphers,
+        mac_setting=resolved.macs,
         host_key_algs=host_key_algs,
     )
+    # An ssh_config list none of whose algorithms asyncssh has is refused here, with the host's
+    # other settings; fleetcheck's own lists need no check (nor asyncssh, until it connects).
+    for option, setting in (("KexAlgorithms", settings.kex_setting),
+                            ("Ciphers", settings.cipher_setting),
+                            ("MACs", settings.mac_setting)):
+        if setting is not None:
+            algorithms(option, setting)
+    return settings

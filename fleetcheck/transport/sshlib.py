@@ -43,23 +43,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 
-#: The ld cache that `ldconfig -p` prints (glibc's LD_SO_CACHE).
-LD_SO_CACHE = "/etc/ld.so.cache"
-
-
-def in_ld_cache(name: str, cache: bytes | None) -> bool:
-    """Whether `ldconfig -p` may list a library `name` (`find_library`'s `lib` + name + `.`):
-    False only when no entry's name can begin so, the cache file being read (None: unknown)."""
-    return cache is None or b"lib" + name.encode() + b"." in cache
-
-
-def read_ld_cache() -> bytes | None:
-    """The ld cache's bytes; None where it cannot be read."""
-    try:
-        with open(LD_SO_CACHE, "rb") as handle:
-            return handle.read()
-    except OSError:
-        return None
+from fleetcheck.transport.ldcache import in_ld_cache, read_ld_cache
 
 
 @contextlib.contextmanager
@@ -126,4 +110,4 @@ with ld_cache_only(), without_x509():
     import asyncssh.encryption
     import asyncssh.mac
 
-__all__ = ["asyncssh"]
+__all__ = ["asyncssh", "ld_cache_only"]

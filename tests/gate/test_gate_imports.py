@@ -46,3 +46,27 @@ def test_a_gate_loads_only_what_the_gate_runs(tmp_path: Path) -> None:
     assert "connection refused" in done.stderr
     assert "asyncssh" in modules and "fleetcheck.audit" in modules
     assert [name for name in modules if name.startswith(NOT_ON_THE_GATES_PATH)] == []
+
+
+@pytest.mark.sshd
+def test_a_gate_to_openssh_hosts_over_libssh2_never_imports_asyncssh(fleet) -> None:
+    # OpenSSH 9.2's sshd, an ed25519 key and a known_hosts file fleetcheck reads itself:
+    # `ssh.client: auto` takes libssh2, and nothing imports asyncssh (nor cryptography) for it.
+    from fleetcheck.transport import libssh2
+
+    if libssh2.library() is None:
+        pytest.skip(f"no libssh2 here: {libssh2.problem()}")
+    fleet.add_host("pve1")
+    fleet.add_container("pve1", 101)
+    inventory = fleet.write_inventory(timeout=30)
+    script = ("import json, sys\n"
+              "from fleetcheck.cli import main\n"
+              f"code = main(['gate', {str(inventory)!r}, '--playbook', 'quick'])\n"
+              "print(json.dumps([code, sorted(sys.modules)]))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=60, check=False)
+    code, modules = json.loads(done.stdout.splitlines()[-1])
+    assert code == 0, done.stderr
+    assert "fleetcheck.transport.libssh2" in modules
+    assert [name for name in modules
+            if name.startswith(("asyncssh", "cryptography", "fleetcheck.transport.sshlib"))] == []

@@ -21,12 +21,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import asyncssh
 import pytest
 
 from fleetcheck.host_setup import probe_sha256, script_module
 from fleetcheck.probe import probe_source
 from fleetcheck.report.content import Report
+from fleetcheck.transport.sshlib import asyncssh
 from tests.audit.support import rows
 from tests.fleet import Fleet, FleetHost, free_port
 from tests.gatekeeper.support import audit_with, install_gatekeeper, keygen, log_lines

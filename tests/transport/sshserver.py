@@ -6,9 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import asyncssh
-
 from fleetcheck.inventory_data.model import HostSpec, SshOptions
+from fleetcheck.transport.sshlib import asyncssh
 
 Handler = Callable[[asyncssh.SSHServerProcess[bytes]], Any]
 

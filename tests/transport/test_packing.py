@@ -11,7 +11,6 @@ import sys
 import zlib
 from pathlib import Path
 
-import asyncssh
 import pytest
 
 from fleetcheck.audit import probe_target
@@ -20,6 +19,7 @@ from fleetcheck.transport.factory import TransportFactory
 from fleetcheck.transport.interface import CommandResult, Transport
 from fleetcheck.transport.local import LocalTransport
 from fleetcheck.transport.packing import PACK_ABOVE, ZLIB_BOOTSTRAP, packed_launch
+from fleetcheck.transport.sshlib import asyncssh
 from tests.transport.sshserver import FakeHost
 
 pytestmark = pytest.mark.timeout(60)

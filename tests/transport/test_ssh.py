@@ -6,12 +6,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import asyncssh
 import pytest
 
 from fleetcheck.transport.interface import NodeBudget, TransportError
 from fleetcheck.transport.pct import PctTransport
 from fleetcheck.transport.ssh import SshTransport
+from fleetcheck.transport.sshlib import asyncssh
 from tests.transport.sshserver import FakeHost, echo_stdin
 
 pytestmark = pytest.mark.timeout(30)

@@ -307,3 +307,45 @@ def test_an_exit_status_that_comes_after_the_eof_is_waited_for(fleet: Fleet) -> 
     asyncio.run(main())
     assert (quiet.returncode, quiet.signal, quiet.error) == (3, None, None)
     assert (chatty.returncode, len(b"".join(chatty.output.stdout).split())) == (0, 20)
+
+
+def test_the_lists_offered_without_asyncssh_are_asyncssh_s_own_order() -> None:
+    # Where ssh_config names no list, libssh2 offers fleetcheck's own: asyncssh's defaults in
+    # asyncssh's order (so a host negotiates what it would with asyncssh), asyncssh unread.
+    from fleetcheck.transport.ssh_settings import _host_key_algs, key_exchanges
+
+    for ours, theirs in ((ssh_libssh2.KEY_EXCHANGES, key_exchanges()),
+                         (ssh_libssh2.HOST_KEY_ALGORITHMS, _host_key_algs(True))):
+        common = [alg for alg in theirs if alg in ours]
+        assert common == [alg for alg in ours if alg in common]
+        assert len(common) >= len(ours) - 1, set(ours) - set(common)
+
+
+@pytest.mark.parametrize(("banner", "asked"), [
+    ("SSH-2.0-OpenSSH_8.4p1", False),            # no post-quantum exchange from this server
+    ("SSH-2.0-dropbear_2022.83", False),         # not OpenSSH: asyncssh's anyway
+    ("SSH-2.0-OpenSSH_9.9", True),               # mlkem768x25519: asyncssh is asked
+])
+def test_asyncssh_is_asked_for_its_post_quantum_offer_only_where_it_matters(
+        banner: str, asked: bool) -> None:
+    from fleetcheck.transport.ssh_settings import key_exchanges
+
+    offer = ssh_libssh2.default_post_quantum(banner)
+    if asked:
+        assert offer == tuple(alg for alg in key_exchanges()
+                              if alg in ("mlkem768x25519-sha256", "sntrup761x25519-sha512",
+                                         "sntrup761x25519-sha512@openssh.com"))
+    else:
+        assert offer == ()
+
+
+def test_openssh_9_2_without_liboqs_is_libssh2_s_without_asking_asyncssh(monkeypatch) -> None:
+    # sntrup761x25519 (OpenSSH from 8.5) is asyncssh's only where liboqs is: not in this ld
+    # cache, so the question is answered without importing asyncssh.
+    monkeypatch.setattr(ssh_libssh2, "read_ld_cache", lambda: b"libc.so.6 libssl.so.3")
+    assert ssh_libssh2.default_post_quantum("SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3") == ()
+    monkeypatch.setattr(ssh_libssh2, "read_ld_cache", lambda: b"liboqs.so.5")
+    from fleetcheck.transport.ssh_settings import key_exchanges
+
+    assert ssh_libssh2.default_post_quantum("SSH-2.0-OpenSSH_9.2p1") == tuple(
+        alg for alg in key_exchanges() if alg.startswith(("mlkem768x25519", "sntrup761")))

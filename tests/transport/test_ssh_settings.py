@@ -12,13 +12,13 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import asyncssh
 import pytest
 
 from fleetcheck.inventory_data.model import HostSpec, SshOptions
 from fleetcheck.transport.interface import TransportError
 from fleetcheck.transport.ssh import SshTransport
 from fleetcheck.transport.ssh_settings import key_exchanges
+from fleetcheck.transport.sshlib import asyncssh
 
 pytestmark = pytest.mark.timeout(30)
 

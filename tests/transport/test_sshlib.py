@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck.transport.sshlib import in_ld_cache, ld_cache_only
+from fleetcheck.transport.ldcache import in_ld_cache
+from fleetcheck.transport.sshlib import ld_cache_only
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -71,6 +72,8 @@ def test_importing_the_ssh_transport_runs_no_compiler(tmp_path: Path) -> None:
     probe = ("import ctypes.util, sys\n"
              "assert 'asyncssh' not in sys.modules\n"
              "import fleetcheck.transport.ssh\n"
+             "assert 'asyncssh' not in sys.modules, 'imported before a connection needs it'\n"
+             "import fleetcheck.transport.sshlib\n"
              "assert 'asyncssh' in sys.modules\n"
              "ctypes.util.find_library('fleetcheck-no-such-lib')\n")
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,

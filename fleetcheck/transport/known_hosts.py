@@ -1,0 +1,265 @@
+"""Owns fleetcheck's own reading of known_hosts, for the connections made without asyncssh.
+
+libssh2's connections (ssh_libssh2.py) check the server's key against the host's known keys
+by their bytes; reading them here, rather than through asyncssh, keeps a gate to OpenSSH
+hosts from importing asyncssh at all (about 0.1 s of every start: bench/results.md).
+
+It reads a file as asyncssh's `SSHKnownHosts` does, rule for rule: exact names, pattern lists
+(`*`, `?`, `!` and CIDR ranges), hashed names (`|1|salt|hash`), `@cert-authority` and
+`@revoked`, `[host]:port`, and asyncssh's second lookup without the port when the first finds
+no key. It reads only what it can read with certainty: plain keys of the types it checks
+(ssh-ed25519, ecdsa-sha2-nistp256/384/521, ssh-rsa), and certificates by their type's name. A
+file holding any other line (another key type, a marker or hash asyncssh refuses, a key whose
+encoding is off, a scoped IPv6 address) is not read here at all (`Unsure`): the hosts it
+covers are matched by asyncssh, as before (ssh_hostkeys.py). tests/transport/test_known_hosts.py
+holds this reading to asyncssh's, file by file.
+"""
+
+from __future__ import annotations
+
+import binascii
+import fnmatch
+import hashlib
+import hmac
+import ipaddress
+from dataclasses import dataclass
+
+#: The plain key types read here: what libssh2 checks, and asyncssh imports (with the checks
+#: below, every key read here is one asyncssh imports too).
+KEY_TYPES = ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+             "ssh-rsa")
+_CERTIFICATE = "-cert-v01@openssh.com"
+#: Characters that make a host field a pattern list rather than exact names (asyncssh's test).
+_PATTERN_CHARACTERS = "*?|/!"
+
+#: The NIST curves' parameters (SEC 2): field prime p, b (a = -3), and the coordinates' size.
+_CURVES = {
+    b"nistp256": (
+        0xffffffff00000001000000000000000000000000ffffffffffffffffffffffff,
+        0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604b, 32),
+    b"nistp384": (
+        0xfffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffeffffffff0000000000000000ffffffff,
+        0xb3312fa7e23ee7e4988e056be3f82d19181d9c6efe8141120314088f5013875ac656398d8a2ed19d2a85c8edd3ec2aef,
+        48),
+    b"nistp521": (
+        (1 << 521) - 1,
+        0x51953eb9618e1c9a1f929a21a0b68540eea2da725b99b315f3b8b489918ef109e156193951ec7e937b1652c0bd3bb1bf073573df883d2c34f1ef451fd46b503f00,
+        66),
+}
+
+
+class Unsure(ValueError):
+    """A line this reading does not take on: the file is left to asyncssh's."""
+
+
+def _string(blob: bytes, offset: int) -> tuple[bytes, int]:
+    """SSH's `string` at `offset` (RFC 4251 5): its bytes and the offset after it."""
+    if offset + 4 > len(blob):
+        raise Unsure("truncated")
+    size = int.from_bytes(blob[offset:offset + 4], "big")
+    end = offset + 4 + size
+    if end > len(blob):
+        raise Unsure("truncated")
+    return blob[offset + 4:end], end
+
+
+def _mpint(blob: bytes, offset: int) -> tuple[int, int]:
+    value, offset = _string(blob, offset)
+    return int.from_bytes(value, "big", signed=True), offset
+
+
+def _on_curve(curve: bytes, point: bytes) -> bool:
+    """An uncompressed point of the named curve (0x04 || x || y, both below p, y² = x³ - 3x + b):
+    what `cryptography` accepts when asyncssh builds the key."""
+    prime, b, size = _CURVES[curve]
+    if len(point) != 1 + 2 * size or point[0] != 4:
+        return False
+    x = int.from_bytes(point[1:1 + size], "big")
+    y = int.from_bytes(point[1 + size:], "big")
+    return x < prime and y < prime and (y * y - (x * x * x - 3 * x + b)) % prime == 0
+
+
+def key_blob(algorithm: str, blob: bytes) -> bytes:
+    """`blob` when it is a well-formed public key of `algorithm` (one of KEY_TYPES) that asyncssh
+    imports as that type; else Unsure."""
+    name, offset = _string(blob, 0)
+    if name != algorithm.encode("ascii"):
+        raise Unsure("the key's type is not its line's")
+    if algorithm == "ssh-ed25519":
+        public, offset = _string(blob, offset)
+        valid = len(public) == 32
+    elif algorithm == "ssh-rsa":
+        e, offset = _mpint(blob, offset)
+        n, offset = _mpint(blob, offset)
+        valid = e % 2 == 1 and n % 2 == 1 and 3 <= e < n and n.bit_length() >= 512
+    else:
+        curve, offset = _string(blob, offset)
+        point, offset = _string(blob, offset)
+        valid = (algorithm == "ecdsa-sha2-" + curve.decode("ascii", "replace")
+                 and curve in _CURVES and _on_curve(curve, point))
+    if not valid or offset != len(blob):
+        raise Unsure(f"not a {algorithm} key as asyncssh reads it")
+    return blob
+
+
+def _entry(data: str) -> tuple[str, bytes]:
+    """A line's key field ("type base64 [comment]"): ("key", its blob) or ("certificate", b"")."""
+    fields = data.split(None, 2)
+    if len(fields) < 2:
+        raise Unsure("no key")
+    algorithm = fields[0]
+    if algorithm.endswith(_CERTIFICATE):
+        return "certificate", b""
+    if algorithm not in KEY_TYPES:
+        raise Unsure(f"a {algorithm} key")
+    try:
+        blob = binascii.a2b_base64(fields[1])  # as asyncssh decodes it (non-strict)
+    except (binascii.Error, ValueError):
+        raise Unsure("not base64") from None
+    return "key", key_blob(algorithm, blob)
+
+
+class _Hashed:
+    """`|1|salt|hash`: HMAC-SHA1 of the name under the salt (OpenSSH's HashKnownHosts)."""
+
+    def __init__(self, pattern: str) -> None:
+        parts = pattern[1:].split("|")
+        if len(parts) != 3 or parts[0] != "1":
+            raise Unsure("not a hashed name asyncssh reads")
+        try:
+            self.salt = binascii.a2b_base64(parts[1])
+            self.digest = binascii.a2b_base64(parts[2])
+        except (binascii.Error, ValueError):
+            raise Unsure("not a hashed name asyncssh reads") from None
+
+    def _is(self, value: str) -> bool:
+        return hmac.compare_digest(
+            hmac.new(self.salt, value.encode(), hashlib.sha1).digest(), self.digest)
+
+    def matches(self, host: str, addr: str, ip: object) -> bool:
+        return self._is(host) or self._is(addr)
+
+
+class _Patterns:
+    """A comma-separated list of wildcard or CIDR patterns, `!` negating (asyncssh's
+    HostPatternList): a match of a positive pattern and of no negated one."""
+
+    def __init__(self, patterns: str) -> None:
+        self.positive: list[object] = []
+        self.negative: list[object] = []
+        for pattern in patterns.split(","):
+            negated = pattern.startswith("!")
+            if negated:
+                pattern = pattern[1:]
+            if "%" in pattern:
+                raise Unsure("a scoped address")
+            matcher: object
+            try:
+                matcher = ipaddress.ip_network(pattern)
+            except ValueError:
+                # fnmatch with the brackets of "[host]:port" taken literally.
+                matcher = "".join("[[]" if ch == "[" else "[]]" if ch == "]" else ch
+                                  for ch in pattern)
+            (self.negative if negated else self.positive).append(matcher)
+
+    @staticmethod
+    def _one(matcher: object, host: str, addr: str, ip: object) -> bool:
+        if isinstance(matcher, str):
+            return ((bool(host) and fnmatch.fnmatchcase(host, matcher))
+                    or (bool(addr) and fnmatch.fnmatchcase(addr, matcher)))
+        return ip is not None and ip in matcher  # type: ignore[operator]
+
+    def matches(self, host: str, addr: str, ip: object) -> bool:
+        return (any(self._one(m, host, addr, ip) for m in self.positive)
+                and not any(self._one(m, host, addr, ip) for m in self.negative))
+
+
+@dataclass(frozen=True)
+class Found:
+    """What one file (or several) hold for one host."""
+
+    #: Plain host keys, as wire blobs, in the files' order.
+    keys: tuple[bytes, ...] = ()
+    #: `@revoked` plain keys.
+    revoked: tuple[bytes, ...] = ()
+    #: A `@cert-authority` key, or a certificate (revoked or not), names the host: only
+    #: asyncssh checks those.
+    authorities: bool = False
+    #: Something trusts or revokes a key for the host (asyncssh's host keys, CA keys, revoked
+    #: keys or certificates): a key that does not match is "changed", not "unknown".
+    known: bool = False
+
+    def __add__(self, other: Found) -> Found:
+        return Found(self.keys + other.keys, self.revoked + other.revoked,
+                     self.authorities or other.authorities, self.known or other.known)
+
+
+#: One line's entry: its marker (None, "cert-authority" or "revoked"), kind, key blob.
+_Entry = tuple[str | None, str, bytes]
+
+
+class KnownHostsText:
+    """One known_hosts file's text, read as asyncssh reads it; Unsure where it cannot be."""
+
+    def __init__(self, text: str = "") -> None:
+        self._exact: dict[str, list[_Entry]] = {}
+        self._patterns: list[tuple[_Hashed | _Patterns, _Entry]] = []
+        self.load(text)
+
+    def load(self, text: str) -> None:
+        """Lines added to the file (as asyncssh's `load`)."""
+        for line in text.splitlines():
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            marker: str | None = None
+            try:
+                if line.startswith("@"):
+                    marker, pattern, data = line[1:].split(None, 2)
+                else:
+                    pattern, data = line.split(None, 1)
+            except ValueError:
+                raise Unsure("not a known_hosts line") from None
+            if marker not in (None, "cert-authority", "revoked"):
+                raise Unsure(f"marker @{marker}")
+            kind, blob = _entry(data)
+            entry = (marker, kind, blob)
+            if any(ch in pattern for ch in _PATTERN_CHARACTERS):
+                self._patterns.append(
+                    (_Hashed(pattern) if pattern.startswith("|") else _Patterns(pattern), entry))
+            else:
+                for name in pattern.split(","):
+                    self._exact.setdefault(name, []).append(entry)
+
+    def _lookup(self, host: str, port: int | None) -> tuple[Found, bool]:
+        """The entries for `host` at `port`, and whether a key, CA key or certificate (not a
+        revoked one) is among them."""
+        if "%" in host:
+            raise Unsure("a scoped address")
+        try:
+            ip: object = ipaddress.ip_address(host)
+        except ValueError:
+            ip = None
+        addr = ""
+        if port:
+            host = f"[{host}]:{port}" if host else ""
+        entries = [*self._exact.get(host, ()), *self._exact.get(addr, ())]
+        entries += [entry for matcher, entry in self._patterns
+                    if matcher.matches(host, addr, ip)]
+        keys = tuple(blob for marker, kind, blob in entries if kind == "key" and marker is None)
+        revoked = tuple(blob for marker, kind, blob in entries
+                        if kind == "key" and marker == "revoked")
+        authorities = any(kind == "certificate" or marker == "cert-authority"
+                          for marker, kind, _ in entries)
+        trusted = bool(keys) or any(
+            (kind == "key" and marker == "cert-authority")
+            or (kind == "certificate" and marker != "revoked") for marker, kind, _ in entries)
+        return Found(keys, revoked, authorities, trusted or bool(revoked)), trusted
+
+    def match(self, host: str, port: int | None) -> Found:
+        """The entries for `host` (at `port`, None for the default port); where `[host]:port`
+        has no key, CA key or certificate, `host`'s (asyncssh's rule)."""
+        found, trusted = self._lookup(host, port)
+        if port and not trusted:
+            found, _ = self._lookup(host, None)
+        return found

@@ -1,0 +1,91 @@
+"""fleetcheck's own reading of key files (transport/keyfiles.py): sure only of what asyncssh
+loads as one plain key of the same type; anything else is left to asyncssh's loader."""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fleetcheck.transport.keyfiles import MISSING, plain_key
+from fleetcheck.transport.ssh_settings import SshFiles
+from fleetcheck.transport.sshlib import asyncssh
+
+pytestmark = [pytest.mark.timeout(60),
+              pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen")]
+
+
+def keygen(path: Path, kind: str, *extra: str) -> Path:
+    subprocess.run(["ssh-keygen", "-q", "-t", kind, "-f", str(path), "-N", "", "-C", "a comment",
+                    *extra], check=True, capture_output=True)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["ed25519", "rsa"])
+def test_a_key_ssh_keygen_writes_is_read_as_asyncssh_loads_it(tmp_path: Path, kind: str) -> None:
+    path = keygen(tmp_path / "id", kind, *(["-b", "2048"] if kind == "rsa" else []))
+    found = plain_key(str(path))
+    assert isinstance(found, tuple)
+    algorithm, data = found
+    loaded = asyncssh.load_keypairs([str(path)])
+    assert [key.algorithm.decode() for key in loaded] == [algorithm]
+    assert data == path.read_bytes()
+    # Its .pub beside it is the same key: still sure; without it too.
+    path.with_suffix(".pub").unlink()
+    assert plain_key(str(path)) == found
+
+
+def test_what_it_is_not_sure_of_is_left_to_asyncssh(tmp_path: Path) -> None:
+    assert plain_key(str(tmp_path / "absent")) == MISSING
+    ecdsa = keygen(tmp_path / "ecdsa", "ecdsa")
+    assert plain_key(str(ecdsa)) is None  # a type not read here
+    encrypted = tmp_path / "encrypted"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-f", str(encrypted), "-N", "secret"],
+                   check=True, capture_output=True)
+    assert plain_key(str(encrypted)) is None
+    pem = keygen(tmp_path / "pem", "rsa", "-b", "2048", "-m", "PEM")
+    assert plain_key(str(pem)) is None
+    good = keygen(tmp_path / "good", "ed25519")
+    data = good.read_bytes()
+    for name, mangled in [
+        ("truncated", data[:len(data) // 2]),
+        ("trailing", data + b"-----BEGIN OPENSSH PRIVATE KEY-----\n"),
+        ("not a key", b"hello\n"),
+    ]:
+        (tmp_path / name).write_bytes(mangled)
+        assert plain_key(str(tmp_path / name)) is None, name
+    # A private part that is not the public key's: one byte of the secret changed.
+    lines = data.decode().splitlines()
+    raw = bytearray(base64.b64decode("".join(lines[1:-1])))
+    raw[-40] ^= 1
+    body = base64.b64encode(bytes(raw)).decode()
+    (tmp_path / "other").write_text(
+        lines[0] + "\n" + "\n".join(body[i:i + 70] for i in range(0, len(body), 70)) + "\n"
+        + lines[-1] + "\n")
+    assert plain_key(str(tmp_path / "other")) is None
+    # A certificate beside the key, or a .pub of another key: asyncssh's to read.
+    shutil.copy(good.with_suffix(".pub"), tmp_path / "good-cert.pub")
+    assert plain_key(str(good)) is None
+    (tmp_path / "good-cert.pub").unlink()
+    other = keygen(tmp_path / "second", "ed25519")
+    shutil.copy(other.with_suffix(".pub"), good.with_suffix(".pub"))
+    assert plain_key(str(good)) is None
+
+
+def test_key_files_read_without_asyncssh_what_asyncssh_would_give(tmp_path: Path) -> None:
+    ed = keygen(tmp_path / "ed", "ed25519")
+    rsa = keygen(tmp_path / "rsa", "rsa", "-b", "2048")
+    ecdsa = keygen(tmp_path / "ecdsa", "ecdsa")
+    paths = (str(ed), str(tmp_path / "absent"), str(rsa))
+    mine = SshFiles().key_files(paths, str(ed))
+    assert [(path, algorithms) for path, _, algorithms in mine] == [
+        (str(ed), ("ssh-ed25519",)), (str(rsa), ("ssh-rsa",))]
+    # One file it is not sure of: every file through asyncssh's loader, the same answer's shape.
+    theirs = SshFiles().key_files((*paths, str(ecdsa)), str(ed))
+    assert [(path, algorithms) for path, _, algorithms in theirs] == [
+        (str(ed), ("ssh-ed25519",)), (str(rsa), ("ssh-rsa",)),
+        (str(ecdsa), ("ecdsa-sha2-nistp256",))]
+    assert [data for _, data, _ in theirs[:2]] == [data for _, data, _ in mine]
