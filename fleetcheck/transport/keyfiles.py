@@ -6,8 +6,10 @@ one asyncssh would load as one plain key of a type libssh2 logs in with, and whi
 to OpenSSH hosts from importing asyncssh at all (bench/results.md).
 
 It is sure only of the file `ssh-keygen` writes by default: one OpenSSH-format key, not
-encrypted, ssh-ed25519 or ssh-rsa, its private part consistent with its public part, nothing
-after it, no `-cert.pub` beside it and a `.pub` beside it (if any) of the same key. Any other
+encrypted, ssh-ed25519 or ssh-rsa, its private part consistent with its public part (the
+Ed25519 point derived from its seed; the RSA numbers as `cryptography` checks them), its
+framing and padding OpenSSH's, nothing after it, no `-cert.pub` beside it and a one-line `.pub`
+beside it (if any) of the same key. Any other
 file (another format or type, a passphrase, a certificate, anything malformed) is not read
 here: `None`, and asyncssh's loader decides, with its own words for what it refuses.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import math
 import os
 
@@ -55,6 +58,40 @@ class _Reader:
         return int.from_bytes(self.string(), "big", signed=True)
 
 
+#: Ed25519 (RFC 8032 5.1): the field prime, the curve's d, the base point in extended
+#: coordinates, and a square root of -1.
+_P = 2**255 - 19
+_D = -121665 * pow(121666, _P - 2, _P) % _P
+_GX = 15112221349535400772501151409588531511454012693041857206046113283949847762202
+_GY = 46316835694926478169428394003475163141307993866256225615783033603165251855960
+_G = (_GX, _GY, 1, _GX * _GY % _P)
+
+
+def _ed_add(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, int, int, int]:
+    x = (a[1] - a[0]) * (b[1] - b[0]) % _P
+    y = (a[1] + a[0]) * (b[1] + b[0]) % _P
+    t = 2 * a[3] * b[3] * _D % _P
+    z = 2 * a[2] * b[2] % _P
+    e, f, g, h = y - x, z - t, z + t, y + x
+    return e * f % _P, g * h % _P, f * g % _P, e * h % _P
+
+
+def ed25519_public(seed: bytes) -> bytes:
+    """The Ed25519 public key of a 32-byte private key (RFC 8032 5.1.5): what asyncssh (through
+    OpenSSL) derives from the seed, so a file whose stated point is another is not taken."""
+    digest = hashlib.sha512(seed).digest()
+    scalar = (int.from_bytes(digest[:32], "little") & ((1 << 254) - 8)) | (1 << 254)
+    point, base = (0, 1, 1, 0), _G
+    while scalar:
+        if scalar & 1:
+            point = _ed_add(point, base)
+        base = _ed_add(base, base)
+        scalar >>= 1
+    inverse = pow(point[2], _P - 2, _P)
+    x, y = point[0] * inverse % _P, point[1] * inverse % _P
+    return (y | ((x & 1) << 255)).to_bytes(32, "little")
+
+
 def _private_part(private: bytes, algorithm: str, public: bytes) -> None:
     """The private section of an unencrypted key: two equal check words, the same key in its
     private form, a comment, then the padding 1, 2, 3..."""
@@ -67,31 +104,34 @@ def _private_part(private: bytes, algorithm: str, public: bytes) -> None:
     public_key.string()
     if algorithm == "ssh-ed25519":
         point, secret = reader.string(), reader.string()
-        if point != public_key.string() or len(secret) != 64 or secret[32:] != point:
+        if point != public_key.string() or len(secret) != 64 or secret[32:] != point \
+                or ed25519_public(secret[:32]) != point:
             raise Unsure("not the public key's private key")
     else:
         n, e, d, iqmp, p, q = (reader.mpint() for _ in range(6))
         public_e, public_n = public_key.mpint(), public_key.mpint()
         if (n, e) != (public_n, public_e) or p * q != n or min(p, q, d, iqmp) <= 1 or d >= n \
-                or (e * d) % math.lcm(p - 1, q - 1) != 1 or (iqmp * q) % p != 1:
+                or iqmp >= p or (e * d) % math.lcm(p - 1, q - 1) != 1 or (iqmp * q) % p != 1:
             raise Unsure("not the public key's private key")
     reader.string()  # comment
     padding = private[reader.at:]
-    if len(private) % 8 or padding != bytes(range(1, len(padding) + 1)):
-        raise Unsure("bad padding")
+    if len(private) % 8 or len(padding) >= 8 or padding != bytes(range(1, len(padding) + 1)):
+        raise Unsure("not OpenSSH's padding")
 
 
 def _public_file(path: str) -> bytes | None:
-    """The key of a `.pub` file beside the key, or None where there is none."""
+    """The key of a `.pub` file beside the key (one line, "type base64 [comment]"), or None
+    where there is none."""
     try:
         with open(path, "rb") as handle:
-            fields = handle.read().split()
+            lines = [line for line in handle.read().splitlines() if line.strip()]
     except FileNotFoundError:
         return None
     except OSError:
         raise Unsure("unreadable .pub") from None
+    fields = lines[0].split() if len(lines) == 1 and lines[0].isascii() else []
     if len(fields) < 2:
-        raise Unsure("malformed .pub")
+        raise Unsure("not one public key")
     try:
         return binascii.a2b_base64(fields[1])
     except (binascii.Error, ValueError):
@@ -109,12 +149,12 @@ def plain_key(path: str) -> tuple[str, bytes] | str | None:
     except OSError:
         return None
     try:
-        text = data.strip()
-        if not text.startswith(_BEGIN) or not text.endswith(_END) or \
-                text.count(b"-----BEGIN") != 1:
+        lines = [line.rstrip() for line in data.rstrip().split(b"\n")]
+        if len(lines) < 3 or lines[0] != _BEGIN or lines[-1] != _END or \
+                any(line.startswith(b"-----") for line in lines[1:-1]):
             raise Unsure("not one OpenSSH private key")
         try:
-            raw = base64.b64decode(b"".join(text[len(_BEGIN):-len(_END)].split()), validate=True)
+            raw = base64.b64decode(b"".join(lines[1:-1]), validate=True)
         except (binascii.Error, ValueError):
             raise Unsure("not base64") from None
         if not raw.startswith(_MAGIC):
@@ -136,6 +176,6 @@ def plain_key(path: str) -> tuple[str, bytes] | str | None:
         beside = _public_file(path + ".pub")
         if beside is not None and beside != public:
             raise Unsure("a .pub of another key beside it")
-    except Unsure:
+    except (Unsure, ValueError, IndexError):
         return None
     return algorithm, data

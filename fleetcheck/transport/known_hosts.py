@@ -8,10 +8,11 @@ It reads a file as asyncssh's `SSHKnownHosts` does, rule for rule: exact names, 
 (`*`, `?`, `!` and CIDR ranges), hashed names (`|1|salt|hash`), `@cert-authority` and
 `@revoked`, `[host]:port`, and asyncssh's second lookup without the port when the first finds
 no key. It reads only what it can read with certainty: plain keys of the types it checks
-(ssh-ed25519, ecdsa-sha2-nistp256/384/521, ssh-rsa), and certificates by their type's name. A
-file holding any other line (another key type, a marker or hash asyncssh refuses, a key whose
-encoding is off, a scoped IPv6 address) is not read here at all (`Unsure`): the hosts it
-covers are matched by asyncssh, as before (ssh_hostkeys.py). tests/transport/test_known_hosts.py
+(ssh-ed25519, ecdsa-sha2-nistp256/384/521, ssh-rsa), in ASCII, encoded as asyncssh writes
+them. A file holding any other line (a certificate, another key type, a marker or hash asyncssh
+refuses, a key whose encoding is off, a character asyncssh reads otherwise, a scoped IPv6
+address) is not read here at all (`Unsure`): the hosts it covers are matched by asyncssh, as
+before (ssh_hostkeys.py). tests/transport/test_known_hosts.py
 holds this reading to asyncssh's, file by file.
 """
 
@@ -28,7 +29,6 @@ from dataclasses import dataclass
 #: below, every key read here is one asyncssh imports too).
 KEY_TYPES = ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
              "ssh-rsa")
-_CERTIFICATE = "-cert-v01@openssh.com"
 #: Characters that make a host field a pattern list rather than exact names (asyncssh's test).
 _PATTERN_CHARACTERS = "*?|/!"
 
@@ -79,9 +79,19 @@ def _on_curve(curve: bytes, point: bytes) -> bool:
     return x < prime and y < prime and (y * y - (x * x * x - 3 * x + b)) % prime == 0
 
 
+def _encoded(value: bytes) -> bytes:
+    return len(value).to_bytes(4, "big") + value
+
+
+def _mpint_encoded(value: int) -> bytes:
+    """SSH's `mpint` of `value` as asyncssh writes it: minimal two's complement."""
+    return _encoded(b"" if value == 0 else
+                    value.to_bytes((value.bit_length() + 8) // 8, "big", signed=True))
+
+
 def key_blob(algorithm: str, blob: bytes) -> bytes:
     """`blob` when it is a well-formed public key of `algorithm` (one of KEY_TYPES) that asyncssh
-    imports as that type; else Unsure."""
+    imports as that type and writes back as these very bytes; else Unsure."""
     name, offset = _string(blob, 0)
     if name != algorithm.encode("ascii"):
         raise Unsure("the key's type is not its line's")
@@ -91,7 +101,8 @@ def key_blob(algorithm: str, blob: bytes) -> bytes:
     elif algorithm == "ssh-rsa":
         e, offset = _mpint(blob, offset)
         n, offset = _mpint(blob, offset)
-        valid = e % 2 == 1 and n % 2 == 1 and 3 <= e < n and n.bit_length() >= 512
+        valid = (e % 2 == 1 and n % 2 == 1 and 3 <= e < n and n.bit_length() >= 512
+                 and blob == _encoded(name) + _mpint_encoded(e) + _mpint_encoded(n))
     else:
         curve, offset = _string(blob, offset)
         point, offset = _string(blob, offset)
@@ -102,21 +113,23 @@ def key_blob(algorithm: str, blob: bytes) -> bytes:
     return blob
 
 
-def _entry(data: str) -> tuple[str, bytes]:
-    """A line's key field ("type base64 [comment]"): ("key", its blob) or ("certificate", b"")."""
-    fields = data.split(None, 2)
+def _entry(data: str) -> bytes:
+    """A line's key field ("type base64 [comment]"): its key's blob. asyncssh reads it as
+    ASCII bytes (a field with any other character is a line it skips) split at ASCII white
+    space; a certificate is asyncssh's alone to read."""
+    if not data.isascii():
+        raise Unsure("not ASCII")
+    fields = data.encode("ascii").split(None, 2)
     if len(fields) < 2:
         raise Unsure("no key")
-    algorithm = fields[0]
-    if algorithm.endswith(_CERTIFICATE):
-        return "certificate", b""
+    algorithm = fields[0].decode("ascii")
     if algorithm not in KEY_TYPES:
         raise Unsure(f"a {algorithm} key")
     try:
         blob = binascii.a2b_base64(fields[1])  # as asyncssh decodes it (non-strict)
     except (binascii.Error, ValueError):
         raise Unsure("not base64") from None
-    return "key", key_blob(algorithm, blob)
+    return key_blob(algorithm, blob)
 
 
 class _Hashed:
@@ -182,11 +195,10 @@ class Found:
     keys: tuple[bytes, ...] = ()
     #: `@revoked` plain keys.
     revoked: tuple[bytes, ...] = ()
-    #: A `@cert-authority` key, or a certificate (revoked or not), names the host: only
-    #: asyncssh checks those.
+    #: A `@cert-authority` key names the host: only asyncssh checks certificates.
     authorities: bool = False
-    #: Something trusts or revokes a key for the host (asyncssh's host keys, CA keys, revoked
-    #: keys or certificates): a key that does not match is "changed", not "unknown".
+    #: Something trusts or revokes a key for the host (asyncssh's host keys, CA keys or revoked
+    #: keys): a key that does not match is "changed", not "unknown".
     known: bool = False
 
     def __add__(self, other: Found) -> Found:
@@ -194,8 +206,8 @@ class Found:
                      self.authorities or other.authorities, self.known or other.known)
 
 
-#: One line's entry: its marker (None, "cert-authority" or "revoked"), kind, key blob.
-_Entry = tuple[str | None, str, bytes]
+#: One line's entry: its marker (None, "cert-authority" or "revoked") and key blob.
+_Entry = tuple[str | None, bytes]
 
 
 class KnownHostsText:
@@ -222,8 +234,7 @@ class KnownHostsText:
                 raise Unsure("not a known_hosts line") from None
             if marker not in (None, "cert-authority", "revoked"):
                 raise Unsure(f"marker @{marker}")
-            kind, blob = _entry(data)
-            entry = (marker, kind, blob)
+            entry = (marker, _entry(data))
             if any(ch in pattern for ch in _PATTERN_CHARACTERS):
                 self._patterns.append(
                     (_Hashed(pattern) if pattern.startswith("|") else _Patterns(pattern), entry))
@@ -232,8 +243,8 @@ class KnownHostsText:
                     self._exact.setdefault(name, []).append(entry)
 
     def _lookup(self, host: str, port: int | None) -> tuple[Found, bool]:
-        """The entries for `host` at `port`, and whether a key, CA key or certificate (not a
-        revoked one) is among them."""
+        """The entries for `host` at `port`, and whether a key or CA key (not a revoked one) is
+        among them."""
         if "%" in host:
             raise Unsure("a scoped address")
         try:
@@ -246,19 +257,15 @@ class KnownHostsText:
         entries = [*self._exact.get(host, ()), *self._exact.get(addr, ())]
         entries += [entry for matcher, entry in self._patterns
                     if matcher.matches(host, addr, ip)]
-        keys = tuple(blob for marker, kind, blob in entries if kind == "key" and marker is None)
-        revoked = tuple(blob for marker, kind, blob in entries
-                        if kind == "key" and marker == "revoked")
-        authorities = any(kind == "certificate" or marker == "cert-authority"
-                          for marker, kind, _ in entries)
-        trusted = bool(keys) or any(
-            (kind == "key" and marker == "cert-authority")
-            or (kind == "certificate" and marker != "revoked") for marker, kind, _ in entries)
+        keys = tuple(blob for marker, blob in entries if marker is None)
+        revoked = tuple(blob for marker, blob in entries if marker == "revoked")
+        authorities = any(marker == "cert-authority" for marker, _ in entries)
+        trusted = bool(keys) or authorities
         return Found(keys, revoked, authorities, trusted or bool(revoked)), trusted
 
     def match(self, host: str, port: int | None) -> Found:
         """The entries for `host` (at `port`, None for the default port); where `[host]:port`
-        has no key, CA key or certificate, `host`'s (asyncssh's rule)."""
+        has no key or CA key, `host`'s (asyncssh's rule)."""
         found, trusted = self._lookup(host, port)
         if port and not trusted:
             found, _ = self._lookup(host, None)

@@ -57,9 +57,13 @@ def _asyncssh_side() -> Any:
 
 
 def _raised_by_asyncssh(exc: BaseException, *names: str) -> bool:
-    """Whether `exc` is one of asyncssh's `names` (never, while asyncssh is not imported)."""
-    module = sys.modules.get("asyncssh")
-    return module is not None and isinstance(exc, tuple(getattr(module, n) for n in names))
+    """Whether `exc` is one of asyncssh's `names`: never while asyncssh is not imported, nor
+    while another thread is still importing it (sshlib binds it once the import is done; only
+    a connection made with a whole asyncssh raises its errors)."""
+    module = getattr(sys.modules.get("fleetcheck.transport.sshlib"), "asyncssh", None)
+    kinds = tuple(kind for kind in (getattr(module, name, None) for name in names)
+                  if isinstance(kind, type))
+    return bool(kinds) and isinstance(exc, kinds)
 
 #: Connection attempts in flight at once to one SSH server: below sshd's MaxStartups
 #: (10:30:100), which starts dropping unauthenticated connections at random beyond 10.

@@ -236,8 +236,14 @@ class HostKeyPlan:
         line = _known_hosts_line(self.address, self.port, blob)
         with _KNOWN_HOSTS_LOCK:
             os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-            with open(self.path, "a", encoding="ascii") as handle:
-                handle.write(line)
+            with open(self.path, "a+b") as handle:
+                # A file that does not end its last line gets the line break first, as
+                # OpenSSH's does: the new line must not run on from someone else's.
+                if handle.seek(0, os.SEEK_END) > 0:
+                    handle.seek(-1, os.SEEK_END)
+                    if handle.read(1) != b"\n":
+                        line = "\n" + line
+                handle.write(line.encode("ascii"))
             self.store.add(self.path, line)
 
     def refusal_cause(self) -> str:

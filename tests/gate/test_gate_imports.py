@@ -26,6 +26,19 @@ NOT_ON_THE_GATES_PATH = (
 )
 
 
+def gate_modules(inventory: Path) -> tuple[int, list[str], str]:
+    """`fleetcheck gate INVENTORY --playbook quick` in a process of its own: its exit code,
+    every module it loaded, its stderr."""
+    script = ("import json, sys\n"
+              "from fleetcheck.cli import main\n"
+              f"code = main(['gate', {str(inventory)!r}, '--playbook', 'quick'])\n"
+              "print(json.dumps([code, sorted(sys.modules)]))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=60, check=False)
+    code, modules = json.loads(done.stdout.splitlines()[-1])
+    return code, modules, done.stderr
+
+
 def test_a_gate_loads_only_what_the_gate_runs(tmp_path: Path) -> None:
     # A host nothing listens for: the gate connects, is refused and says so (exit 3).
     known_hosts = tmp_path / "known_hosts"
@@ -35,15 +48,9 @@ def test_a_gate_loads_only_what_the_gate_runs(tmp_path: Path) -> None:
         "defaults": {"ssh": {"port": 1, "config_file": "none",
                              "known_hosts": str(known_hosts)}, "probe_host": True},
         "hosts": {"gpu01": {"address": "127.0.0.1"}}}))
-    script = ("import json, sys\n"
-              "from fleetcheck.cli import main\n"
-              f"code = main(['gate', {str(inventory)!r}, '--playbook', 'quick'])\n"
-              "print(json.dumps([code, sorted(sys.modules)]))\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=60, check=False)
-    code, modules = json.loads(done.stdout.splitlines()[-1])
-    assert code == 3, done.stderr
-    assert "connection refused" in done.stderr
+    code, modules, stderr = gate_modules(inventory)
+    assert code == 3, stderr
+    assert "connection refused" in stderr
     assert "asyncssh" in modules and "fleetcheck.audit" in modules
     assert [name for name in modules if name.startswith(NOT_ON_THE_GATES_PATH)] == []
 
@@ -58,15 +65,8 @@ def test_a_gate_to_openssh_hosts_over_libssh2_never_imports_asyncssh(fleet) -> N
         pytest.skip(f"no libssh2 here: {libssh2.problem()}")
     fleet.add_host("pve1")
     fleet.add_container("pve1", 101)
-    inventory = fleet.write_inventory(timeout=30)
-    script = ("import json, sys\n"
-              "from fleetcheck.cli import main\n"
-              f"code = main(['gate', {str(inventory)!r}, '--playbook', 'quick'])\n"
-              "print(json.dumps([code, sorted(sys.modules)]))\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=60, check=False)
-    code, modules = json.loads(done.stdout.splitlines()[-1])
-    assert code == 0, done.stderr
+    code, modules, stderr = gate_modules(fleet.write_inventory(timeout=30))
+    assert code == 0, stderr
     assert "fleetcheck.transport.libssh2" in modules
     assert [name for name in modules
             if name.startswith(("asyncssh", "cryptography", "fleetcheck.transport.sshlib"))] == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -89,3 +90,70 @@ def test_key_files_read_without_asyncssh_what_asyncssh_would_give(tmp_path: Path
         (str(ed), ("ssh-ed25519",)), (str(rsa), ("ssh-rsa",)),
         (str(ecdsa), ("ecdsa-sha2-nistp256",))]
     assert [data for _, data, _ in theirs[:2]] == [data for _, data, _ in mine]
+
+
+def _string(data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + data
+
+
+def _mpint(value: int) -> bytes:
+    return _string(value.to_bytes((value.bit_length() + 8) // 8, "big", signed=True))
+
+
+def _key_file(public: bytes, private: bytes, extra_padding: int = 0, lead: bytes = b"") -> bytes:
+    """An unencrypted OpenSSH-format key file of these parts, padded as OpenSSH pads."""
+    count = (-len(private)) % 8 + extra_padding
+    private += bytes(i % 256 for i in range(1, count + 1))
+    raw = (b"openssh-key-v1\0" + _string(b"none") + _string(b"none") + _string(b"")
+           + struct.pack(">I", 1) + _string(public) + _string(private))
+    body = base64.b64encode(raw)
+    return (lead + b"-----BEGIN OPENSSH PRIVATE KEY-----\n"
+            + b"\n".join(body[i:i + 70] for i in range(0, len(body), 70))
+            + b"\n-----END OPENSSH PRIVATE KEY-----\n")
+
+
+def test_a_key_file_asyncssh_refuses_is_never_one_read_here(tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    secret = ed25519.Ed25519PrivateKey.generate()
+    seed = secret.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+                                serialization.NoEncryption())
+    point = secret.public_key().public_bytes(serialization.Encoding.Raw,
+                                             serialization.PublicFormat.Raw)
+    ed_public = _string(b"ssh-ed25519") + _string(point)
+
+    def ed_private(seed: bytes) -> bytes:
+        return (struct.pack(">II", 7, 7) + _string(b"ssh-ed25519") + _string(point)
+                + _string(seed + point) + _string(b"comment"))
+
+    rsa = asyncssh.generate_private_key("ssh-rsa", key_size=1024).pyca_key.private_numbers()
+    n, e = rsa.public_numbers.n, rsa.public_numbers.e
+    rsa_public = _string(b"ssh-rsa") + _mpint(e) + _mpint(n)
+
+    def rsa_private(iqmp: int) -> bytes:
+        return (struct.pack(">II", 7, 7) + _string(b"ssh-rsa") + _mpint(n) + _mpint(e)
+                + _mpint(rsa.d) + _mpint(iqmp) + _mpint(rsa.p) + _mpint(rsa.q)
+                + _string(b"comment"))
+
+    good = tmp_path / "good"
+    good.write_bytes(_key_file(ed_public, ed_private(seed)))
+    assert isinstance(plain_key(str(good)), tuple)
+    (tmp_path / "rsa").write_bytes(_key_file(rsa_public, rsa_private(rsa.iqmp)))
+    assert isinstance(plain_key(str(tmp_path / "rsa")), tuple)
+    cases = {
+        "padding of 256 bytes and more": _key_file(ed_public, ed_private(seed), 256),
+        "white space before its first line": _key_file(ed_public, ed_private(seed), lead=b"  "),
+        "a seed that is not the point's": _key_file(ed_public, ed_private(bytes(32))),
+        "iqmp not below p": _key_file(rsa_public, rsa_private(rsa.iqmp + rsa.p)),
+    }
+    for name, data in cases.items():
+        path = tmp_path / name.replace(" ", "-")
+        path.write_bytes(data)
+        assert plain_key(str(path)) is None, name
+        with pytest.raises((ValueError, asyncssh.KeyImportError)):
+            asyncssh.load_keypairs([str(path)])
+    # A .pub whose first line asyncssh reads as another key.
+    (tmp_path / "good.pub").write_bytes(
+        b"x " + base64.b64encode(ed_public) + b"\nssh-rsa " + base64.b64encode(rsa_public) + b"\n")
+    assert plain_key(str(good)) is None

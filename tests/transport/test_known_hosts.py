@@ -35,7 +35,16 @@ def keys() -> dict[str, list[str]]:
     ed_blob = ed.public_data
     ec_blob = bytearray(made["ecdsa-sha2-nistp256"][0].public_data)
     ec_blob[-1] ^= 1  # a point off the curve
+    ed_line = _line(ed).split()[:2]
+    rsa = made["ssh-rsa"][0].public_data
+    size = int.from_bytes(rsa[11:15], "big")  # e's mpint after the type's string
+    padded_e = rsa[:11] + (size + 1).to_bytes(4, "big") + b"\0" + rsa[15:]
     odd = [
+        " ".join(ed_line) + " café",                                   # asyncssh skips it
+        ed_line[0] + "\x1f" + ed_line[1],                              # not ASCII white space
+        ed_line[0] + "\u00a0" + ed_line[1],
+        "ssh-ed25519-cert-v01@openssh.com AAAA",                       # a certificate, bogus
+        "ssh-rsa " + base64.b64encode(padded_e).decode(),              # e not minimal
         "ssh-ed25519 " + base64.b64encode(ed_blob[:-1]).decode(),      # truncated key
         "ssh-rsa " + base64.b64encode(ed_blob).decode(),               # type mismatch
         "ecdsa-sha2-nistp256 " + base64.b64encode(bytes(ec_blob)).decode(),
@@ -133,9 +142,6 @@ def test_the_common_files_are_read_here(keys: dict[str, list[str]]) -> None:
 def test_what_it_cannot_be_sure_of_is_left_to_asyncssh(keys: dict[str, list[str]],
                                                        field: str) -> None:
     for data in keys[field]:
-        if "-cert-v01@" in data:
-            assert KnownHostsText(f"pve1 {data}\n").match("pve1", None).authorities
-            continue
         with pytest.raises(Unsure):
             KnownHostsText(f"pve1 {data}\n")
     for line in ("@weird pve1 " + keys["plain"][0], "|2|abc|def " + keys["plain"][0],
@@ -157,12 +163,10 @@ def test_a_key_is_taken_only_as_asyncssh_would_import_it(keys: dict[str, list[st
 def test_asyncssh_quirks_are_read_as_asyncssh_reads_them(keys: dict[str, list[str]]) -> None:
     rng = random.Random(2)
     ed, ec = keys["plain"][0], keys["plain"][2]
-    certificate = next(data for data in keys["odd"] if "-cert-v01@" in data)
     cases = [
-        # A revoked certificate for [host]:port does not stop the lookup without the port.
-        f"@revoked [pve1]:2222 {certificate}\npve1 {ed}\n",
-        # A certificate does.
-        f"[pve1]:2222 {certificate}\npve1 {ed}\n",
+        # A revoked key for [host]:port does not stop the lookup without the port; a CA does.
+        f"@revoked [pve1]:2222 {ec}\npve1 {ed}\n",
+        f"@cert-authority [pve1]:2222 {ec}\npve1 {ed}\n",
         # An empty name (hashed, or between commas) is asyncssh's address field: every host.
         f"{_hashed('', rng)} {ec}\n",
         f"pve7,,pve8 {ec}\n",
@@ -170,3 +174,34 @@ def test_asyncssh_quirks_are_read_as_asyncssh_reads_them(keys: dict[str, list[st
     for text in cases:
         for host, port in QUERIES:
             assert _ours(text, host, port) == _theirs(text, host, port), f"{host}:{port}\n{text}"
+
+
+def test_a_line_asyncssh_skips_is_never_one_read_here(keys: dict[str, list[str]]) -> None:
+    # A key field with a non-ASCII comment is skipped by asyncssh: read here, it would hide the
+    # host's other entries (the port's lookup stops at it) and its revocation.
+    ed, ec = keys["plain"][0], keys["plain"][2]
+    text = f"@revoked pve1 {ed}\n[pve1]:2222 {ed} café\n"
+    assert _theirs(text, "pve1", 2222)[1] != []  # asyncssh: the key is revoked
+    assert _ours(text, "pve1", 2222) == "unsure"
+    assert _ours(f"[pve1]:2222 {ed} café\npve1 {ec}\n", "pve1", 2222) == "unsure"
+
+
+def test_a_key_recorded_into_a_file_without_a_last_line_break_is_a_line_of_its_own(
+        tmp_path, keys: dict[str, list[str]]) -> None:
+    from fleetcheck.transport.ssh_hostkeys import HostKeyPlan, KnownHostsFiles
+
+    ed, ec = keys["plain"][0], keys["plain"][2]
+    path = tmp_path / "known_hosts"
+    path.write_text(f"pve1 {ed}")  # no final newline
+    store = KnownHostsFiles()
+    plan = HostKeyPlan.for_host(store, (str(path),), "pve2", None, "accept-new")
+    assert plan.trust_new and plan.own is not None
+    blob = base64.b64decode(ec.split()[1])
+    plan.record_blob(blob)
+    assert path.read_text().splitlines() == [f"pve1 {ed}", f"pve2 {' '.join(ec.split()[:2])}"]
+    # The audit's later hosts see both keys, through either reading; so does the next audit.
+    for store_now in (store, KnownHostsFiles()):
+        assert store_now.match_own((str(path),), "pve1", None).keys
+        assert store_now.match_own((str(path),), "pve2", None).keys == (blob,)
+        assert [key.public_data for key in store_now.match((str(path),), "pve2", None)[0]] == [
+            blob]

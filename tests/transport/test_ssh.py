@@ -121,3 +121,20 @@ def test_death_by_signal_is_reported_as_the_signal(tmp_path: Path) -> None:
 
     result = asyncio.run(main())
     assert (result.returncode, result.signal, result.timed_out) == (None, "KILL", False)
+
+
+def test_an_error_is_not_asyncssh_s_while_asyncssh_is_half_imported(monkeypatch) -> None:
+    # A libssh2 failure is classified while an opener thread may be importing asyncssh (its
+    # post-quantum question): a module still being built has none of its error classes yet.
+    import sys
+    import types
+
+    from fleetcheck.transport import ssh
+
+    half = types.ModuleType("fleetcheck.transport.sshlib")  # `asyncssh` not bound yet
+    monkeypatch.setitem(sys.modules, "fleetcheck.transport.sshlib", half)
+    assert not ssh._raised_by_asyncssh(TimeoutError(), "HostKeyNotVerifiable")
+    half.asyncssh = types.ModuleType("asyncssh")  # bound, its classes not all there
+    assert not ssh._raised_by_asyncssh(TimeoutError(), "HostKeyNotVerifiable", "Error")
+    monkeypatch.undo()
+    assert ssh._raised_by_asyncssh(asyncssh.PermissionDenied("no"), "PermissionDenied")
