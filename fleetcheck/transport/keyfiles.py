@@ -7,7 +7,7 @@ to OpenSSH hosts from importing asyncssh at all (bench/results.md).
 
 It is sure only of the file `ssh-keygen` writes by default: one OpenSSH-format key, not
 encrypted, ssh-ed25519 or ssh-rsa, its private part consistent with its public part (the
-Ed25519 point derived from its seed; the RSA numbers as `cryptography` checks them), its
+Ed25519 point derived from its seed; the RSA numbers as OpenSSL checks them, p and q prime), its
 framing and padding OpenSSH's, nothing after it, no `-cert.pub` beside it and a one-line `.pub`
 beside it (if any) of the same key. Any other
 file (another format or type, a passphrase, a certificate, anything malformed) is not read
@@ -21,6 +21,7 @@ import binascii
 import hashlib
 import math
 import os
+import random
 
 from fleetcheck.transport.known_hosts import Unsure, key_blob
 
@@ -92,6 +93,28 @@ def ed25519_public(seed: bytes) -> bytes:
     return (y | ((x & 1) << 255)).to_bytes(32, "little")
 
 
+def _probably_prime(n: int, rounds: int = 8) -> bool:
+    """Miller-Rabin with random bases: OpenSSL's key check (through asyncssh's loader) refuses
+    an RSA key whose p or q is not prime."""
+    if n < 4 or n % 2 == 0:
+        return n in (2, 3)
+    d, r = n - 1, 0
+    while d % 2 == 0:
+        d, r = d // 2, r + 1
+    pick = random.SystemRandom()
+    for _ in range(rounds):
+        x = pow(pick.randrange(2, n - 1), d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(r - 1):
+            x = x * x % n
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True
+
+
 def _private_part(private: bytes, algorithm: str, public: bytes) -> None:
     """The private section of an unencrypted key: two equal check words, the same key in its
     private form, a comment, then the padding 1, 2, 3..."""
@@ -111,7 +134,8 @@ def _private_part(private: bytes, algorithm: str, public: bytes) -> None:
         n, e, d, iqmp, p, q = (reader.mpint() for _ in range(6))
         public_e, public_n = public_key.mpint(), public_key.mpint()
         if (n, e) != (public_n, public_e) or p * q != n or min(p, q, d, iqmp) <= 1 or d >= n \
-                or iqmp >= p or (e * d) % math.lcm(p - 1, q - 1) != 1 or (iqmp * q) % p != 1:
+                or iqmp >= p or (e * d) % math.lcm(p - 1, q - 1) != 1 or (iqmp * q) % p != 1 \
+                or not (_probably_prime(p) and _probably_prime(q)):
             raise Unsure("not the public key's private key")
     reader.string()  # comment
     padding = private[reader.at:]
@@ -119,9 +143,10 @@ def _private_part(private: bytes, algorithm: str, public: bytes) -> None:
         raise Unsure("not OpenSSH's padding")
 
 
-def _public_file(path: str) -> bytes | None:
-    """The key of a `.pub` file beside the key (one line, "type base64 [comment]"), or None
-    where there is none."""
+def _public_file(path: str, algorithm: str) -> bytes | None:
+    """The key of a `.pub` file beside the key (one line, "TYPE base64 [comment]", TYPE the
+    key's: asyncssh reads a line that begins otherwise in other formats), or None where there
+    is none."""
     try:
         with open(path, "rb") as handle:
             lines = [line for line in handle.read().splitlines() if line.strip()]
@@ -130,8 +155,8 @@ def _public_file(path: str) -> bytes | None:
     except OSError:
         raise Unsure("unreadable .pub") from None
     fields = lines[0].split() if len(lines) == 1 and lines[0].isascii() else []
-    if len(fields) < 2:
-        raise Unsure("not one public key")
+    if len(fields) < 2 or fields[0] != algorithm.encode("ascii"):
+        raise Unsure("not one public key of the key's type")
     try:
         return binascii.a2b_base64(fields[1])
     except (binascii.Error, ValueError):
@@ -173,7 +198,7 @@ def plain_key(path: str) -> tuple[str, bytes] | str | None:
         _private_part(private, algorithm, public)
         if os.path.exists(path + "-cert.pub"):
             raise Unsure("a certificate beside it")
-        beside = _public_file(path + ".pub")
+        beside = _public_file(path + ".pub", algorithm)
         if beside is not None and beside != public:
             raise Unsure("a .pub of another key beside it")
     except (Unsure, ValueError, IndexError):

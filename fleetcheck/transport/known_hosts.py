@@ -10,7 +10,7 @@ It reads a file as asyncssh's `SSHKnownHosts` does, rule for rule: exact names, 
 no key. It reads only what it can read with certainty: plain keys of the types it checks
 (ssh-ed25519, ecdsa-sha2-nistp256/384/521, ssh-rsa), in ASCII, encoded as asyncssh writes
 them. A file holding any other line (a certificate, another key type, a marker or hash asyncssh
-refuses, a key whose encoding is off, a character asyncssh reads otherwise, a scoped IPv6
+refuses, a key whose encoding is off, a character asyncssh reads otherwise, a scoped or non-ASCII
 address) is not read here at all (`Unsure`): the hosts it covers are matched by asyncssh, as
 before (ssh_hostkeys.py). tests/transport/test_known_hosts.py
 holds this reading to asyncssh's, file by file.
@@ -164,8 +164,10 @@ class _Patterns:
             negated = pattern.startswith("!")
             if negated:
                 pattern = pattern[1:]
-            if "%" in pattern:
-                raise Unsure("a scoped address")
+            if "%" in pattern or not pattern.isascii():
+                # asyncssh reads an address through getaddrinfo(), which takes a scope and
+                # normalises other digits and colons; ipaddress does neither.
+                raise Unsure("a scoped or non-ASCII address")
             matcher: object
             try:
                 matcher = ipaddress.ip_network(pattern)
@@ -245,8 +247,8 @@ class KnownHostsText:
     def _lookup(self, host: str, port: int | None) -> tuple[Found, bool]:
         """The entries for `host` at `port`, and whether a key or CA key (not a revoked one) is
         among them."""
-        if "%" in host:
-            raise Unsure("a scoped address")
+        if "%" in host or not host.isascii():
+            raise Unsure("a scoped or non-ASCII address")
         try:
             ip: object = ipaddress.ip_address(host)
         except ValueError:

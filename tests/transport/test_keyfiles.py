@@ -4,6 +4,7 @@ loads as one plain key of the same type; anything else is left to asyncssh's loa
 from __future__ import annotations
 
 import base64
+import math
 import shutil
 import struct
 import subprocess
@@ -141,7 +142,17 @@ def test_a_key_file_asyncssh_refuses_is_never_one_read_here(tmp_path: Path) -> N
     assert isinstance(plain_key(str(good)), tuple)
     (tmp_path / "rsa").write_bytes(_key_file(rsa_public, rsa_private(rsa.iqmp)))
     assert isinstance(plain_key(str(tmp_path / "rsa")), tuple)
+    composite = rsa.p * rsa.q  # a "p" that is not prime, its numbers otherwise consistent
+    other = asyncssh.generate_private_key("ssh-rsa", key_size=1024).pyca_key.private_numbers()
+    n2 = composite * other.p
+    lam = math.lcm(composite - 1, other.p - 1)
+    d2 = pow(e, -1, lam) if math.gcd(e, lam) == 1 else 0
+    composite_public = _string(b"ssh-rsa") + _mpint(e) + _mpint(n2)
+    composite_private = (struct.pack(">II", 7, 7) + _string(b"ssh-rsa") + _mpint(n2) + _mpint(e)
+                         + _mpint(d2) + _mpint(pow(other.p, -1, composite)) + _mpint(composite)
+                         + _mpint(other.p) + _string(b"comment"))
     cases = {
+        "a p that is not prime": _key_file(composite_public, composite_private),
         "padding of 256 bytes and more": _key_file(ed_public, ed_private(seed), 256),
         "white space before its first line": _key_file(ed_public, ed_private(seed), lead=b"  "),
         "a seed that is not the point's": _key_file(ed_public, ed_private(bytes(32))),
@@ -153,7 +164,12 @@ def test_a_key_file_asyncssh_refuses_is_never_one_read_here(tmp_path: Path) -> N
         # Refused by asyncssh's loader (2.24's: some, by older ones: not all; either way its
         # loader decides, not this reading).
         assert plain_key(str(path)) is None, name
-    # A .pub whose first line asyncssh reads as another key.
+    # A .pub whose first line asyncssh reads as another key; one whose first field is not the
+    # key's type (asyncssh reads such a line in other formats: DER where it begins with "0").
     (tmp_path / "good.pub").write_bytes(
         b"x " + base64.b64encode(ed_public) + b"\nssh-rsa " + base64.b64encode(rsa_public) + b"\n")
     assert plain_key(str(good)) is None
+    (tmp_path / "good.pub").write_bytes(b"0A " + base64.b64encode(ed_public) + b"\n")
+    assert plain_key(str(good)) is None
+    (tmp_path / "good.pub").write_bytes(b"ssh-ed25519 " + base64.b64encode(ed_public) + b" c\n")
+    assert isinstance(plain_key(str(good)), tuple)

@@ -145,9 +145,13 @@ def test_what_it_cannot_be_sure_of_is_left_to_asyncssh(keys: dict[str, list[str]
         with pytest.raises(Unsure):
             KnownHostsText(f"pve1 {data}\n")
     for line in ("@weird pve1 " + keys["plain"][0], "|2|abc|def " + keys["plain"][0],
-                 "fe80::1%eth0 " + keys["plain"][0], "nospace"):
+                 "fe80::1%eth0 " + keys["plain"][0], "nospace",
+                 # asyncssh reads addresses through getaddrinfo(), which normalises these.
+                 "\uff1a\uff1a1/128 " + keys["plain"][0], "*,!::\u00b9/128 " + keys["plain"][0]):
         with pytest.raises(Unsure):
             KnownHostsText(line + "\n").match("fe80::1%eth0", None)
+    with pytest.raises(Unsure):
+        KnownHostsText("pve* " + keys["plain"][0] + "\n").match("fe80::\uff11", None)
 
 
 def test_a_key_is_taken_only_as_asyncssh_would_import_it(keys: dict[str, list[str]]) -> None:
