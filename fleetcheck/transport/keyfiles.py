@@ -23,7 +23,7 @@ import math
 import os
 import random
 
-from fleetcheck.transport.known_hosts import Unsure, key_blob
+from fleetcheck.transport.known_hosts import Unsure, WireReader, key_blob
 
 _BEGIN = b"-----BEGIN OPENSSH PRIVATE KEY-----"
 _END = b"-----END OPENSSH PRIVATE KEY-----"
@@ -33,30 +33,6 @@ _MAGIC = b"openssh-key-v1\0"
 KEY_TYPES = ("ssh-ed25519", "ssh-rsa")
 #: A missing file: OpenSSH and asyncssh skip it.
 MISSING = "missing"
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.at = 0
-
-    def uint32(self) -> int:
-        if self.at + 4 > len(self.data):
-            raise Unsure("truncated")
-        value = int.from_bytes(self.data[self.at:self.at + 4], "big")
-        self.at += 4
-        return value
-
-    def string(self) -> bytes:
-        size = self.uint32()
-        if self.at + size > len(self.data):
-            raise Unsure("truncated")
-        value = self.data[self.at:self.at + size]
-        self.at += size
-        return value
-
-    def mpint(self) -> int:
-        return int.from_bytes(self.string(), "big", signed=True)
 
 
 #: Ed25519 (RFC 8032 5.1): the field prime, the curve's d, the base point in extended
@@ -118,12 +94,12 @@ def _probably_prime(n: int, rounds: int = 8) -> bool:
 def _private_part(private: bytes, algorithm: str, public: bytes) -> None:
     """The private section of an unencrypted key: two equal check words, the same key in its
     private form, a comment, then the padding 1, 2, 3..."""
-    reader = _Reader(private)
+    reader = WireReader(private)
     if reader.uint32() != reader.uint32():
         raise Unsure("check words differ")
     if reader.string() != algorithm.encode("ascii"):
         raise Unsure("the private key's type is not the public key's")
-    public_key = _Reader(public)
+    public_key = WireReader(public)
     public_key.string()
     if algorithm == "ssh-ed25519":
         point, secret = reader.string(), reader.string()
@@ -184,14 +160,14 @@ def plain_key(path: str) -> tuple[str, bytes] | str | None:
             raise Unsure("not base64") from None
         if not raw.startswith(_MAGIC):
             raise Unsure("not openssh-key-v1")
-        reader = _Reader(raw[len(_MAGIC):])
+        reader = WireReader(raw[len(_MAGIC):])
         if (reader.string(), reader.string(), reader.string(), reader.uint32()) != \
                 (b"none", b"none", b"", 1):
             raise Unsure("encrypted, or not one key")
         public, private = reader.string(), reader.string()
-        if reader.at != len(reader.data):
+        if not reader.ended:
             raise Unsure("trailing data")
-        algorithm = _Reader(public).string().decode("ascii", "replace")
+        algorithm = WireReader(public).string().decode("ascii", "replace")
         if algorithm not in KEY_TYPES:
             raise Unsure(f"a {algorithm} key")
         key_blob(algorithm, public)

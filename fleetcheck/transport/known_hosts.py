@@ -52,20 +52,35 @@ class Unsure(ValueError):
     """A line this reading does not take on: the file is left to asyncssh's."""
 
 
-def _string(blob: bytes, offset: int) -> tuple[bytes, int]:
-    """SSH's `string` at `offset` (RFC 4251 5): its bytes and the offset after it."""
-    if offset + 4 > len(blob):
-        raise Unsure("truncated")
-    size = int.from_bytes(blob[offset:offset + 4], "big")
-    end = offset + 4 + size
-    if end > len(blob):
-        raise Unsure("truncated")
-    return blob[offset + 4:end], end
+class WireReader:
+    """SSH's wire encoding (RFC 4251 5) read in order: `uint32`, `string`, `mpint`; Unsure
+    where the data ends first. `at` is where the next value starts."""
 
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.at = 0
 
-def _mpint(blob: bytes, offset: int) -> tuple[int, int]:
-    value, offset = _string(blob, offset)
-    return int.from_bytes(value, "big", signed=True), offset
+    def uint32(self) -> int:
+        if self.at + 4 > len(self.data):
+            raise Unsure("truncated")
+        value = int.from_bytes(self.data[self.at:self.at + 4], "big")
+        self.at += 4
+        return value
+
+    def string(self) -> bytes:
+        size = self.uint32()
+        if self.at + size > len(self.data):
+            raise Unsure("truncated")
+        value = self.data[self.at:self.at + size]
+        self.at += size
+        return value
+
+    def mpint(self) -> int:
+        return int.from_bytes(self.string(), "big", signed=True)
+
+    @property
+    def ended(self) -> bool:
+        return self.at == len(self.data)
 
 
 def _on_curve(curve: bytes, point: bytes) -> bool:
@@ -92,23 +107,21 @@ def _mpint_encoded(value: int) -> bytes:
 def key_blob(algorithm: str, blob: bytes) -> bytes:
     """`blob` when it is a well-formed public key of `algorithm` (one of KEY_TYPES) that asyncssh
     imports as that type and writes back as these very bytes; else Unsure."""
-    name, offset = _string(blob, 0)
+    reader = WireReader(blob)
+    name = reader.string()
     if name != algorithm.encode("ascii"):
         raise Unsure("the key's type is not its line's")
     if algorithm == "ssh-ed25519":
-        public, offset = _string(blob, offset)
-        valid = len(public) == 32
+        valid = len(reader.string()) == 32
     elif algorithm == "ssh-rsa":
-        e, offset = _mpint(blob, offset)
-        n, offset = _mpint(blob, offset)
+        e, n = reader.mpint(), reader.mpint()
         valid = (e % 2 == 1 and n % 2 == 1 and 3 <= e < n and n.bit_length() >= 512
                  and blob == _encoded(name) + _mpint_encoded(e) + _mpint_encoded(n))
     else:
-        curve, offset = _string(blob, offset)
-        point, offset = _string(blob, offset)
+        curve, point = reader.string(), reader.string()
         valid = (algorithm == "ecdsa-sha2-" + curve.decode("ascii", "replace")
                  and curve in _CURVES and _on_curve(curve, point))
-    if not valid or offset != len(blob):
+    if not valid or not reader.ended:
         raise Unsure(f"not a {algorithm} key as asyncssh reads it")
     return blob
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleetcheck.failures import HOST_KEY_CHANGED, HOST_KEY_UNKNOWN
 from fleetcheck.transport.interface import TransportError
-from fleetcheck.transport.known_hosts import Found, KnownHostsText, Unsure
+from fleetcheck.transport.known_hosts import Found, KnownHostsText, Unsure, WireReader
 
 if TYPE_CHECKING:
     import asyncssh
@@ -134,8 +134,7 @@ class KnownHostsFiles:
 
 def _key_type(blob: bytes) -> str:
     """A key's type, the first string of its wire blob."""
-    size = int.from_bytes(blob[:4], "big")
-    return blob[4:4 + size].decode("ascii", "replace")
+    return WireReader(blob).string().decode("ascii", "replace")
 
 
 def _known_hosts_line(host: str, port: int | None, blob: bytes) -> str:
@@ -167,16 +166,10 @@ class HostKeyPlan:
     def for_host(cls, store: KnownHostsFiles, files: tuple[str, ...], address: str,
                  port: int | None, policy: str) -> HostKeyPlan:
         own = store.match_own(files, address, port)
-        if own is not None:
-            known = own.known
-            plan = cls(files, address, port, own, known,
-                       not known and policy == "accept-new", store)
-        else:
-            matched = store.match(files, address, port)
-            known = any(matched[:4])
-            plan = cls(files, address, port, None, known,
-                       not known and policy == "accept-new", store, [matched])
-        return plan
+        matched = [] if own is not None else [store.match(files, address, port)]
+        known = own.known if own is not None else any(matched[0][:4])
+        return cls(files, address, port, own, known, not known and policy == "accept-new",
+                   store, matched)
 
     @property
     def path(self) -> str:

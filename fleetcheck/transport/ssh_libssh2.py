@@ -20,6 +20,7 @@ reading, for a fleet that trades the post-quantum exchange for the CPU.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import re
 import select
 import socket
@@ -94,21 +95,31 @@ def _openssh_version(banner: str | None) -> tuple[int, int] | None:
     return (int(found.group(1)), int(found.group(2))) if found else None
 
 
+@functools.cache
+def _liboqs_may_be_found() -> bool:
+    """Whether asyncssh may find liboqs: it looks in the ld cache alone (sshlib.py). Read once
+    per process, not at every connection."""
+    cache = read_ld_cache()
+    return in_ld_cache("oqs", cache) or in_ld_cache("liboqs", cache)
+
+
+@functools.cache
+def _asyncssh_post_quantum() -> tuple[str, ...]:
+    """The post-quantum exchanges among asyncssh's own defaults (asyncssh imported)."""
+    from fleetcheck.transport.ssh_settings import key_exchanges
+
+    return tuple(alg for alg in key_exchanges() if alg in _POST_QUANTUM)
+
+
 def default_post_quantum(banner: str | None) -> tuple[str, ...]:
     """The post-quantum exchanges of asyncssh's own defaults that a server of `banner` may
     offer too; asyncssh is imported to ask only where one may be both: OpenSSH from 9.9
     (mlkem768x25519, through `cryptography`), or from 8.5 where liboqs may be in the ld cache
     (sntrup761x25519: asyncssh finds liboqs there, or not at all; sshlib.py)."""
     version = _openssh_version(banner)
-    if version is None or version < (8, 5):
+    if version is None or version < (8, 5) or (version < (9, 9) and not _liboqs_may_be_found()):
         return ()
-    if version < (9, 9):
-        cache = read_ld_cache()
-        if not (in_ld_cache("oqs", cache) or in_ld_cache("liboqs", cache)):
-            return ()
-    from fleetcheck.transport.ssh_settings import key_exchanges  # imports asyncssh
-
-    return tuple(alg for alg in key_exchanges() if alg in _POST_QUANTUM)
+    return _asyncssh_post_quantum()
 
 
 #: Most bytes read ahead for the identification line (RFC 4253 4.2: 255 bytes a line, and

@@ -77,13 +77,6 @@ def _host_key_algs(default: bool) -> list[str]:
 
 
 @functools.cache
-def default_host_key_algs() -> tuple[str, ...]:
-    """asyncssh's default host-key algorithms, in its order (what it offers unless ssh_config
-    names some or known_hosts narrows them to the keys it holds)."""
-    return tuple(_host_key_algs(True))
-
-
-@functools.cache
 def algorithms(option: str, setting: str | None) -> tuple[str, ...]:
     """The list one option gives (ssh_config's `setting` on fleetcheck's defaults), computed
     once per distinct setting: asyncssh's algorithms are fixed once it is imported."""

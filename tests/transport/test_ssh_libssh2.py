@@ -342,10 +342,14 @@ def test_asyncssh_is_asked_for_its_post_quantum_offer_only_where_it_matters(
 def test_openssh_9_2_without_liboqs_is_libssh2_s_without_asking_asyncssh(monkeypatch) -> None:
     # sntrup761x25519 (OpenSSH from 8.5) is asyncssh's only where liboqs is: not in this ld
     # cache, so the question is answered without importing asyncssh.
+    read_once = ssh_libssh2._liboqs_may_be_found  # the ld cache is read once per process
     monkeypatch.setattr(ssh_libssh2, "read_ld_cache", lambda: b"libc.so.6 libssl.so.3")
+    read_once.cache_clear()
     assert ssh_libssh2.default_post_quantum("SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3") == ()
     monkeypatch.setattr(ssh_libssh2, "read_ld_cache", lambda: b"liboqs.so.5")
+    read_once.cache_clear()
     from fleetcheck.transport.ssh_settings import key_exchanges
 
     assert ssh_libssh2.default_post_quantum("SSH-2.0-OpenSSH_9.2p1") == tuple(
         alg for alg in key_exchanges() if alg.startswith(("mlkem768x25519", "sntrup761")))
+    read_once.cache_clear()  # the real ld cache's answer for the tests after this one
